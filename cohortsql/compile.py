@@ -1,0 +1,117 @@
+"""Pure functions from a checked specification to SQL text (DESIGN §2 step 1). Nothing runs here.
+
+Subjects are aliased ``s`` and targets ``t`` in every query, which is what ``sql:`` similarity
+predicates refer to. Templates live in ``sql/``; this module fills them in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cohortsql.plan import Feature, ResolvedFeature, statistics_needed
+from cohortsql.similarity import SqlPredicate
+from cohortsql.sqltext import quote_identifier, template
+
+SUBJECT_ALIAS = "s"
+TARGET_ALIAS = "t"
+
+
+def prepare_subjects(
+    source: str,
+    subjects: str,
+    features: Sequence[Feature],
+    prediction: str,
+    id: str | None,
+    target_predicate: str | None,
+) -> str:
+    """CREATE the subjects table from `source` (an already rendered table expression)."""
+    predictors = ",\n    ".join(_prepared_column(feature) for feature in features)
+    return template("prepare_subjects").format(
+        subjects=quote_identifier(subjects),
+        id="row_number() OVER () - 1" if id is None else quote_identifier(id),
+        predictors=predictors,
+        prediction=quote_identifier(prediction),
+        is_target="TRUE" if target_predicate is None else f"coalesce(({target_predicate}), FALSE)",
+        source=source,
+    )
+
+
+def _prepared_column(feature: Feature) -> str:
+    column = quote_identifier(feature.name)
+    if feature.as_double:
+        return f"nullif(CAST({column} AS DOUBLE), CAST('NaN' AS DOUBLE)) AS {column}"
+    return column
+
+
+def statistic_alias(feature_index: int, name: str) -> str:
+    """Column name, in the statistics row, of statistic `name` of feature number `feature_index`."""
+    return f"{feature_index}:{name}"
+
+
+def table_statistics(subjects: str, features: Sequence[Feature], has_id: bool) -> str:
+    """One row of whole-table statistics: n, mean of y, checks, and each feature's aggregates."""
+    bad_y = "__cohort_y IS NULL OR isnan(__cohort_y) OR isinf(__cohort_y)"
+    aggregates = {
+        "subjects": "count(*)",
+        "mean": "avg(__cohort_y)",
+        "bad_predictions": f"count(*) FILTER (WHERE {bad_y})",
+        "first_bad_prediction_row": f"min(__cohort_row) FILTER (WHERE {bad_y})",
+    }
+    if has_id:
+        aggregates["missing_ids"] = "count(*) FILTER (WHERE __cohort_id IS NULL)"
+        aggregates["distinct_ids"] = "count(DISTINCT __cohort_id)"
+    for index, feature in enumerate(features):
+        for name, sql in statistics_needed(feature, quote_identifier(feature.name)).items():
+            aggregates[statistic_alias(index, name)] = sql
+    select_list = ",\n    ".join(f"{sql} AS {quote_identifier(alias)}" for alias, sql in aggregates.items())
+    return template("table_statistics").format(aggregates=select_list, subjects=quote_identifier(subjects))
+
+
+def target_rows(subjects: str, features: Sequence[ResolvedFeature], condition: str) -> str:
+    """The target rows (position, id, predictors, y) that satisfy `condition`, in table order."""
+    return template("targets").format(
+        predictors=", ".join(quote_identifier(feature.name) for feature in features),
+        subjects=quote_identifier(subjects),
+        condition=condition,
+    )
+
+
+def missing_target_ids(subjects: str, requested: str) -> str:
+    """The ids in table `requested` (column ``id``) that match no subject."""
+    return template("missing_target_ids").format(
+        subjects=quote_identifier(subjects), requested=quote_identifier(requested)
+    )
+
+
+def similarity_test(feature: ResolvedFeature) -> str:
+    """SQL boolean z_tj(x_sj) for one feature, NULL-safe: NULL is similar to NULL only.
+
+    Columns without missing values get the kind's bare predicate (3x faster in DuckDB than the
+    guarded form, measured on 1e8 pairs). Custom ``sql:`` predicates always count subjects with the
+    target's own value as similar, so a target is in all of its cohorts whatever the expression says.
+    """
+    subject = f"{SUBJECT_ALIAS}.{quote_identifier(feature.name)}"
+    target = f"{TARGET_ALIAS}.{quote_identifier(feature.name)}"
+    test = feature.kind.predicate(subject, target, feature.statistics)
+    if isinstance(feature.kind, SqlPredicate):
+        return f"({subject} IS NOT DISTINCT FROM {target} OR coalesce({test}, FALSE))"
+    if feature.has_missing:
+        return f"coalesce({test}, {subject} IS NULL AND {target} IS NULL)"
+    return test
+
+
+def mask_expression(features: Sequence[ResolvedFeature]) -> str:
+    """m = sum_j z_tj << j as a sum of CASE expressions (faster in DuckDB than casts and shifts)."""
+    return "\n    + ".join(
+        f"CASE WHEN {similarity_test(feature)} THEN {1 << bit} ELSE 0 END"
+        for bit, feature in enumerate(features)
+    )
+
+
+def mask_histogram(subjects: str, targets: str, features: Sequence[ResolvedFeature]) -> str:
+    """GROUP BY target, mask -> subjects, sum_y for every target in table `targets`."""
+    return template("mask_histogram").format(
+        mask=mask_expression(features),
+        subjects=quote_identifier(subjects),
+        targets=quote_identifier(targets),
+    )

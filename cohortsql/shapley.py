@@ -1,0 +1,158 @@
+"""Exact cohort Shapley values in pure numpy (DESIGN §2, steps 2 and 3). No SQL, no I/O.
+
+Conventions: a set u of predictors is the integer whose bit j is set when predictor j is in u, so
+a game on d players is an array whose last axis has length 2^d (earlier axes batch over targets).
+
+For one target t, SQL gives a histogram over similarity masks m_i = sum_j z_tj(x_ij) << j. The
+cohort C_{t,u} = {i : m_i contains u}, so the superset sum ("zeta transform") of the histogram
+gives |C_{t,u}| and sum_{i in C_{t,u}} y_i for every u at once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+
+def _bit_halves(values: np.ndarray, bit: int) -> np.ndarray:
+    """View of `values` (..., 2^d) as (rest, 2, 2^bit), where axis 1 is the value of `bit`."""
+    return values.reshape(-1, 2, 1 << bit)
+
+
+def superset_sums(values: np.ndarray) -> np.ndarray:
+    """F(u) = sum over m containing u of f(m), along the last axis (length 2^d); returns a new array."""
+    result = np.array(values, dtype=np.float64, copy=True)
+    d = _dimension(result)
+    for bit in range(d):
+        halves = _bit_halves(result, bit)
+        halves[:, 0, :] += halves[:, 1, :]
+    return result
+
+
+def moebius_inverse(values: np.ndarray) -> np.ndarray:
+    """g_u = sum over w subset of u of (-1)^{|u - w|} v(w): the Moebius inverse of a game v."""
+    result = np.array(values, dtype=np.float64, copy=True)
+    d = _dimension(result)
+    for bit in range(d):
+        halves = _bit_halves(result, bit)
+        halves[:, 1, :] -= halves[:, 0, :]
+    return result
+
+
+def set_sizes(d: int) -> np.ndarray:
+    """|u| for every u in 0 .. 2^d - 1."""
+    sizes = np.zeros(1 << d, dtype=np.int64)
+    for bit in range(d):
+        sizes[1 << bit : 2 << bit] = sizes[: 1 << bit] + 1
+    return sizes
+
+
+def shapley_weights(d: int) -> np.ndarray:
+    """w(s) = s! (d - s - 1)! / d! = 1 / (d * C(d - 1, s)) for s = 0 .. d - 1."""
+    return np.array([1.0 / (d * math.comb(d - 1, s)) for s in range(d)])
+
+
+def shapley_values(game: np.ndarray) -> np.ndarray:
+    """Exact Shapley values of a batch of games, shape (..., 2^d) -> (..., d).
+
+    phi_j = sum_{u not containing j} w(|u|) (v(u + j) - v(u)), computed as
+    phi_j = sum_{u containing j} v(u) (w(|u| - 1) + w(|u|)) - sum_u v(u) w(|u|),
+    with w(-1) = w(d) = 0, in d vectorised passes over the batch.
+    """
+    game = np.asarray(game, dtype=np.float64)
+    d = _dimension(game)
+    batch_shape = game.shape[:-1]
+    if d == 0:
+        return np.zeros((*batch_shape, 0))
+    sizes = set_sizes(d)
+    padded = np.concatenate(([0.0], shapley_weights(d), [0.0]))  # padded[s + 1] = w(s)
+    weight_without = padded[sizes + 1]
+    weight_with = padded[sizes]
+    flat = game.reshape(-1, 1 << d)
+    phi = _sums_over_sets_containing(flat * (weight_with + weight_without))
+    phi -= (flat @ weight_without)[:, None]
+    return phi.reshape(*batch_shape, d)
+
+
+def anchored_shapley_values(game: np.ndarray) -> np.ndarray:
+    """Shapley values via the anchored decomposition (paper, Theorem 1): phi_j = sum_{u containing j} g_u / |u|.
+
+    An independent route to the same numbers as `shapley_values`, used to cross-check it.
+    """
+    game = np.asarray(game, dtype=np.float64)
+    d = _dimension(game)
+    sizes = set_sizes(d)
+    shares = moebius_inverse(game) / np.maximum(sizes, 1)
+    phi = _sums_over_sets_containing(shares.reshape(-1, 1 << d))
+    return phi.reshape(*game.shape[:-1], d)
+
+
+def _sums_over_sets_containing(values: np.ndarray) -> np.ndarray:
+    """(targets, 2^d) -> (targets, d): entry j is the sum of values[t, u] over the sets u containing j."""
+    targets, length = values.shape
+    d = length.bit_length() - 1
+    totals = np.empty((targets, d))
+    for bit in range(d):
+        totals[:, bit] = values.reshape(targets, -1, 2, 1 << bit)[:, :, 1, :].sum(axis=(1, 2))
+    return totals
+
+
+class CohortShapley(NamedTuple):
+    """Exact cohort Shapley values of a batch of targets (arrays have a leading target axis)."""
+
+    shapley: np.ndarray
+    """phi_j of v_CS(t, u) = ybar_{t,u} - ybar, shape (targets, d)."""
+    shapley_squared: np.ndarray
+    """phi_j of v_CS2(t, u) = (ybar_{t,u} - ybar)^2, shape (targets, d)."""
+    cohort_size: np.ndarray
+    """|C_{t,1:d}|, shape (targets,)."""
+    cohort_mean: np.ndarray
+    """ybar_{t,1:d}, shape (targets,)."""
+
+
+def cohort_games(counts: np.ndarray, sums: np.ndarray, mean: float) -> tuple[np.ndarray, np.ndarray]:
+    """Cohort sizes |C_{t,u}| and the game v_CS(t,u) = ybar_{t,u} - ybar from mask histograms.
+
+    `counts[t, m]` and `sums[t, m]` are the number of subjects with similarity mask m for target t
+    and the sum of their explained values. v_CS(t, {}) = 0 exactly, since C_{t,{}} is every subject.
+    """
+    sizes = superset_sums(counts)
+    if np.any(sizes[..., -1] < 1):
+        raise ValueError("a target is missing from its own cohort: similarity masks are not reflexive")
+    game = superset_sums(sums)
+    game /= sizes
+    game -= mean
+    game[..., 0] = 0.0
+    return sizes, game
+
+
+def cohort_shapley(counts: np.ndarray, sums: np.ndarray, mean: float) -> CohortShapley:
+    """Exact cohort Shapley values of v_CS and v_CS2 for a batch of targets' mask histograms."""
+    sizes, game = cohort_games(counts, sums, mean)
+    return CohortShapley(
+        shapley=shapley_values(game),
+        shapley_squared=shapley_values(game**2),
+        cohort_size=sizes[..., -1].astype(np.int64),
+        cohort_mean=game[..., -1] + mean,
+    )
+
+
+def _dimension(values: np.ndarray) -> int:
+    length = values.shape[-1]
+    d = length.bit_length() - 1
+    if length < 1 or 1 << d != length:
+        raise ValueError(f"a game needs a last axis of length 2^d, got {length}")
+    return d
+
+
+def scatter_histograms(
+    target: np.ndarray, mask: np.ndarray, count: np.ndarray, sum_y: np.ndarray, targets: int, d: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Dense (targets, 2^d) histograms of subject counts and sums of y from sparse (target, mask) rows."""
+    counts = np.zeros((targets, 1 << d))
+    sums = np.zeros((targets, 1 << d))
+    counts[target, mask] = count
+    sums[target, mask] = sum_y
+    return counts, sums
