@@ -54,7 +54,7 @@ class Similarity(ABC):
 def _check_non_negative(name: str, value: float) -> float:
     value = float(value)
     if not math.isfinite(value) or value < 0:
-        raise CohortError(f"{name} must be a finite number >= 0, got {value}")
+        raise CohortError(f"{name} must be a finite number >= 0, got {value:g}")
     return value
 
 
@@ -191,10 +191,9 @@ class Bins(Similarity):
         low, high = stats["min"], stats["max"]
         if low is None or high is None or high == low:
             return f"({value} - {value})"  # one bin: 0 for every value, NULL for NULL
-        return (
-            f"least(floor(({value} - {render_number(low)}) / {render_number(high - low)}"
-            f" * {self.k}), {self.k - 1})"
-        )
+        bin_number = f"floor(({value} - {render_number(low)}) / {render_number(high - low)} * {self.k})"
+        # Not least(): it skips NULLs, which would put missing values in the last bin.
+        return f"(CASE WHEN {bin_number} > {self.k - 1} THEN {self.k - 1} ELSE {bin_number} END)"
 
     def predicate(self, subject: str, target: str, stats: Statistics) -> str:
         return f"{self.key(subject, stats)} = {self.key(target, stats)}"

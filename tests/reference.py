@@ -1,0 +1,106 @@
+"""Brute-force cohort Shapley straight from the paper's definitions, for checking the library.
+
+Every cohort is recomputed from scratch for every subset of predictors, every similarity test is
+plain Python, and Shapley values come from the weighted-marginal definition with factorials. Slow
+on purpose: O(2^d n d) per target, independent of the SQL, the masks and the zeta transform.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+Test = Callable[[object, object], bool]
+"""z(subject value, target value) for non-missing values."""
+
+
+def nonmissing(values: Sequence[object]) -> np.ndarray:
+    return np.array([v for v in values if v is not None], dtype=float)
+
+
+def exact() -> Callable[[Sequence[object]], Test]:
+    return lambda column: (lambda s, t: s == t)
+
+
+def absolute(delta: float) -> Callable[[Sequence[object]], Test]:
+    return lambda column: (lambda s, t: abs(s - t) <= delta)
+
+
+def relative(delta: float) -> Callable[[Sequence[object]], Test]:
+    return lambda column: (lambda s, t: abs(s - t) <= delta * abs(t))
+
+
+def range_window(fraction: float) -> Callable[[Sequence[object]], Test]:
+    def build(column: Sequence[object]) -> Test:
+        values = nonmissing(column)
+        delta = fraction * (values.max() - values.min()) if len(values) else 0.0
+        return lambda s, t: abs(s - t) <= delta
+
+    return build
+
+
+def quantile_window(fraction: float, p: float = 0.05) -> Callable[[Sequence[object]], Test]:
+    def build(column: Sequence[object]) -> Test:
+        values = nonmissing(column)
+        delta = fraction * (np.quantile(values, 1 - p) - np.quantile(values, p)) if len(values) else 0.0
+        return lambda s, t: abs(s - t) <= delta
+
+    return build
+
+
+def bins(k: int) -> Callable[[Sequence[object]], Test]:
+    def build(column: Sequence[object]) -> Test:
+        values = nonmissing(column)
+        low, high = (values.min(), values.max()) if len(values) else (0.0, 0.0)
+
+        def bin_of(x: float) -> float:
+            return 0.0 if high == low else min(math.floor((x - low) / (high - low) * k), k - 1)
+
+        return lambda s, t: bin_of(s) == bin_of(t)
+
+    return build
+
+
+def custom(test: Test) -> Callable[[Sequence[object]], Test]:
+    """A Python twin of a sql: predicate; equal values are always similar (as the library does)."""
+    return lambda column: (lambda s, t: s == t or test(s, t))
+
+
+def similar(test: Test, subject: object, target: object) -> bool:
+    """NULL (None) is similar to NULL only."""
+    if subject is None or target is None:
+        return subject is None and target is None
+    return bool(test(subject, target))
+
+
+def cohort_shapley(
+    columns: Sequence[Sequence[object]],
+    kinds: Sequence[Callable[[Sequence[object]], Test]],
+    y: Sequence[float],
+    targets: Sequence[int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(phi of v_CS, phi of v_CS2), each of shape (len(targets), d), by the definitions."""
+    y = np.asarray(y, dtype=float)
+    n, d = len(y), len(columns)
+    tests = [kind(column) for kind, column in zip(kinds, columns)]
+    mean = y.mean()
+    phi = np.zeros((len(targets), d))
+    phi2 = np.zeros((len(targets), d))
+    for row, t in enumerate(targets):
+        value = {}
+        for size in range(d + 1):
+            for u in itertools.combinations(range(d), size):
+                cohort = [i for i in range(n) if all(similar(tests[j], columns[j][i], columns[j][t]) for j in u)]
+                value[frozenset(u)] = y[cohort].mean() - mean
+        for j in range(d):
+            others = [k for k in range(d) if k != j]
+            for size in range(d):
+                weight = math.factorial(size) * math.factorial(d - size - 1) / math.factorial(d)
+                for u in itertools.combinations(others, size):
+                    without, with_j = value[frozenset(u)], value[frozenset(u) | {j}]
+                    phi[row, j] += weight * (with_j - without)
+                    phi2[row, j] += weight * (with_j**2 - without**2)
+    return phi, phi2

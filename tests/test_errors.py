@@ -1,0 +1,129 @@
+"""Every mistake a user can make raises CohortError with a message that names the culprit."""
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+import cohortsql
+from cohortsql import CohortError
+
+FRAME = pl.DataFrame({"id": [1, 2, 3], "age": [1.0, 2.0, 3.0], "sex": ["f", "m", "f"], "y": [0.1, 0.5, 0.9]})
+
+
+def explain(data=FRAME, **options):
+    options.setdefault("prediction", "y")
+    options.setdefault("similarity", {"age": "abs:1", "sex": "exact"})
+    return cohortsql.cohort_shapley(data, **options)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"similarity": {"income": "abs:1"}}, "feature column 'income' is not in the data; its columns are: id, age, sex, y"),
+        ({"similarity": ["age", "income"]}, "feature column 'income' is not in the data"),
+        ({"prediction": "score"}, "prediction column 'score' is not in the data"),
+        ({"prediction": "sex"}, "prediction column 'sex' has type VARCHAR; it must be numeric"),
+        ({"id": "key"}, "id column 'key' is not in the data"),
+        ({"similarity": {"sex": "range:0.1"}}, "feature 'sex' has type VARCHAR, but similarity range:0.1 needs a numeric column"),
+        ({"similarity": {"age": "abs:-2"}}, "feature 'age': malformed similarity 'abs:-2': abs delta must be a finite number >= 0, got -2"),
+        ({"similarity": {"age": "window:2"}}, "feature 'age': malformed similarity 'window:2'"),
+        ({"similarity": {"age": 3}}, "feature 'age': a similarity kind must be a Similarity object or text"),
+        ({"similarity": {}}, "similarity names no features"),
+        ({"similarity": "age"}, "similarity must be a mapping"),
+        ({"targets": [1, 7, 9]}, "target ids not found in the row positions: 7, 9"),
+        ({"id": "id", "targets": [0, 3]}, "target ids not found in the id column 'id': 0"),
+        ({"targets": []}, "targets is an empty list"),
+        ({"targets": 3.5}, "targets must be None, a list of id values or a SQL predicate, got float"),
+        ({"targets": "age > 100"}, "targets 'age > 100' selects no rows"),
+        ({"targets": "height > 1"}, "reading the data with targets 'height > 1': Binder Error"),
+        ({"method": "fast"}, "method must be one of exact, got 'fast'"),
+        ({"similarity": {"age": "sql:s.height = t.height"}}, "computing similarity masks (check the sql: similarity of ['age'])"),
+    ],
+)
+def test_bad_arguments(options, message):
+    with pytest.raises(CohortError) as raised:
+        explain(**options)
+    assert message in str(raised.value)
+
+
+@pytest.mark.parametrize("bad", [None, float("nan"), float("inf")])
+def test_bad_values_in_the_prediction(bad):
+    frame = FRAME.with_columns(pl.Series("y", [0.1, bad, 0.3], dtype=pl.Float64))
+    with pytest.raises(CohortError, match=r"prediction column 'y' has 1 NULL, NaN or infinite values \(the first at row 1\)"):
+        explain(frame)
+
+
+def test_infinite_window_predictor():
+    frame = FRAME.with_columns(age=pl.Series([1.0, float("inf"), 2.0]))
+    with pytest.raises(CohortError, match="feature 'age' has 1 infinite values"):
+        explain(frame)
+
+
+def test_empty_table():
+    with pytest.raises(CohortError, match="the data has no rows"):
+        explain(FRAME.clear())
+
+
+@pytest.mark.parametrize("ids, message", [([1, 1, 2], "id column 'id' has 1 duplicate values"), ([1, None, 2], "id column 'id' has 1 NULL values")])
+def test_bad_id_column(ids, message):
+    with pytest.raises(CohortError, match=message):
+        explain(FRAME.with_columns(id=pl.Series(ids)), id="id")
+
+
+def test_missing_files(tmp_path):
+    with pytest.raises(CohortError, match="no file named '.*nowhere.parquet'"):
+        explain(str(tmp_path / "nowhere.parquet"))
+    with pytest.raises(CohortError, match="no file matches '.*part-\\*.parquet'"):
+        explain(str(tmp_path / "part-*.parquet"))
+    with pytest.raises(CohortError, match="no file or table named 'scores'"):
+        explain("scores", connection=duckdb.connect())
+
+
+def test_unknown_file_format(tmp_path):
+    path = tmp_path / "data.xlsx"
+    path.write_text("x")
+    with pytest.raises(CohortError, match="cannot tell the format of '.*data.xlsx'"):
+        explain(str(path))
+
+
+def test_unreadable_input_type():
+    with pytest.raises(CohortError, match="cannot read data of type dict"):
+        explain({"y": [1.0]})
+
+
+def test_too_many_features_for_exact():
+    frame = pl.DataFrame({f"x{j}": [0, 1] for j in range(25)} | {"y": [0.0, 1.0]})
+    with pytest.raises(CohortError, match="exact cohort Shapley handles at most 24 features .* got 25"):
+        cohortsql.cohort_shapley(frame, prediction="y", similarity=[f"x{j}" for j in range(25)])
+
+
+def test_duplicate_feature():
+    with pytest.raises(CohortError, match="feature 'age' is listed twice"):
+        explain(similarity=["age", "age"])
+
+
+def test_reserved_column_names():
+    with pytest.raises(CohortError, match="column '__cohort_row': names starting with '__cohort_' are reserved"):
+        explain(FRAME.with_columns(__cohort_row=pl.lit(1)))
+
+
+def test_mixed_target_id_types():
+    with pytest.raises(CohortError, match="target ids must all be of one type"):
+        explain(targets=[1, "a"])
+
+
+def test_write_parquet_into_a_missing_directory(tmp_path):
+    result = explain()
+    with pytest.raises(CohortError, match="the directory .* does not exist"):
+        result.write_parquet(tmp_path / "no" / "such" / "out.parquet")
+
+
+def test_wide_of_an_unknown_column():
+    with pytest.raises(CohortError, match="wide\\(\\) shows one of shapley, shapley_squared, not 'value'"):
+        explain().wide("value")
+
+
+def test_errors_are_value_errors():
+    assert issubclass(CohortError, ValueError)
+    assert np.isfinite(explain().shapley).all()

@@ -1,0 +1,148 @@
+"""Every accepted input form, target selection, ids, defaults and the result tables."""
+
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+import cohortsql
+
+FRAME = pl.DataFrame(
+    {
+        "key": ["a", "b", "c", "d", "e", "f"],
+        "age": [20.0, 25.0, 30.0, 60.0, 65.0, 70.0],
+        "sex": ["f", "m", "f", "m", "f", "m"],
+        "region": ["n", "n", "s", "s", "n", "s"],
+        "score": [0.1, 0.2, 0.4, 0.6, 0.8, 0.9],
+    }
+)
+SIMILARITY = {"age": "abs:6", "sex": "exact"}
+
+
+def explain(data, **options):
+    options.setdefault("similarity", SIMILARITY)
+    return cohortsql.cohort_shapley(data, prediction="score", **options)
+
+
+@pytest.fixture(scope="module")
+def expected():
+    return explain(FRAME)
+
+
+def same_values(result, expected):
+    np.testing.assert_allclose(result.shapley, expected.shapley, atol=1e-14)
+    np.testing.assert_allclose(result.shapley_squared, expected.shapley_squared, atol=1e-14)
+
+
+@pytest.fixture
+def files(tmp_path):
+    FRAME.write_csv(tmp_path / "data.csv")
+    FRAME.head(3).write_parquet(tmp_path / "part-1.parquet")
+    FRAME.tail(3).write_parquet(tmp_path / "part-2.parquet")
+    FRAME.write_parquet(tmp_path / "data.parquet")
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", ["data.csv", "data.parquet", "part-*.parquet"])
+def test_paths_and_globs(files, expected, name):
+    same_values(explain(str(files / name)), expected)
+
+
+def test_pathlib_path(files, expected):
+    same_values(explain(Path(files / "data.parquet")), expected)
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [lambda f: f, lambda f: f.lazy(), lambda f: f.to_arrow(), lambda f: f.to_pandas(), lambda f: f.to_arrow().to_reader()],
+    ids=["polars", "lazy", "arrow", "pandas", "arrow-reader"],
+)
+def test_frames(expected, convert):
+    same_values(explain(convert(FRAME)), expected)
+
+
+def test_relation_and_table_on_the_callers_connection(expected):
+    connection = duckdb.connect()
+    connection.register("frame", FRAME.to_arrow())
+    connection.execute("CREATE TABLE scores AS SELECT * FROM frame")
+    same_values(explain("scores", connection=connection), expected)
+    same_values(explain(connection.sql("SELECT * FROM scores"), connection=connection), expected)
+    # the engine drops what it created on the caller's connection
+    names = {row[0] for row in connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert names == {"scores"}
+
+
+def test_relation_of_another_connection(expected):
+    connection = duckdb.connect()
+    connection.register("frame", FRAME.to_arrow())
+    same_values(explain(connection.sql("SELECT * FROM frame")), expected)
+
+
+def test_target_ids_by_position_and_by_id_column(expected):
+    by_position = explain(FRAME, targets=[4, 1])
+    assert by_position.ids.to_list() == [1, 4]  # table order
+    np.testing.assert_allclose(by_position.shapley, expected.shapley[[1, 4]], atol=1e-14)
+    by_key = explain(FRAME, id="key", targets=["e", "b", "e"])
+    assert by_key.ids.to_list() == ["b", "e"]
+    np.testing.assert_allclose(by_key.shapley, expected.shapley[[1, 4]], atol=1e-14)
+
+
+def test_targets_by_sql_predicate_over_any_column(expected):
+    result = explain(FRAME, id="key", targets="region = 's' AND score > 0.5")
+    assert result.ids.to_list() == ["d", "f"]
+    np.testing.assert_allclose(result.shapley, expected.shapley[[3, 5]], atol=1e-14)
+
+
+def test_target_ids_as_numpy_array(expected):
+    result = explain(FRAME, targets=np.array([2]))
+    np.testing.assert_allclose(result.shapley, expected.shapley[[2]], atol=1e-14)
+
+
+def test_default_kinds():
+    rng = np.random.default_rng(0)
+    frame = pl.DataFrame(
+        {
+            "few": rng.integers(0, 10, 100),  # 10 distinct values -> exact
+            "many": rng.uniform(size=100),  # -> range:0.1
+            "label": rng.choice(["x", "y"], 100),  # text -> exact
+            "flag": rng.integers(0, 2, 100).astype(bool),  # boolean -> exact
+            "y": rng.uniform(size=100),
+        }
+    )
+    result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["few", "many", "label", "flag"])
+    assert result.similarity == {"few": "exact", "many": "range:0.1", "label": "exact", "flag": "exact"}
+    given = cohortsql.cohort_shapley(frame, prediction="y", similarity={"few": "exact", "many": "range:0.1", "label": "exact", "flag": "exact"})
+    np.testing.assert_array_equal(result.shapley, given.shapley)
+
+
+def test_similarity_objects_and_text_mix(expected):
+    result = explain(FRAME, similarity={"age": cohortsql.AbsoluteWindow(6), "sex": "exact"})
+    same_values(result, expected)
+
+
+def test_nan_in_a_window_predictor_is_missing():
+    frame = pd.DataFrame({"x": [1.0, np.nan, 2.0, np.nan], "y": [1.0, 2.0, 3.0, 5.0]})
+    result = cohortsql.cohort_shapley(frame, prediction="y", similarity={"x": "abs:5"})
+    # the two missing values form one cohort, the two present ones another
+    assert result.totals["cohort_mean"].to_list() == [2.0, 3.5, 2.0, 3.5]
+
+
+def test_result_tables(expected, tmp_path):
+    local = expected.local
+    assert local.columns == ["id", "feature", "shapley", "shapley_squared"]
+    assert local.height == 6 * 2
+    assert local["feature"].to_list()[:4] == ["age", "sex", "age", "sex"]
+    assert expected.totals.columns == ["id", "prediction", "cohort_size", "cohort_mean", "value", "value_squared"]
+    wide = expected.wide("shapley_squared")
+    assert wide.columns == ["id", "age", "sex"]
+    np.testing.assert_array_equal(wide["sex"].to_numpy(), expected.shapley_squared[:, 1])
+    assert expected.features == ("age", "sex")
+    assert expected.mean == pytest.approx(FRAME["score"].mean())
+    assert expected.to_arrow().num_rows == 12
+    path = tmp_path / "local.parquet"
+    expected.write_parquet(path)
+    assert pl.read_parquet(path).equals(local)
+    assert list(tmp_path.iterdir()) == [path]

@@ -1,0 +1,133 @@
+"""The numpy core against the Shapley axioms, brute-force transforms and the anchored form."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from cohortsql import shapley
+
+values = st.floats(-100, 100, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def games(draw, max_d=6, batch=2):
+    """A batch of games v on d players with v({}) = 0."""
+    d = draw(st.integers(1, max_d))
+    game = draw(arrays(np.float64, (batch, 1 << d), elements=values))
+    game[:, 0] = 0.0
+    return game
+
+
+def definition(game: np.ndarray) -> np.ndarray:
+    """phi_j = sum_{u not containing j} |u|! (d - |u| - 1)! / d! (v(u + j) - v(u)), one game."""
+    d = game.shape[-1].bit_length() - 1
+    phi = np.zeros(d)
+    for j in range(d):
+        for u in range(1 << d):
+            if not u >> j & 1:
+                size = bin(u).count("1")
+                weight = math.factorial(size) * math.factorial(d - size - 1) / math.factorial(d)
+                phi[j] += weight * (game[u | 1 << j] - game[u])
+    return phi
+
+
+@given(games())
+def test_matches_the_definition(game):
+    expected = np.array([definition(g) for g in game])
+    np.testing.assert_allclose(shapley.shapley_values(game), expected, atol=1e-9, rtol=1e-12)
+
+
+@given(games())
+def test_efficiency(game):
+    np.testing.assert_allclose(shapley.shapley_values(game).sum(axis=-1), game[:, -1] - game[:, 0], atol=1e-9)
+
+
+@given(games(), st.data())
+def test_symmetry(game, data):
+    """Players i and j that are interchangeable in v get equal values."""
+    d = game.shape[-1].bit_length() - 1
+    if d < 2:
+        return
+    i, j = data.draw(st.lists(st.integers(0, d - 1), min_size=2, max_size=2, unique=True))
+    swapped = np.array([u ^ ((u >> i & 1) ^ (u >> j & 1)) * ((1 << i) | (1 << j)) for u in range(1 << d)])
+    symmetric = (game + game[:, swapped]) / 2
+    phi = shapley.shapley_values(symmetric)
+    np.testing.assert_allclose(phi[:, i], phi[:, j], atol=1e-9)
+
+
+@given(games(), st.data())
+def test_dummy_player_gets_zero(game, data):
+    """A player whose addition never changes v gets phi = 0."""
+    d = game.shape[-1].bit_length() - 1
+    j = data.draw(st.integers(0, d - 1))
+    without_j = np.array([u & ~(1 << j) for u in range(1 << d)])
+    dummy = game[:, without_j]
+    np.testing.assert_allclose(shapley.shapley_values(dummy)[:, j], 0.0, atol=1e-9)
+
+
+@given(games(batch=1), st.floats(-3, 3))
+def test_linearity(game, scale):
+    other = np.random.default_rng(0).normal(size=game.shape)
+    other[:, 0] = 0
+    combined = shapley.shapley_values(game + scale * other)
+    separate = shapley.shapley_values(game) + scale * shapley.shapley_values(other)
+    np.testing.assert_allclose(combined, separate, atol=1e-8)
+
+
+@given(games())
+def test_anchored_decomposition_equals_weighted_marginals(game):
+    np.testing.assert_allclose(
+        shapley.anchored_shapley_values(game), shapley.shapley_values(game), atol=1e-9, rtol=1e-12
+    )
+
+
+@given(arrays(np.float64, (3, 1 << 4), elements=values))
+def test_superset_sums_by_brute_force(histogram):
+    expected = np.array(
+        [[sum(row[m] for m in range(16) if m & u == u) for u in range(16)] for row in histogram]
+    )
+    np.testing.assert_allclose(shapley.superset_sums(histogram), expected, atol=1e-9)
+
+
+@given(arrays(np.float64, (2, 1 << 4), elements=values))
+def test_moebius_inverse_inverts_subset_sums(game):
+    g = shapley.moebius_inverse(game)
+    rebuilt = np.array([[sum(row[w] for w in range(16) if w & u == w) for u in range(16)] for row in g])
+    np.testing.assert_allclose(rebuilt, game, atol=1e-8)
+
+
+@pytest.mark.parametrize("d", [1, 2, 5, 13, 20])
+def test_weights_of_all_orders_sum_to_one(d):
+    """sum_s C(d - 1, s) w(s) = 1: every ordering puts j after some set of size s."""
+    weights = shapley.shapley_weights(d)
+    assert sum(math.comb(d - 1, s) * weights[s] for s in range(d)) == pytest.approx(1.0, rel=1e-14)
+
+
+def test_set_sizes():
+    d = 5
+    assert list(shapley.set_sizes(d)) == [bin(u).count("1") for u in range(1 << d)]
+
+
+def test_cohort_shapley_from_a_histogram():
+    """Two predictors, target with mask 0b11; histogram of (mask -> count, sum)."""
+    counts = np.zeros((1, 4))
+    sums = np.zeros((1, 4))
+    for mask, count, total in [(0b11, 1, 10.0), (0b01, 2, 4.0), (0b10, 1, 0.0), (0b00, 1, 1.0)]:
+        counts[0, mask], sums[0, mask] = count, total
+    mean = 15.0 / 5
+    result = shapley.cohort_shapley(counts, sums, mean)
+    # cohorts: {} all five (mean 3), {0} masks 01,11 (14/3), {1} masks 10,11 (5), {0,1} mask 11 (10)
+    game = np.array([0.0, 14 / 3 - 3, 5 - 3, 10 - 3])
+    np.testing.assert_allclose(result.shapley[0], definition(game))
+    np.testing.assert_allclose(result.shapley_squared[0], definition(game**2))
+    assert result.cohort_size[0] == 1
+    assert result.cohort_mean[0] == pytest.approx(10.0)
+
+
+def test_rejects_games_of_wrong_length():
+    with pytest.raises(ValueError):
+        shapley.shapley_values(np.zeros(6))
