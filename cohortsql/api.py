@@ -182,4 +182,4 @@ def _exact_values(
             histogram["target"], histogram["mask"], histogram["subjects"], histogram["sum_y"], batch.num_rows, d
         )
         batches.append(shapley.cohort_shapley(counts, sums, mean))
-    return shapley.CohortShapley(*(np.concatenate(parts) for parts in zip(*batches)))
+    return shapley.concatenate(batches)

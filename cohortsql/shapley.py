@@ -10,6 +10,7 @@ gives |C_{t,u}| and sum_{i in C_{t,u}} y_i for every u at once.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -21,14 +22,34 @@ def _bit_halves(values: np.ndarray, bit: int) -> np.ndarray:
     return values.reshape(-1, 2, 1 << bit)
 
 
+MATRIX_BITS = 4
+"""The lowest bits of the superset-sum transform are one small matrix product: slicing passes over
+bits 0-3 have inner loops of 1-8 values, which numpy runs several times slower."""
+
+
 def superset_sums(values: np.ndarray) -> np.ndarray:
     """F(u) = sum over m containing u of f(m), along the last axis (length 2^d); returns a new array."""
-    result = np.array(values, dtype=np.float64, copy=True)
-    d = _dimension(result)
-    for bit in range(d):
+    values = np.asarray(values, dtype=np.float64)
+    d = _dimension(values)
+    low = min(d, MATRIX_BITS)
+    result = (values.reshape(-1, 1 << low) @ _superset_matrix(low).T).reshape(values.shape)
+    for bit in range(low, d):
         halves = _bit_halves(result, bit)
         halves[:, 0, :] += halves[:, 1, :]
     return result
+
+
+@functools.cache
+def _superset_matrix(bits: int) -> np.ndarray:
+    """Z[u, m] = 1 when m contains u: the superset-sum transform on `bits` bits as a matrix."""
+    sets = np.arange(1 << bits)
+    return ((sets[None, :] & sets[:, None]) == sets[:, None]).astype(np.float64)
+
+
+@functools.cache
+def _membership(bits: int) -> np.ndarray:
+    """M[u, j] = 1 when j is in u, shape (2^bits, bits)."""
+    return (np.arange(1 << bits)[:, None] >> np.arange(bits) & 1).astype(np.float64)
 
 
 def moebius_inverse(values: np.ndarray) -> np.ndarray:
@@ -90,13 +111,17 @@ def anchored_shapley_values(game: np.ndarray) -> np.ndarray:
 
 
 def _sums_over_sets_containing(values: np.ndarray) -> np.ndarray:
-    """(targets, 2^d) -> (targets, d): entry j is the sum of values[t, u] over the sets u containing j."""
+    """(targets, 2^d) -> (targets, d): entry j is the sum of values[t, u] over the sets u containing j.
+
+    u = high * 2^low + rest: sums over the high bits' sets, then one small matrix product per half.
+    """
     targets, length = values.shape
     d = length.bit_length() - 1
-    totals = np.empty((targets, d))
-    for bit in range(d):
-        totals[:, bit] = values.reshape(targets, -1, 2, 1 << bit)[:, :, 1, :].sum(axis=(1, 2))
-    return totals
+    low = d // 2
+    grid = values.reshape(targets, 1 << (d - low), 1 << low)
+    return np.concatenate(
+        [grid.sum(axis=1) @ _membership(low), grid.sum(axis=2) @ _membership(d - low)], axis=1
+    )
 
 
 class CohortShapley(NamedTuple):
@@ -128,15 +153,32 @@ def cohort_games(counts: np.ndarray, sums: np.ndarray, mean: float) -> tuple[np.
     return sizes, game
 
 
+CACHE_CHUNK_VALUES = 1 << 17
+"""Values per array in one chunk of targets (1 MiB of float64): every pass of the transforms then
+runs in the CPU cache instead of streaming the whole batch from memory d times (3x faster on
+Boston, all 506 targets at once)."""
+
+
 def cohort_shapley(counts: np.ndarray, sums: np.ndarray, mean: float) -> CohortShapley:
     """Exact cohort Shapley values of v_CS and v_CS2 for a batch of targets' mask histograms."""
-    sizes, game = cohort_games(counts, sums, mean)
-    return CohortShapley(
-        shapley=shapley_values(game),
-        shapley_squared=shapley_values(game**2),
-        cohort_size=sizes[..., -1].astype(np.int64),
-        cohort_mean=game[..., -1] + mean,
-    )
+    chunk = max(1, CACHE_CHUNK_VALUES // counts.shape[-1])
+    parts = []
+    for start in range(0, counts.shape[0], chunk):
+        sizes, game = cohort_games(counts[start : start + chunk], sums[start : start + chunk], mean)
+        parts.append(
+            CohortShapley(
+                shapley=shapley_values(game),
+                shapley_squared=shapley_values(game**2),
+                cohort_size=sizes[..., -1].astype(np.int64),
+                cohort_mean=game[..., -1] + mean,
+            )
+        )
+    return concatenate(parts)
+
+
+def concatenate(parts: list[CohortShapley]) -> CohortShapley:
+    """Join the results of consecutive batches of targets."""
+    return CohortShapley(*(np.concatenate(arrays) for arrays in zip(*parts)))
 
 
 def _dimension(values: np.ndarray) -> int:
