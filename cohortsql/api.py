@@ -13,7 +13,7 @@ import pyarrow as pa
 from cohortsql import compile, shapley
 from cohortsql.engine import DuckDBEngine
 from cohortsql.errors import CohortError
-from cohortsql.plan import ResolvedFeature, SimilarityArgument, plan_features, resolve_feature
+from cohortsql.plan import RESERVED_PREFIX, ResolvedFeature, SimilarityArgument, plan_features, resolve_feature
 from cohortsql.result import CohortShapleyResult
 from cohortsql.similarity import SqlPredicate
 from cohortsql.sqltext import quote_identifier
@@ -86,21 +86,30 @@ def cohort_shapley(
             resolve_feature(feature, _feature_statistics(statistics, index))
             for index, feature in enumerate(features)
         )
-        target_table = _select_targets(engine, subjects, resolved, targets, id)
+        target_table = _select_targets(engine, subjects, targets, id)
         values = _exact_values(engine, subjects, resolved, target_table, statistics["mean"])
     return CohortShapleyResult(
         ids=pl.Series("id", target_table.column("__cohort_id")),
         features=tuple(feature.name for feature in resolved),
         similarity={feature.name: str(feature.kind) for feature in resolved},
         mean=float(statistics["mean"]),
+        variance=float(statistics["variance"]),
+        targets=_data_columns(target_table),
         subjects=int(statistics["subjects"]),
         prediction=target_table.column("__cohort_y").to_numpy(),
         cohort_size=values.cohort_size,
         cohort_mean=values.cohort_mean,
         shapley=values.shapley,
         shapley_squared=values.shapley_squared,
+        population=int(statistics["subjects"]) if targets is None else None,
         method=method,
     )
+
+
+def _data_columns(target_table: pa.Table) -> pl.DataFrame:
+    """The target rows as they are in the data, without the subjects table's own columns."""
+    names = [name for name in target_table.column_names if not name.startswith(RESERVED_PREFIX)]
+    return pl.from_arrow(target_table.select(names))
 
 
 def _check_table(statistics: dict[str, Any], prediction: str, id: str | None) -> None:
@@ -125,13 +134,11 @@ def _feature_statistics(statistics: dict[str, Any], index: int) -> dict[str, Any
     return {key[len(prefix) :]: value for key, value in statistics.items() if key.startswith(prefix)}
 
 
-def _select_targets(
-    engine: DuckDBEngine, subjects: str, features: tuple[ResolvedFeature, ...], targets: Targets, id: str | None
-) -> pa.Table:
-    """The target rows (position, id, predictors, y) in table order."""
+def _select_targets(engine: DuckDBEngine, subjects: str, targets: Targets, id: str | None) -> pa.Table:
+    """The target rows of the subjects table, in table order."""
     if targets is None or isinstance(targets, str):
         condition = "TRUE" if targets is None else "__cohort_target"
-        table = engine.fetch_arrow(compile.target_rows(subjects, features, condition), context="selecting targets")
+        table = engine.fetch_arrow(compile.target_rows(subjects, condition), context="selecting targets")
         if table.num_rows == 0:
             raise CohortError(f"targets {targets!r} selects no rows; loosen the predicate")
         return table
@@ -156,7 +163,7 @@ def _select_targets(
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
             raise CohortError(f"target ids not found in the {column}: {shown}{more}")
         condition = f"__cohort_id IN (SELECT id FROM {quote_identifier(requested)})"
-        return engine.fetch_arrow(compile.target_rows(subjects, features, condition), context="selecting targets")
+        return engine.fetch_arrow(compile.target_rows(subjects, condition), context="selecting targets")
 
 
 def _exact_values(

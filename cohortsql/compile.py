@@ -39,8 +39,8 @@ def prepare_subjects(
 def _prepared_column(feature: Feature) -> str:
     column = quote_identifier(feature.name)
     if feature.as_double:
-        return f"nullif(CAST({column} AS DOUBLE), CAST('NaN' AS DOUBLE)) AS {column}"
-    return column
+        column = f"nullif(CAST({column} AS DOUBLE), CAST('NaN' AS DOUBLE))"
+    return f"{column} AS {quote_identifier(feature.column)}"
 
 
 def statistic_alias(feature_index: int, name: str) -> str:
@@ -54,6 +54,7 @@ def table_statistics(subjects: str, features: Sequence[Feature], has_id: bool) -
     aggregates = {
         "subjects": "count(*)",
         "mean": "avg(__cohort_y)",
+        "variance": "var_pop(__cohort_y)",
         "bad_predictions": f"count(*) FILTER (WHERE {bad_y})",
         "first_bad_prediction_row": f"min(__cohort_row) FILTER (WHERE {bad_y})",
     }
@@ -61,19 +62,15 @@ def table_statistics(subjects: str, features: Sequence[Feature], has_id: bool) -
         aggregates["missing_ids"] = "count(*) FILTER (WHERE __cohort_id IS NULL)"
         aggregates["distinct_ids"] = "count(DISTINCT __cohort_id)"
     for index, feature in enumerate(features):
-        for name, sql in statistics_needed(feature, quote_identifier(feature.name)).items():
+        for name, sql in statistics_needed(feature, quote_identifier(feature.column)).items():
             aggregates[statistic_alias(index, name)] = sql
     select_list = ",\n    ".join(f"{sql} AS {quote_identifier(alias)}" for alias, sql in aggregates.items())
     return template("table_statistics").format(aggregates=select_list, subjects=quote_identifier(subjects))
 
 
-def target_rows(subjects: str, features: Sequence[ResolvedFeature], condition: str) -> str:
-    """The target rows (position, id, predictors, y) that satisfy `condition`, in table order."""
-    return template("targets").format(
-        predictors=", ".join(quote_identifier(feature.name) for feature in features),
-        subjects=quote_identifier(subjects),
-        condition=condition,
-    )
+def target_rows(subjects: str, condition: str) -> str:
+    """The subject rows that satisfy `condition` (every column), in table order."""
+    return template("targets").format(subjects=quote_identifier(subjects), condition=condition)
 
 
 def missing_target_ids(subjects: str, requested: str) -> str:
@@ -90,8 +87,8 @@ def similarity_test(feature: ResolvedFeature) -> str:
     guarded form, measured on 1e8 pairs). Custom ``sql:`` predicates always count subjects with the
     target's own value as similar, so a target is in all of its cohorts whatever the expression says.
     """
-    subject = f"{SUBJECT_ALIAS}.{quote_identifier(feature.name)}"
-    target = f"{TARGET_ALIAS}.{quote_identifier(feature.name)}"
+    subject = f"{SUBJECT_ALIAS}.{quote_identifier(feature.column)}"
+    target = f"{TARGET_ALIAS}.{quote_identifier(feature.column)}"
     test = feature.kind.predicate(subject, target, feature.statistics)
     if isinstance(feature.kind, SqlPredicate):
         return f"({subject} IS NOT DISTINCT FROM {target} OR coalesce({test}, FALSE))"

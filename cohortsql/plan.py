@@ -40,6 +40,8 @@ class Feature:
     name: str
     column_type: str
     kind: Similarity | None
+    column: str
+    """The prepared copy's column in the subjects table (the data's own columns stay as they are)."""
 
     @property
     def as_double(self) -> bool:
@@ -55,6 +57,7 @@ class ResolvedFeature:
 
     name: str
     kind: Similarity
+    column: str
     statistics: Statistics = field(default_factory=dict)
     has_missing: bool = False
 
@@ -97,7 +100,8 @@ def plan_features(
         if name in seen:
             raise CohortError(f"feature {name!r} is listed twice")
         seen.add(name)
-        features.append(Feature(name, columns[name], _feature_kind(name, kind, columns[name])))
+        column = f"{RESERVED_PREFIX}f{len(features)}"
+        features.append(Feature(name, columns[name], _feature_kind(name, kind, columns[name]), column))
     return tuple(features)
 
 
@@ -147,4 +151,4 @@ def resolve_feature(feature: Feature, statistics: Statistics) -> ResolvedFeature
     if kind is None:
         numeric = feature.as_double and statistics["distinct"] > LOW_CARDINALITY
         kind = DEFAULT_WINDOW if numeric else Exact()
-    return ResolvedFeature(feature.name, kind, dict(statistics), bool(statistics["missing"]))
+    return ResolvedFeature(feature.name, kind, feature.column, dict(statistics), bool(statistics["missing"]))

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
 from cohortsql.errors import CohortError
+from cohortsql.output import write_frame
 
 LOCAL_COLUMNS = ("shapley", "shapley_squared")
 
@@ -33,6 +32,8 @@ class CohortShapleyResult:
     """Each feature's similarity kind in text form, defaults filled in."""
     mean: float
     """ybar: the mean of the explained column over all subjects."""
+    variance: float
+    """The population variance of the explained column over all subjects (the total that Shapley effects split)."""
     subjects: int
     """n: how many subjects (rows) the cohorts were drawn from."""
     prediction: np.ndarray
@@ -45,6 +46,11 @@ class CohortShapleyResult:
     """phi_j(t) of v_CS, shape (targets, features)."""
     shapley_squared: np.ndarray
     """phi_j(t) of v_CS2, shape (targets, features)."""
+    targets: pl.DataFrame
+    """The target rows as they are in the data (every column), in the order of `ids`."""
+    population: int | None = None
+    """How many rows the targets were drawn from, when they are every row or a random sample of the
+    table; None when they were chosen by id or predicate. Sets the finite-population correction."""
     method: str = "exact"
 
     @cached_property
@@ -75,6 +81,52 @@ class CohortShapleyResult:
             }
         )
 
+    @cached_property
+    def global_(self) -> pl.DataFrame:
+        """Per feature, averaged over the targets: ``shapley_effect`` (mean squared cohort Shapley value),
+        its standard error ``shapley_effect_se``, ``share`` = shapley_effect / variance, and ``mean_abs_shapley``.
+
+        When the targets are every row, the squared values average to the Shapley effects of
+        v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 exactly (paper: additivity of Shapley values), and the
+        standard error is 0. For a random sample of targets it is the sample mean's standard error, with
+        the finite-population correction.
+        """
+        effect = self.shapley_squared.mean(axis=0)
+        return pl.DataFrame(
+            {
+                "feature": list(self.features),
+                "shapley_effect": effect,
+                "shapley_effect_se": _standard_error(self.shapley_squared, self.population),
+                "share": effect / self.variance if self.variance > 0 else np.full(len(effect), np.nan),
+                "mean_abs_shapley": np.abs(self.shapley).mean(axis=0),
+            }
+        )
+
+    def by(self, column: str) -> pl.DataFrame:
+        """Per group of `column` (any column of the data, a model input or not) and feature: the group's
+        number of targets, and the mean and standard error of the cohort Shapley values and their squares.
+
+        The audit of the paper's redlining point: e.g. the mean attribution to a protected attribute
+        among women versus men. Standard errors treat the group's targets as a sample (no correction).
+        """
+        if column not in self.targets.columns:
+            raise CohortError(f"by({column!r}): no such column in the data; its columns are: {', '.join(self.targets.columns)}")
+        targets, d = self.shapley.shape
+        groups = self.targets[column].gather(np.repeat(np.arange(targets), d))
+        count = pl.len()
+        return (
+            self.local.with_columns(groups)
+            .group_by(column, "feature", maintain_order=True)
+            .agg(
+                targets=count,
+                shapley=pl.col("shapley").mean(),
+                shapley_se=pl.col("shapley").std() / count.sqrt(),
+                shapley_squared=pl.col("shapley_squared").mean(),
+                shapley_squared_se=pl.col("shapley_squared").std() / count.sqrt(),
+            )
+            .sort(column, maintain_order=True, nulls_last=True)
+        )
+
     def wide(self, column: str = "shapley") -> pl.DataFrame:
         """One row per target (``id`` first) and one column per feature, holding `column`."""
         if column not in LOCAL_COLUMNS:
@@ -90,20 +142,22 @@ class CohortShapleyResult:
 
     def write_parquet(self, path: str | os.PathLike[str]) -> None:
         """Write the long table `local` to a Parquet file, atomically (no partial file on failure)."""
-        target = Path(path)
-        if not target.parent.is_dir():
-            raise CohortError(f"cannot write {str(target)!r}: the directory {str(target.parent)!r} does not exist")
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        os.close(handle)
-        try:
-            self.local.write_parquet(temporary)
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_frame(self.local, path)
 
     def __repr__(self) -> str:
         return (
             f"CohortShapleyResult({len(self.ids)} targets x {len(self.features)} features, "
             f"{self.subjects} subjects, mean={self.mean:.6g}, method={self.method!r})"
         )
+
+
+def _standard_error(values: np.ndarray, population: int | None) -> np.ndarray:
+    """Standard error of the column means of `values` (targets x features) as estimates of the
+    population's means; the finite-population correction applies when `population` is known."""
+    targets = values.shape[0]
+    if targets < 2:
+        return np.full(values.shape[1], np.nan)
+    error = values.std(axis=0, ddof=1) / np.sqrt(targets)
+    if population is not None:
+        error *= np.sqrt(max(0.0, 1 - targets / population))
+    return error

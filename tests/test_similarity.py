@@ -75,7 +75,7 @@ def test_objects_validate_too():
 
 def evaluate(kind, statistics, pairs, missing=True):
     """Run the library's NULL-safe similarity test for column x on literal (subject, target) rows."""
-    feature = ResolvedFeature("x", kind, statistics, has_missing=missing)
+    feature = ResolvedFeature("x", kind, "x", statistics, has_missing=missing)
     rows = ", ".join(f"({s}, {t})" for s, t in pairs)
     sql = f"SELECT {similarity_test(feature)} FROM (VALUES {rows}) AS pairs(sx, tx), LATERAL (SELECT sx AS x) AS s, LATERAL (SELECT tx AS x) AS t"
     return [value for (value,) in duckdb.sql(sql).fetchall()]

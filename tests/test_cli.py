@@ -1,0 +1,166 @@
+"""The command line, through typer's runner and as a real subprocess."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import cohortsql
+from cohortsql.cli import app
+
+ROOT = Path(__file__).parent.parent
+BOSTON = ROOT / "examples" / "data" / "boston_predictions.parquet"
+runner = CliRunner()
+
+
+def invoke(*arguments):
+    return runner.invoke(app, [str(argument) for argument in arguments])
+
+
+@pytest.fixture(scope="module")
+def frame():
+    rng = np.random.default_rng(5)
+    return pl.DataFrame(
+        {
+            "loan": [f"L{i:03d}" for i in range(80)],
+            "age": rng.uniform(20, 70, 80),
+            "region": rng.choice(["n", "s"], 80),
+            "score": rng.uniform(size=80),
+        }
+    )
+
+
+@pytest.fixture
+def data(tmp_path, frame):
+    frame.write_csv(tmp_path / "scores.csv")
+    frame.write_parquet(tmp_path / "scores.parquet")
+    return tmp_path
+
+
+def expected(frame, **options):
+    return cohortsql.cohort_shapley(frame, prediction="score", similarity={"age": "range:0.1", "region": "exact"}, **options)
+
+
+RUN = ["--prediction", "score", "--similar", "age=range:0.1", "--similar", "region=exact"]
+
+
+@pytest.mark.parametrize("name", ["scores.csv", "scores.parquet", "*.parquet"])
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_run_writes_long_table_and_totals(data, frame, name, suffix):
+    out = data / f"out{suffix}"
+    result = invoke("run", data / name, *RUN, "--id", "loan", "--out", out)
+    assert result.exit_code == 0, result.output
+    read = pl.read_parquet if suffix == ".parquet" else pl.read_csv
+    local, totals = read(out), read(data / f"out_totals{suffix}")
+    reference = expected(frame, id="loan")
+    assert local.columns == ["id", "feature", "shapley", "shapley_squared"]
+    np.testing.assert_allclose(local["shapley"].to_numpy(), reference.local["shapley"].to_numpy(), atol=1e-12)
+    assert totals["id"].to_list() == frame["loan"].to_list()
+    assert "80 targets x 2 features, 80 subjects" in result.output
+    assert "by mean |shapley|" in result.output
+
+
+def test_database_table_and_sql_query_inputs(data, frame):
+    database = data / "scores.duckdb"
+    with duckdb.connect(str(database)) as connection:
+        connection.register("frame", frame.to_arrow())
+        connection.execute("CREATE TABLE scores AS SELECT * FROM frame")
+    reference = expected(frame, targets="region = 'n'").local
+    for source in (f"{database}:scores", f"SELECT * FROM read_parquet('{data / 'scores.parquet'}')"):
+        out = data / "out.parquet"
+        result = invoke("run", source, *RUN, "--targets", "region = 'n'", "--out", out)
+        assert result.exit_code == 0, result.output
+        assert pl.read_parquet(out).equals(reference)
+
+
+def test_target_ids_and_features_with_default_kinds(data, frame):
+    out = data / "out.parquet"
+    result = invoke("run", data / "scores.parquet", "--prediction", "score", "--features", "age,region",
+                    "--target-ids", "3,7", "--out", out)
+    assert result.exit_code == 0, result.output
+    local = pl.read_parquet(out)
+    assert local["id"].unique().sort().to_list() == [3, 7]
+    assert local["feature"].to_list()[:2] == ["age", "region"]
+
+
+def test_into_table(data, frame):
+    database = data / "results.duckdb"
+    result = invoke("run", data / "scores.parquet", *RUN, "--id", "loan", "--into-table", "explained", "--database", database)
+    assert result.exit_code == 0, result.output
+    with duckdb.connect(str(database), read_only=True) as connection:
+        assert connection.execute("SELECT count(*) FROM explained").fetchall() == [(160,)]
+        assert connection.execute("SELECT count(*) FROM explained_totals").fetchall() == [(80,)]
+
+
+def test_config_file_with_flags_overriding(data, frame):
+    config = data / "explain.toml"
+    config.write_text(
+        'data = "scores.parquet"\nprediction = "score"\nid = "loan"\ntargets = "region = \'s\'"\n'
+        '[similar]\nage = "abs:1"\nregion = "exact"\n'
+    )
+    out = data / "out.parquet"
+    result = invoke("run", "--config", config, "--similar", "age=range:0.1", "--out", out)
+    assert result.exit_code == 0, result.output
+    reference = expected(frame, id="loan", targets="region = 's'").local
+    assert pl.read_parquet(out).equals(reference)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["run", "{data}/missing.parquet", *RUN], "no file named"),
+        (["run", "{data}/scores.parquet", "--prediction", "nope", "--features", "age"], "prediction column 'nope' is not in the data"),
+        (["run", "{data}/scores.parquet", "--prediction", "score", "--similar", "age=range:x"], "malformed similarity 'range:x'"),
+        (["run", "{data}/scores.parquet", "--prediction", "score", "--similar", "age"], "--similar 'age' is not FEATURE=KIND"),
+        (["run", "{data}/scores.parquet", *RUN, "--targets", "age >>> 3"], "reading the data with targets 'age >>> 3'"),
+        (["run", "{data}/scores.parquet", *RUN, "--targets", "x > 1", "--target-ids", "1"], "not both"),
+        (["run", "{data}/scores.parquet", *RUN, "--out", "{data}/out.xlsx"], "use a file name ending in .parquet or .csv"),
+        (["run", "{data}/scores.parquet", *RUN, "--into-table", "t"], "--into-table needs --database"),
+        (["run", "{data}/scores.parquet", *RUN, "--config", "{data}/none.toml"], "cannot read config"),
+        (["run", "SELECT * FROM nowhere", *RUN], "DATA query"),
+        (["run", "{data}/none.duckdb:scores", *RUN], "no DuckDB database file"),
+        (["run", "--prediction", "score"], "no DATA given"),
+    ],
+)
+def test_failures_are_one_line_with_status_2_and_no_output(data, arguments, message):
+    result = invoke(*[argument.format(data=data) for argument in arguments])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cohortsql: error:") and message in lines[0], result.output
+    assert sorted(path.name for path in data.iterdir()) == ["scores.csv", "scores.parquet"]
+
+
+def test_failed_run_leaves_an_existing_output_untouched(data):
+    out = data / "out.parquet"
+    out.write_bytes(b"previous")
+    result = invoke("run", data / "scores.parquet", "--prediction", "score", "--similar", "age=abs:-1", "--out", out)
+    assert result.exit_code == 2
+    assert out.read_bytes() == b"previous"
+
+
+def test_subprocess_run_and_failure(data):
+    command = [sys.executable, "-m", "cohortsql.cli", "run", str(data / "scores.csv"), *RUN, "--top", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "80 targets x 2 features" in done.stdout
+    failed = subprocess.run([*command[:4], str(data / "nope.csv"), *RUN], capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 2
+    assert failed.stderr.strip().splitlines() == [f"cohortsql: error: no file named '{data / 'nope.csv'}'; check the path"]
+    assert "Traceback" not in failed.stderr
+
+
+def test_shipped_example_config():
+    result = invoke("run", "--config", ROOT / "examples" / "boston.toml", "--top", "3")
+    assert result.exit_code == 0, result.output
+    assert "506 targets x 13 features, 506 subjects" in result.output
+
+
+def test_help_has_examples():
+    result = invoke("run", "--help")
+    assert result.exit_code == 0
+    assert "Examples" in result.output and "--similar" in result.output
