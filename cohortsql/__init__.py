@@ -3,9 +3,9 @@
 Mase, Owen & Seiler, "Explaining black box decisions by Shapley cohort refinement".
 """
 
-from cohortsql.api import cohort_shapley
+from cohortsql.api import cohort_shapley, variance_shapley
 from cohortsql.errors import CohortError
-from cohortsql.result import CohortShapleyResult
+from cohortsql.result import CohortShapleyResult, ShapleyEffects
 from cohortsql.similarity import (
     AbsoluteWindow,
     Bins,
@@ -28,7 +28,9 @@ __all__ = [
     "RangeWindow",
     "RelativeWindow",
     "Similarity",
+    "ShapleyEffects",
     "SqlPredicate",
     "cohort_shapley",
     "parse_similarity",
+    "variance_shapley",
 ]

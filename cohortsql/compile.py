@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from cohortsql.plan import Feature, ResolvedFeature, statistics_needed
 from cohortsql.similarity import SqlPredicate
-from cohortsql.sqltext import quote_identifier, template
+from cohortsql.sqltext import quote_identifier, render_number, template
 
 SUBJECT_ALIAS = "s"
 TARGET_ALIAS = "t"
@@ -112,3 +112,47 @@ def mask_histogram(subjects: str, targets: str, features: Sequence[ResolvedFeatu
         subjects=quote_identifier(subjects),
         targets=quote_identifier(targets),
     )
+
+
+def _key(feature: ResolvedFeature, alias: str) -> str:
+    """SQL of the equivalence class of the feature's value in row `alias` (exact and bins only)."""
+    return feature.kind.key(f"{alias}.{quote_identifier(feature.column)}", feature.statistics)
+
+
+def _key_column(index: int) -> str:
+    return quote_identifier(f"__cohort_k{index}")
+
+
+def _code_column(index: int) -> str:
+    return quote_identifier(f"__cohort_c{index}")
+
+
+def equivalence_cells(subjects: str, cells: str, features: Sequence[ResolvedFeature], mean: float) -> str:
+    """CREATE the table of the finest cells of equivalence similarities, with dense key codes."""
+    keys = ",\n        ".join(f"{_key(feature, SUBJECT_ALIAS)} AS {_key_column(index)}" for index, feature in enumerate(features))
+    codes = ",\n    ".join(
+        f"CAST(dense_rank() OVER (ORDER BY {_key_column(index)}) - 1 AS BIGINT) AS {_code_column(index)}"
+        for index in range(len(features))
+    )
+    return template("equivalence_cells").format(
+        cells=quote_identifier(cells), codes=codes, keys=keys, mean=render_number(mean), subjects=quote_identifier(subjects)
+    )
+
+
+def cell_codes(cells: str, d: int) -> str:
+    """The cells' key codes, sizes and centred sums, in cell order."""
+    codes = ", ".join(_code_column(index) for index in range(d))
+    return template("cell_codes").format(codes=codes, cells=quote_identifier(cells))
+
+
+def target_cells(cells: str, targets: str, features: Sequence[ResolvedFeature]) -> str:
+    """The finest cell of every row of `targets`, in the order of its ``__cohort_batch`` column."""
+    matches = "\n    AND ".join(
+        f"c.{_key_column(index)} IS NOT DISTINCT FROM {_key(feature, TARGET_ALIAS)}" for index, feature in enumerate(features)
+    )
+    return template("target_cells").format(targets=quote_identifier(targets), cells=quote_identifier(cells), matches=matches)
+
+
+def sampled_targets(subjects: str, sample: str) -> str:
+    """The subject rows whose positions are in table `sample` (column ``row``), in table order."""
+    return template("sampled_targets").format(subjects=quote_identifier(subjects), sample=quote_identifier(sample))

@@ -78,7 +78,10 @@ class DuckDBEngine:
                 self.connection.unregister(f"{name}_reader")
                 return quote_identifier(name)
         elif _is_frame(data):
-            self.connection.register(name, data)
+            try:
+                self.connection.register(name, data)
+            except duckdb.Error as error:
+                raise _as_cohort_error(error, "reading the data") from None
         else:
             raise CohortError(
                 f"cannot read data of type {type(data).__name__}: pass a file path, a table name with"

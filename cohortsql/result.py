@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from cohortsql.errors import CohortError
 from cohortsql.output import write_frame
+from cohortsql.shapley import shapley_values
 
 LOCAL_COLUMNS = ("shapley", "shapley_squared")
 
@@ -52,6 +53,8 @@ class CohortShapleyResult:
     """How many rows the targets were drawn from, when they are every row or a random sample of the
     table; None when they were chosen by id or predicate. Sets the finite-population correction."""
     method: str = "exact"
+    path: str = "pairwise"
+    """How the cohorts were found: ``pairwise`` or ``grouping_sets``."""
 
     @cached_property
     def local(self) -> pl.DataFrame:
@@ -91,16 +94,9 @@ class CohortShapleyResult:
         standard error is 0. For a random sample of targets it is the sample mean's standard error, with
         the finite-population correction.
         """
-        effect = self.shapley_squared.mean(axis=0)
-        return pl.DataFrame(
-            {
-                "feature": list(self.features),
-                "shapley_effect": effect,
-                "shapley_effect_se": _standard_error(self.shapley_squared, self.population),
-                "share": effect / self.variance if self.variance > 0 else np.full(len(effect), np.nan),
-                "mean_abs_shapley": np.abs(self.shapley).mean(axis=0),
-            }
-        )
+        return _effects_table(
+            self.features, self.shapley_squared.mean(axis=0), self.shapley_squared, self.population, self.variance
+        ).with_columns(mean_abs_shapley=pl.Series(np.abs(self.shapley).mean(axis=0)))
 
     def by(self, column: str) -> pl.DataFrame:
         """Per group of `column` (any column of the data, a model input or not) and feature: the group's
@@ -147,8 +143,75 @@ class CohortShapleyResult:
     def __repr__(self) -> str:
         return (
             f"CohortShapleyResult({len(self.ids)} targets x {len(self.features)} features, "
-            f"{self.subjects} subjects, mean={self.mean:.6g}, method={self.method!r})"
+            f"{self.subjects} subjects, mean={self.mean:.6g}, method={self.method!r}, path={self.path!r})"
         )
+
+
+@dataclass(frozen=True)
+class ShapleyEffects:
+    """Shapley effects of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 (`cohortsql.variance_shapley`)."""
+
+    effects: pl.DataFrame
+    """One row per feature: ``feature``, ``shapley_effect``, ``shapley_effect_se``, ``share``."""
+    explained: float
+    """v_var(1:d): the variance explained by the cohorts on every feature; the effects add up to it."""
+    variance: float
+    """The population variance of the explained column; ``share`` = shapley_effect / variance."""
+    subjects: int
+    targets: int
+    """How many targets v_var averages over (every subject, unless a sample or subset was asked for)."""
+    path: str
+
+    @classmethod
+    def from_game(
+        cls,
+        *,
+        features: tuple[str, ...],
+        game: np.ndarray,
+        variance: float,
+        subjects: int,
+        targets: int,
+        squared_values: np.ndarray | None,
+        population: int | None,
+        path: str,
+    ) -> ShapleyEffects:
+        """Effects = Shapley values of the game v_var; standard errors from the targets' squared values
+        (their mean equals the effects, by linearity), or 0 where v_var is exact over every subject."""
+        effects = shapley_values(game)
+        if squared_values is None:
+            squared_values = np.broadcast_to(effects, (subjects, len(features)))
+        return cls(
+            effects=_effects_table(features, effects, squared_values, population, variance),
+            explained=float(game[-1]),
+            variance=variance,
+            subjects=subjects,
+            targets=targets,
+            path=path,
+        )
+
+    @property
+    def explained_share(self) -> float:
+        """v_var(1:d) / variance: the fraction of the variance the cohorts explain."""
+        return self.explained / self.variance if self.variance > 0 else float("nan")
+
+    def __repr__(self) -> str:
+        return (
+            f"ShapleyEffects({len(self.effects)} features, explained {self.explained:.6g} of variance"
+            f" {self.variance:.6g}, {self.targets} targets of {self.subjects} subjects, path={self.path!r})\n{self.effects}"
+        )
+
+
+def _effects_table(
+    features: tuple[str, ...], effects: np.ndarray, squared_values: np.ndarray, population: int | None, variance: float
+) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "feature": list(features),
+            "shapley_effect": effects,
+            "shapley_effect_se": _standard_error(squared_values, population),
+            "share": effects / variance if variance > 0 else np.full(len(effects), np.nan),
+        }
+    )
 
 
 def _standard_error(values: np.ndarray, population: int | None) -> np.ndarray:

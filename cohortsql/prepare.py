@@ -1,0 +1,172 @@
+"""The steps every computation shares: read the data, check it, build the subjects table, pick targets."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from cohortsql import compile
+from cohortsql.engine import DuckDBEngine
+from cohortsql.errors import CohortError
+from cohortsql.plan import RESERVED_PREFIX, ResolvedFeature, SimilarityArgument, plan_features, resolve_feature
+from cohortsql.sqltext import quote_identifier
+
+Targets = None | str | int | float | Sequence[Any]
+"""None (every row), a SQL predicate, a sample size (int) or fraction (float), or a list of ids."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The subjects table on the engine, the resolved features, whole-table statistics and the targets."""
+
+    subjects: str
+    """Name of the temporary subjects table."""
+    features: tuple[ResolvedFeature, ...]
+    statistics: dict[str, Any]
+    target_table: pa.Table
+    """The target rows of the subjects table, in table order."""
+    population: int | None
+    """n when the targets are every row or a random sample of them, else None."""
+
+    @property
+    def mean(self) -> float:
+        return float(self.statistics["mean"])
+
+    @property
+    def d(self) -> int:
+        return len(self.features)
+
+    def target_data(self) -> pl.DataFrame:
+        """The target rows as they are in the data, without the subjects table's own columns."""
+        names = [name for name in self.target_table.column_names if not name.startswith(RESERVED_PREFIX)]
+        return pl.from_arrow(self.target_table.select(names))
+
+    def numbered_targets(self, start: int = 0, length: int | None = None) -> pa.Table:
+        """A slice of the target rows with ``__cohort_batch`` = 0, 1, ... for SQL that needs their order."""
+        batch = self.target_table.slice(start, length)
+        return batch.append_column("__cohort_batch", pa.array(np.arange(batch.num_rows, dtype=np.int32)))
+
+
+def prepare(
+    engine: DuckDBEngine,
+    data: Any,
+    *,
+    prediction: str,
+    similarity: SimilarityArgument,
+    id: str | None,
+    targets: Targets,
+    seed: int | None,
+    max_features: int,
+) -> Prepared:
+    """Register `data`, check the request, materialise the subjects table and select the targets."""
+    source = engine.register_input(data)
+    features = plan_features(engine.column_types(source), similarity, prediction, id)
+    if len(features) > max_features:
+        raise CohortError(
+            f"exact cohort Shapley handles at most {max_features} features (2^d cohorts per target);"
+            f" got {len(features)}: drop or merge features"
+        )
+    target_predicate = targets if isinstance(targets, str) else None
+    subjects = engine.temporary_name("subjects")
+    engine.create_table(
+        subjects,
+        compile.prepare_subjects(source, subjects, features, prediction, id, target_predicate),
+        context="reading the data" + (f" with targets {target_predicate!r}" if target_predicate else ""),
+    )
+    statistics = engine.fetch_record(
+        compile.table_statistics(subjects, features, has_id=id is not None), context="computing table statistics"
+    )
+    _check_table(statistics, prediction, id)
+    resolved = tuple(
+        resolve_feature(feature, _feature_statistics(statistics, index)) for index, feature in enumerate(features)
+    )
+    n = int(statistics["subjects"])
+    sampled = _is_sample(targets)
+    target_table = _select_targets(engine, subjects, targets, id, n, seed)
+    population = n if targets is None or sampled else None
+    return Prepared(subjects, resolved, statistics, target_table, population)
+
+
+def _check_table(statistics: dict[str, Any], prediction: str, id: str | None) -> None:
+    if statistics["subjects"] == 0:
+        raise CohortError("the data has no rows; cohort Shapley needs at least one subject")
+    if statistics["bad_predictions"]:
+        raise CohortError(
+            f"prediction column {prediction!r} has {statistics['bad_predictions']} NULL, NaN or infinite"
+            f" values (the first at row {statistics['first_bad_prediction_row']}); drop or fill them"
+        )
+    if id is None:
+        return
+    if statistics["missing_ids"]:
+        raise CohortError(f"id column {id!r} has {statistics['missing_ids']} NULL values; ids must identify rows")
+    duplicates = statistics["subjects"] - statistics["distinct_ids"]
+    if duplicates:
+        raise CohortError(f"id column {id!r} has {duplicates} duplicate values; ids must identify rows")
+
+
+def _feature_statistics(statistics: dict[str, Any], index: int) -> dict[str, Any]:
+    prefix = compile.statistic_alias(index, "")
+    return {key[len(prefix) :]: value for key, value in statistics.items() if key.startswith(prefix)}
+
+
+def _is_sample(targets: Targets) -> bool:
+    return isinstance(targets, (int, float, np.integer, np.floating)) and not isinstance(targets, bool)
+
+
+def _select_targets(
+    engine: DuckDBEngine, subjects: str, targets: Targets, id: str | None, n: int, seed: int | None
+) -> pa.Table:
+    if targets is None or isinstance(targets, str):
+        condition = "TRUE" if targets is None else "__cohort_target"
+        table = engine.fetch_arrow(compile.target_rows(subjects, condition), context="selecting targets")
+        if table.num_rows == 0:
+            raise CohortError(f"targets {targets!r} selects no rows; loosen the predicate")
+        return table
+    if _is_sample(targets):
+        rows = np.sort(np.random.default_rng(seed).choice(n, _sample_size(targets, n), replace=False))
+        sample = engine.temporary_name("sample")
+        with engine.registered(sample, pa.table({"row": rows})):
+            return engine.fetch_arrow(compile.sampled_targets(subjects, sample), context="selecting targets")
+    if not isinstance(targets, (Sequence, np.ndarray, pl.Series, pa.Array)):
+        raise CohortError(
+            "targets must be None, a SQL predicate, a sample size or fraction, or a list of id values;"
+            f" got {type(targets).__name__}"
+        )
+    return _targets_by_id(engine, subjects, targets, id)
+
+
+def _sample_size(targets: int | float, n: int) -> int:
+    if isinstance(targets, (int, np.integer)):
+        if not 1 <= targets <= n:
+            raise CohortError(f"targets={targets} asks for a sample of targets; it must be between 1 and the {n} rows")
+        return int(targets)
+    if not 0 < targets <= 1:
+        raise CohortError(f"targets={targets} asks for a fraction of the rows; it must be in (0, 1]")
+    return max(1, math.ceil(targets * n))
+
+
+def _targets_by_id(engine: DuckDBEngine, subjects: str, targets: Sequence[Any], id: str | None) -> pa.Table:
+    if len(targets) == 0:
+        raise CohortError("targets is an empty list; pass None to explain every row")
+    try:
+        requested_ids = pa.table({"id": pa.array(list(targets))})
+    except (pa.ArrowException, TypeError, ValueError):
+        raise CohortError(f"target ids must all be of one type, got {list(targets)[:5]!r}") from None
+    column = "row positions" if id is None else f"id column {id!r}"
+    requested = engine.temporary_name("requested_ids")
+    with engine.registered(requested, requested_ids):
+        missing = engine.fetch_rows(
+            compile.missing_target_ids(subjects, requested), context=f"matching target ids to the {column}"
+        )
+        if missing:
+            shown = ", ".join(repr(value) for (value,) in missing[:5])
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise CohortError(f"target ids not found in the {column}: {shown}{more}")
+        condition = f"__cohort_id IN (SELECT id FROM {quote_identifier(requested)})"
+        return engine.fetch_arrow(compile.target_rows(subjects, condition), context="selecting targets")
