@@ -66,7 +66,7 @@ def cohort_shapley(
         prepared = _prepare(engine, data, prediction, similarity, id, targets, seed)
         chosen = _choose_path(path, prepared, prepared.target_table.num_rows)
         batches = grouping_sets_batches if chosen == "grouping_sets" else pairwise_batches
-        values = shapley.concatenate(list(batches(engine, prepared)))
+        values = shapley.fan_out(shapley.concatenate(list(batches(engine, prepared))), prepared.target_group)
     return _result(prepared, values, method, chosen)
 
 
@@ -97,7 +97,7 @@ def variance_shapley(
             game, squared = variance_game(engine, prepared), None
         else:
             batches = grouping_sets_batches if chosen == "grouping_sets" else pairwise_batches
-            values = shapley.concatenate(list(batches(engine, prepared)))
+            values = shapley.fan_out(shapley.concatenate(list(batches(engine, prepared))), prepared.target_group)
             game, squared = values.squared_games / count, values.shapley_squared
     return ShapleyEffects.from_game(
         features=tuple(feature.name for feature in prepared.features),

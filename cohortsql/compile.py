@@ -97,20 +97,44 @@ def similarity_test(feature: ResolvedFeature) -> str:
     return test
 
 
-def mask_expression(features: Sequence[ResolvedFeature]) -> str:
-    """m = sum_j z_tj << j as a sum of CASE expressions (faster in DuckDB than casts and shifts)."""
-    return "\n    + ".join(
-        f"CASE WHEN {similarity_test(feature)} THEN {1 << bit} ELSE 0 END"
-        for bit, feature in enumerate(features)
-    )
+MASK_WORD_BITS = 63
+"""Similarity masks are split into BIGINT words of 63 bits (never negative), so any d fits, on any engine."""
+
+
+def mask_words(features: Sequence[ResolvedFeature]) -> list[str]:
+    """m = sum_j z_tj << j as sums of CASE expressions (faster in DuckDB than casts and shifts),
+    one expression per word of `MASK_WORD_BITS` predictors: word w holds predictors 63w .. 63w + 62."""
+    words = []
+    for first in range(0, len(features), MASK_WORD_BITS):
+        chunk = features[first : first + MASK_WORD_BITS]
+        words.append(
+            "\n        + ".join(
+                f"CASE WHEN {similarity_test(feature)} THEN {1 << bit} ELSE 0 END" for bit, feature in enumerate(chunk)
+            )
+        )
+    return words
 
 
 def mask_histogram(subjects: str, targets: str, features: Sequence[ResolvedFeature]) -> str:
-    """GROUP BY target, mask -> subjects, sum_y for every target in table `targets`."""
+    """GROUP BY target, mask words -> subjects, sum_y for every target in table `targets`.
+
+    `subjects` has one row per distinct predictor row, weighted by ``__cohort_count`` and
+    ``__cohort_sum`` (see `weighted_subjects`)."""
+    masks = ",\n    ".join(f"{word} AS mask{index}" for index, word in enumerate(mask_words(features)))
     return template("mask_histogram").format(
-        mask=mask_expression(features),
-        subjects=quote_identifier(subjects),
-        targets=quote_identifier(targets),
+        masks=masks, subjects=quote_identifier(subjects), targets=quote_identifier(targets)
+    )
+
+
+def weighted_subjects(subjects: str, weighted: str, features: Sequence[ResolvedFeature], compress: bool) -> str:
+    """CREATE the histogram's input: identical predictor rows collapsed into one row with their count
+    and sum of y (DESIGN §2: fewer pairs to join), or, when `compress` is false (``sql:`` predicates
+    may read any column), a view of every subject with count 1."""
+    if not compress:
+        return template("subjects_as_weighted").format(weighted=quote_identifier(weighted), subjects=quote_identifier(subjects))
+    columns = ", ".join(quote_identifier(feature.column) for feature in features)
+    return template("compressed_subjects").format(
+        weighted=quote_identifier(weighted), columns=columns, subjects=quote_identifier(subjects)
     )
 
 

@@ -8,6 +8,7 @@ translated into `CohortError` messages that say which step failed.
 from __future__ import annotations
 
 import glob
+import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,11 +39,29 @@ _GLOB_CHARACTERS = set("*?[")
 class DuckDBEngine:
     """Runs cohortsql's SQL on a DuckDB connection: the caller's, or a private in-memory one."""
 
-    def __init__(self, connection: duckdb.DuckDBPyConnection | None = None) -> None:
+    def __init__(
+        self,
+        connection: duckdb.DuckDBPyConnection | None = None,
+        *,
+        memory_limit: str | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """`memory_limit` (e.g. ``"1GB"``) and `temp_directory` (where DuckDB spills) apply while the
+        engine is open; on the caller's connection the previous settings come back at close."""
         self._owns_connection = connection is None
         self.connection = duckdb.connect() if connection is None else connection
         self._session = uuid.uuid4().hex[:8]
         self._created: list[tuple[str, str]] = []
+        self._previous_settings: dict[str, str] = {}
+        settings = {"memory_limit": memory_limit, "temp_directory": temp_directory}
+        for name, value in settings.items():
+            if value is not None:
+                self._set(name, str(value))
+
+    def _set(self, name: str, value: str) -> None:
+        (previous,) = self.fetch_rows(f"SELECT current_setting({render_string(name)})", context=f"reading {name}")[0]
+        self._previous_settings.setdefault(name, str(previous))
+        self.run(f"SET {name} = {render_string(value)}", context=f"setting {name} = {value!r}")
 
     def __enter__(self) -> DuckDBEngine:
         return self
@@ -71,11 +90,12 @@ class DuckDBEngine:
                 self.connection.register(name, data)
             except duckdb.Error:
                 # A relation of another connection: copy it over once, streaming through Arrow.
-                self._created.append(("TABLE", name))
-                self.connection.register(f"{name}_reader", data.to_arrow_reader())
-                self.run(f"CREATE TEMP TABLE {quote_identifier(name)} AS SELECT * FROM {quote_identifier(name + '_reader')}",
-                         context="copying the DuckDB relation")
-                self.connection.unregister(f"{name}_reader")
+                reader = f"{name}_reader"
+                with self.registered(reader, data.to_arrow_reader()):
+                    self.create(
+                        "TABLE", name, f"CREATE TEMP TABLE {quote_identifier(name)} AS SELECT * FROM {quote_identifier(reader)}",
+                        context="copying the DuckDB relation",
+                    )
                 return quote_identifier(name)
         elif _is_frame(data):
             try:
@@ -87,7 +107,7 @@ class DuckDBEngine:
                 f"cannot read data of type {type(data).__name__}: pass a file path, a table name with"
                 " connection=, a pyarrow Table, a polars or pandas DataFrame, or a DuckDB relation"
             )
-        self._created.append(("VIEW", name))
+        self._created.append(("REGISTERED", name))
         return quote_identifier(name)
 
     def _has_table(self, name: str) -> bool:
@@ -124,9 +144,9 @@ class DuckDBEngine:
         """Execute a statement that returns nothing of interest."""
         self.fetch_rows(sql, context=context)
 
-    def create_table(self, name: str, sql: str, *, context: str) -> None:
-        """Run a CREATE TEMP TABLE statement for `name` and drop the table when the engine closes."""
-        self._created.append(("TABLE", name))
+    def create(self, kind: str, name: str, sql: str, *, context: str) -> None:
+        """Run a CREATE TEMP TABLE or VIEW statement (`kind`) for `name`; it is dropped at close."""
+        self._created.append((kind, name))
         self.run(sql, context=context)
 
     def fetch_rows(self, sql: str, *, context: str) -> list[tuple[Any, ...]]:
@@ -170,16 +190,18 @@ class DuckDBEngine:
             self.connection.unregister(name)
 
     def close(self) -> None:
-        """Drop what this engine created; close the connection if the engine opened it."""
+        """Drop what this engine created and restore settings; close the connection if the engine opened it."""
         if self._owns_connection:
             self.connection.close()
             return
         for kind, name in reversed(self._created):
-            if kind == "VIEW":
+            if kind == "REGISTERED":
                 self.connection.unregister(name)
             else:
-                self.connection.execute(f"DROP TABLE IF EXISTS {quote_identifier(name)}")
+                self.connection.execute(f"DROP {kind} IF EXISTS {quote_identifier(name)}")
         self._created.clear()
+        for name, value in self._previous_settings.items():
+            self.connection.execute(f"SET {name} = {render_string(value)}")
 
 
 def _is_frame(data: object) -> bool:

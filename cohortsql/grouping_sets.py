@@ -19,7 +19,8 @@ from cohortsql.prepare import Prepared
 def _cells(engine: DuckDBEngine, prepared: Prepared) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
     """Create the cells table; return its name, key codes, sizes and centred sums."""
     cells = engine.temporary_name("cells")
-    engine.create_table(
+    engine.create(
+        "TABLE",
         cells,
         compile.equivalence_cells(prepared.subjects, cells, prepared.features, prepared.mean),
         context="grouping subjects into cells",
@@ -47,4 +48,5 @@ def grouping_sets_batches(engine: DuckDBEngine, prepared: Prepared) -> Iterator[
                 compile.target_cells(cells, name, prepared.features), context="finding the targets' cells"
             )["cell"]
         cohorts = lattice.subset_cohorts(codes, counts, centered, target_cells.astype(np.int64))
-        yield shapley.cohort_shapley_of_games(cohorts.sizes, cohorts.game, prepared.mean)
+        weights = prepared.multiplicity[start : start + batch.num_rows]
+        yield shapley.cohort_shapley_of_games(cohorts.sizes, cohorts.game, prepared.mean, weights)

@@ -26,9 +26,10 @@ def pairwise_batches(engine: DuckDBEngine, prepared: Prepared) -> Iterator[shapl
         name = engine.temporary_name("targets")
         with engine.registered(name, batch):
             histogram = engine.fetch_numpy(
-                compile.mask_histogram(prepared.subjects, name, prepared.features), context=context
+                compile.mask_histogram(prepared.weighted_subjects, name, prepared.features), context=context
             )
         counts, sums = shapley.scatter_histograms(
-            histogram["target"], histogram["mask"], histogram["subjects"], histogram["sum_y"], batch.num_rows, d
+            histogram["target"], histogram["mask0"], histogram["subjects"], histogram["sum_y"], batch.num_rows, d
         )
-        yield shapley.cohort_shapley(counts, sums, prepared.mean)
+        weights = prepared.multiplicity[start : start + batch.num_rows]
+        yield shapley.cohort_shapley(counts, sums, prepared.mean, weights)

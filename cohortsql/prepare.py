@@ -15,6 +15,7 @@ from cohortsql import compile
 from cohortsql.engine import DuckDBEngine
 from cohortsql.errors import CohortError
 from cohortsql.plan import RESERVED_PREFIX, ResolvedFeature, SimilarityArgument, plan_features, resolve_feature
+from cohortsql.similarity import SqlPredicate
 from cohortsql.sqltext import quote_identifier
 
 Targets = None | str | int | float | Sequence[Any]
@@ -27,12 +28,20 @@ class Prepared:
 
     subjects: str
     """Name of the temporary subjects table."""
+    weighted_subjects: str
+    """Name of the histogram's input: distinct predictor rows with ``__cohort_count`` and ``__cohort_sum``."""
     features: tuple[ResolvedFeature, ...]
     statistics: dict[str, Any]
     target_table: pa.Table
     """The target rows of the subjects table, in table order."""
     population: int | None
     """n when the targets are every row or a random sample of them, else None."""
+    distinct_targets: pa.Table
+    """One row per distinct target (targets with identical predictors share every cohort)."""
+    target_group: np.ndarray
+    """For each row of `target_table`, its row in `distinct_targets`."""
+    multiplicity: np.ndarray
+    """For each distinct target, how many targets it stands for."""
 
     @property
     def mean(self) -> float:
@@ -48,8 +57,8 @@ class Prepared:
         return pl.from_arrow(self.target_table.select(names))
 
     def numbered_targets(self, start: int = 0, length: int | None = None) -> pa.Table:
-        """A slice of the target rows with ``__cohort_batch`` = 0, 1, ... for SQL that needs their order."""
-        batch = self.target_table.slice(start, length)
+        """A slice of the distinct targets with ``__cohort_batch`` = 0, 1, ... for SQL that needs their order."""
+        batch = self.distinct_targets.slice(start, length)
         return batch.append_column("__cohort_batch", pa.array(np.arange(batch.num_rows, dtype=np.int32)))
 
 
@@ -74,7 +83,8 @@ def prepare(
         )
     target_predicate = targets if isinstance(targets, str) else None
     subjects = engine.temporary_name("subjects")
-    engine.create_table(
+    engine.create(
+        "TABLE",
         subjects,
         compile.prepare_subjects(source, subjects, features, prediction, id, target_predicate),
         context="reading the data" + (f" with targets {target_predicate!r}" if target_predicate else ""),
@@ -87,10 +97,41 @@ def prepare(
         resolve_feature(feature, _feature_statistics(statistics, index)) for index, feature in enumerate(features)
     )
     n = int(statistics["subjects"])
-    sampled = _is_sample(targets)
     target_table = _select_targets(engine, subjects, targets, id, n, seed)
-    population = n if targets is None or sampled else None
-    return Prepared(subjects, resolved, statistics, target_table, population)
+    population = n if targets is None or _is_sample(targets) else None
+    # sql: predicates may read any column of a row, so only rows equal in every column could be merged.
+    merge = not any(isinstance(feature.kind, SqlPredicate) for feature in resolved)
+    weighted = engine.temporary_name("weighted_subjects")
+    engine.create(
+        "TABLE" if merge else "VIEW",
+        weighted,
+        compile.weighted_subjects(subjects, weighted, resolved, compress=merge),
+        context="collapsing identical subjects",
+    )
+    distinct, group, multiplicity = _distinct_targets(target_table, resolved, merge)
+    return Prepared(subjects, weighted, resolved, statistics, target_table, population, distinct, group, multiplicity)
+
+
+def _distinct_targets(
+    target_table: pa.Table, features: tuple[ResolvedFeature, ...], merge: bool
+) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """Targets with identical prepared predictors, computed once and fanned out afterwards."""
+    rows = target_table.num_rows
+    if not merge:
+        return target_table, np.arange(rows), np.ones(rows)
+    columns = [feature.column for feature in features]
+    groups = (
+        pl.from_arrow(target_table.select(columns))
+        .with_row_index("__cohort_position")
+        .group_by(columns, maintain_order=True)
+        .agg(pl.col("__cohort_position"))
+    )
+    first = groups["__cohort_position"].list.first().to_numpy()
+    members = groups.select("__cohort_position").with_row_index("__cohort_group").explode("__cohort_position")
+    target_group = np.empty(rows, dtype=np.int64)
+    target_group[members["__cohort_position"].to_numpy()] = members["__cohort_group"].to_numpy()
+    multiplicity = groups["__cohort_position"].list.len().to_numpy().astype(np.float64)
+    return target_table.take(first), target_group, multiplicity
 
 
 def _check_table(statistics: dict[str, Any], prediction: str, id: str | None) -> None:

@@ -171,31 +171,37 @@ def targets_per_batch(d: int) -> int:
     return max(1, BATCH_MEMORY_BYTES // (_ARRAYS_PER_TARGET * 8 << d))
 
 
-def cohort_shapley(counts: np.ndarray, sums: np.ndarray, mean: float) -> CohortShapley:
-    """Exact cohort Shapley values of v_CS and v_CS2 from a batch of targets' mask histograms."""
-    return _in_chunks(lambda c, s: _of_games(*cohort_games(c, s, mean), mean), counts, sums)
+def cohort_shapley(counts: np.ndarray, sums: np.ndarray, mean: float, weights: np.ndarray) -> CohortShapley:
+    """Exact cohort Shapley values of v_CS and v_CS2 from a batch of targets' mask histograms.
+
+    `weights[t]` is how many targets target t stands for (identical targets are computed once); it
+    only weighs `squared_games`."""
+    return _in_chunks(lambda c, s, w: _of_games(*cohort_games(c, s, mean), mean, w), counts, sums, weights)
 
 
-def cohort_shapley_of_games(sizes: np.ndarray, game: np.ndarray, mean: float) -> CohortShapley:
+def cohort_shapley_of_games(sizes: np.ndarray, game: np.ndarray, mean: float, weights: np.ndarray) -> CohortShapley:
     """Exact cohort Shapley values of v_CS and v_CS2 from cohort sizes and v_CS(t, u) for every u."""
-    return _in_chunks(lambda n, v: _of_games(n, v, mean), sizes, game)
+    return _in_chunks(lambda n, v, w: _of_games(n, v, mean, w), sizes, game, weights)
 
 
-def _of_games(sizes: np.ndarray, game: np.ndarray, mean: float) -> CohortShapley:
+def _of_games(sizes: np.ndarray, game: np.ndarray, mean: float, weights: np.ndarray) -> CohortShapley:
     squared = game**2
     return CohortShapley(
         shapley=shapley_values(game),
         shapley_squared=shapley_values(squared),
         cohort_size=sizes[..., -1].astype(np.int64),
         cohort_mean=game[..., -1] + mean,
-        squared_games=squared.sum(axis=0),
+        squared_games=weights @ squared,
     )
 
 
-def _in_chunks(function, first: np.ndarray, second: np.ndarray) -> CohortShapley:
+def _in_chunks(function, first: np.ndarray, second: np.ndarray, weights: np.ndarray) -> CohortShapley:
     chunk = max(1, CACHE_CHUNK_VALUES // first.shape[-1])
     return concatenate(
-        [function(first[start : start + chunk], second[start : start + chunk]) for start in range(0, len(first), chunk)]
+        [
+            function(first[start : start + chunk], second[start : start + chunk], weights[start : start + chunk])
+            for start in range(0, len(first), chunk)
+        ]
     )
 
 
@@ -203,6 +209,12 @@ def concatenate(parts: list[CohortShapley]) -> CohortShapley:
     """Join the results of consecutive batches of targets (their squared games add up)."""
     *per_target, squared_games = zip(*parts)
     return CohortShapley(*(np.concatenate(arrays) for arrays in per_target), np.sum(squared_games, axis=0))
+
+
+def fan_out(values: CohortShapley, group: np.ndarray) -> CohortShapley:
+    """Per-target values for every target from those of the distinct targets (`group` indexes them)."""
+    *per_target, squared_games = values
+    return CohortShapley(*(array[group] for array in per_target), squared_games)
 
 
 def scatter_histograms(

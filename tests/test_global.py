@@ -174,3 +174,16 @@ def test_result_keeps_the_target_rows():
     result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["a"], targets="a = 2")
     assert result.targets.columns == frame.columns
     assert result.targets["a"].to_list() == [2] * len(result.ids)
+
+
+def test_duplicating_every_row_changes_nothing():
+    """Identical subjects are collapsed and identical targets computed once; the answers must not move."""
+    frame = window_table(11, n=60)
+    doubled = pl.concat([frame, frame])
+    once = cohortsql.cohort_shapley(frame, prediction="y", similarity=WINDOWS)
+    twice = cohortsql.cohort_shapley(doubled, prediction="y", similarity=WINDOWS)
+    np.testing.assert_allclose(twice.shapley, np.vstack([once.shapley, once.shapley]), atol=1e-12)
+    np.testing.assert_allclose(twice.totals["cohort_size"], 2 * np.tile(once.totals["cohort_size"], 2))
+    effects_once = cohortsql.variance_shapley(frame, prediction="y", similarity=WINDOWS)
+    effects_twice = cohortsql.variance_shapley(doubled, prediction="y", similarity=WINDOWS)
+    np.testing.assert_allclose(effects_twice.effects["shapley_effect"], effects_once.effects["shapley_effect"], atol=1e-12)

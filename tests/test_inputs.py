@@ -115,7 +115,7 @@ def test_default_kinds():
     result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["few", "many", "label", "flag"])
     assert result.similarity == {"few": "exact", "many": "range:0.1", "label": "exact", "flag": "exact"}
     given = cohortsql.cohort_shapley(frame, prediction="y", similarity={"few": "exact", "many": "range:0.1", "label": "exact", "flag": "exact"})
-    np.testing.assert_array_equal(result.shapley, given.shapley)
+    np.testing.assert_allclose(result.shapley, given.shapley, atol=1e-12)
 
 
 def test_similarity_objects_and_text_mix(expected):

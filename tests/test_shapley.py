@@ -119,13 +119,14 @@ def test_cohort_shapley_from_a_histogram():
     for mask, count, total in [(0b11, 1, 10.0), (0b01, 2, 4.0), (0b10, 1, 0.0), (0b00, 1, 1.0)]:
         counts[0, mask], sums[0, mask] = count, total
     mean = 15.0 / 5
-    result = shapley.cohort_shapley(counts, sums, mean)
+    result = shapley.cohort_shapley(counts, sums, mean, np.array([3.0]))
     # cohorts: {} all five (mean 3), {0} masks 01,11 (14/3), {1} masks 10,11 (5), {0,1} mask 11 (10)
     game = np.array([0.0, 14 / 3 - 3, 5 - 3, 10 - 3])
     np.testing.assert_allclose(result.shapley[0], definition(game))
     np.testing.assert_allclose(result.shapley_squared[0], definition(game**2))
     assert result.cohort_size[0] == 1
     assert result.cohort_mean[0] == pytest.approx(10.0)
+    np.testing.assert_allclose(result.squared_games, 3 * game**2)  # the target stands for three
 
 
 def test_rejects_games_of_wrong_length():
