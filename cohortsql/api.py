@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import duckdb
@@ -12,18 +13,25 @@ from cohortsql import shapley
 from cohortsql.engine import DuckDBEngine
 from cohortsql.errors import CohortError
 from cohortsql.grouping_sets import grouping_sets_batches, variance_game
-from cohortsql.pairwise import pairwise_batches
+from cohortsql.pairwise import pairwise_batches, permutation_batches
 from cohortsql.plan import SimilarityArgument
 from cohortsql.prepare import Prepared, Targets, prepare
+from cohortsql.progress import track
 from cohortsql.result import CohortShapleyResult, ShapleyEffects
 
 MAX_EXACT_FEATURES = 24
 """Exact cohort Shapley keeps 2^d values per target; beyond this d it needs more memory than it is worth."""
 
-METHODS = ("exact",)
+MAX_FEATURES = 128
+"""The permutation method handles up to this many features."""
+
+AUTO_EXACT_FEATURES = 16
+"""``method="auto"`` is exact up to this d (at most 65,536 cohorts per target), permutation above."""
+
+METHODS = ("exact", "permutation", "auto")
 
 PATHS = ("auto", "pairwise", "grouping_sets")
-"""How cohorts are found: ``pairwise`` (any kinds; a join of targets with subjects) or
+"""How exact cohorts are found: ``pairwise`` (any kinds; a join of targets with subjects) or
 ``grouping_sets`` (only exact and bins; no join). ``auto`` takes grouping sets when every kind is an
 equivalence and there are at least 2^(d-1) targets, where it does less work than the join."""
 
@@ -37,7 +45,12 @@ def cohort_shapley(
     targets: Targets = None,
     method: str = "exact",
     seed: int | None = None,
+    tolerance: float | None = None,
+    max_permutations: int = 200,
     path: str = "auto",
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
     connection: duckdb.DuckDBPyConnection | None = None,
 ) -> CohortShapleyResult:
     """Cohort Shapley values of every feature for every target (Mase, Owen & Seiler).
@@ -45,7 +58,7 @@ def cohort_shapley(
     For target t and predictor set u, the cohort C_{t,u} is every subject similar to t on all of
     u; v_CS(t, u) = ybar_{t,u} - ybar and v_CS2(t, u) = v_CS(t, u)^2. The result holds
     phi_j = sum_{u subset of -j} w(|u|) (v(u + j) - v(u)), w(s) = s! (d - s - 1)! / d!, for both
-    games, computed exactly (DESIGN §2).
+    games (DESIGN §2).
 
     Args:
         data: a path (parquet, csv, json, globs), a pyarrow Table, a polars DataFrame or
@@ -56,18 +69,35 @@ def cohort_shapley(
         id: the column that identifies rows; None uses the 0-based row position.
         targets: None for every row, a list of id values, a SQL predicate over the data's columns,
             or a random sample of rows: a count (int) or a fraction (float), drawn with `seed`.
-        method: ``"exact"``.
-        seed: seeds the random sample of targets.
-        path: one of `PATHS`.
+        method: ``"exact"`` (d <= 24), ``"permutation"`` (Monte Carlo over random orders of the
+            predictors, d <= 128, with standard errors) or ``"auto"`` (exact up to d = 16).
+        seed: seeds the random sample of targets and the permutations.
+        tolerance: permutation method: stop a target once every standard error is at most this.
+        max_permutations: permutation method: the budget per target (antithetic pairs count twice).
+        path: one of `PATHS` (exact method).
+        memory_limit: DuckDB's memory limit while computing, e.g. ``"1GB"``; beyond it DuckDB spills.
+        temp_directory: where DuckDB spills.
+        progress: report progress on stderr; None reports on long runs when stderr is a terminal.
         connection: a DuckDB connection to run on (needed to read its tables by name).
     """
     _check_choice("method", method, METHODS)
-    with DuckDBEngine(connection) as engine:
-        prepared = _prepare(engine, data, prediction, similarity, id, targets, seed)
-        chosen = _choose_path(path, prepared, prepared.target_table.num_rows)
-        batches = grouping_sets_batches if chosen == "grouping_sets" else pairwise_batches
-        values = shapley.fan_out(shapley.concatenate(list(batches(engine, prepared))), prepared.target_group)
-    return _result(prepared, values, method, chosen)
+    with DuckDBEngine(connection, memory_limit=memory_limit, temp_directory=temp_directory) as engine:
+        prepared = _prepare(engine, data, prediction, similarity, id, targets, seed, MAX_FEATURES)
+        chosen_method = _choose_method(method, prepared.d)
+        total = prepared.distinct_targets.num_rows
+        if chosen_method == "permutation":
+            if max_permutations < 2:
+                raise CohortError(f"max_permutations must be at least 2 (one antithetic pair), got {max_permutations}")
+            batches = permutation_batches(
+                engine, prepared, seed=seed, max_permutations=max_permutations, tolerance=tolerance
+            )
+            estimates = [estimate for batch in track(batches, total=total, size=len, enabled=progress) for estimate in batch]
+            return _permutation_result(prepared, estimates)
+        chosen_path = _choose_path(path, prepared, prepared.target_table.num_rows)
+        batches = (grouping_sets_batches if chosen_path == "grouping_sets" else pairwise_batches)(engine, prepared)
+        tracked = track(batches, total=total, size=lambda batch: len(batch.shapley), enabled=progress)
+        values = shapley.fan_out(shapley.concatenate(list(tracked)), prepared.target_group)
+    return _exact_result(prepared, values, chosen_path)
 
 
 def variance_shapley(
@@ -79,9 +109,11 @@ def variance_shapley(
     targets: Targets = None,
     seed: int | None = None,
     path: str = "auto",
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
     connection: duckdb.DuckDBPyConnection | None = None,
 ) -> ShapleyEffects:
-    """Shapley effects: the Shapley values of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2.
+    """Shapley effects: the exact Shapley values of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2.
 
     They split the variance explained by the cohorts on all d predictors, v_var(1:d), over the
     predictors; ``share`` divides by the variance of the explained column. With every row as a
@@ -89,8 +121,8 @@ def variance_shapley(
     `seed`) v_var is the sample mean over the sampled targets and every effect gets a standard error.
     Arguments are those of `cohort_shapley`.
     """
-    with DuckDBEngine(connection) as engine:
-        prepared = _prepare(engine, data, prediction, similarity, id, targets, seed)
+    with DuckDBEngine(connection, memory_limit=memory_limit, temp_directory=temp_directory) as engine:
+        prepared = _prepare(engine, data, prediction, similarity, id, targets, seed, MAX_EXACT_FEATURES)
         count = prepared.target_table.num_rows
         chosen = _choose_path(path, prepared, count)
         if chosen == "grouping_sets" and targets is None:
@@ -113,17 +145,28 @@ def variance_shapley(
 
 def _prepare(
     engine: DuckDBEngine, data: Any, prediction: str, similarity: SimilarityArgument, id: str | None,
-    targets: Targets, seed: int | None,
+    targets: Targets, seed: int | None, max_features: int,
 ) -> Prepared:
     return prepare(
         engine, data, prediction=prediction, similarity=similarity, id=id, targets=targets, seed=seed,
-        max_features=MAX_EXACT_FEATURES,
+        max_features=max_features,
     )
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise CohortError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+
+
+def _choose_method(method: str, d: int) -> str:
+    if method == "auto":
+        return "exact" if d <= AUTO_EXACT_FEATURES else "permutation"
+    if method == "exact" and d > MAX_EXACT_FEATURES:
+        raise CohortError(
+            f"exact cohort Shapley handles at most {MAX_EXACT_FEATURES} features (2^d cohorts per target);"
+            f" got {d}: use method='permutation' (or 'auto'), or drop features"
+        )
+    return method
 
 
 def _choose_path(path: str, prepared: Prepared, targets: int) -> str:
@@ -139,9 +182,9 @@ def _choose_path(path: str, prepared: Prepared, targets: int) -> str:
     return path
 
 
-def _result(prepared: Prepared, values: shapley.CohortShapley, method: str, path: str) -> CohortShapleyResult:
+def _common_fields(prepared: Prepared) -> dict[str, Any]:
     statistics = prepared.statistics
-    return CohortShapleyResult(
+    return dict(
         ids=pl.Series("id", prepared.target_table.column("__cohort_id")),
         features=tuple(feature.name for feature in prepared.features),
         similarity={feature.name: str(feature.kind) for feature in prepared.features},
@@ -149,12 +192,35 @@ def _result(prepared: Prepared, values: shapley.CohortShapley, method: str, path
         variance=float(statistics["variance"]),
         subjects=int(statistics["subjects"]),
         prediction=prepared.target_table.column("__cohort_y").to_numpy(),
+        targets=prepared.target_data(),
+        population=prepared.population,
+    )
+
+
+def _exact_result(prepared: Prepared, values: shapley.CohortShapley, path: str) -> CohortShapleyResult:
+    return CohortShapleyResult(
+        **_common_fields(prepared),
         cohort_size=values.cohort_size,
         cohort_mean=values.cohort_mean,
         shapley=values.shapley,
         shapley_squared=values.shapley_squared,
-        targets=prepared.target_data(),
-        population=prepared.population,
-        method=method,
+        method="exact",
         path=path,
+    )
+
+
+def _permutation_result(prepared: Prepared, estimates: list) -> CohortShapleyResult:
+    group = prepared.target_group
+    stacked = {name: np.array([getattr(estimate, name) for estimate in estimates])[group] for name in estimates[0]._fields}
+    return CohortShapleyResult(
+        **_common_fields(prepared),
+        cohort_size=stacked["cohort_size"],
+        cohort_mean=stacked["cohort_mean"],
+        shapley=stacked["shapley"],
+        shapley_squared=stacked["shapley_squared"],
+        shapley_se=stacked["shapley_se"],
+        shapley_squared_se=stacked["shapley_squared_se"],
+        permutations=stacked["permutations"],
+        method="permutation",
+        path="pairwise",
     )

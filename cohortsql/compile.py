@@ -138,6 +138,11 @@ def weighted_subjects(subjects: str, weighted: str, features: Sequence[ResolvedF
     )
 
 
+def row_count(table: str) -> str:
+    """SELECT the number of rows of a table."""
+    return f"SELECT count(*) FROM {quote_identifier(table)}"
+
+
 def _key(feature: ResolvedFeature, alias: str) -> str:
     """SQL of the equivalence class of the feature's value in row `alias` (exact and bins only)."""
     return feature.kind.key(f"{alias}.{quote_identifier(feature.column)}", feature.statistics)

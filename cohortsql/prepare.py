@@ -78,8 +78,7 @@ def prepare(
     features = plan_features(engine.column_types(source), similarity, prediction, id)
     if len(features) > max_features:
         raise CohortError(
-            f"exact cohort Shapley handles at most {max_features} features (2^d cohorts per target);"
-            f" got {len(features)}: drop or merge features"
+            f"this computation handles at most {max_features} features; got {len(features)}: drop or merge features"
         )
     target_predicate = targets if isinstance(targets, str) else None
     subjects = engine.temporary_name("subjects")

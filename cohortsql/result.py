@@ -49,6 +49,12 @@ class CohortShapleyResult:
     """phi_j(t) of v_CS2, shape (targets, features)."""
     targets: pl.DataFrame
     """The target rows as they are in the data (every column), in the order of `ids`."""
+    shapley_se: np.ndarray | None = None
+    """Permutation method: the Monte Carlo standard error of each value (None when exact)."""
+    shapley_squared_se: np.ndarray | None = None
+    """Permutation method: the Monte Carlo standard error of each squared value."""
+    permutations: np.ndarray | None = None
+    """Permutation method: how many permutations each target used."""
     population: int | None = None
     """How many rows the targets were drawn from, when they are every row or a random sample of the
     table; None when they were chosen by id or predicate. Sets the finite-population correction."""
@@ -60,14 +66,16 @@ class CohortShapleyResult:
     def local(self) -> pl.DataFrame:
         """One row per (target, feature): ``id``, ``feature``, ``shapley``, ``shapley_squared``."""
         targets, d = self.shapley.shape
-        return pl.DataFrame(
-            {
-                "id": self.ids.gather(np.repeat(np.arange(targets), d)),
-                "feature": pl.Series(list(self.features) * targets, dtype=pl.String),
-                "shapley": self.shapley.reshape(-1),
-                "shapley_squared": self.shapley_squared.reshape(-1),
-            }
-        )
+        columns = {
+            "id": self.ids.gather(np.repeat(np.arange(targets), d)),
+            "feature": pl.Series(list(self.features) * targets, dtype=pl.String),
+            "shapley": self.shapley.reshape(-1),
+            "shapley_squared": self.shapley_squared.reshape(-1),
+        }
+        if self.shapley_se is not None:
+            columns["shapley_se"] = self.shapley_se.reshape(-1)
+            columns["shapley_squared_se"] = self.shapley_squared_se.reshape(-1)
+        return pl.DataFrame(columns)
 
     @cached_property
     def totals(self) -> pl.DataFrame:
@@ -95,7 +103,8 @@ class CohortShapleyResult:
         the finite-population correction.
         """
         return _effects_table(
-            self.features, self.shapley_squared.mean(axis=0), self.shapley_squared, self.population, self.variance
+            self.features, self.shapley_squared.mean(axis=0), self.shapley_squared, self.population, self.variance,
+            self.shapley_squared_se,
         ).with_columns(mean_abs_shapley=pl.Series(np.abs(self.shapley).mean(axis=0)))
 
     def by(self, column: str) -> pl.DataFrame:
@@ -202,25 +211,36 @@ class ShapleyEffects:
 
 
 def _effects_table(
-    features: tuple[str, ...], effects: np.ndarray, squared_values: np.ndarray, population: int | None, variance: float
+    features: tuple[str, ...],
+    effects: np.ndarray,
+    squared_values: np.ndarray,
+    population: int | None,
+    variance: float,
+    monte_carlo_se: np.ndarray | None = None,
 ) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "feature": list(features),
             "shapley_effect": effects,
-            "shapley_effect_se": _standard_error(squared_values, population),
+            "shapley_effect_se": _standard_error(squared_values, population, monte_carlo_se),
             "share": effects / variance if variance > 0 else np.full(len(effects), np.nan),
         }
     )
 
 
-def _standard_error(values: np.ndarray, population: int | None) -> np.ndarray:
+def _standard_error(values: np.ndarray, population: int | None, monte_carlo_se: np.ndarray | None = None) -> np.ndarray:
     """Standard error of the column means of `values` (targets x features) as estimates of the
-    population's means; the finite-population correction applies when `population` is known."""
+    population's means; the finite-population correction applies when `population` is known.
+
+    With Monte Carlo estimates (`monte_carlo_se` per value), the correction only applies to the
+    sampling of targets, so their own error is added back: the mean of the targets' estimates has
+    Monte Carlo variance sum_t se_t^2 / T^2 even when every row is a target."""
     targets = values.shape[0]
     if targets < 2:
         return np.full(values.shape[1], np.nan)
-    error = values.std(axis=0, ddof=1) / np.sqrt(targets)
+    variance = values.var(axis=0, ddof=1) / targets
     if population is not None:
-        error *= np.sqrt(max(0.0, 1 - targets / population))
-    return error
+        variance *= max(0.0, 1 - targets / population)
+        if monte_carlo_se is not None:
+            variance += (monte_carlo_se**2).sum(axis=0) / targets**2
+    return np.sqrt(variance)

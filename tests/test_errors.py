@@ -42,7 +42,7 @@ def explain(data=FRAME, **options):
         ({"path": "grouping_sets"}, "path='grouping_sets' needs exact or bins similarity for every feature; ['age'] are not"),
         ({"targets": "age > 100"}, "targets 'age > 100' selects no rows"),
         ({"targets": "height > 1"}, "reading the data with targets 'height > 1': Binder Error"),
-        ({"method": "fast"}, "method must be one of exact, got 'fast'"),
+        ({"method": "fast"}, "method must be one of exact, permutation, auto, got 'fast'"),
         ({"similarity": {"age": "sql:s.height = t.height"}}, "computing similarity masks (check the sql: similarity of ['age'])"),
     ],
 )
