@@ -192,7 +192,7 @@ def _common_fields(prepared: Prepared) -> dict[str, Any]:
         variance=float(statistics["variance"]),
         subjects=int(statistics["subjects"]),
         prediction=prepared.target_table.column("__cohort_y").to_numpy(),
-        targets=prepared.target_data(),
+        targets=prepared.target_data,
         population=prepared.population,
     )
 

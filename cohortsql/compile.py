@@ -23,10 +23,12 @@ def prepare_subjects(
     prediction: str,
     id: str | None,
     target_predicate: str | None,
+    keep_data_columns: bool,
 ) -> str:
     """CREATE the subjects table from `source` (an already rendered table expression)."""
     predictors = ",\n    ".join(_prepared_column(feature) for feature in features)
     return template("prepare_subjects").format(
+        data_columns=",\n    *" if keep_data_columns else "",
         subjects=quote_identifier(subjects),
         id="row_number() OVER () - 1" if id is None else quote_identifier(id),
         predictors=predictors,
@@ -58,6 +60,8 @@ def table_statistics(subjects: str, features: Sequence[Feature], has_id: bool) -
         "bad_predictions": f"count(*) FILTER (WHERE {bad_y})",
         "first_bad_prediction_row": f"min(__cohort_row) FILTER (WHERE {bad_y})",
     }
+    predictors = ", ".join(quote_identifier(feature.column) for feature in features)
+    aggregates["distinct_rows"] = f"approx_count_distinct(hash({predictors}))"
     if has_id:
         aggregates["missing_ids"] = "count(*) FILTER (WHERE __cohort_id IS NULL)"
         aggregates["distinct_ids"] = "count(DISTINCT __cohort_id)"
@@ -71,6 +75,11 @@ def table_statistics(subjects: str, features: Sequence[Feature], has_id: bool) -
 def target_rows(subjects: str, condition: str) -> str:
     """The subject rows that satisfy `condition` (every column), in table order."""
     return template("targets").format(subjects=quote_identifier(subjects), condition=condition)
+
+
+def target_data(source: str, targets: str) -> str:
+    """The rows of `source` (every column, as they are) at the positions in table `targets`."""
+    return template("target_data").format(source=source, targets=quote_identifier(targets))
 
 
 def missing_target_ids(subjects: str, requested: str) -> str:

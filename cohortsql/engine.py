@@ -53,7 +53,8 @@ class DuckDBEngine:
         self._session = uuid.uuid4().hex[:8]
         self._created: list[tuple[str, str]] = []
         self._previous_settings: dict[str, str] = {}
-        settings = {"memory_limit": memory_limit, "temp_directory": temp_directory}
+        # DuckDB's own progress bar would print into the caller's output; cohortsql reports its own.
+        settings = {"memory_limit": memory_limit, "temp_directory": temp_directory, "enable_progress_bar": "false"}
         for name, value in settings.items():
             if value is not None:
                 self._set(name, str(value))
@@ -90,13 +91,9 @@ class DuckDBEngine:
                 self.connection.register(name, data)
             except duckdb.Error:
                 # A relation of another connection: copy it over once, streaming through Arrow.
-                reader = f"{name}_reader"
-                with self.registered(reader, data.to_arrow_reader()):
-                    self.create(
-                        "TABLE", name, f"CREATE TEMP TABLE {quote_identifier(name)} AS SELECT * FROM {quote_identifier(reader)}",
-                        context="copying the DuckDB relation",
-                    )
-                return quote_identifier(name)
+                return self._copy(name, data.to_arrow_reader())
+        elif isinstance(data, pa.RecordBatchReader):
+            return self._copy(name, data)  # a reader can be read only once
         elif _is_frame(data):
             try:
                 self.connection.register(name, data)
@@ -108,6 +105,16 @@ class DuckDBEngine:
                 " connection=, a pyarrow Table, a polars or pandas DataFrame, or a DuckDB relation"
             )
         self._created.append(("REGISTERED", name))
+        return quote_identifier(name)
+
+    def _copy(self, name: str, reader: pa.RecordBatchReader) -> str:
+        """Stream a one-pass Arrow reader into temporary table `name`."""
+        source = f"{name}_reader"
+        with self.registered(source, reader):
+            self.create(
+                "TABLE", name, f"CREATE TEMP TABLE {quote_identifier(name)} AS SELECT * FROM {quote_identifier(source)}",
+                context="copying the data",
+            )
         return quote_identifier(name)
 
     def _has_table(self, name: str) -> bool:
@@ -201,11 +208,15 @@ class DuckDBEngine:
                 self.connection.execute(f"DROP {kind} IF EXISTS {quote_identifier(name)}")
         self._created.clear()
         for name, value in self._previous_settings.items():
-            self.connection.execute(f"SET {name} = {render_string(value)}")
+            # RESET restores a default exactly; the printed value (e.g. '18.8 GiB') is rounded.
+            self.connection.execute(f"RESET {name}")
+            current = self.connection.execute(f"SELECT current_setting({render_string(name)})").fetchall()
+            if str(current[0][0]) != value:
+                self.connection.execute(f"SET {name} = {render_string(value)}")
 
 
 def _is_frame(data: object) -> bool:
-    if isinstance(data, (pa.Table, pa.RecordBatchReader)):
+    if isinstance(data, pa.Table):
         return True
     module = type(data).__module__.split(".")[0]
     return module in ("polars", "pandas")

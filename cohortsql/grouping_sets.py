@@ -40,7 +40,7 @@ def grouping_sets_batches(engine: DuckDBEngine, prepared: Prepared) -> Iterator[
     """Exact cohort Shapley values of the targets, one batch at a time (each batch walks the lattice)."""
     cells, codes, counts, centered = _cells(engine, prepared)
     batch_size = shapley.targets_per_batch(prepared.d)
-    for start in range(0, prepared.target_table.num_rows, batch_size):
+    for start in range(0, prepared.distinct_targets.num_rows, batch_size):
         batch = prepared.numbered_targets(start, batch_size)
         name = engine.temporary_name("targets")
         with engine.registered(name, batch):

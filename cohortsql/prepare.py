@@ -14,9 +14,13 @@ import pyarrow as pa
 from cohortsql import compile
 from cohortsql.engine import DuckDBEngine
 from cohortsql.errors import CohortError
-from cohortsql.plan import RESERVED_PREFIX, ResolvedFeature, SimilarityArgument, plan_features, resolve_feature
+from cohortsql.plan import ResolvedFeature, SimilarityArgument, plan_features, resolve_feature
 from cohortsql.similarity import SqlPredicate
 from cohortsql.sqltext import quote_identifier
+
+COMPRESS_BELOW = 0.8
+"""Identical subjects are collapsed before the join when the distinct predictor rows are at most this
+fraction of the rows (estimated with approx_count_distinct); otherwise collapsing costs more than it saves."""
 
 Targets = None | str | int | float | Sequence[Any]
 """None (every row), a SQL predicate, a sample size (int) or fraction (float), or a list of ids."""
@@ -34,6 +38,8 @@ class Prepared:
     statistics: dict[str, Any]
     target_table: pa.Table
     """The target rows of the subjects table, in table order."""
+    target_data: pl.DataFrame
+    """The target rows as they are in the data (every column), in table order."""
     population: int | None
     """n when the targets are every row or a random sample of them, else None."""
     distinct_targets: pa.Table
@@ -50,11 +56,6 @@ class Prepared:
     @property
     def d(self) -> int:
         return len(self.features)
-
-    def target_data(self) -> pl.DataFrame:
-        """The target rows as they are in the data, without the subjects table's own columns."""
-        names = [name for name in self.target_table.column_names if not name.startswith(RESERVED_PREFIX)]
-        return pl.from_arrow(self.target_table.select(names))
 
     def numbered_targets(self, start: int = 0, length: int | None = None) -> pa.Table:
         """A slice of the distinct targets with ``__cohort_batch`` = 0, 1, ... for SQL that needs their order."""
@@ -81,11 +82,15 @@ def prepare(
             f"this computation handles at most {max_features} features; got {len(features)}: drop or merge features"
         )
     target_predicate = targets if isinstance(targets, str) else None
+    # sql: predicates may read any column of a row: rows can only be merged when none is used.
+    mergeable = not any(isinstance(feature.kind, SqlPredicate) for feature in features)
     subjects = engine.temporary_name("subjects")
     engine.create(
         "TABLE",
         subjects,
-        compile.prepare_subjects(source, subjects, features, prediction, id, target_predicate),
+        compile.prepare_subjects(
+            source, subjects, features, prediction, id, target_predicate, keep_data_columns=not mergeable
+        ),
         context="reading the data" + (f" with targets {target_predicate!r}" if target_predicate else ""),
     )
     statistics = engine.fetch_record(
@@ -98,17 +103,26 @@ def prepare(
     n = int(statistics["subjects"])
     target_table = _select_targets(engine, subjects, targets, id, n, seed)
     population = n if targets is None or _is_sample(targets) else None
-    # sql: predicates may read any column of a row, so only rows equal in every column could be merged.
-    merge = not any(isinstance(feature.kind, SqlPredicate) for feature in resolved)
+    compress = mergeable and statistics["distinct_rows"] <= COMPRESS_BELOW * n
     weighted = engine.temporary_name("weighted_subjects")
     engine.create(
-        "TABLE" if merge else "VIEW",
+        "TABLE" if compress else "VIEW",
         weighted,
-        compile.weighted_subjects(subjects, weighted, resolved, compress=merge),
+        compile.weighted_subjects(subjects, weighted, resolved, compress=compress),
         context="collapsing identical subjects",
     )
-    distinct, group, multiplicity = _distinct_targets(target_table, resolved, merge)
-    return Prepared(subjects, weighted, resolved, statistics, target_table, population, distinct, group, multiplicity)
+    distinct, group, multiplicity = _distinct_targets(target_table, resolved, mergeable)
+    return Prepared(
+        subjects, weighted, resolved, statistics, target_table, _target_data(engine, source, target_table),
+        population, distinct, group, multiplicity,
+    )
+
+
+def _target_data(engine: DuckDBEngine, source: str, target_table: pa.Table) -> pl.DataFrame:
+    """The target rows as they are in the data, read again from the source by position."""
+    positions = engine.temporary_name("target_positions")
+    with engine.registered(positions, target_table.select(["__cohort_row"])):
+        return pl.from_arrow(engine.fetch_arrow(compile.target_data(source, positions), context="reading the target rows"))
 
 
 def _distinct_targets(
