@@ -3,7 +3,8 @@
 Mase, Owen & Seiler, "Explaining black box decisions by Shapley cohort refinement".
 """
 
-from cohortsql.api import cohort_shapley, variance_shapley
+from cohortsql import namespace as _namespace  # registers df.cohort on polars frames
+from cohortsql.api import cohort_shapley, histogram_sql, variance_shapley
 from cohortsql.errors import CohortError
 from cohortsql.result import CohortShapleyResult, ShapleyEffects
 from cohortsql.similarity import (
@@ -31,6 +32,7 @@ __all__ = [
     "ShapleyEffects",
     "SqlPredicate",
     "cohort_shapley",
+    "histogram_sql",
     "parse_similarity",
     "variance_shapley",
 ]

@@ -9,7 +9,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from cohortsql import shapley
+from cohortsql import compile, shapley
 from cohortsql.engine import DuckDBEngine
 from cohortsql.errors import CohortError
 from cohortsql.grouping_sets import grouping_sets_batches, variance_game
@@ -141,6 +141,53 @@ def variance_shapley(
         population=prepared.population,
         path=chosen,
     )
+
+
+DIALECTS = ("duckdb", "spark", "bigquery", "snowflake", "postgres")
+
+
+def histogram_sql(
+    data: Any,
+    *,
+    prediction: str,
+    similarity: SimilarityArgument,
+    id: str | None = None,
+    targets: Targets = None,
+    table: str | None = None,
+    dialect: str = "duckdb",
+    seed: int | None = None,
+    connection: duckdb.DuckDBPyConnection | None = None,
+) -> str:
+    """The heavy step (DESIGN §2 step 1) as one SQL query, to run in a warehouse where the data live.
+
+    cohortsql reads `data` once to compute the whole-table statistics the similarity kinds need
+    (they enter the query as literals) and to check the request. The query reads `table` (your own
+    SQL text: a table name, or any table expression; default: how DuckDB reads `data`) and returns
+    one row per (target id, similarity mask) with ``subjects`` and ``sum_y``: the histogram that
+    `cohortsql.shapley.cohort_shapley` turns into cohort Shapley values. Other dialects than DuckDB's
+    are transpiled with sqlglot (``pip install 'cohortsql[sql]'``).
+    """
+    _check_choice("dialect", dialect, DIALECTS)
+    with DuckDBEngine(connection) as engine:
+        prepared = _prepare(engine, data, prediction, similarity, id, targets, seed, MAX_FEATURES)
+        chosen_ids = None if targets is None or isinstance(targets, str) else prepared.target_table.column("__cohort_id").to_pylist()
+        sql = compile.standalone_histogram(
+            prepared.source if table is None else table,
+            prepared.features,
+            prediction,
+            id,
+            targets if isinstance(targets, str) else None,
+            chosen_ids,
+        )
+    if dialect == "duckdb":
+        return sql
+    try:
+        import sqlglot
+    except ImportError:
+        raise CohortError(f"dialect {dialect!r} needs sqlglot: pip install 'cohortsql[sql]'") from None
+    comments = "\n".join(line for line in sql.splitlines() if line.startswith("--"))
+    body = "\n".join(line for line in sql.splitlines() if not line.startswith("--"))
+    return comments + "\n" + sqlglot.transpile(body, read="duckdb", write=dialect, pretty=True)[0]
 
 
 def _prepare(

@@ -1,7 +1,8 @@
 """The `cohortsql` command line: explain a prediction table from the shell.
 
-Every failure a user can cause prints one line on stderr and exits with status 2 (``--debug``
-shows the traceback instead). Output files are written atomically.
+Commands: `run` (cohort Shapley values of every target), `global` (Shapley effects) and `sql` (the
+heavy step as SQL for a warehouse). Every failure a user can cause prints one line on stderr and
+exits with status 2 (``--debug`` shows the traceback instead). Output files are written atomically.
 """
 
 from __future__ import annotations
@@ -17,25 +18,20 @@ from typing import Annotated, Any
 import duckdb
 import typer
 
-from cohortsql.api import METHODS, cohort_shapley
+from cohortsql.api import DIALECTS, METHODS, cohort_shapley, histogram_sql, variance_shapley
 from cohortsql.errors import CohortError
 from cohortsql.output import sibling_path, write_frame, write_tables
-from cohortsql.result import CohortShapleyResult
+from cohortsql.result import CohortShapleyResult, ShapleyEffects
 
-app = typer.Typer(
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 _QUERY = re.compile(r"^\s*(select|with|from|values)\b", re.IGNORECASE)
 _DATABASE_TABLE = re.compile(r"^(?P<database>.+\.(duckdb|db|ddb)):(?P<table>[^:]+)$")
+_PATH_KEYS = ("data", "out", "database")
 
 Data = Annotated[
     str | None,
-    typer.Argument(
-        help="A parquet/csv/json path or glob, FILE.duckdb:TABLE, or a quoted SQL query.", show_default=False
-    ),
+    typer.Argument(help="A parquet/csv/json path or glob, FILE.duckdb:TABLE, or a quoted SQL query.", show_default=False),
 ]
 Prediction = Annotated[str | None, typer.Option(help="The column to explain (a model's prediction or an outcome).")]
 Id = Annotated[str | None, typer.Option("--id", help="The column that identifies rows (default: 0-based row position).")]
@@ -49,64 +45,114 @@ Similar = Annotated[
 Features = Annotated[str | None, typer.Option(help="Comma-separated features that get default kinds.")]
 Targets = Annotated[str | None, typer.Option(help="SQL predicate over the data's columns choosing the targets.")]
 TargetIds = Annotated[str | None, typer.Option(help="Comma-separated ids of the targets.")]
-Method = Annotated[str | None, typer.Option(help=f"{' | '.join(METHODS)}.")]
+Sample = Annotated[float | None, typer.Option(help="A random sample of targets: a count (>= 1) or a fraction (< 1).")]
+Seed = Annotated[int | None, typer.Option(help="Seed for the sample of targets and the permutations.")]
+Method = Annotated[str | None, typer.Option(help=f"{' | '.join(METHODS)} (default exact).")]
+Tolerance = Annotated[float | None, typer.Option(help="Permutation method: stop a target at this standard error.")]
+MaxPermutations = Annotated[int | None, typer.Option(help="Permutation method: budget per target (default 200).")]
+MemoryLimit = Annotated[str | None, typer.Option(help="DuckDB memory limit, e.g. 1GB; beyond it DuckDB spills to disk.")]
+TempDirectory = Annotated[Path | None, typer.Option(help="Where DuckDB spills.")]
 Out = Annotated[
     Path | None,
-    typer.Option(help="Write the long table here (.parquet or .csv) and the per-target totals beside it (_totals)."),
+    typer.Option(help="Write the results here (.parquet or .csv); `run` writes the per-target totals beside it (_totals)."),
 ]
-IntoTable = Annotated[str | None, typer.Option(help="Also write the results into this table (and NAME_totals) of --database.")]
+IntoTable = Annotated[str | None, typer.Option(help="Also write the results into this table of --database.")]
 Database = Annotated[Path | None, typer.Option(help="DuckDB database file for --into-table.")]
 Config = Annotated[Path | None, typer.Option(help="TOML file with any of these options; flags override it.")]
 Top = Annotated[int, typer.Option(help="How many features the summary lists.")]
+Progress = Annotated[bool | None, typer.Option("--progress/--no-progress", help="Progress on stderr (default: on a terminal).")]
 Debug = Annotated[bool, typer.Option(help="Show the traceback of a failure.")]
+Table = Annotated[str | None, typer.Option(help="The table the SQL reads (default: how DuckDB reads DATA).")]
+Dialect = Annotated[str, typer.Option(help=f"{' | '.join(DIALECTS)}.")]
+
+REQUEST_KEYS = ("data", "prediction", "id", "similar", "features", "targets", "target_ids", "sample", "seed", "config")
+RUN_KEYS = REQUEST_KEYS + (
+    "method", "tolerance", "max_permutations", "memory_limit", "temp_directory", "out", "into_table", "database",
+)
+GLOBAL_KEYS = REQUEST_KEYS + ("memory_limit", "temp_directory", "out", "into_table", "database")
+SQL_KEYS = REQUEST_KEYS + ("table", "dialect")
+
 
 @app.callback()
 def cohortsql() -> None:
     """Explain decisions in prediction tables with cohort Shapley values (Mase, Owen & Seiler)."""
 
 
-_PATH_KEYS = ("data", "out", "database")
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  cohortsql run --config examples/boston.toml\n\n"
+        "  cohortsql run examples/data/boston_predictions.parquet --prediction prediction"
+        " --similar lstat=quantile:0.1 --similar rm=quantile:0.1 --features chas,rad --out explained.parquet\n\n"
+        "  cohortsql run 'scores/*.parquet' --prediction score --id loan_id --features age,income"
+        " --targets \"region = 'north'\" --into-table explained --database results.duckdb"
+    )
+)
+def run(
+    data: Data = None, prediction: Prediction = None, id: Id = None, similar: Similar = None,
+    features: Features = None, targets: Targets = None, target_ids: TargetIds = None, sample: Sample = None,
+    seed: Seed = None, method: Method = None, tolerance: Tolerance = None, max_permutations: MaxPermutations = None,
+    memory_limit: MemoryLimit = None, temp_directory: TempDirectory = None, out: Out = None,
+    into_table: IntoTable = None, database: Database = None, config: Config = None, top: Top = 10,
+    progress: Progress = None, debug: Debug = False,
+) -> None:
+    """Cohort Shapley values of every feature for every target; prints the most important features."""
+    with _reported_failures(debug):
+        options = _options(locals(), RUN_KEYS)
+        with _opened(options) as (source, connection):
+            result = cohort_shapley(
+                source, **_request(options), connection=connection, progress=progress,
+                **_pick(options, "method", "tolerance", "max_permutations", "memory_limit", "temp_directory"),
+            )
+        _write(options, {"": result.local, "totals": result.totals})
+        typer.echo(summary(result, top))
 
-RUN_KEYS = ("data", "prediction", "id", "similar", "features", "targets", "target_ids", "method", "out", "into_table", "database")
+
+@app.command(
+    name="global",
+    epilog=(
+        "Examples:\n\n"
+        "  cohortsql global examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm,chas\n\n"
+        "  cohortsql global big.parquet --prediction score --features age,income,region --sample 0.01 --seed 1"
+    ),
+)
+def global_(
+    data: Data = None, prediction: Prediction = None, id: Id = None, similar: Similar = None,
+    features: Features = None, targets: Targets = None, target_ids: TargetIds = None, sample: Sample = None,
+    seed: Seed = None, memory_limit: MemoryLimit = None, temp_directory: TempDirectory = None, out: Out = None,
+    into_table: IntoTable = None, database: Database = None, config: Config = None, debug: Debug = False,
+) -> None:
+    """Shapley effects: how much of the variance of the prediction each feature explains."""
+    with _reported_failures(debug):
+        options = _options(locals(), GLOBAL_KEYS)
+        with _opened(options) as (source, connection):
+            effects = variance_shapley(
+                source, **_request(options), connection=connection, **_pick(options, "memory_limit", "temp_directory")
+            )
+        _write(options, {"": effects.effects})
+        typer.echo(effects_summary(effects))
 
 
 @app.command(
     epilog=(
         "Examples:\n\n"
-        "  cohortsql run examples/data/boston_predictions.parquet --prediction prediction"
-        " --similar lstat=quantile:0.1 --similar rm=quantile:0.1 --features chas,rad\n\n"
-        "  cohortsql run 'scores/*.parquet' --prediction score --id loan_id --features age,income"
-        " --targets \"region = 'north'\" --out explained.parquet\n\n"
-        "  cohortsql run --config explain.toml --out explained.csv"
+        "  cohortsql sql examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm"
+        " --target-ids 3,17 --dialect spark --table analytics.boston_scores"
     )
 )
-def run(
-    data: Data = None,
-    prediction: Prediction = None,
-    id: Id = None,
-    similar: Similar = None,
-    features: Features = None,
-    targets: Targets = None,
-    target_ids: TargetIds = None,
-    method: Method = None,
-    out: Out = None,
-    into_table: IntoTable = None,
-    database: Database = None,
-    config: Config = None,
-    top: Top = 10,
-    debug: Debug = False,
+def sql(
+    data: Data = None, prediction: Prediction = None, id: Id = None, similar: Similar = None,
+    features: Features = None, targets: Targets = None, target_ids: TargetIds = None, sample: Sample = None,
+    seed: Seed = None, table: Table = None, dialect: Dialect = "duckdb", config: Config = None, debug: Debug = False,
 ) -> None:
-    """Cohort Shapley values of every feature for every target; prints the most important features."""
-    flags = dict(
-        data=data, prediction=prediction, id=id, features=features, targets=targets,
-        target_ids=target_ids, method=method, out=out, into_table=into_table, database=database,
-    )
+    """Print the heavy step (the similarity-mask histogram) as SQL to run where the data live.
+
+    Whole-table statistics are computed from DATA and written into the query as literals.
+    """
     with _reported_failures(debug):
-        flags["similar"] = dict(_split_similar(text) for text in similar or [])
-        options = _merge_config(config, flags, RUN_KEYS)
-        result = _explain(options)
-        _write_outputs(result, options)
-        typer.echo(summary(result, top))
+        options = _options(locals(), SQL_KEYS)
+        with _opened(options) as (source, connection):
+            typer.echo(histogram_sql(source, **_request(options), connection=connection, **_pick(options, "table", "dialect")))
 
 
 def summary(result: CohortShapleyResult, top: int) -> str:
@@ -114,49 +160,84 @@ def summary(result: CohortShapleyResult, top: int) -> str:
     importance = result.global_
     by_value = importance.sort("mean_abs_shapley", descending=True).head(top)
     by_square = importance.sort("shapley_effect", descending=True).head(top)
+    width = max(len(feature) for feature in result.features)
     lines = [
         f"{len(result.ids)} targets x {len(result.features)} features, {result.subjects} subjects,"
         f" mean {result.mean:.6g}, method {result.method}",
         "",
-        f"{'by mean |shapley|':<34}{'by mean shapley_squared':<34}",
+        f"{'by mean |shapley|':<{width + 14}}by mean shapley_squared",
     ]
-    width = max(len(feature) for feature in result.features)
     for left, right in zip(by_value.iter_rows(named=True), by_square.iter_rows(named=True)):
         lines.append(
-            f"{left['feature']:<{width}}  {left['mean_abs_shapley']:<{30 - width}.4g}  "
+            f"{left['feature']:<{width}}  {left['mean_abs_shapley']:<10.4g}  "
             f"{right['feature']:<{width}}  {right['shapley_effect']:.4g}"
         )
     return "\n".join(lines)
 
 
-def _explain(options: dict[str, Any]) -> CohortShapleyResult:
-    if not options.get("data"):
-        raise CohortError("no DATA given: pass a file, FILE.duckdb:TABLE or a SQL query (or data = ... in --config)")
+def effects_summary(effects: ShapleyEffects) -> str:
+    """Shapley effects ranked, with their shares of the variance."""
+    ranked = effects.effects.sort("shapley_effect", descending=True)
+    width = max(len(feature) for feature in ranked["feature"])
+    lines = [
+        f"variance {effects.variance:.6g}; the cohorts on every feature explain {effects.explained:.6g}"
+        f" ({effects.explained_share:.1%}); {effects.targets} targets of {effects.subjects} subjects, path {effects.path}",
+        "",
+        f"{'feature':<{width}}  {'effect':>10}  {'se':>10}  {'share':>7}",
+    ]
+    for row in ranked.iter_rows(named=True):
+        lines.append(
+            f"{row['feature']:<{width}}  {row['shapley_effect']:>10.4g}  {row['shapley_effect_se']:>10.2g}  {row['share']:>7.1%}"
+        )
+    return "\n".join(lines)
+
+
+def _options(arguments: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The command's options: its config file's, overridden by the flags that were given."""
+    flags = {key: arguments[key] for key in keys if key in arguments and key != "config"}
+    flags["similar"] = dict(_split_similar(text) for text in arguments.get("similar") or [])
+    return _merge_config(arguments.get("config"), flags, keys)
+
+
+def _request(options: dict[str, Any]) -> dict[str, Any]:
+    """The arguments every API function takes, from the merged options."""
     if not options.get("prediction"):
         raise CohortError("no --prediction given: name the column to explain")
-    if options.get("targets") and options.get("target_ids"):
-        raise CohortError("give --targets or --target-ids, not both")
-    with _opened(options["data"]) as (data, connection):
-        return cohort_shapley(
-            data,
-            prediction=options["prediction"],
-            similarity=_similarity(options.get("similar"), options.get("features")),
-            id=options.get("id"),
-            targets=options.get("targets") or _target_ids(options.get("target_ids")),
-            method=options.get("method") or "exact",
-            connection=connection,
-        )
+    chosen = [name for name in ("targets", "target_ids", "sample") if options.get(name) is not None]
+    if len(chosen) > 1:
+        raise CohortError(f"give one of --targets, --target-ids and --sample, not {' and '.join(chosen)}")
+    sample = options.get("sample")
+    if sample is not None and sample >= 1:
+        if not float(sample).is_integer():
+            raise CohortError(f"--sample {sample}: a count must be a whole number (or a fraction below 1)")
+        sample = int(sample)
+    return dict(
+        prediction=options["prediction"],
+        similarity=_similarity(options.get("similar"), options.get("features")),
+        id=options.get("id"),
+        targets=options.get("targets") or _target_ids(options.get("target_ids")) or sample,
+        seed=options.get("seed"),
+    )
+
+
+def _pick(options: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {name: options[name] for name in names if options.get(name) is not None}
 
 
 @contextmanager
-def _opened(data: str) -> Iterator[tuple[Any, duckdb.DuckDBPyConnection | None]]:
-    """DATA as something `cohort_shapley` reads, with the connection it needs (if any)."""
+def _opened(options: dict[str, Any]) -> Iterator[tuple[Any, duckdb.DuckDBPyConnection | None]]:
+    """DATA as something the API reads, with the connection it needs (if any)."""
+    data = options.get("data")
+    if not data:
+        raise CohortError("no DATA given: pass a file, FILE.duckdb:TABLE or a SQL query (or data = ... in --config)")
     if _QUERY.match(data):
         connection = duckdb.connect()
         try:
-            yield connection.sql(data), connection
-        except duckdb.Error as error:
-            raise CohortError(f"DATA query: {str(error).splitlines()[0]}") from None
+            try:
+                relation = connection.sql(data)
+            except duckdb.Error as error:
+                raise CohortError(f"DATA query: {str(error).splitlines()[0]}") from None
+            yield relation, connection
         finally:
             connection.close()
         return
@@ -179,7 +260,7 @@ def _similarity(similar: dict[str, str] | None, features: str | list[str] | None
     names = features.split(",") if isinstance(features, str) else list(features or [])
     kinds: dict[str, str | None] = {name.strip(): None for name in names if name.strip()}
     if not isinstance(similar or {}, dict):
-        raise CohortError("similar must be a table of FEATURE = KIND, e.g. [similar] age = \"range:0.1\"")
+        raise CohortError('similar must be a table of FEATURE = KIND, e.g. [similar] age = "range:0.1"')
     kinds.update(similar or {})
     if not kinds:
         raise CohortError("no features given: use --similar FEATURE=KIND or --features a,b,c")
@@ -202,19 +283,19 @@ def _target_ids(text: str | list[Any] | None) -> list[Any] | None:
     return values
 
 
-def _write_outputs(result: CohortShapleyResult, options: dict[str, Any]) -> None:
-    tables = {"": result.local, "totals": result.totals}
+def _write(options: dict[str, Any], tables: dict[str, Any]) -> None:
+    """--out (the first table at the path, others beside it) and --into-table/--database."""
+    if options.get("into_table") and not options.get("database"):
+        raise CohortError("--into-table needs --database FILE.duckdb")
+    if options.get("database") and not options.get("into_table"):
+        raise CohortError("--database needs --into-table NAME")
     if options.get("out"):
         out = Path(options["out"])
         for label, frame in tables.items():
             write_frame(frame, sibling_path(out, label) if label else out)
     if options.get("into_table"):
-        if not options.get("database"):
-            raise CohortError("--into-table needs --database FILE.duckdb")
         name = options["into_table"]
         write_tables(options["database"], {f"{name}_{label}" if label else name: frame for label, frame in tables.items()})
-    elif options.get("database"):
-        raise CohortError("--database needs --into-table NAME")
 
 
 def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -227,9 +308,10 @@ def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, .
             raise CohortError(f"cannot read config {str(config)!r}: {error.strerror}") from None
         except tomllib.TOMLDecodeError as error:
             raise CohortError(f"config {str(config)!r} is not valid TOML: {error}") from None
-        unknown = sorted(set(options) - set(keys))
+        known = [key for key in keys if key != "config"]
+        unknown = sorted(set(options) - set(known))
         if unknown:
-            raise CohortError(f"config {str(config)!r} has unknown keys {unknown}; known keys: {', '.join(keys)}")
+            raise CohortError(f"config {str(config)!r} has unknown keys {unknown}; known keys: {', '.join(known)}")
         for key in _PATH_KEYS:
             # Paths in a config file are relative to the file, so it works from any directory.
             value = options.get(key)
@@ -249,12 +331,7 @@ def _reported_failures(debug: bool) -> Iterator[None]:
     """Turn a failure into one line on stderr and exit status 2, unless --debug."""
     try:
         yield
-    except CohortError as error:
-        if debug:
-            raise
-        typer.echo(f"cohortsql: error: {error}", err=True)
-        raise typer.Exit(2) from None
-    except OSError as error:
+    except (CohortError, OSError) as error:
         if debug:
             raise
         typer.echo(f"cohortsql: error: {error}", err=True)

@@ -10,10 +10,23 @@ from collections.abc import Sequence
 
 from cohortsql.plan import Feature, ResolvedFeature, statistics_needed
 from cohortsql.similarity import SqlPredicate
-from cohortsql.sqltext import quote_identifier, render_number, template
+from cohortsql.sqltext import quote_identifier, render_literal, render_number, template
 
 SUBJECT_ALIAS = "s"
 TARGET_ALIAS = "t"
+
+
+def _subject_columns(
+    features: Sequence[Feature | ResolvedFeature], prediction: str, id: str | None, target_predicate: str | None, keep_data_columns: bool
+) -> dict[str, str]:
+    """The template fields that define a subject row: id, y, target flag, prepared predictors."""
+    return dict(
+        id="row_number() OVER () - 1" if id is None else quote_identifier(id),
+        prediction=quote_identifier(prediction),
+        is_target="TRUE" if target_predicate is None else f"coalesce(({target_predicate}), FALSE)",
+        predictors=",\n    ".join(_prepared_column(feature) for feature in features),
+        data_columns=",\n    *" if keep_data_columns else "",
+    )
 
 
 def prepare_subjects(
@@ -26,19 +39,42 @@ def prepare_subjects(
     keep_data_columns: bool,
 ) -> str:
     """CREATE the subjects table from `source` (an already rendered table expression)."""
-    predictors = ",\n    ".join(_prepared_column(feature) for feature in features)
     return template("prepare_subjects").format(
-        data_columns=",\n    *" if keep_data_columns else "",
         subjects=quote_identifier(subjects),
-        id="row_number() OVER () - 1" if id is None else quote_identifier(id),
-        predictors=predictors,
-        prediction=quote_identifier(prediction),
-        is_target="TRUE" if target_predicate is None else f"coalesce(({target_predicate}), FALSE)",
         source=source,
+        **_subject_columns(features, prediction, id, target_predicate, keep_data_columns),
     )
 
 
-def _prepared_column(feature: Feature) -> str:
+def standalone_histogram(
+    source: str,
+    features: Sequence[ResolvedFeature],
+    prediction: str,
+    id: str | None,
+    target_predicate: str | None,
+    target_ids: Sequence[object] | None,
+) -> str:
+    """The mask histogram as one query over `source` alone (DuckDB SQL), for running elsewhere.
+
+    Targets are every row, the rows where `target_predicate` holds, or the rows whose id is in
+    `target_ids`; the result's ``target`` column holds their ids."""
+    if target_ids is not None:
+        condition = f"__cohort_id IN ({', '.join(render_literal(value) for value in target_ids)})"
+    else:
+        condition = "__cohort_target"
+    custom = any(isinstance(feature.kind, SqlPredicate) for feature in features)
+    masks = mask_words(features)
+    return template("standalone_histogram", keep_comments=True).format(
+        feature_list=", ".join(feature.name for feature in features),
+        source=source,
+        condition=condition,
+        masks=",\n    ".join(f"{word} AS mask{index}" for index, word in enumerate(masks)),
+        group_by=", ".join(str(position) for position in range(1, len(masks) + 2)),
+        **_subject_columns(features, prediction, id, target_predicate, keep_data_columns=custom),
+    )
+
+
+def _prepared_column(feature: Feature | ResolvedFeature) -> str:
     column = quote_identifier(feature.name)
     if feature.as_double:
         column = f"nullif(CAST({column} AS DOUBLE), CAST('NaN' AS DOUBLE))"

@@ -60,6 +60,8 @@ class ResolvedFeature:
     column: str
     statistics: Statistics = field(default_factory=dict)
     has_missing: bool = False
+    as_double: bool = False
+    """Whether the prepared copy is DOUBLE (see `Feature.as_double`)."""
 
 
 def plan_features(
@@ -151,4 +153,6 @@ def resolve_feature(feature: Feature, statistics: Statistics) -> ResolvedFeature
     if kind is None:
         numeric = feature.as_double and statistics["distinct"] > LOW_CARDINALITY
         kind = DEFAULT_WINDOW if numeric else Exact()
-    return ResolvedFeature(feature.name, kind, feature.column, dict(statistics), bool(statistics["missing"]))
+    return ResolvedFeature(
+        feature.name, kind, feature.column, dict(statistics), bool(statistics["missing"]), feature.as_double
+    )

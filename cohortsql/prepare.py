@@ -30,6 +30,8 @@ Targets = None | str | int | float | Sequence[Any]
 class Prepared:
     """The subjects table on the engine, the resolved features, whole-table statistics and the targets."""
 
+    source: str
+    """The data as a SQL table expression on the engine."""
     subjects: str
     """Name of the temporary subjects table."""
     weighted_subjects: str
@@ -113,7 +115,7 @@ def prepare(
     )
     distinct, group, multiplicity = _distinct_targets(target_table, resolved, mergeable)
     return Prepared(
-        subjects, weighted, resolved, statistics, target_table, _target_data(engine, source, target_table),
+        source, subjects, weighted, resolved, statistics, target_table, _target_data(engine, source, target_table),
         population, distinct, group, multiplicity,
     )
 

@@ -32,6 +32,15 @@ def render_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def render_literal(value: object) -> str:
+    """Render an id value (integer, number or text) as a SQL literal."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise CohortError(f"cannot write the id {value!r} into SQL; ids must be integers, numbers or text")
+    if isinstance(value, int):
+        return str(value)
+    return render_number(value) if isinstance(value, float) else render_string(value)
+
+
 def _template_directories() -> tuple[Path, ...]:
     package = Path(__file__).resolve().parent
     # In a wheel the templates are packaged as cohortsql/sql; in a source checkout they are ../sql.
@@ -39,12 +48,12 @@ def _template_directories() -> tuple[Path, ...]:
 
 
 @functools.cache
-def template(name: str) -> str:
-    """The text of the SQL template `sql/<name>.sql`, with its leading comment lines removed."""
+def template(name: str, *, keep_comments: bool = False) -> str:
+    """The text of the SQL template `sql/<name>.sql`, by default without its comment lines."""
     for directory in _template_directories():
         path = directory / f"{name}.sql"
         if path.is_file():
             lines = path.read_text().splitlines()
-            body = [line for line in lines if not line.lstrip().startswith("--")]
+            body = [line for line in lines if keep_comments or not line.lstrip().startswith("--")]
             return "\n".join(body).strip()
     raise FileNotFoundError(f"SQL template {name}.sql is missing from the cohortsql installation")

@@ -124,7 +124,7 @@ def test_config_file_with_flags_overriding(data, frame):
         (["run", "{data}/scores.parquet", "--prediction", "score", "--similar", "age=range:x"], "malformed similarity 'range:x'"),
         (["run", "{data}/scores.parquet", "--prediction", "score", "--similar", "age"], "--similar 'age' is not FEATURE=KIND"),
         (["run", "{data}/scores.parquet", *RUN, "--targets", "age >>> 3"], "reading the data with targets 'age >>> 3'"),
-        (["run", "{data}/scores.parquet", *RUN, "--targets", "x > 1", "--target-ids", "1"], "not both"),
+        (["run", "{data}/scores.parquet", *RUN, "--targets", "x > 1", "--target-ids", "1"], "give one of --targets, --target-ids and --sample"),
         (["run", "{data}/scores.parquet", *RUN, "--out", "{data}/out.xlsx"], "use a file name ending in .parquet or .csv"),
         (["run", "{data}/scores.parquet", *RUN, "--into-table", "t"], "--into-table needs --database"),
         (["run", "{data}/scores.parquet", *RUN, "--config", "{data}/none.toml"], "cannot read config"),
