@@ -235,6 +235,8 @@ def _common_fields(prepared: Prepared) -> dict[str, Any]:
         ids=pl.Series("id", prepared.target_table.column("__cohort_id")),
         features=tuple(feature.name for feature in prepared.features),
         similarity={feature.name: str(feature.kind) for feature in prepared.features},
+        kinds={feature.name: feature.kind for feature in prepared.features},
+        feature_statistics={feature.name: dict(feature.statistics) for feature in prepared.features},
         mean=prepared.mean,
         variance=float(statistics["variance"]),
         subjects=int(statistics["subjects"]),
@@ -251,6 +253,9 @@ def _exact_result(prepared: Prepared, values: shapley.CohortShapley, path: str) 
         cohort_mean=values.cohort_mean,
         shapley=values.shapley,
         shapley_squared=values.shapley_squared,
+        path_order=values.path_order,
+        path_size=values.path_size,
+        path_mean=values.path_mean,
         method="exact",
         path=path,
     )
@@ -268,6 +273,9 @@ def _permutation_result(prepared: Prepared, estimates: list) -> CohortShapleyRes
         shapley_se=stacked["shapley_se"],
         shapley_squared_se=stacked["shapley_squared_se"],
         permutations=stacked["permutations"],
+        path_order=stacked["path_order"],
+        path_size=stacked["path_size"],
+        path_mean=stacked["path_mean"],
         method="permutation",
         path="pairwise",
     )

@@ -54,7 +54,7 @@ MemoryLimit = Annotated[str | None, typer.Option(help="DuckDB memory limit, e.g.
 TempDirectory = Annotated[Path | None, typer.Option(help="Where DuckDB spills.")]
 Out = Annotated[
     Path | None,
-    typer.Option(help="Write the results here (.parquet or .csv); `run` writes the per-target totals beside it (_totals)."),
+    typer.Option(help="Write the results here (.parquet or .csv); `run` writes the per-target totals and refinement paths beside it (_totals, _paths)."),
 ]
 IntoTable = Annotated[str | None, typer.Option(help="Also write the results into this table of --database.")]
 Database = Annotated[Path | None, typer.Option(help="DuckDB database file for --into-table.")]
@@ -104,7 +104,7 @@ def run(
                 source, **_request(options), connection=connection, progress=progress,
                 **_pick(options, "method", "tolerance", "max_permutations", "memory_limit", "temp_directory"),
             )
-        _write(options, {"": result.local, "totals": result.totals})
+        _write(options, {"": result.local, "totals": result.totals, "paths": result.paths})
         typer.echo(summary(result, top))
 
 
@@ -153,6 +153,58 @@ def sql(
         options = _options(locals(), SQL_KEYS)
         with _opened(options) as (source, connection):
             typer.echo(histogram_sql(source, **_request(options), connection=connection, **_pick(options, "table", "dialect")))
+
+
+PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path")
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  cohortsql run --config examples/boston.toml --out explained.parquet\n\n"
+        "  cohortsql plot explained.parquet --kind stacked --out stacked.png\n\n"
+        "  cohortsql plot explained.parquet --kind path --id 204 --out path.png"
+    )
+)
+def plot(
+    result: Annotated[Path, typer.Argument(help="The long table `cohortsql run --out` wrote (its _totals and _paths beside it).")],
+    kind: Annotated[str, typer.Option(help=f"{' | '.join(PLOT_KINDS)}.")] = "stacked",
+    out: Annotated[Path | None, typer.Option(help="Where to write the figure (.png, .svg or .pdf).")] = None,
+    id: Annotated[str | None, typer.Option("--id", help="The target, for --kind target and path.")] = None,
+    debug: Debug = False,
+) -> None:
+    """Draw a figure of the results of `cohortsql run`."""
+    with _reported_failures(debug):
+        from cohortsql import plot as plots
+
+        if kind not in PLOT_KINDS:
+            raise CohortError(f"--kind must be one of {', '.join(PLOT_KINDS)}, got {kind!r}")
+        if out is None:
+            raise CohortError("no --out given: name the figure file, e.g. --out figure.png")
+        if kind in ("target", "path"):
+            if id is None:
+                raise CohortError(f"--kind {kind} needs --id of a target")
+            tables = plots.read_tables(result)
+            target = _typed_id(id, tables.totals["id"].dtype)
+            figure = (plots.target if kind == "target" else plots.path)(result, target)
+        elif kind == "effects":
+            figure = plots.effects(result)
+        else:
+            figure = plots.stacked(result, squared=kind == "stacked-squared")
+        if not Path(out).parent.is_dir():
+            raise CohortError(f"cannot write {str(out)!r}: the directory {str(Path(out).parent)!r} does not exist")
+        figure.savefig(out, dpi=120)
+        typer.echo(f"wrote {out}")
+
+
+def _typed_id(text: str, dtype: Any) -> Any:
+    """An --id given as text, converted to the type of the result's id column."""
+    if dtype.is_integer():
+        try:
+            return int(text)
+        except ValueError:
+            raise CohortError(f"--id {text!r}: this result's ids are integers") from None
+    return text
 
 
 def summary(result: CohortShapleyResult, top: int) -> str:

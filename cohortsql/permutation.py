@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cohortsql.shapley import importance_order
+
 PAIRS_PER_ROUND = 8
 """Antithetic pairs drawn between two checks of the stopping rule."""
 
@@ -32,6 +34,12 @@ class PermutationEstimate(NamedTuple):
     shapley_squared_se: np.ndarray
     cohort_size: int
     cohort_mean: float
+    path_order: np.ndarray
+    """Features by decreasing |estimate|."""
+    path_size: np.ndarray
+    """Cohort sizes as the features of `path_order` are added one by one."""
+    path_mean: np.ndarray
+    """Cohort means along the same path."""
     permutations: int
 
 
@@ -118,6 +126,9 @@ def estimate(
             break
     errors = _standard_errors(squares, pairs)
     size = counts[complete].sum()
+    order = importance_order(mean_pair[0])
+    lengths = prefix_lengths(bits, complete, order)
+    path_size = np.bincount(lengths, weights=counts, minlength=d + 1)[::-1].cumsum()[::-1]
     return PermutationEstimate(
         shapley=mean_pair[0],
         shapley_squared=mean_pair[1],
@@ -125,6 +136,9 @@ def estimate(
         shapley_squared_se=errors[1],
         cohort_size=int(size),
         cohort_mean=float(sums[complete].sum() / size),
+        path_order=order,
+        path_size=path_size[1:].astype(np.int64),
+        path_mean=chain_values(lengths, counts, sums, mean, d)[1:] + mean,
         permutations=2 * pairs,
     )
 

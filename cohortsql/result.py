@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 from functools import cached_property
 
 import numpy as np
@@ -13,6 +14,7 @@ import pyarrow as pa
 from cohortsql.errors import CohortError
 from cohortsql.output import write_frame
 from cohortsql.shapley import shapley_values
+from cohortsql.similarity import Similarity
 
 LOCAL_COLUMNS = ("shapley", "shapley_squared")
 
@@ -31,6 +33,10 @@ class CohortShapleyResult:
     """The predictors, in the order given."""
     similarity: dict[str, str]
     """Each feature's similarity kind in text form, defaults filled in."""
+    kinds: dict[str, Similarity]
+    """Each feature's similarity kind."""
+    feature_statistics: dict[str, dict]
+    """The whole-table statistics each feature's kind used (min, max, quantiles, missing values)."""
     mean: float
     """ybar: the mean of the explained column over all subjects."""
     variance: float
@@ -49,6 +55,12 @@ class CohortShapleyResult:
     """phi_j(t) of v_CS2, shape (targets, features)."""
     targets: pl.DataFrame
     """The target rows as they are in the data (every column), in the order of `ids`."""
+    path_order: np.ndarray
+    """Each target's features by decreasing |shapley| (indexes into `features`), shape (targets, features)."""
+    path_size: np.ndarray
+    """Cohort sizes as the features of `path_order` are added one at a time, shape (targets, features)."""
+    path_mean: np.ndarray
+    """Cohort means along the same refinement path, shape (targets, features)."""
     shapley_se: np.ndarray | None = None
     """Permutation method: the Monte Carlo standard error of each value (None when exact)."""
     shapley_squared_se: np.ndarray | None = None
@@ -92,6 +104,40 @@ class CohortShapleyResult:
             }
         )
 
+    def similar_interval(self, id: object, feature: str) -> tuple[float, float] | None:
+        """The values of `feature` similar to target `id`'s (a closed interval), or None when the
+        feature's kind is not an interval (``sql:``) or its value is missing."""
+        if feature not in self.kinds:
+            raise CohortError(f"similar_interval: {feature!r} is not a feature; the features are {', '.join(self.features)}")
+        value = self.targets[feature][self._row(id)]
+        if value is None or isinstance(value, str):
+            return None
+        return self.kinds[feature].interval(float(value), self.feature_statistics[feature])
+
+    def _row(self, id: object) -> int:
+        """Position of target `id` in `ids`."""
+        matches = np.flatnonzero((self.ids == id).fill_null(False).to_numpy())
+        if len(matches) == 0:
+            raise CohortError(f"{id!r} is not one of the {len(self.ids)} targets of this result")
+        return int(matches[0])
+
+    @cached_property
+    def paths(self) -> pl.DataFrame:
+        """Each target's refinement path (the paper's cohort refinement): one row per (target, step) with
+        ``id``, ``step`` (1 = the most important feature), ``feature`` added at that step, and the
+        ``cohort_size`` and ``cohort_mean`` of the cohort similar to the target on the features so far."""
+        targets, d = self.path_order.shape
+        names = np.array(self.features, dtype=object)
+        return pl.DataFrame(
+            {
+                "id": self.ids.gather(np.repeat(np.arange(targets), d)),
+                "step": np.tile(np.arange(1, d + 1), targets),
+                "feature": pl.Series(names[self.path_order.reshape(-1)].tolist(), dtype=pl.String),
+                "cohort_size": self.path_size.reshape(-1),
+                "cohort_mean": self.path_mean.reshape(-1),
+            }
+        )
+
     @cached_property
     def global_(self) -> pl.DataFrame:
         """Per feature, averaged over the targets: ``shapley_effect`` (mean squared cohort Shapley value),
@@ -130,6 +176,24 @@ class CohortShapleyResult:
                 shapley_squared_se=pl.col("shapley_squared").std() / count.sqrt(),
             )
             .sort(column, maintain_order=True, nulls_last=True)
+        )
+
+    def to_shap(self, *, squared: bool = False) -> Any:
+        """The values as a ``shap.Explanation`` (needs ``pip install 'cohortsql[shap]'``), for SHAP's
+        waterfall, beeswarm and bar plots. ``base_values`` is the mean, so base + sum of values is
+        each target's cohort mean (its prediction when the cohort is the target alone)."""
+        try:
+            import shap
+        except ImportError:
+            raise CohortError("to_shap() needs shap: pip install 'cohortsql[shap]'") from None
+        values = self.shapley_squared if squared else self.shapley
+        data = self.targets.select(self.features)
+        numeric = all(dtype.is_numeric() or dtype == pl.Boolean for dtype in data.dtypes)
+        return shap.Explanation(
+            values=values,
+            base_values=np.full(len(values), 0.0 if squared else self.mean),
+            data=data.to_numpy().astype(float) if numeric else data.to_numpy(),
+            feature_names=list(self.features),
         )
 
     def wide(self, column: str = "shapley") -> pl.DataFrame:

@@ -135,6 +135,12 @@ class CohortShapley(NamedTuple):
     """|C_{t,1:d}|, shape (targets,)."""
     cohort_mean: np.ndarray
     """ybar_{t,1:d}, shape (targets,)."""
+    path_order: np.ndarray
+    """Each target's features by decreasing |phi_j|, shape (targets, d)."""
+    path_size: np.ndarray
+    """|C_{t,u_k}| for u_k = the k + 1 most important features (the refinement path), shape (targets, d)."""
+    path_mean: np.ndarray
+    """ybar_{t,u_k} along the refinement path, shape (targets, d)."""
     squared_games: np.ndarray
     """sum over the batch's targets of v_CS(t, u)^2, shape (2^d,): the targets' total of v_var."""
 
@@ -186,13 +192,25 @@ def cohort_shapley_of_games(sizes: np.ndarray, game: np.ndarray, mean: float, we
 
 def _of_games(sizes: np.ndarray, game: np.ndarray, mean: float, weights: np.ndarray) -> CohortShapley:
     squared = game**2
+    phi = shapley_values(game)
+    order = importance_order(phi)
+    subsets = np.cumsum(1 << order, axis=1)  # u_k: the first k + 1 features of the order, as bits
+    rows = np.arange(len(game))[:, None]
     return CohortShapley(
-        shapley=shapley_values(game),
+        shapley=phi,
         shapley_squared=shapley_values(squared),
         cohort_size=sizes[..., -1].astype(np.int64),
         cohort_mean=game[..., -1] + mean,
+        path_order=order,
+        path_size=sizes[rows, subsets].astype(np.int64),
+        path_mean=game[rows, subsets] + mean,
         squared_games=weights @ squared,
     )
+
+
+def importance_order(phi: np.ndarray) -> np.ndarray:
+    """Features of each target by decreasing |phi_j| (ties in feature order), shape (..., d)."""
+    return np.argsort(-np.abs(phi), axis=-1, kind="stable")
 
 
 def _in_chunks(function, first: np.ndarray, second: np.ndarray, weights: np.ndarray) -> CohortShapley:

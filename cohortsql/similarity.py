@@ -50,6 +50,10 @@ class Similarity(ABC):
     def predicate(self, subject: str, target: str, stats: Statistics) -> str:
         """SQL boolean that is true when the subject value is similar to the target value."""
 
+    def interval(self, target: float, stats: Statistics) -> tuple[float, float] | None:
+        """The numeric values similar to `target`, as a closed interval (None when not an interval)."""
+        return None
+
 
 def _check_non_negative(name: str, value: float) -> float:
     value = float(value)
@@ -76,6 +80,9 @@ class Exact(Similarity):
     def predicate(self, subject: str, target: str, stats: Statistics) -> str:
         return f"{subject} = {target}"
 
+    def interval(self, target: float, stats: Statistics) -> tuple[float, float]:
+        return (target, target)
+
     def __str__(self) -> str:
         return "exact"
 
@@ -92,6 +99,9 @@ class AbsoluteWindow(Similarity):
     def predicate(self, subject: str, target: str, stats: Statistics) -> str:
         return _window(subject, target, self.delta)
 
+    def interval(self, target: float, stats: Statistics) -> tuple[float, float]:
+        return (target - self.delta, target + self.delta)
+
     def __str__(self) -> str:
         return f"abs:{self.delta:g}"
 
@@ -107,6 +117,9 @@ class RelativeWindow(Similarity):
 
     def predicate(self, subject: str, target: str, stats: Statistics) -> str:
         return f"abs({subject} - {target}) <= {render_number(self.delta)} * abs({target})"
+
+    def interval(self, target: float, stats: Statistics) -> tuple[float, float]:
+        return (target - self.delta * abs(target), target + self.delta * abs(target))
 
     def __str__(self) -> str:
         return f"relative:{self.delta:g}"
@@ -132,6 +145,9 @@ class RangeWindow(Similarity):
 
     def predicate(self, subject: str, target: str, stats: Statistics) -> str:
         return _window(subject, target, self.delta(stats))
+
+    def interval(self, target: float, stats: Statistics) -> tuple[float, float]:
+        return (target - self.delta(stats), target + self.delta(stats))
 
     def __str__(self) -> str:
         return f"range:{self.fraction:g}"
@@ -166,6 +182,9 @@ class QuantileWindow(Similarity):
     def predicate(self, subject: str, target: str, stats: Statistics) -> str:
         return _window(subject, target, self.delta(stats))
 
+    def interval(self, target: float, stats: Statistics) -> tuple[float, float]:
+        return (target - self.delta(stats), target + self.delta(stats))
+
     def __str__(self) -> str:
         suffix = "" if self.p == 0.05 else f":{self.p:g}"
         return f"quantile:{self.fraction:g}{suffix}"
@@ -197,6 +216,14 @@ class Bins(Similarity):
 
     def predicate(self, subject: str, target: str, stats: Statistics) -> str:
         return f"{self.key(subject, stats)} = {self.key(target, stats)}"
+
+    def interval(self, target: float, stats: Statistics) -> tuple[float, float]:
+        low, high = stats["min"], stats["max"]
+        if low is None or high is None or high == low:
+            return (low, high) if low is not None else (target, target)
+        width = (high - low) / self.k
+        number = min(math.floor((target - low) / (high - low) * self.k), self.k - 1)
+        return (low + number * width, low + (number + 1) * width)
 
     def __str__(self) -> str:
         return f"bins:{self.k}"

@@ -1,0 +1,199 @@
+"""Pictures of cohort Shapley results, after the paper's figures (matplotlib: ``pip install 'cohortsql[plot]'``).
+
+Every function returns a matplotlib Figure. Local plots take a `CohortShapleyResult` or the path of
+the long table that ``cohortsql run --out`` writes (its ``_totals`` and ``_paths`` files beside it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import polars as pl
+
+from cohortsql.errors import CohortError
+from cohortsql.output import sibling_path
+from cohortsql.result import CohortShapleyResult, ShapleyEffects
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+Source = CohortShapleyResult | str | os.PathLike[str]
+
+
+class Tables(NamedTuple):
+    """The three tables of a local result: values, per-target totals, refinement paths."""
+
+    local: pl.DataFrame
+    totals: pl.DataFrame
+    paths: pl.DataFrame
+
+
+def read_tables(source: Source) -> Tables:
+    """The tables of a result object, or of the files ``cohortsql run --out FILE`` wrote."""
+    if isinstance(source, CohortShapleyResult):
+        return Tables(source.local, source.totals, source.paths)
+    path = Path(source)
+    read = {".parquet": pl.read_parquet, ".csv": pl.read_csv}.get(path.suffix.lower())
+    if read is None:
+        raise CohortError(f"cannot read {str(path)!r}: plot reads the .parquet or .csv files of `cohortsql run --out`")
+    tables = []
+    for label in ("", "totals", "paths"):
+        file = sibling_path(path, label) if label else path
+        if not file.is_file():
+            raise CohortError(f"no file {str(file)!r}: plot needs the files `cohortsql run --out {path.name}` writes")
+        tables.append(read(file))
+    return Tables(*tables)
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise CohortError("plots need matplotlib: pip install 'cohortsql[plot]'") from None
+    return plt
+
+
+def stacked(source: Source, *, squared: bool = False) -> Figure:
+    """Every target's values stacked by feature, targets ordered by prediction, with the line of
+    (prediction - mean) (squared: its square) over them: the paper's per-subject figure."""
+    plt = _pyplot()
+    local, totals, _ = read_tables(source)
+    column = "shapley_squared" if squared else "shapley"
+    wide = local.pivot(on="feature", index="id", values=column, maintain_order=True)
+    features = [name for name in wide.columns if name != "id"]
+    order = totals.with_row_index("position").sort("prediction")
+    values = wide.join(order.select("id", "prediction"), on="id").sort("prediction")
+    mean = float((totals["cohort_mean"] - totals["value"]).mean())
+    x = np.arange(values.height)
+    figure, axes = plt.subplots(figsize=(10, 4.5))
+    positive_base = np.zeros(values.height)
+    negative_base = np.zeros(values.height)
+    colours = plt.get_cmap("tab20")
+    for index, feature in enumerate(features):
+        height = values[feature].to_numpy()
+        base = np.where(height >= 0, positive_base, negative_base)
+        axes.bar(x, height, bottom=base, width=1.0, color=colours(index % 20), label=feature, linewidth=0)
+        positive_base += np.where(height >= 0, height, 0)
+        negative_base += np.where(height < 0, height, 0)
+    line = values["prediction"].to_numpy() - mean
+    axes.plot(x, line**2 if squared else line, color="black", linewidth=1.2,
+              label="(prediction - mean)²" if squared else "prediction - mean")
+    axes.axhline(0, color="grey", linewidth=0.5)
+    axes.set_xlabel("targets, ordered by prediction")
+    axes.set_ylabel("squared cohort Shapley value" if squared else "cohort Shapley value")
+    axes.set_xlim(-0.5, values.height - 0.5)
+    axes.legend(fontsize="small", ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left")
+    figure.tight_layout()
+    return figure
+
+
+def effects(source: ShapleyEffects | Source) -> Figure:
+    """Shapley effects as a bar chart, largest first, with error bars where there are standard errors."""
+    plt = _pyplot()
+    if isinstance(source, ShapleyEffects):
+        table = source.effects
+    elif isinstance(source, CohortShapleyResult):
+        table = source.global_
+    else:
+        local = read_tables(source).local
+        count = pl.len()
+        table = local.group_by("feature", maintain_order=True).agg(
+            shapley_effect=pl.col("shapley_squared").mean(),
+            shapley_effect_se=pl.col("shapley_squared").std() / count.sqrt(),
+        )
+    table = table.sort("shapley_effect")
+    errors = table["shapley_effect_se"].fill_nan(0).fill_null(0).to_numpy()
+    figure, axes = plt.subplots(figsize=(6, 0.35 * table.height + 1.2))
+    axes.barh(table["feature"].to_list(), table["shapley_effect"].to_numpy(), xerr=errors if errors.any() else None,
+              color="tab:blue", capsize=3)
+    axes.set_xlabel("Shapley effect (mean squared cohort Shapley value)")
+    figure.tight_layout()
+    return figure
+
+
+def target(source: Source, id: object) -> Figure:
+    """One target's values as ordered bars from the mean to its cohort mean (a waterfall)."""
+    plt = _pyplot()
+    local, totals, _ = read_tables(source)
+    row = _target_row(totals, id)
+    values = local.filter(pl.col("id") == id).with_columns(size=pl.col("shapley").abs()).sort("size", descending=True)
+    mean = row["cohort_mean"] - row["value"]
+    starts = mean + np.concatenate([[0.0], np.cumsum(values["shapley"].to_numpy())[:-1]])
+    heights = values["shapley"].to_numpy()
+    figure, axes = plt.subplots(figsize=(7, 0.4 * values.height + 1.5))
+    positions = np.arange(values.height)[::-1]
+    axes.barh(positions, heights, left=starts, color=np.where(heights >= 0, "tab:red", "tab:blue"))
+    axes.set_yticks(positions, values["feature"].to_list())
+    axes.axvline(mean, color="grey", linestyle=":", label=f"mean {mean:.4g}")
+    axes.axvline(row["cohort_mean"], color="black", linestyle="--", label=f"cohort mean {row['cohort_mean']:.4g}")
+    axes.set_xlabel(f"target {id}: from the mean to the cohort mean")
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    return figure
+
+
+def path(source: Source, id: object) -> Figure:
+    """One target's refinement path: cohort size and cohort mean as features join in order of importance."""
+    plt = _pyplot()
+    _, totals, paths = read_tables(source)
+    row = _target_row(totals, id)
+    steps = paths.filter(pl.col("id") == id).sort("step")
+    labels = ["all"] + [f"+{feature}" for feature in steps["feature"].to_list()]
+    mean = row["cohort_mean"] - row["value"]
+    sizes = np.concatenate([[np.nan], steps["cohort_size"].to_numpy()])
+    means = np.concatenate([[mean], steps["cohort_mean"].to_numpy()])
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(max(6, 0.6 * len(labels)), 5.5), sharex=True)
+    x = np.arange(len(labels))
+    top.plot(x[1:], sizes[1:], marker="o")
+    top.set_yscale("log")
+    top.set_ylabel("cohort size")
+    bottom.plot(x, means, marker="o", color="tab:red")
+    bottom.axhline(row["prediction"], color="black", linestyle="--", linewidth=1, label="prediction")
+    bottom.set_ylabel("cohort mean")
+    bottom.set_xticks(x, labels, rotation=45, ha="right")
+    bottom.legend(fontsize="small")
+    top.set_title(f"target {id}: cohort refinement")
+    figure.tight_layout()
+    return figure
+
+
+def cohort_scatter(data: pl.DataFrame, result: CohortShapleyResult, id: object, x: str, y: str) -> Figure:
+    """Two predictors of every subject, the target, the mean point and the target's cohort
+    boundaries on both (the paper's Boston figure). `data` is the table the result explains."""
+    plt = _pyplot()
+    for column in (x, y):
+        if column not in data.columns:
+            raise CohortError(f"cohort_scatter: column {column!r} is not in the data")
+    target_row = result.targets.row(result._row(id), named=True)
+    figure, axes = plt.subplots(figsize=(6, 5))
+    xs, ys = data[x].cast(pl.Float64).to_numpy(), data[y].cast(pl.Float64).to_numpy()
+    inside = np.ones(len(xs), dtype=bool)
+    bounds = {}
+    for column, values in ((x, xs), (y, ys)):
+        interval = result.similar_interval(id, column) if column in result.kinds else None
+        if interval is not None:
+            bounds[column] = interval
+            inside &= (values >= interval[0]) & (values <= interval[1])
+    axes.scatter(xs[~inside], ys[~inside], s=8, color="lightgrey", label="subjects")
+    axes.scatter(xs[inside], ys[inside], s=10, color="tab:blue", label="similar on both")
+    for column, interval in bounds.items():
+        draw = axes.axvline if column == x else axes.axhline
+        for edge in interval:
+            draw(edge, color="tab:blue", linestyle="--", linewidth=0.8)
+    axes.scatter([np.nanmean(xs)], [np.nanmean(ys)], marker="s", s=60, color="black", label="mean")
+    axes.scatter([target_row[x]], [target_row[y]], marker="*", s=200, color="tab:red", label=f"target {id}")
+    axes.set_xlabel(x)
+    axes.set_ylabel(y)
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    return figure
+
+
+def _target_row(totals: pl.DataFrame, id: object) -> dict[str, Any]:
+    rows = totals.filter(pl.col("id") == id)
+    if rows.height == 0:
+        raise CohortError(f"{id!r} is not one of the {totals.height} targets of this result")
+    return rows.row(0, named=True)

@@ -1,0 +1,113 @@
+"""Every figure renders headlessly to a PNG that is not blank; the shap bridge; the examples."""
+
+import os
+import runpy
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.image import imread  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+import cohortsql  # noqa: E402
+from cohortsql import plot  # noqa: E402
+from cohortsql.cli import app  # noqa: E402
+
+ROOT = Path(__file__).parent.parent
+BOSTON = ROOT / "examples" / "data" / "boston_predictions.parquet"
+SIMILARITY = {"lstat": "quantile:0.1", "rm": "quantile:0.1", "chas": "exact", "crim": "bins:5"}
+
+
+@pytest.fixture(scope="module")
+def data():
+    return pl.read_parquet(BOSTON)
+
+
+@pytest.fixture(scope="module")
+def result(data):
+    return cohortsql.cohort_shapley(data, prediction="prediction", similarity=SIMILARITY)
+
+
+def assert_drawn(figure, path):
+    figure.savefig(path, dpi=60)
+    pixels = imread(path)[..., :3]
+    assert pixels.std() > 0.05, "the image is blank"
+    assert (pixels < 0.5).mean() > 0.001, "nothing dark was drawn"
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda r, d: plot.stacked(r),
+        lambda r, d: plot.stacked(r, squared=True),
+        lambda r, d: plot.effects(r),
+        lambda r, d: plot.effects(cohortsql.variance_shapley(d, prediction="prediction", similarity=SIMILARITY, targets=100, seed=1)),
+        lambda r, d: plot.target(r, 204),
+        lambda r, d: plot.path(r, 204),
+        lambda r, d: plot.cohort_scatter(d, r, 204, "lstat", "rm"),
+    ],
+    ids=["stacked", "stacked-squared", "effects", "effects-sampled", "target", "path", "scatter"],
+)
+def test_figures_are_drawn(result, data, draw, tmp_path):
+    assert_drawn(draw(result, data), tmp_path / "figure.png")
+
+
+def test_similar_interval(result, data):
+    low, high = result.similar_interval(204, "lstat")
+    lstat = data["lstat"].to_numpy()
+    delta = 0.1 * (np.quantile(lstat, 0.95) - np.quantile(lstat, 0.05))
+    assert (low, high) == pytest.approx((lstat[204] - delta, lstat[204] + delta))
+    assert result.similar_interval(204, "chas") == (data["chas"][204], data["chas"][204])
+    with pytest.raises(cohortsql.CohortError, match="999 is not one of the 506 targets"):
+        result.similar_interval(999, "lstat")
+
+
+def test_plot_command_on_run_output(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "explained.parquet"
+    ran = runner.invoke(app, ["run", str(BOSTON), "--prediction", "prediction", "--features", "lstat,rm,chas", "--out", str(out)])
+    assert ran.exit_code == 0, ran.output
+    for kind in ("stacked", "stacked-squared", "effects", "target", "path"):
+        figure = tmp_path / f"{kind}.png"
+        drawn = runner.invoke(app, ["plot", str(out), "--kind", kind, "--id", "204", "--out", str(figure)])
+        assert drawn.exit_code == 0, drawn.output
+        pixels = imread(figure)[..., :3]
+        assert pixels.std() > 0.05
+    missing = runner.invoke(app, ["plot", str(out), "--kind", "path", "--out", str(tmp_path / "x.png")])
+    assert missing.exit_code == 2 and "--kind path needs --id" in missing.output
+    absent = runner.invoke(app, ["plot", str(tmp_path / "none.parquet"), "--out", str(tmp_path / "x.png")])
+    assert absent.exit_code == 2 and "no file" in absent.output
+
+
+def test_to_shap(result):
+    import shap  # a dev dependency: the bridge is tested, not skipped
+    explanation = result.to_shap()
+    assert isinstance(explanation, shap.Explanation)
+    assert explanation.values.shape == (506, 4)
+    np.testing.assert_allclose(explanation.base_values + explanation.values.sum(axis=1), result.cohort_mean, atol=1e-10)
+    assert explanation.feature_names == list(result.features)
+
+
+@pytest.mark.parametrize("name", ["titanic", "boston"])
+def test_examples_run(name, tmp_path, monkeypatch, capsys):
+    """The examples write into examples/; run them on a copy so the checkout stays as it is."""
+    examples = tmp_path / "examples"
+    (examples / "data").mkdir(parents=True)
+    for file in (ROOT / "examples" / "data").glob("*.csv"):
+        (examples / "data" / file.name).write_bytes(file.read_bytes())
+    script = examples / f"{name}.py"
+    script.write_text((ROOT / "examples" / f"{name}.py").read_text())
+    monkeypatch.setattr(sys, "argv", [str(script)])
+    runpy.run_path(str(script), run_name="__main__")
+    output = capsys.readouterr().out
+    assert (examples / "data" / f"{name}_predictions.parquet").is_file()
+    assert len(os.listdir(examples / "figures")) >= 2
+    if name == "titanic":
+        effects_table = output.split("Shapley effects")[1]
+        assert effects_table.index("sex") < effects_table.index("pclass")  # sex first, as in the paper
