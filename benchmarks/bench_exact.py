@@ -65,7 +65,7 @@ def bench_boston(repeats: int) -> None:
     y = table["prediction"].to_numpy()
     baseline_seconds, baseline = median_time(lambda: definition_loop(x, y, quantile_deltas(x)), 1)
     difference = np.abs(result.shapley - baseline).max()
-    print(f"(a) Boston, 506 targets x 13 predictors, exact CS + CS2")
+    print("(a) Boston, 506 targets x 13 predictors, exact CS + CS2")
     print(f"    cohortsql           median of {repeats}: {seconds:.3f} s")
     print(f"    per-target numpy loop (1 run):  {baseline_seconds:.3f} s  -> {baseline_seconds / seconds:.0f}x")
     print(f"    largest |difference| between the two: {difference:.2e}")

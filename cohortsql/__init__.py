@@ -3,7 +3,7 @@
 Mase, Owen & Seiler, "Explaining black box decisions by Shapley cohort refinement".
 """
 
-from cohortsql import namespace as _namespace  # registers df.cohort on polars frames
+from cohortsql import namespace as namespace  # noqa: F401  (registers df.cohort on polars frames)
 from cohortsql.api import cohort_shapley, histogram_sql, variance_shapley
 from cohortsql.errors import CohortError
 from cohortsql.result import CohortShapleyResult, ShapleyEffects

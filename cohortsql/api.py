@@ -81,22 +81,18 @@ def cohort_shapley(
         connection: a DuckDB connection to run on (needed to read its tables by name).
     """
     _check_choice("method", method, METHODS)
+    if max_permutations < 2:
+        raise CohortError(f"max_permutations must be at least 2 (one antithetic pair), got {max_permutations}")
     with DuckDBEngine(connection, memory_limit=memory_limit, temp_directory=temp_directory) as engine:
         prepared = _prepare(engine, data, prediction, similarity, id, targets, seed, MAX_FEATURES)
-        chosen_method = _choose_method(method, prepared.d)
-        total = prepared.distinct_targets.num_rows
-        if chosen_method == "permutation":
-            if max_permutations < 2:
-                raise CohortError(f"max_permutations must be at least 2 (one antithetic pair), got {max_permutations}")
+        if _choose_method(method, prepared.d) == "permutation":
             batches = permutation_batches(
                 engine, prepared, seed=seed, max_permutations=max_permutations, tolerance=tolerance
             )
-            estimates = [estimate for batch in track(batches, total=total, size=len, enabled=progress) for estimate in batch]
-            return _permutation_result(prepared, estimates)
+            tracked = track(batches, total=prepared.distinct_targets.num_rows, size=len, enabled=progress)
+            return _permutation_result(prepared, [estimate for batch in tracked for estimate in batch])
         chosen_path = _choose_path(path, prepared, prepared.target_table.num_rows)
-        batches = (grouping_sets_batches if chosen_path == "grouping_sets" else pairwise_batches)(engine, prepared)
-        tracked = track(batches, total=total, size=lambda batch: len(batch.shapley), enabled=progress)
-        values = shapley.fan_out(shapley.concatenate(list(tracked)), prepared.target_group)
+        values = _exact_values(engine, prepared, chosen_path, progress)
     return _exact_result(prepared, values, chosen_path)
 
 
@@ -111,6 +107,7 @@ def variance_shapley(
     path: str = "auto",
     memory_limit: str | None = None,
     temp_directory: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
     connection: duckdb.DuckDBPyConnection | None = None,
 ) -> ShapleyEffects:
     """Shapley effects: the exact Shapley values of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2.
@@ -128,8 +125,7 @@ def variance_shapley(
         if chosen == "grouping_sets" and targets is None:
             game, squared = variance_game(engine, prepared), None
         else:
-            batches = grouping_sets_batches if chosen == "grouping_sets" else pairwise_batches
-            values = shapley.fan_out(shapley.concatenate(list(batches(engine, prepared))), prepared.target_group)
+            values = _exact_values(engine, prepared, chosen, progress)
             game, squared = values.squared_games / count, values.shapley_squared
     return ShapleyEffects.from_game(
         features=tuple(feature.name for feature in prepared.features),
@@ -198,6 +194,15 @@ def _prepare(
         engine, data, prediction=prediction, similarity=similarity, id=id, targets=targets, seed=seed,
         max_features=max_features,
     )
+
+
+def _exact_values(engine: DuckDBEngine, prepared: Prepared, path: str, progress: bool | None) -> shapley.CohortShapley:
+    """Exact values of every target, batch by batch on the chosen path, fanned out to duplicate targets."""
+    batches = (grouping_sets_batches if path == "grouping_sets" else pairwise_batches)(engine, prepared)
+    tracked = track(
+        batches, total=prepared.distinct_targets.num_rows, size=lambda batch: len(batch.shapley), enabled=progress
+    )
+    return shapley.fan_out(shapley.concatenate(list(tracked)), prepared.target_group)
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

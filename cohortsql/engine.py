@@ -17,6 +17,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import polars as pl
 import pyarrow as pa
 
 from cohortsql.errors import CohortError
@@ -87,33 +88,34 @@ class DuckDBEngine:
             return self._register_path(str(data))
         name = self.temporary_name("input")
         if isinstance(data, duckdb.DuckDBPyRelation):
+            # A relation is a query: its row order may change between runs, and cohortsql reads its
+            # rows by position more than once. Copy it once (through Arrow if it is another
+            # connection's relation).
             try:
-                self.connection.register(name, data)
+                return self._copy(name, data)
             except duckdb.Error:
-                # A relation of another connection: copy it over once, streaming through Arrow.
                 return self._copy(name, data.to_arrow_reader())
-        elif isinstance(data, pa.RecordBatchReader):
-            return self._copy(name, data)  # a reader can be read only once
-        elif _is_frame(data):
-            try:
-                self.connection.register(name, data)
-            except duckdb.Error as error:
-                raise _as_cohort_error(error, "reading the data") from None
-        else:
+        if isinstance(data, (pa.RecordBatchReader, pl.LazyFrame)):
+            return self._copy(name, data)  # a reader is read only once; a lazy query is run once
+        if not _is_frame(data):
             raise CohortError(
                 f"cannot read data of type {type(data).__name__}: pass a file path, a table name with"
                 " connection=, a pyarrow Table, a polars or pandas DataFrame, or a DuckDB relation"
             )
+        try:
+            self.connection.register(name, data)
+        except duckdb.Error as error:
+            raise _as_cohort_error(error, "reading the data") from None
         self._created.append(("REGISTERED", name))
         return quote_identifier(name)
 
-    def _copy(self, name: str, reader: pa.RecordBatchReader) -> str:
-        """Stream a one-pass Arrow reader into temporary table `name`."""
-        source = f"{name}_reader"
-        with self.registered(source, reader):
+    def _copy(self, name: str, data: Any) -> str:
+        """Copy registrable `data` (a relation, reader, lazy frame) once into temporary table `name`."""
+        source = f"{name}_source"
+        with self.registered(source, data):
             self.create(
                 "TABLE", name, f"CREATE TEMP TABLE {quote_identifier(name)} AS SELECT * FROM {quote_identifier(source)}",
-                context="copying the data",
+                context="reading the data",
             )
         return quote_identifier(name)
 
@@ -188,8 +190,8 @@ class DuckDBEngine:
             raise _as_cohort_error(error, context) from None
 
     @contextmanager
-    def registered(self, name: str, table: pa.Table) -> Iterator[None]:
-        """Expose an Arrow table as view `name` for the duration of a with-block."""
+    def registered(self, name: str, table: Any) -> Iterator[None]:
+        """Expose an Arrow table (or other registrable object) as view `name` for a with-block."""
         self.connection.register(name, table)
         try:
             yield

@@ -35,7 +35,8 @@ class Prepared:
     subjects: str
     """Name of the temporary subjects table."""
     weighted_subjects: str
-    """Name of the histogram's input: distinct predictor rows with ``__cohort_count`` and ``__cohort_sum``."""
+    """Name of the histogram's input: subject rows with ``__cohort_count`` and ``__cohort_sum`` (identical
+    predictor rows collapsed into one when that pays, see `COMPRESS_BELOW`)."""
     features: tuple[ResolvedFeature, ...]
     statistics: dict[str, Any]
     target_table: pa.Table
