@@ -104,8 +104,8 @@ def run(
                 source, **_request(options), connection=connection, progress=progress,
                 **_pick(options, "method", "tolerance", "max_permutations", "memory_limit", "temp_directory"),
             )
-        _write(options, {"": result.local, "totals": result.totals, "paths": result.paths})
-        typer.echo(summary(result, top))
+        written = _write(options, {"": result.local, "totals": result.totals, "paths": result.paths})
+        typer.echo(summary(result, top) + written)
 
 
 @app.command(
@@ -129,8 +129,8 @@ def global_(
             effects = variance_shapley(
                 source, **_request(options), connection=connection, **_pick(options, "memory_limit", "temp_directory")
             )
-        _write(options, {"": effects.effects})
-        typer.echo(effects_summary(effects))
+        written = _write(options, {"": effects.effects})
+        typer.echo(effects_summary(effects) + written)
 
 
 @app.command(
@@ -335,19 +335,25 @@ def _target_ids(text: str | list[Any] | None) -> list[Any] | None:
     return values
 
 
-def _write(options: dict[str, Any], tables: dict[str, Any]) -> None:
-    """--out (the first table at the path, others beside it) and --into-table/--database."""
+def _write(options: dict[str, Any], tables: dict[str, Any]) -> str:
+    """--out (the first table at the path, others beside it) and --into-table/--database; says what it wrote."""
     if options.get("into_table") and not options.get("database"):
         raise CohortError("--into-table needs --database FILE.duckdb")
     if options.get("database") and not options.get("into_table"):
         raise CohortError("--database needs --into-table NAME")
+    written = []
     if options.get("out"):
         out = Path(options["out"])
         for label, frame in tables.items():
-            write_frame(frame, sibling_path(out, label) if label else out)
+            path = sibling_path(out, label) if label else out
+            write_frame(frame, path)
+            written.append(str(path))
     if options.get("into_table"):
         name = options["into_table"]
-        write_tables(options["database"], {f"{name}_{label}" if label else name: frame for label, frame in tables.items()})
+        names = {f"{name}_{label}" if label else name: frame for label, frame in tables.items()}
+        write_tables(options["database"], names)
+        written.extend(f"{options['database']}: {table}" for table in names)
+    return "".join(f"\nwrote {item}" for item in written)
 
 
 def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

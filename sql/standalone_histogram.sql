@@ -4,6 +4,7 @@
 -- explained value y. Bit j of the mask (word w holds predictors 63w .. 63w + 62) is set when the
 -- subject is similar to the target on predictor j, in this order: {feature_list}.
 -- The cohort of a set u of predictors is every subject whose mask contains u.
+-- Without an id column, a target is its 0-based row position, which depends on the engine's scan order.
 WITH subjects AS (
 SELECT
     {id} AS __cohort_id,
