@@ -97,7 +97,9 @@ def bench_synthetic(repeats: int, rows: int = 1_000_000, targets: int = 100, d: 
     pairs = rows * targets
     print(f"(b) synthetic, {rows:,} rows x {targets} targets x {d} window predictors")
     print(f"    cohortsql           median of {repeats}: {seconds:.2f} s  {pairs / seconds:.2e} pairs/s")
-    print(f"    per-target numpy loop median of {repeats}: {baseline_seconds:.2f} s  {pairs / baseline_seconds:.2e} pairs/s")
+    print(
+        f"    per-target numpy loop median of {repeats}: {baseline_seconds:.2f} s  {pairs / baseline_seconds:.2e} pairs/s"
+    )
 
 
 if __name__ == "__main__":

@@ -58,7 +58,9 @@ def main(rows: int, repeats: int, d: int = 10, k: int = 10) -> None:
     y = x @ np.linspace(1, 0.1, d) + x[:, 0] * x[:, 1] + rng.normal(scale=0.1, size=rows)
     frame = pl.DataFrame({f"x{j}": x[:, j] for j in range(d)} | {"y": y})
     similarity = {f"x{j}": f"bins:{k}" for j in range(d)}
-    seconds, effects = median_time(lambda: cohortsql.variance_shapley(frame, prediction="y", similarity=similarity), repeats)
+    seconds, effects = median_time(
+        lambda: cohortsql.variance_shapley(frame, prediction="y", similarity=similarity), repeats
+    )
     cube_seconds, cube = median_time(lambda: cube_effects(frame, d, k), 1)
     difference = np.abs(effects.effects["shapley_effect"].to_numpy() - cube).max()
     print(machine())

@@ -43,8 +43,11 @@ CASES = {
     "rows 1e6, d=12": (1_000_000, 12, 100, "exact", None),
     "rows 1e7, d=12, 1GB": (10_000_000, 12, 100, "exact", "1GB"),
 }
-GROUPS = {"exact": [c for c in CASES if c.startswith("exact")], "permutation": [c for c in CASES if c.startswith("perm")],
-          "rows": [c for c in CASES if c.startswith("rows")]}
+GROUPS = {
+    "exact": [c for c in CASES if c.startswith("exact")],
+    "permutation": [c for c in CASES if c.startswith("perm")],
+    "rows": [c for c in CASES if c.startswith("rows")],
+}
 DELTA = 0.1
 PERMUTATIONS = 200
 
@@ -64,8 +67,15 @@ def data_path(rows: int, d: int) -> Path:
 def run_cohortsql(rows: int, d: int, targets: int, method: str, memory_limit: str | None) -> None:
     path = str(data_path(rows, d))
     cohortsql.cohort_shapley(
-        path, prediction="y", similarity={f"x{j}": f"abs:{DELTA}" for j in range(d)}, targets=list(range(targets)),
-        method=method, seed=0, max_permutations=PERMUTATIONS, memory_limit=memory_limit, progress=False,
+        path,
+        prediction="y",
+        similarity={f"x{j}": f"abs:{DELTA}" for j in range(d)},
+        targets=list(range(targets)),
+        method=method,
+        seed=0,
+        max_permutations=PERMUTATIONS,
+        memory_limit=memory_limit,
+        progress=False,
     )
 
 

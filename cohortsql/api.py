@@ -166,7 +166,11 @@ def histogram_sql(
     _check_choice("dialect", dialect, DIALECTS)
     with DuckDBEngine(connection) as engine:
         prepared = _prepare(engine, data, prediction, similarity, id, targets, seed, MAX_FEATURES)
-        chosen_ids = None if targets is None or isinstance(targets, str) else prepared.target_table.column("__cohort_id").to_pylist()
+        chosen_ids = (
+            None
+            if targets is None or isinstance(targets, str)
+            else prepared.target_table.column("__cohort_id").to_pylist()
+        )
         sql = compile.standalone_histogram(
             prepared.source if table is None else table,
             prepared.features,
@@ -187,11 +191,23 @@ def histogram_sql(
 
 
 def _prepare(
-    engine: DuckDBEngine, data: Any, prediction: str, similarity: SimilarityArgument, id: str | None,
-    targets: Targets, seed: int | None, max_features: int,
+    engine: DuckDBEngine,
+    data: Any,
+    prediction: str,
+    similarity: SimilarityArgument,
+    id: str | None,
+    targets: Targets,
+    seed: int | None,
+    max_features: int,
 ) -> Prepared:
     return prepare(
-        engine, data, prediction=prediction, similarity=similarity, id=id, targets=targets, seed=seed,
+        engine,
+        data,
+        prediction=prediction,
+        similarity=similarity,
+        id=id,
+        targets=targets,
+        seed=seed,
         max_features=max_features,
     )
 
@@ -268,7 +284,9 @@ def _exact_result(prepared: Prepared, values: shapley.CohortShapley, path: str) 
 
 def _permutation_result(prepared: Prepared, estimates: list) -> CohortShapleyResult:
     group = prepared.target_group
-    stacked = {name: np.array([getattr(estimate, name) for estimate in estimates])[group] for name in estimates[0]._fields}
+    stacked = {
+        name: np.array([getattr(estimate, name) for estimate in estimates])[group] for name in estimates[0]._fields
+    }
     return CohortShapleyResult(
         **_common_fields(prepared),
         cohort_size=stacked["cohort_size"],

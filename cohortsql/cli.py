@@ -31,10 +31,14 @@ _PATH_KEYS = ("data", "out", "database")
 
 Data = Annotated[
     str | None,
-    typer.Argument(help="A parquet/csv/json path or glob, FILE.duckdb:TABLE, or a quoted SQL query.", show_default=False),
+    typer.Argument(
+        help="A parquet/csv/json path or glob, FILE.duckdb:TABLE, or a quoted SQL query.", show_default=False
+    ),
 ]
 Prediction = Annotated[str | None, typer.Option(help="The column to explain (a model's prediction or an outcome).")]
-Id = Annotated[str | None, typer.Option("--id", help="The column that identifies rows (default: 0-based row position).")]
+Id = Annotated[
+    str | None, typer.Option("--id", help="The column that identifies rows (default: 0-based row position).")
+]
 Similar = Annotated[
     list[str] | None,
     typer.Option(
@@ -50,24 +54,37 @@ Seed = Annotated[int | None, typer.Option(help="Seed for the sample of targets a
 Method = Annotated[str | None, typer.Option(help=f"{' | '.join(METHODS)} (default exact).")]
 Tolerance = Annotated[float | None, typer.Option(help="Permutation method: stop a target at this standard error.")]
 MaxPermutations = Annotated[int | None, typer.Option(help="Permutation method: budget per target (default 200).")]
-MemoryLimit = Annotated[str | None, typer.Option(help="DuckDB memory limit, e.g. 1GB; beyond it DuckDB spills to disk.")]
+MemoryLimit = Annotated[
+    str | None, typer.Option(help="DuckDB memory limit, e.g. 1GB; beyond it DuckDB spills to disk.")
+]
 TempDirectory = Annotated[Path | None, typer.Option(help="Where DuckDB spills.")]
 Out = Annotated[
     Path | None,
-    typer.Option(help="Write the results here (.parquet or .csv); `run` writes the per-target totals and refinement paths beside it (_totals, _paths)."),
+    typer.Option(
+        help="Write the results here (.parquet or .csv); `run` writes the per-target totals and refinement paths beside it (_totals, _paths)."
+    ),
 ]
 IntoTable = Annotated[str | None, typer.Option(help="Also write the results into this table of --database.")]
 Database = Annotated[Path | None, typer.Option(help="DuckDB database file for --into-table.")]
 Config = Annotated[Path | None, typer.Option(help="TOML file with any of these options; flags override it.")]
 Top = Annotated[int, typer.Option(help="How many features the summary lists.")]
-Progress = Annotated[bool | None, typer.Option("--progress/--no-progress", help="Progress on stderr (default: on a terminal).")]
+Progress = Annotated[
+    bool | None, typer.Option("--progress/--no-progress", help="Progress on stderr (default: on a terminal).")
+]
 Debug = Annotated[bool, typer.Option(help="Show the traceback of a failure.")]
 Table = Annotated[str | None, typer.Option(help="The table the SQL reads (default: how DuckDB reads DATA).")]
 Dialect = Annotated[str, typer.Option(help=f"{' | '.join(DIALECTS)}.")]
 
 REQUEST_KEYS = ("data", "prediction", "id", "similar", "features", "targets", "target_ids", "sample", "seed", "config")
 RUN_KEYS = REQUEST_KEYS + (
-    "method", "tolerance", "max_permutations", "memory_limit", "temp_directory", "out", "into_table", "database",
+    "method",
+    "tolerance",
+    "max_permutations",
+    "memory_limit",
+    "temp_directory",
+    "out",
+    "into_table",
+    "database",
 )
 GLOBAL_KEYS = REQUEST_KEYS + ("memory_limit", "temp_directory", "out", "into_table", "database")
 SQL_KEYS = REQUEST_KEYS + ("table", "dialect")
@@ -89,19 +106,37 @@ def cohortsql() -> None:
     )
 )
 def run(
-    data: Data = None, prediction: Prediction = None, id: Id = None, similar: Similar = None,
-    features: Features = None, targets: Targets = None, target_ids: TargetIds = None, sample: Sample = None,
-    seed: Seed = None, method: Method = None, tolerance: Tolerance = None, max_permutations: MaxPermutations = None,
-    memory_limit: MemoryLimit = None, temp_directory: TempDirectory = None, out: Out = None,
-    into_table: IntoTable = None, database: Database = None, config: Config = None, top: Top = 10,
-    progress: Progress = None, debug: Debug = False,
+    data: Data = None,
+    prediction: Prediction = None,
+    id: Id = None,
+    similar: Similar = None,
+    features: Features = None,
+    targets: Targets = None,
+    target_ids: TargetIds = None,
+    sample: Sample = None,
+    seed: Seed = None,
+    method: Method = None,
+    tolerance: Tolerance = None,
+    max_permutations: MaxPermutations = None,
+    memory_limit: MemoryLimit = None,
+    temp_directory: TempDirectory = None,
+    out: Out = None,
+    into_table: IntoTable = None,
+    database: Database = None,
+    config: Config = None,
+    top: Top = 10,
+    progress: Progress = None,
+    debug: Debug = False,
 ) -> None:
     """Cohort Shapley values of every feature for every target; prints the most important features."""
     with _reported_failures(debug):
         options = _options(locals(), RUN_KEYS)
         with _opened(options) as (source, connection):
             result = cohort_shapley(
-                source, **_request(options), connection=connection, progress=progress,
+                source,
+                **_request(options),
+                connection=connection,
+                progress=progress,
                 **_pick(options, "method", "tolerance", "max_permutations", "memory_limit", "temp_directory"),
             )
         written = _write(options, {"": result.local, "totals": result.totals, "paths": result.paths})
@@ -117,10 +152,22 @@ def run(
     ),
 )
 def global_(
-    data: Data = None, prediction: Prediction = None, id: Id = None, similar: Similar = None,
-    features: Features = None, targets: Targets = None, target_ids: TargetIds = None, sample: Sample = None,
-    seed: Seed = None, memory_limit: MemoryLimit = None, temp_directory: TempDirectory = None, out: Out = None,
-    into_table: IntoTable = None, database: Database = None, config: Config = None, debug: Debug = False,
+    data: Data = None,
+    prediction: Prediction = None,
+    id: Id = None,
+    similar: Similar = None,
+    features: Features = None,
+    targets: Targets = None,
+    target_ids: TargetIds = None,
+    sample: Sample = None,
+    seed: Seed = None,
+    memory_limit: MemoryLimit = None,
+    temp_directory: TempDirectory = None,
+    out: Out = None,
+    into_table: IntoTable = None,
+    database: Database = None,
+    config: Config = None,
+    debug: Debug = False,
 ) -> None:
     """Shapley effects: how much of the variance of the prediction each feature explains."""
     with _reported_failures(debug):
@@ -141,9 +188,19 @@ def global_(
     )
 )
 def sql(
-    data: Data = None, prediction: Prediction = None, id: Id = None, similar: Similar = None,
-    features: Features = None, targets: Targets = None, target_ids: TargetIds = None, sample: Sample = None,
-    seed: Seed = None, table: Table = None, dialect: Dialect = "duckdb", config: Config = None, debug: Debug = False,
+    data: Data = None,
+    prediction: Prediction = None,
+    id: Id = None,
+    similar: Similar = None,
+    features: Features = None,
+    targets: Targets = None,
+    target_ids: TargetIds = None,
+    sample: Sample = None,
+    seed: Seed = None,
+    table: Table = None,
+    dialect: Dialect = "duckdb",
+    config: Config = None,
+    debug: Debug = False,
 ) -> None:
     """Print the heavy step (the similarity-mask histogram) as SQL to run where the data live.
 
@@ -152,7 +209,9 @@ def sql(
     with _reported_failures(debug):
         options = _options(locals(), SQL_KEYS)
         with _opened(options) as (source, connection):
-            typer.echo(histogram_sql(source, **_request(options), connection=connection, **_pick(options, "table", "dialect")))
+            typer.echo(
+                histogram_sql(source, **_request(options), connection=connection, **_pick(options, "table", "dialect"))
+            )
 
 
 PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path")
@@ -167,7 +226,9 @@ PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path")
     )
 )
 def plot(
-    result: Annotated[Path, typer.Argument(help="The long table `cohortsql run --out` wrote (its _totals and _paths beside it).")],
+    result: Annotated[
+        Path, typer.Argument(help="The long table `cohortsql run --out` wrote (its _totals and _paths beside it).")
+    ],
     kind: Annotated[str, typer.Option(help=f"{' | '.join(PLOT_KINDS)}.")] = "stacked",
     out: Annotated[Path | None, typer.Option(help="Where to write the figure (.png, .svg or .pdf).")] = None,
     id: Annotated[str | None, typer.Option("--id", help="The target, for --kind target and path.")] = None,

@@ -17,7 +17,11 @@ TARGET_ALIAS = "t"
 
 
 def _subject_columns(
-    features: Sequence[Feature | ResolvedFeature], prediction: str, id: str | None, target_predicate: str | None, keep_data_columns: bool
+    features: Sequence[Feature | ResolvedFeature],
+    prediction: str,
+    id: str | None,
+    target_predicate: str | None,
+    keep_data_columns: bool,
 ) -> dict[str, str]:
     """The template fields that define a subject row: id, y, target flag, prepared predictors."""
     return dict(
@@ -176,7 +180,9 @@ def weighted_subjects(subjects: str, weighted: str, features: Sequence[ResolvedF
     and sum of y (DESIGN §2: fewer pairs to join), or, when `compress` is false (``sql:`` predicates
     may read any column), a view of every subject with count 1."""
     if not compress:
-        return template("subjects_as_weighted").format(weighted=quote_identifier(weighted), subjects=quote_identifier(subjects))
+        return template("subjects_as_weighted").format(
+            weighted=quote_identifier(weighted), subjects=quote_identifier(subjects)
+        )
     columns = ", ".join(quote_identifier(feature.column) for feature in features)
     return template("compressed_subjects").format(
         weighted=quote_identifier(weighted), columns=columns, subjects=quote_identifier(subjects)
@@ -203,13 +209,19 @@ def _code_column(index: int) -> str:
 
 def equivalence_cells(subjects: str, cells: str, features: Sequence[ResolvedFeature], mean: float) -> str:
     """CREATE the table of the finest cells of equivalence similarities, with dense key codes."""
-    keys = ",\n        ".join(f"{_key(feature, SUBJECT_ALIAS)} AS {_key_column(index)}" for index, feature in enumerate(features))
+    keys = ",\n        ".join(
+        f"{_key(feature, SUBJECT_ALIAS)} AS {_key_column(index)}" for index, feature in enumerate(features)
+    )
     codes = ",\n    ".join(
         f"CAST(dense_rank() OVER (ORDER BY {_key_column(index)}) - 1 AS BIGINT) AS {_code_column(index)}"
         for index in range(len(features))
     )
     return template("equivalence_cells").format(
-        cells=quote_identifier(cells), codes=codes, keys=keys, mean=render_number(mean), subjects=quote_identifier(subjects)
+        cells=quote_identifier(cells),
+        codes=codes,
+        keys=keys,
+        mean=render_number(mean),
+        subjects=quote_identifier(subjects),
     )
 
 
@@ -222,9 +234,12 @@ def cell_codes(cells: str, d: int) -> str:
 def target_cells(cells: str, targets: str, features: Sequence[ResolvedFeature]) -> str:
     """The finest cell of every row of `targets`, in the order of its ``__cohort_batch`` column."""
     matches = "\n    AND ".join(
-        f"c.{_key_column(index)} IS NOT DISTINCT FROM {_key(feature, TARGET_ALIAS)}" for index, feature in enumerate(features)
+        f"c.{_key_column(index)} IS NOT DISTINCT FROM {_key(feature, TARGET_ALIAS)}"
+        for index, feature in enumerate(features)
     )
-    return template("target_cells").format(targets=quote_identifier(targets), cells=quote_identifier(cells), matches=matches)
+    return template("target_cells").format(
+        targets=quote_identifier(targets), cells=quote_identifier(cells), matches=matches
+    )
 
 
 def sampled_targets(subjects: str, sample: str) -> str:

@@ -114,7 +114,9 @@ class DuckDBEngine:
         source = f"{name}_source"
         with self.registered(source, data):
             self.create(
-                "TABLE", name, f"CREATE TEMP TABLE {quote_identifier(name)} AS SELECT * FROM {quote_identifier(source)}",
+                "TABLE",
+                name,
+                f"CREATE TEMP TABLE {quote_identifier(name)} AS SELECT * FROM {quote_identifier(source)}",
                 context="reading the data",
             )
         return quote_identifier(name)
@@ -139,9 +141,7 @@ class DuckDBEngine:
             suffixes.pop()
         reader = _READERS.get(suffixes[-1] if suffixes else "")
         if reader is None:
-            raise CohortError(
-                f"cannot tell the format of {path!r} from its name; use a .parquet, .csv or .json file"
-            )
+            raise CohortError(f"cannot tell the format of {path!r} from its name; use a .parquet, .csv or .json file")
         return f"{reader}({render_string(path)})"
 
     def column_types(self, source: str) -> dict[str, str]:

@@ -1,8 +1,8 @@
 """`df.cohort` on polars DataFrames and LazyFrames, registered when cohortsql is imported.
 
-    import cohortsql, polars as pl
-    res = df.cohort.shapley(prediction="score", similarity={"age": "range:0.1", "sex": "exact"})
-    effects = df.cohort.effects(prediction="score", similarity=["age", "sex"])
+import cohortsql, polars as pl
+res = df.cohort.shapley(prediction="score", similarity={"age": "range:0.1", "sex": "exact"})
+effects = df.cohort.effects(prediction="score", similarity=["age", "sex"])
 """
 
 from __future__ import annotations

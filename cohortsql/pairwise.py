@@ -60,7 +60,9 @@ def permutation_batches(
     child of `seed`, so estimates do not depend on how targets are batched."""
     d = prepared.d
     (subject_rows,) = engine.fetch_rows(compile.row_count(prepared.weighted_subjects), context="counting subjects")[0]
-    generators = [np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(prepared.distinct_targets.num_rows)]
+    generators = [
+        np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(prepared.distinct_targets.num_rows)
+    ]
     batch_size = max(1, HISTOGRAM_ROWS_PER_BATCH // max(1, subject_rows))
     for start, rows, histogram in _histograms(engine, prepared, batch_size):
         order = np.argsort(histogram["target"], kind="stable")
@@ -70,8 +72,13 @@ def permutation_batches(
         bounds = np.searchsorted(histogram["target"][order], np.arange(rows + 1))
         yield [
             permutation.estimate(
-                bits[:, low:high], counts[low:high], sums[low:high], prepared.mean, generators[start + target],
-                max_permutations=max_permutations, tolerance=tolerance,
+                bits[:, low:high],
+                counts[low:high],
+                sums[low:high],
+                prepared.mean,
+                generators[start + target],
+                max_permutations=max_permutations,
+                tolerance=tolerance,
             )
             for target, (low, high) in enumerate(zip(bounds[:-1], bounds[1:]))
         ]

@@ -73,9 +73,7 @@ def plan_features(
     """Check the columns the caller named against the data's schema (name -> DuckDB type)."""
     _require_column(columns, prediction, "prediction")
     if not is_numeric_type(columns[prediction]) and columns[prediction].upper() != "BOOLEAN":
-        raise CohortError(
-            f"prediction column {prediction!r} has type {columns[prediction]}; it must be numeric"
-        )
+        raise CohortError(f"prediction column {prediction!r} has type {columns[prediction]}; it must be numeric")
     if id is not None:
         _require_column(columns, id, "id")
     for name in columns:

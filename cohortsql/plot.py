@@ -79,8 +79,13 @@ def stacked(source: Source, *, squared: bool = False) -> Figure:
         positive_base += np.where(height >= 0, height, 0)
         negative_base += np.where(height < 0, height, 0)
     line = values["prediction"].to_numpy() - mean
-    axes.plot(x, line**2 if squared else line, color="black", linewidth=1.2,
-              label="(prediction - mean)²" if squared else "prediction - mean")
+    axes.plot(
+        x,
+        line**2 if squared else line,
+        color="black",
+        linewidth=1.2,
+        label="(prediction - mean)²" if squared else "prediction - mean",
+    )
     axes.axhline(0, color="grey", linewidth=0.5)
     axes.set_xlabel("targets, ordered by prediction")
     axes.set_ylabel("squared cohort Shapley value" if squared else "cohort Shapley value")
@@ -107,8 +112,13 @@ def effects(source: ShapleyEffects | Source) -> Figure:
     table = table.sort("shapley_effect")
     errors = table["shapley_effect_se"].fill_nan(0).fill_null(0).to_numpy()
     figure, axes = plt.subplots(figsize=(6, 0.35 * table.height + 1.2))
-    axes.barh(table["feature"].to_list(), table["shapley_effect"].to_numpy(), xerr=errors if errors.any() else None,
-              color="tab:blue", capsize=3)
+    axes.barh(
+        table["feature"].to_list(),
+        table["shapley_effect"].to_numpy(),
+        xerr=errors if errors.any() else None,
+        color="tab:blue",
+        capsize=3,
+    )
     axes.set_xlabel("Shapley effect (mean squared cohort Shapley value)")
     figure.tight_layout()
     return figure

@@ -116,8 +116,17 @@ def prepare(
     )
     distinct, group, multiplicity = _distinct_targets(target_table, resolved, mergeable)
     return Prepared(
-        source, subjects, weighted, resolved, statistics, target_table, _target_data(engine, source, target_table),
-        population, distinct, group, multiplicity,
+        source,
+        subjects,
+        weighted,
+        resolved,
+        statistics,
+        target_table,
+        _target_data(engine, source, target_table),
+        population,
+        distinct,
+        group,
+        multiplicity,
     )
 
 
@@ -125,7 +134,9 @@ def _target_data(engine: DuckDBEngine, source: str, target_table: pa.Table) -> p
     """The target rows as they are in the data, read again from the source by position."""
     positions = engine.temporary_name("target_positions")
     with engine.registered(positions, target_table.select(["__cohort_row"])):
-        return pl.from_arrow(engine.fetch_arrow(compile.target_data(source, positions), context="reading the target rows"))
+        return pl.from_arrow(
+            engine.fetch_arrow(compile.target_data(source, positions), context="reading the target rows")
+        )
 
 
 def _distinct_targets(

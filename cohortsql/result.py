@@ -108,7 +108,9 @@ class CohortShapleyResult:
         """The values of `feature` similar to target `id`'s (a closed interval), or None when the
         feature's kind is not an interval (``sql:``) or its value is missing."""
         if feature not in self.kinds:
-            raise CohortError(f"similar_interval: {feature!r} is not a feature; the features are {', '.join(self.features)}")
+            raise CohortError(
+                f"similar_interval: {feature!r} is not a feature; the features are {', '.join(self.features)}"
+            )
         value = self.targets[feature][self._row(id)]
         if value is None or isinstance(value, str):
             return None
@@ -149,7 +151,11 @@ class CohortShapleyResult:
         the finite-population correction.
         """
         return _effects_table(
-            self.features, self.shapley_squared.mean(axis=0), self.shapley_squared, self.population, self.variance,
+            self.features,
+            self.shapley_squared.mean(axis=0),
+            self.shapley_squared,
+            self.population,
+            self.variance,
             self.shapley_squared_se,
         ).with_columns(mean_abs_shapley=pl.Series(np.abs(self.shapley).mean(axis=0)))
 
@@ -161,7 +167,9 @@ class CohortShapleyResult:
         among women versus men. Standard errors treat the group's targets as a sample (no correction).
         """
         if column not in self.targets.columns:
-            raise CohortError(f"by({column!r}): no such column in the data; its columns are: {', '.join(self.targets.columns)}")
+            raise CohortError(
+                f"by({column!r}): no such column in the data; its columns are: {', '.join(self.targets.columns)}"
+            )
         targets, d = self.shapley.shape
         groups = self.targets[column].gather(np.repeat(np.arange(targets), d))
         count = pl.len()

@@ -119,9 +119,7 @@ def _sums_over_sets_containing(values: np.ndarray) -> np.ndarray:
     d = length.bit_length() - 1
     low = d // 2
     grid = values.reshape(targets, 1 << (d - low), 1 << low)
-    return np.concatenate(
-        [grid.sum(axis=1) @ _membership(low), grid.sum(axis=2) @ _membership(d - low)], axis=1
-    )
+    return np.concatenate([grid.sum(axis=1) @ _membership(low), grid.sum(axis=2) @ _membership(d - low)], axis=1)
 
 
 class CohortShapley(NamedTuple):

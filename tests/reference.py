@@ -22,15 +22,15 @@ def nonmissing(values: Sequence[object]) -> np.ndarray:
 
 
 def exact() -> Callable[[Sequence[object]], Test]:
-    return lambda column: (lambda s, t: s == t)
+    return lambda column: lambda s, t: s == t
 
 
 def absolute(delta: float) -> Callable[[Sequence[object]], Test]:
-    return lambda column: (lambda s, t: abs(s - t) <= delta)
+    return lambda column: lambda s, t: abs(s - t) <= delta
 
 
 def relative(delta: float) -> Callable[[Sequence[object]], Test]:
-    return lambda column: (lambda s, t: abs(s - t) <= delta * abs(t))
+    return lambda column: lambda s, t: abs(s - t) <= delta * abs(t)
 
 
 def range_window(fraction: float) -> Callable[[Sequence[object]], Test]:
@@ -66,7 +66,7 @@ def bins(k: int) -> Callable[[Sequence[object]], Test]:
 
 def custom(test: Test) -> Callable[[Sequence[object]], Test]:
     """A Python twin of a sql: predicate; equal values are always similar (as the library does)."""
-    return lambda column: (lambda s, t: s == t or test(s, t))
+    return lambda column: lambda s, t: s == t or test(s, t)
 
 
 def similar(test: Test, subject: object, target: object) -> bool:

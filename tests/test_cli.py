@@ -46,11 +46,15 @@ def assert_same_local(path, reference):
     written = pl.read_parquet(path)
     assert written.select("id", "feature").equals(reference.select("id", "feature"))
     np.testing.assert_allclose(written["shapley"].to_numpy(), reference["shapley"].to_numpy(), atol=1e-12)
-    np.testing.assert_allclose(written["shapley_squared"].to_numpy(), reference["shapley_squared"].to_numpy(), atol=1e-12)
+    np.testing.assert_allclose(
+        written["shapley_squared"].to_numpy(), reference["shapley_squared"].to_numpy(), atol=1e-12
+    )
 
 
 def expected(frame, **options):
-    return cohortsql.cohort_shapley(frame, prediction="score", similarity={"age": "range:0.1", "region": "exact"}, **options)
+    return cohortsql.cohort_shapley(
+        frame, prediction="score", similarity={"age": "range:0.1", "region": "exact"}, **options
+    )
 
 
 RUN = ["--prediction", "score", "--similar", "age=range:0.1", "--similar", "region=exact"]
@@ -87,8 +91,18 @@ def test_database_table_and_sql_query_inputs(data, frame):
 
 def test_target_ids_and_features_with_default_kinds(data, frame):
     out = data / "out.parquet"
-    result = invoke("run", data / "scores.parquet", "--prediction", "score", "--features", "age,region",
-                    "--target-ids", "3,7", "--out", out)
+    result = invoke(
+        "run",
+        data / "scores.parquet",
+        "--prediction",
+        "score",
+        "--features",
+        "age,region",
+        "--target-ids",
+        "3,7",
+        "--out",
+        out,
+    )
     assert result.exit_code == 0, result.output
     local = pl.read_parquet(out)
     assert local["id"].unique().sort().to_list() == [3, 7]
@@ -97,7 +111,9 @@ def test_target_ids_and_features_with_default_kinds(data, frame):
 
 def test_into_table(data, frame):
     database = data / "results.duckdb"
-    result = invoke("run", data / "scores.parquet", *RUN, "--id", "loan", "--into-table", "explained", "--database", database)
+    result = invoke(
+        "run", data / "scores.parquet", *RUN, "--id", "loan", "--into-table", "explained", "--database", database
+    )
     assert result.exit_code == 0, result.output
     with duckdb.connect(str(database), read_only=True) as connection:
         assert connection.execute("SELECT count(*) FROM explained").fetchall() == [(160,)]
@@ -120,12 +136,27 @@ def test_config_file_with_flags_overriding(data, frame):
     "arguments, message",
     [
         (["run", "{data}/missing.parquet", *RUN], "no file named"),
-        (["run", "{data}/scores.parquet", "--prediction", "nope", "--features", "age"], "prediction column 'nope' is not in the data"),
-        (["run", "{data}/scores.parquet", "--prediction", "score", "--similar", "age=range:x"], "malformed similarity 'range:x'"),
-        (["run", "{data}/scores.parquet", "--prediction", "score", "--similar", "age"], "--similar 'age' is not FEATURE=KIND"),
+        (
+            ["run", "{data}/scores.parquet", "--prediction", "nope", "--features", "age"],
+            "prediction column 'nope' is not in the data",
+        ),
+        (
+            ["run", "{data}/scores.parquet", "--prediction", "score", "--similar", "age=range:x"],
+            "malformed similarity 'range:x'",
+        ),
+        (
+            ["run", "{data}/scores.parquet", "--prediction", "score", "--similar", "age"],
+            "--similar 'age' is not FEATURE=KIND",
+        ),
         (["run", "{data}/scores.parquet", *RUN, "--targets", "age >>> 3"], "reading the data with targets 'age >>> 3'"),
-        (["run", "{data}/scores.parquet", *RUN, "--targets", "x > 1", "--target-ids", "1"], "give one of --targets, --target-ids and --sample"),
-        (["run", "{data}/scores.parquet", *RUN, "--out", "{data}/out.xlsx"], "use a file name ending in .parquet or .csv"),
+        (
+            ["run", "{data}/scores.parquet", *RUN, "--targets", "x > 1", "--target-ids", "1"],
+            "give one of --targets, --target-ids and --sample",
+        ),
+        (
+            ["run", "{data}/scores.parquet", *RUN, "--out", "{data}/out.xlsx"],
+            "use a file name ending in .parquet or .csv",
+        ),
         (["run", "{data}/scores.parquet", *RUN, "--into-table", "t"], "--into-table needs --database"),
         (["run", "{data}/scores.parquet", *RUN, "--config", "{data}/none.toml"], "cannot read config"),
         (["run", "SELECT * FROM nowhere", *RUN], "DATA query"),
@@ -156,7 +187,9 @@ def test_subprocess_run_and_failure(data):
     assert "80 targets x 2 features" in done.stdout
     failed = subprocess.run([*command[:4], str(data / "nope.csv"), *RUN], capture_output=True, text=True, timeout=120)
     assert failed.returncode == 2
-    assert failed.stderr.strip().splitlines() == [f"cohortsql: error: no file named '{data / 'nope.csv'}'; check the path"]
+    assert failed.stderr.strip().splitlines() == [
+        f"cohortsql: error: no file named '{data / 'nope.csv'}'; check the path"
+    ]
     assert "Traceback" not in failed.stderr
 
 

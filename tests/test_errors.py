@@ -20,13 +20,22 @@ def explain(data=FRAME, **options):
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"similarity": {"income": "abs:1"}}, "feature column 'income' is not in the data; its columns are: id, age, sex, y"),
+        (
+            {"similarity": {"income": "abs:1"}},
+            "feature column 'income' is not in the data; its columns are: id, age, sex, y",
+        ),
         ({"similarity": ["age", "income"]}, "feature column 'income' is not in the data"),
         ({"prediction": "score"}, "prediction column 'score' is not in the data"),
         ({"prediction": "sex"}, "prediction column 'sex' has type VARCHAR; it must be numeric"),
         ({"id": "key"}, "id column 'key' is not in the data"),
-        ({"similarity": {"sex": "range:0.1"}}, "feature 'sex' has type VARCHAR, but similarity range:0.1 needs a numeric column"),
-        ({"similarity": {"age": "abs:-2"}}, "feature 'age': malformed similarity 'abs:-2': abs delta must be a finite number >= 0, got -2"),
+        (
+            {"similarity": {"sex": "range:0.1"}},
+            "feature 'sex' has type VARCHAR, but similarity range:0.1 needs a numeric column",
+        ),
+        (
+            {"similarity": {"age": "abs:-2"}},
+            "feature 'age': malformed similarity 'abs:-2': abs delta must be a finite number >= 0, got -2",
+        ),
         ({"similarity": {"age": "window:2"}}, "feature 'age': malformed similarity 'window:2'"),
         ({"similarity": {"age": 3}}, "feature 'age': a similarity kind must be a Similarity object or text"),
         ({"similarity": {}}, "similarity names no features"),
@@ -37,13 +46,22 @@ def explain(data=FRAME, **options):
         ({"targets": 3.5}, "targets=3.5 asks for a fraction of the rows; it must be in (0, 1]"),
         ({"targets": 0}, "targets=0 asks for a sample of targets; it must be between 1 and the 3 rows"),
         ({"targets": 4}, "between 1 and the 3 rows"),
-        ({"targets": {"a": 1}}, "targets must be None, a SQL predicate, a sample size or fraction, or a list of id values; got dict"),
+        (
+            {"targets": {"a": 1}},
+            "targets must be None, a SQL predicate, a sample size or fraction, or a list of id values; got dict",
+        ),
         ({"path": "fastest"}, "path must be one of auto, pairwise, grouping_sets, got 'fastest'"),
-        ({"path": "grouping_sets"}, "path='grouping_sets' needs exact or bins similarity for every feature; ['age'] are not"),
+        (
+            {"path": "grouping_sets"},
+            "path='grouping_sets' needs exact or bins similarity for every feature; ['age'] are not",
+        ),
         ({"targets": "age > 100"}, "targets 'age > 100' selects no rows"),
         ({"targets": "height > 1"}, "reading the data with targets 'height > 1': Binder Error"),
         ({"method": "fast"}, "method must be one of exact, permutation, auto, got 'fast'"),
-        ({"similarity": {"age": "sql:s.height = t.height"}}, "computing similarity masks (check the sql: similarity of ['age'])"),
+        (
+            {"similarity": {"age": "sql:s.height = t.height"}},
+            "computing similarity masks (check the sql: similarity of ['age'])",
+        ),
     ],
 )
 def test_bad_arguments(options, message):
@@ -55,7 +73,9 @@ def test_bad_arguments(options, message):
 @pytest.mark.parametrize("bad", [None, float("nan"), float("inf")])
 def test_bad_values_in_the_prediction(bad):
     frame = FRAME.with_columns(pl.Series("y", [0.1, bad, 0.3], dtype=pl.Float64))
-    with pytest.raises(CohortError, match=r"prediction column 'y' has 1 NULL, NaN or infinite values \(the first at row 1\)"):
+    with pytest.raises(
+        CohortError, match=r"prediction column 'y' has 1 NULL, NaN or infinite values \(the first at row 1\)"
+    ):
         explain(frame)
 
 
@@ -70,7 +90,10 @@ def test_empty_table():
         explain(FRAME.clear())
 
 
-@pytest.mark.parametrize("ids, message", [([1, 1, 2], "id column 'id' has 1 duplicate values"), ([1, None, 2], "id column 'id' has 1 NULL values")])
+@pytest.mark.parametrize(
+    "ids, message",
+    [([1, 1, 2], "id column 'id' has 1 duplicate values"), ([1, None, 2], "id column 'id' has 1 NULL values")],
+)
 def test_bad_id_column(ids, message):
     with pytest.raises(CohortError, match=message):
         explain(FRAME.with_columns(id=pl.Series(ids)), id="id")

@@ -78,7 +78,9 @@ def tables(draw):
     chosen = [draw(st.sampled_from(sorted(EXACT_ARITHMETIC_KINDS))) for _ in names]
     columns = {name: draw(st.lists(cell, min_size=n, max_size=n)) for name in names}
     columns["y"] = draw(st.lists(st.integers(-5, 5).map(float), min_size=n, max_size=n))
-    return pl.DataFrame(columns, schema={**{name: pl.Float64 for name in names}, "y": pl.Float64}), dict(zip(names, chosen))
+    return pl.DataFrame(columns, schema={**{name: pl.Float64 for name in names}, "y": pl.Float64}), dict(
+        zip(names, chosen)
+    )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -108,7 +110,12 @@ def test_hand_worked_three_predictor_example():
     np.testing.assert_allclose(result.shapley_squared[0], [0.0, 0.5, 3.5], atol=1e-14)
     totals = result.totals.row(0, named=True)
     assert totals == {
-        "id": 0, "prediction": 4.0, "cohort_size": 1, "cohort_mean": 4.0, "value": 2.0, "value_squared": 4.0
+        "id": 0,
+        "prediction": 4.0,
+        "cohort_size": 1,
+        "cohort_mean": 4.0,
+        "value": 2.0,
+        "value_squared": 4.0,
     }
 
 
@@ -116,7 +123,9 @@ def test_identical_predictor_columns_get_equal_values():
     rng = np.random.default_rng(7)
     x = rng.uniform(size=60)
     frame = pl.DataFrame({"x": x, "x_copy": x, "z": rng.uniform(size=60), "y": x + rng.normal(scale=0.1, size=60)})
-    result = cohortsql.cohort_shapley(frame, prediction="y", similarity={"x": "abs:0.1", "x_copy": "abs:0.1", "z": "abs:0.1"})
+    result = cohortsql.cohort_shapley(
+        frame, prediction="y", similarity={"x": "abs:0.1", "x_copy": "abs:0.1", "z": "abs:0.1"}
+    )
     np.testing.assert_allclose(result.shapley[:, 0], result.shapley[:, 1], atol=1e-12)
     np.testing.assert_allclose(result.shapley_squared[:, 0], result.shapley_squared[:, 1], atol=1e-12)
 

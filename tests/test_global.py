@@ -77,7 +77,9 @@ EQUIVALENCES = {"a": "exact", "b": "exact", "c": "bins:4", "d": "bins:3"}
 @pytest.mark.parametrize("seed", [0, 1])
 def test_grouping_sets_path_equals_pairwise_path(seed):
     frame = equivalence_table(seed)
-    explain = lambda path, **options: cohortsql.cohort_shapley(frame, prediction="y", similarity=EQUIVALENCES, path=path, **options)
+    explain = lambda path, **options: cohortsql.cohort_shapley(
+        frame, prediction="y", similarity=EQUIVALENCES, path=path, **options
+    )
     pairwise, grouped = explain("pairwise"), explain("grouping_sets")
     assert (pairwise.path, grouped.path) == ("pairwise", "grouping_sets")
     np.testing.assert_allclose(grouped.shapley, pairwise.shapley, atol=1e-12)
@@ -120,7 +122,9 @@ def test_unused_but_correlated_column_gets_a_value():
     zip_code = rng.integers(0, 4, n)
     income = zip_code * 10 + rng.normal(scale=3, size=n)
     frame = pl.DataFrame({"income": income, "zip_code": zip_code, "score": 0.05 * income})
-    result = cohortsql.cohort_shapley(frame, prediction="score", similarity={"income": "range:0.1", "zip_code": "exact"})
+    result = cohortsql.cohort_shapley(
+        frame, prediction="score", similarity={"income": "range:0.1", "zip_code": "exact"}
+    )
     zip_effect = result.global_.filter(pl.col("feature") == "zip_code")["shapley_effect"].item()
     assert zip_effect > 0.05 * result.variance
     assert np.abs(result.shapley[:, 1]).mean() > 0.05
@@ -130,7 +134,9 @@ def test_sampled_standard_errors_are_honest():
     """Over 150 seeds, the sampled effect lies within 1.96 standard errors of the exact one about 95% of the time."""
     frame = window_table(9, n=300)
     similarity = {"x0": "abs:0.1", "x1": "abs:0.2"}
-    exact = cohortsql.variance_shapley(frame, prediction="y", similarity=similarity).effects["shapley_effect"].to_numpy()
+    exact = (
+        cohortsql.variance_shapley(frame, prediction="y", similarity=similarity).effects["shapley_effect"].to_numpy()
+    )
     covered, total = 0, 0
     for seed in range(150):
         sampled = cohortsql.variance_shapley(frame, prediction="y", similarity=similarity, targets=0.2, seed=seed)
@@ -156,7 +162,15 @@ def test_by_groups_any_column():
     frame = equivalence_table(6).with_columns(segment=pl.Series(np.arange(400) % 3))
     result = cohortsql.cohort_shapley(frame, prediction="y", similarity={"a": "exact", "c": "bins:4"})
     grouped = result.by("segment")  # not a model input
-    assert grouped.columns == ["segment", "feature", "targets", "shapley", "shapley_se", "shapley_squared", "shapley_squared_se"]
+    assert grouped.columns == [
+        "segment",
+        "feature",
+        "targets",
+        "shapley",
+        "shapley_se",
+        "shapley_squared",
+        "shapley_squared_se",
+    ]
     assert grouped.height == 3 * 2
     values = result.wide().with_columns(segment=frame["segment"])
     for segment in range(3):
@@ -186,4 +200,6 @@ def test_duplicating_every_row_changes_nothing():
     np.testing.assert_allclose(twice.totals["cohort_size"], 2 * np.tile(once.totals["cohort_size"], 2))
     effects_once = cohortsql.variance_shapley(frame, prediction="y", similarity=WINDOWS)
     effects_twice = cohortsql.variance_shapley(doubled, prediction="y", similarity=WINDOWS)
-    np.testing.assert_allclose(effects_twice.effects["shapley_effect"], effects_once.effects["shapley_effect"], atol=1e-12)
+    np.testing.assert_allclose(
+        effects_twice.effects["shapley_effect"], effects_once.effects["shapley_effect"], atol=1e-12
+    )

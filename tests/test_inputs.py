@@ -57,7 +57,13 @@ def test_pathlib_path(files, expected):
 
 @pytest.mark.parametrize(
     "convert",
-    [lambda f: f, lambda f: f.lazy(), lambda f: f.to_arrow(), lambda f: f.to_pandas(), lambda f: f.to_arrow().to_reader()],
+    [
+        lambda f: f,
+        lambda f: f.lazy(),
+        lambda f: f.to_arrow(),
+        lambda f: f.to_pandas(),
+        lambda f: f.to_arrow().to_reader(),
+    ],
     ids=["polars", "lazy", "arrow", "pandas", "arrow-reader"],
 )
 def test_frames(expected, convert):
@@ -114,7 +120,9 @@ def test_default_kinds():
     )
     result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["few", "many", "label", "flag"])
     assert result.similarity == {"few": "exact", "many": "range:0.1", "label": "exact", "flag": "exact"}
-    given = cohortsql.cohort_shapley(frame, prediction="y", similarity={"few": "exact", "many": "range:0.1", "label": "exact", "flag": "exact"})
+    given = cohortsql.cohort_shapley(
+        frame, prediction="y", similarity={"few": "exact", "many": "range:0.1", "label": "exact", "flag": "exact"}
+    )
     np.testing.assert_allclose(result.shapley, given.shapley, atol=1e-12)
 
 

@@ -50,7 +50,12 @@ def test_predictors_beyond_the_first_mask_word():
     columns["x70"] = rng.integers(0, 3, 50).astype(float)
     frame = pl.DataFrame(columns | {"y": columns["x70"] + rng.normal(size=50)})
     result = cohortsql.cohort_shapley(
-        frame, prediction="y", similarity={f"x{j}": "exact" for j in range(100)}, targets=[0, 1], method="permutation", seed=0
+        frame,
+        prediction="y",
+        similarity={f"x{j}": "exact" for j in range(100)},
+        targets=[0, 1],
+        method="permutation",
+        seed=0,
     )
     np.testing.assert_allclose(result.shapley[:, 70], result.totals["value"], atol=1e-12)
     others = np.delete(result.shapley, 70, axis=1)
@@ -60,7 +65,9 @@ def test_predictors_beyond_the_first_mask_word():
 
 def test_seeded_runs_repeat_and_do_not_depend_on_batching(monkeypatch):
     frame = table(4, 120, 20)
-    options = dict(prediction="y", similarity=[f"x{j}" for j in range(20)], targets=list(range(6)), method="permutation", seed=11)
+    options = dict(
+        prediction="y", similarity=[f"x{j}" for j in range(20)], targets=list(range(6)), method="permutation", seed=11
+    )
     first = cohortsql.cohort_shapley(frame, **options)
     monkeypatch.setattr(pairwise, "HISTOGRAM_ROWS_PER_BATCH", 150)  # one target per batch
     second = cohortsql.cohort_shapley(frame, **options)
@@ -71,7 +78,9 @@ def test_seeded_runs_repeat_and_do_not_depend_on_batching(monkeypatch):
 
 def test_tolerance_stops_early_and_budget_caps():
     frame = table(5, 150, 12)
-    options = dict(prediction="y", similarity=[f"x{j}" for j in range(12)], targets=[0, 1], method="permutation", seed=2)
+    options = dict(
+        prediction="y", similarity=[f"x{j}" for j in range(12)], targets=[0, 1], method="permutation", seed=2
+    )
     loose = cohortsql.cohort_shapley(frame, **options, tolerance=1e6, max_permutations=1000)
     assert (loose.permutations == 2 * permutation.MIN_PAIRS).all()
     tight = cohortsql.cohort_shapley(frame, **options, tolerance=1e-9, max_permutations=40)
@@ -80,8 +89,18 @@ def test_tolerance_stops_early_and_budget_caps():
 
 def test_auto_method_switches_at_sixteen_features():
     small, large = table(6, 60, 16), table(6, 60, 17)
-    assert cohortsql.cohort_shapley(small, prediction="y", similarity=list(small.columns[:-1]), targets=[0], method="auto").method == "exact"
-    assert cohortsql.cohort_shapley(large, prediction="y", similarity=list(large.columns[:-1]), targets=[0], method="auto").method == "permutation"
+    assert (
+        cohortsql.cohort_shapley(
+            small, prediction="y", similarity=list(small.columns[:-1]), targets=[0], method="auto"
+        ).method
+        == "exact"
+    )
+    assert (
+        cohortsql.cohort_shapley(
+            large, prediction="y", similarity=list(large.columns[:-1]), targets=[0], method="auto"
+        ).method
+        == "permutation"
+    )
 
 
 def test_too_many_features_and_bad_budget():
@@ -89,7 +108,9 @@ def test_too_many_features_and_bad_budget():
     with pytest.raises(cohortsql.CohortError, match="at most 128 features; got 129"):
         cohortsql.cohort_shapley(frame, prediction="y", similarity=list(frame.columns[:-1]), method="permutation")
     with pytest.raises(cohortsql.CohortError, match="max_permutations must be at least 2"):
-        cohortsql.cohort_shapley(table(0, 10, 3), prediction="y", similarity=["x0"], method="permutation", max_permutations=1)
+        cohortsql.cohort_shapley(
+            table(0, 10, 3), prediction="y", similarity=["x0"], method="permutation", max_permutations=1
+        )
 
 
 def test_prefix_lengths_by_brute_force():

@@ -47,7 +47,9 @@ def assert_drawn(figure, path):
         lambda r, d: plot.stacked(r),
         lambda r, d: plot.stacked(r, squared=True),
         lambda r, d: plot.effects(r),
-        lambda r, d: plot.effects(cohortsql.variance_shapley(d, prediction="prediction", similarity=SIMILARITY, targets=100, seed=1)),
+        lambda r, d: plot.effects(
+            cohortsql.variance_shapley(d, prediction="prediction", similarity=SIMILARITY, targets=100, seed=1)
+        ),
         lambda r, d: plot.target(r, 204),
         lambda r, d: plot.path(r, 204),
         lambda r, d: plot.cohort_scatter(d, r, 204, "lstat", "rm"),
@@ -71,7 +73,9 @@ def test_similar_interval(result, data):
 def test_plot_command_on_run_output(tmp_path):
     runner = CliRunner()
     out = tmp_path / "explained.parquet"
-    ran = runner.invoke(app, ["run", str(BOSTON), "--prediction", "prediction", "--features", "lstat,rm,chas", "--out", str(out)])
+    ran = runner.invoke(
+        app, ["run", str(BOSTON), "--prediction", "prediction", "--features", "lstat,rm,chas", "--out", str(out)]
+    )
     assert ran.exit_code == 0, ran.output
     for kind in ("stacked", "stacked-squared", "effects", "target", "path"):
         figure = tmp_path / f"{kind}.png"
@@ -87,6 +91,7 @@ def test_plot_command_on_run_output(tmp_path):
 
 def test_to_shap(result):
     import shap  # a dev dependency: the bridge is tested, not skipped
+
     explanation = result.to_shap()
     assert isinstance(explanation, shap.Explanation)
     assert explanation.values.shape == (506, 4)

@@ -17,8 +17,12 @@ def test_memory_settings_apply_and_are_restored_on_the_callers_connection(tmp_pa
     connection = duckdb.connect()
     before = connection.execute("SELECT current_setting('memory_limit')").fetchall()
     result = cohortsql.cohort_shapley(
-        FRAME, prediction="y", similarity={"x": "abs:1", "z": "exact"}, memory_limit="300MB",
-        temp_directory=tmp_path / "spill", connection=connection,
+        FRAME,
+        prediction="y",
+        similarity={"x": "abs:1", "z": "exact"},
+        memory_limit="300MB",
+        temp_directory=tmp_path / "spill",
+        connection=connection,
     )
     assert len(result.ids) == 40
     assert connection.execute("SELECT current_setting('memory_limit')").fetchall() == before

@@ -87,9 +87,7 @@ def test_anchored_decomposition_equals_weighted_marginals(game):
 
 @given(arrays(np.float64, (3, 1 << 4), elements=values))
 def test_superset_sums_by_brute_force(histogram):
-    expected = np.array(
-        [[sum(row[m] for m in range(16) if m & u == u) for u in range(16)] for row in histogram]
-    )
+    expected = np.array([[sum(row[m] for m in range(16) if m & u == u) for u in range(16)] for row in histogram])
     np.testing.assert_allclose(shapley.superset_sums(histogram), expected, atol=1e-9)
 
 

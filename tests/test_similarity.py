@@ -38,7 +38,10 @@ def test_parse(text, kind):
     assert parse_similarity(text) == kind
 
 
-@pytest.mark.parametrize("text", ["exact", "abs:2.5", "relative:0.05", "range:0.1", "quantile:0.1", "quantile:0.1:0.25", "bins:10", "sql:s.a = t.a"])
+@pytest.mark.parametrize(
+    "text",
+    ["exact", "abs:2.5", "relative:0.05", "range:0.1", "quantile:0.1", "quantile:0.1:0.25", "bins:10", "sql:s.a = t.a"],
+)
 def test_text_round_trip(text):
     assert str(parse_similarity(text)) == text
 
@@ -117,5 +120,9 @@ def test_exact_is_null_safe():
 def test_sql_predicate_keeps_the_target_in_its_own_cohort():
     kind = SqlPredicate("s.x > t.x")  # not reflexive on its own
     assert evaluate(kind, {}, [(2.0, 1.0), (1.0, 1.0), (0.0, 1.0), (NULL, NULL), (NULL, 1.0)]) == [
-        True, True, False, True, False,
+        True,
+        True,
+        False,
+        True,
+        False,
     ]

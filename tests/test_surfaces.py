@@ -17,7 +17,12 @@ from cohortsql.engine import DuckDBEngine
 from cohortsql.prepare import prepare
 
 runner = CliRunner()
-SIMILARITY = {"age": "quantile:0.2", "region": "exact", "income": "bins:4", "tenure": "sql:abs(s.tenure - t.tenure) <= 2"}
+SIMILARITY = {
+    "age": "quantile:0.2",
+    "region": "exact",
+    "income": "bins:4",
+    "tenure": "sql:abs(s.tenure - t.tenure) <= 2",
+}
 
 
 @pytest.fixture(scope="module")
@@ -46,12 +51,22 @@ def parquet(tmp_path, frame):
 def library_histogram(path, targets):
     """The histogram the library itself computes, keyed by target id."""
     with DuckDBEngine() as engine:
-        prepared = prepare(engine, str(path), prediction="score", similarity=SIMILARITY, id="loan", targets=targets,
-                           seed=None, max_features=128)
+        prepared = prepare(
+            engine,
+            str(path),
+            prediction="score",
+            similarity=SIMILARITY,
+            id="loan",
+            targets=targets,
+            seed=None,
+            max_features=128,
+        )
         ids = prepared.distinct_targets.column("__cohort_id").to_pylist()
         rows = []
         for start, _, histogram in pairwise._histograms(engine, prepared, 1000):
-            for target, mask, count, total in zip(histogram["target"], histogram["mask0"], histogram["subjects"], histogram["sum_y"]):
+            for target, mask, count, total in zip(
+                histogram["target"], histogram["mask0"], histogram["subjects"], histogram["sum_y"]
+            ):
                 rows.append((ids[start + target], int(mask), int(count), float(total)))
     return pl.DataFrame(rows, schema=["target", "mask0", "subjects", "sum_y"], orient="row").sort("target", "mask0")
 
@@ -70,18 +85,30 @@ def test_sql_histogram_gives_the_same_cohort_shapley_values(parquet):
     histogram = duckdb.sql(text).fetchnumpy()
     mean = pl.read_parquet(parquet)["score"].mean()
     counts, sums = shapley.scatter_histograms(
-        np.zeros(len(histogram["mask0"]), dtype=int), histogram["mask0"], histogram["subjects"], histogram["sum_y"], 1, 4
+        np.zeros(len(histogram["mask0"]), dtype=int),
+        histogram["mask0"],
+        histogram["subjects"],
+        histogram["sum_y"],
+        1,
+        4,
     )
     values = shapley.cohort_shapley(counts, sums, mean, np.ones(1))
-    result = cohortsql.cohort_shapley(str(parquet), prediction="score", similarity=SIMILARITY, id="loan", targets=["L7"])
+    result = cohortsql.cohort_shapley(
+        str(parquet), prediction="score", similarity=SIMILARITY, id="loan", targets=["L7"]
+    )
     np.testing.assert_allclose(values.shapley, result.shapley, atol=1e-12)
 
 
 @pytest.mark.parametrize("dialect", ["spark", "bigquery", "snowflake", "postgres"])
 def test_other_dialects_parse(parquet, dialect):
     text = cohortsql.histogram_sql(
-        str(parquet), prediction="score", similarity=SIMILARITY, id="loan", targets=["L1"],
-        dialect=dialect, table="analytics.loans",
+        str(parquet),
+        prediction="score",
+        similarity=SIMILARITY,
+        id="loan",
+        targets=["L1"],
+        dialect=dialect,
+        table="analytics.loans",
     )
     assert "analytics.loans" in text
     body = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
@@ -90,8 +117,23 @@ def test_other_dialects_parse(parquet, dialect):
 
 
 def test_sql_command_and_spark_output(parquet):
-    result = runner.invoke(app, ["sql", str(parquet), "--prediction", "score", "--id", "loan",
-                                 "--similar", "age=range:0.1", "--similar", "region=exact", "--dialect", "spark"])
+    result = runner.invoke(
+        app,
+        [
+            "sql",
+            str(parquet),
+            "--prediction",
+            "score",
+            "--id",
+            "loan",
+            "--similar",
+            "age=range:0.1",
+            "--similar",
+            "region=exact",
+            "--dialect",
+            "spark",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "parquet.`" in result.output
     body = "\n".join(line for line in result.output.splitlines() if not line.startswith("--"))
@@ -102,23 +144,60 @@ def test_sql_command_and_spark_output(parquet):
 
 def test_global_command(parquet, tmp_path):
     out = tmp_path / "effects.csv"
-    result = runner.invoke(app, ["global", str(parquet), "--prediction", "score", "--similar", "age=range:0.1",
-                                 "--similar", "region=exact", "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "global",
+            str(parquet),
+            "--prediction",
+            "score",
+            "--similar",
+            "age=range:0.1",
+            "--similar",
+            "region=exact",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "explain" in result.output and "share" in result.output
     written = pl.read_csv(out)
-    expected = cohortsql.variance_shapley(str(parquet), prediction="score", similarity={"age": "range:0.1", "region": "exact"})
+    expected = cohortsql.variance_shapley(
+        str(parquet), prediction="score", similarity={"age": "range:0.1", "region": "exact"}
+    )
     np.testing.assert_allclose(written["shapley_effect"], expected.effects["shapley_effect"], rtol=1e-9)
-    sampled = runner.invoke(app, ["global", str(parquet), "--prediction", "score", "--features", "age,region",
-                                  "--sample", "0.5", "--seed", "3"])
+    sampled = runner.invoke(
+        app,
+        ["global", str(parquet), "--prediction", "score", "--features", "age,region", "--sample", "0.5", "--seed", "3"],
+    )
     assert sampled.exit_code == 0 and "75 targets of 150 subjects" in sampled.output
 
 
 def test_run_with_permutation_options_as_a_subprocess(parquet, tmp_path):
     out = tmp_path / "out.parquet"
-    command = [sys.executable, "-m", "cohortsql.cli", "run", str(parquet), "--prediction", "score", "--id", "loan",
-               "--features", "age,region,income", "--target-ids", "L1,L2", "--method", "permutation", "--seed", "4",
-               "--max-permutations", "20", "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "cohortsql.cli",
+        "run",
+        str(parquet),
+        "--prediction",
+        "score",
+        "--id",
+        "loan",
+        "--features",
+        "age,region,income",
+        "--target-ids",
+        "L1,L2",
+        "--method",
+        "permutation",
+        "--seed",
+        "4",
+        "--max-permutations",
+        "20",
+        "--out",
+        str(out),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "method permutation" in done.stdout
