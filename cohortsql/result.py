@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -150,14 +150,10 @@ class CohortShapleyResult:
         standard error is 0. For a random sample of targets it is the sample mean's standard error, with
         the finite-population correction.
         """
-        return _effects_table(
-            self.features,
-            self.shapley_squared.mean(axis=0),
-            self.shapley_squared,
-            self.population,
-            self.variance,
-            self.shapley_squared_se,
-        ).with_columns(mean_abs_shapley=pl.Series(np.abs(self.shapley).mean(axis=0)))
+        errors = _standard_error(self.shapley_squared, self.population, self.shapley_squared_se)
+        return _effects_table(self.features, self.shapley_squared.mean(axis=0), errors, self.variance).with_columns(
+            mean_abs_shapley=pl.Series(np.abs(self.shapley).mean(axis=0))
+        )
 
     def by(self, column: str) -> pl.DataFrame:
         """Per group of `column` (any column of the data, a model input or not) and feature: the group's
@@ -257,12 +253,14 @@ class ShapleyEffects:
         path: str,
     ) -> ShapleyEffects:
         """Effects = Shapley values of the game v_var; standard errors from the targets' squared values
-        (their mean equals the effects, by linearity), or 0 where v_var is exact over every subject."""
+        (their mean equals the effects, by linearity), or 0 (None given) where v_var is exact over every subject."""
         effects = shapley_values(game)
         if squared_values is None:
-            squared_values = np.broadcast_to(effects, (subjects, len(features)))
+            errors = np.zeros(len(features))
+        else:
+            errors = _standard_error(squared_values, population)
         return cls(
-            effects=_effects_table(features, effects, squared_values, population, variance),
+            effects=_effects_table(features, effects, errors, variance),
             explained=float(game[-1]),
             variance=variance,
             subjects=subjects,
@@ -282,19 +280,12 @@ class ShapleyEffects:
         )
 
 
-def _effects_table(
-    features: tuple[str, ...],
-    effects: np.ndarray,
-    squared_values: np.ndarray,
-    population: int | None,
-    variance: float,
-    monte_carlo_se: np.ndarray | None = None,
-) -> pl.DataFrame:
+def _effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.ndarray, variance: float) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "feature": list(features),
             "shapley_effect": effects,
-            "shapley_effect_se": _standard_error(squared_values, population, monte_carlo_se),
+            "shapley_effect_se": errors,
             "share": effects / variance if variance > 0 else np.full(len(effects), np.nan),
         }
     )
