@@ -151,13 +151,11 @@ def path(source: Source, id: object) -> Figure:
     _, totals, paths = read_tables(source)
     row = _target_row(totals, id)
     steps = paths.filter(pl.col("id") == id).sort("step")
-    labels = ["all"] + [f"+{feature}" for feature in steps["feature"].to_list()]
-    mean = row["cohort_mean"] - row["value"]
-    sizes = np.concatenate([[np.nan], steps["cohort_size"].to_numpy()])
-    means = np.concatenate([[mean], steps["cohort_mean"].to_numpy()])
+    labels = ["all"] + [f"+{feature}" for feature in steps["feature"].to_list()[1:]]
+    sizes, means = steps["cohort_size"].to_numpy(), steps["cohort_mean"].to_numpy()
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(max(6, 0.6 * len(labels)), 5.5), sharex=True)
     x = np.arange(len(labels))
-    top.plot(x[1:], sizes[1:], marker="o")
+    top.plot(x, sizes, marker="o")
     top.set_yscale("log")
     top.set_ylabel("cohort size")
     bottom.plot(x, means, marker="o", color="tab:red")

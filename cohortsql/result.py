@@ -126,17 +126,21 @@ class CohortShapleyResult:
     @cached_property
     def paths(self) -> pl.DataFrame:
         """Each target's refinement path (the paper's cohort refinement): one row per (target, step) with
-        ``id``, ``step`` (1 = the most important feature), ``feature`` added at that step, and the
-        ``cohort_size`` and ``cohort_mean`` of the cohort similar to the target on the features so far."""
+        ``id``, ``step``, the ``feature`` added at that step (step 0: none, the cohort is every subject;
+        step 1: the most important feature), and the ``cohort_size`` and ``cohort_mean`` of the cohort
+        similar to the target on the features so far."""
         targets, d = self.path_order.shape
-        names = np.array(self.features, dtype=object)
+        names = np.array([None, *self.features], dtype=object)
+        order = np.column_stack([np.zeros(targets, dtype=np.int64), self.path_order + 1])
+        sizes = np.column_stack([np.full(targets, self.subjects), self.path_size])
+        means = np.column_stack([np.full(targets, self.mean), self.path_mean])
         return pl.DataFrame(
             {
-                "id": self.ids.gather(np.repeat(np.arange(targets), d)),
-                "step": np.tile(np.arange(1, d + 1), targets),
-                "feature": pl.Series(names[self.path_order.reshape(-1)].tolist(), dtype=pl.String),
-                "cohort_size": self.path_size.reshape(-1),
-                "cohort_mean": self.path_mean.reshape(-1),
+                "id": self.ids.gather(np.repeat(np.arange(targets), d + 1)),
+                "step": np.tile(np.arange(d + 1), targets),
+                "feature": pl.Series(names[order.reshape(-1)].tolist(), dtype=pl.String),
+                "cohort_size": sizes.reshape(-1),
+                "cohort_mean": means.reshape(-1),
             }
         )
 

@@ -154,3 +154,32 @@ def test_twenty_predictors_exact():
     assert result.shapley.shape == (3, d)
     np.testing.assert_allclose(result.shapley.sum(axis=1), result.totals["value"], atol=1e-10)
     np.testing.assert_allclose(result.shapley_squared.sum(axis=1), result.totals["value_squared"], atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["exact", "permutation"])
+def test_refinement_paths_by_brute_force(method):
+    """Step k's cohort: subjects similar to the target on its k most important features."""
+    rng = np.random.default_rng(21)
+    frame = pl.DataFrame({f"x{j}": rng.uniform(size=60) for j in range(4)} | {"y": rng.normal(size=60)})
+    windows = {f"x{j}": 0.1 + 0.1 * j for j in range(4)}
+    result = cohortsql.cohort_shapley(
+        frame,
+        prediction="y",
+        similarity={name: f"abs:{delta}" for name, delta in windows.items()},
+        targets=[0, 7, 33],
+        method=method,
+        seed=1,
+    )
+    y = frame["y"].to_numpy()
+    for row, target in enumerate([0, 7, 33]):
+        steps = result.paths.filter(pl.col("id") == target).sort("step")
+        assert steps["step"].to_list() == [0, 1, 2, 3, 4]
+        assert steps["cohort_size"][0] == 60 and steps["cohort_mean"][0] == pytest.approx(y.mean())
+        expected_order = [result.features[j] for j in np.argsort(-np.abs(result.shapley[row]), kind="stable")]
+        assert steps["feature"].to_list()[1:] == expected_order
+        members = np.ones(60, dtype=bool)
+        for step, feature in enumerate(expected_order, start=1):
+            column = frame[feature].to_numpy()
+            members &= np.abs(column - column[target]) <= windows[feature]
+            assert steps["cohort_size"][step] == members.sum()
+            assert steps["cohort_mean"][step] == pytest.approx(y[members].mean(), abs=1e-12)
