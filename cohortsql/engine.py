@@ -35,6 +35,8 @@ _READERS = {
 }
 _COMPRESSION_SUFFIXES = {".gz", ".zst"}
 _GLOB_CHARACTERS = set("*?[")
+_BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
+"""Units of DuckDB's display of memory_limit (e.g. '953.6 MiB')."""
 
 
 class DuckDBEngine:
@@ -59,6 +61,15 @@ class DuckDBEngine:
         for name, value in settings.items():
             if value is not None:
                 self._set(name, str(value))
+
+    @property
+    def memory_limit_bytes(self) -> int | None:
+        """DuckDB's memory limit in bytes when the caller set one through this engine, else None."""
+        if "memory_limit" not in self._previous_settings:
+            return None
+        (shown,) = self.fetch_rows("SELECT current_setting('memory_limit')", context="reading memory_limit")[0]
+        number, _, unit = str(shown).partition(" ")
+        return int(float(number) * _BINARY_UNITS.get(unit, 1))
 
     def _set(self, name: str, value: str) -> None:
         (previous,) = self.fetch_rows(f"SELECT current_setting({render_string(name)})", context=f"reading {name}")[0]

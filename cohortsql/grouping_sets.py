@@ -39,7 +39,7 @@ def variance_game(engine: DuckDBEngine, prepared: Prepared) -> np.ndarray:
 def grouping_sets_batches(engine: DuckDBEngine, prepared: Prepared) -> Iterator[shapley.CohortShapley]:
     """Exact cohort Shapley values of the targets, one batch at a time (each batch walks the lattice)."""
     cells, codes, counts, centered = _cells(engine, prepared)
-    batch_size = shapley.targets_per_batch(prepared.d)
+    batch_size = shapley.targets_per_batch(prepared.d, prepared.batch_bytes)
     for start in range(0, prepared.distinct_targets.num_rows, batch_size):
         batch = prepared.numbered_targets(start, batch_size)
         name = engine.temporary_name("targets")

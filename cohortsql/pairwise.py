@@ -18,9 +18,9 @@ from cohortsql.engine import DuckDBEngine
 from cohortsql.prepare import Prepared
 from cohortsql.similarity import SqlPredicate
 
-HISTOGRAM_ROWS_PER_BATCH = 1 << 22
-"""Bound on the rows of one batch's histogram for the permutation method (at most one row per
-target and distinct subject row): about 200 MB of numpy arrays."""
+HISTOGRAM_ROW_BYTES = 64
+"""Memory one histogram row takes in numpy for the permutation method (target, mask words, count and
+sum, sorted copies and unpacked bits); a batch has at most one row per target and subject row."""
 
 
 def _histograms(engine: DuckDBEngine, prepared: Prepared, batch_size: int) -> Iterator[tuple[int, int, dict[str, Any]]]:
@@ -40,7 +40,7 @@ def _histograms(engine: DuckDBEngine, prepared: Prepared, batch_size: int) -> It
 def pairwise_batches(engine: DuckDBEngine, prepared: Prepared) -> Iterator[shapley.CohortShapley]:
     """Exact cohort Shapley values, one batch of distinct targets at a time."""
     d = prepared.d
-    for start, rows, histogram in _histograms(engine, prepared, shapley.targets_per_batch(d)):
+    for start, rows, histogram in _histograms(engine, prepared, shapley.targets_per_batch(d, prepared.batch_bytes)):
         counts, sums = shapley.scatter_histograms(
             histogram["target"], histogram["mask0"], histogram["subjects"], histogram["sum_y"], rows, d
         )
@@ -63,7 +63,7 @@ def permutation_batches(
     generators = [
         np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(prepared.distinct_targets.num_rows)
     ]
-    batch_size = max(1, HISTOGRAM_ROWS_PER_BATCH // max(1, subject_rows))
+    batch_size = max(1, prepared.batch_bytes // HISTOGRAM_ROW_BYTES // max(1, subject_rows))
     for start, rows, histogram in _histograms(engine, prepared, batch_size):
         order = np.argsort(histogram["target"], kind="stable")
         words = [histogram[f"mask{index}"][order] for index in range(-(-d // compile.MASK_WORD_BITS))]

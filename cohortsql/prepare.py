@@ -18,6 +18,10 @@ from cohortsql.plan import ResolvedFeature, SimilarityArgument, plan_features, r
 from cohortsql.similarity import SqlPredicate
 from cohortsql.sqltext import quote_identifier
 
+BATCH_MEMORY_BYTES = 256 * 2**20
+"""Budget for the numpy arrays of one batch of targets; with a DuckDB memory_limit, a quarter of it
+when that is less."""
+
 COMPRESS_BELOW = 0.8
 """Identical subjects are collapsed before the join when the distinct predictor rows are at most this
 fraction of the rows (estimated with approx_count_distinct); otherwise collapsing costs more than it saves."""
@@ -51,6 +55,8 @@ class Prepared:
     """For each row of `target_table`, its row in `distinct_targets`."""
     multiplicity: np.ndarray
     """For each distinct target, how many targets it stands for."""
+    batch_bytes: int
+    """Budget for one batch's numpy arrays: targets per batch are derived from it and d."""
 
     @property
     def mean(self) -> float:
@@ -116,18 +122,24 @@ def prepare(
     )
     distinct, group, multiplicity = _distinct_targets(target_table, resolved, mergeable)
     return Prepared(
-        source,
-        subjects,
-        weighted,
-        resolved,
-        statistics,
-        target_table,
-        _target_data(engine, source, target_table),
-        population,
-        distinct,
-        group,
-        multiplicity,
+        source=source,
+        subjects=subjects,
+        weighted_subjects=weighted,
+        features=resolved,
+        statistics=statistics,
+        target_table=target_table,
+        target_data=_target_data(engine, source, target_table),
+        population=population,
+        distinct_targets=distinct,
+        target_group=group,
+        multiplicity=multiplicity,
+        batch_bytes=_batch_bytes(engine),
     )
+
+
+def _batch_bytes(engine: DuckDBEngine) -> int:
+    limit = engine.memory_limit_bytes
+    return BATCH_MEMORY_BYTES if limit is None else min(BATCH_MEMORY_BYTES, limit // 4)
 
 
 def _target_data(engine: DuckDBEngine, source: str, target_table: pa.Table) -> pl.DataFrame:

@@ -163,16 +163,13 @@ CACHE_CHUNK_VALUES = 1 << 17
 """Values per array in one chunk of targets (1 MiB of float64): every pass of the transforms then
 runs in the CPU cache instead of streaming the whole batch from memory d times."""
 
-BATCH_MEMORY_BYTES = 256 * 2**20
-"""Budget for the numpy arrays of one batch of targets."""
-
 _ARRAYS_PER_TARGET = 6
 """float64 arrays of length 2^d held per target while a batch is assembled."""
 
 
-def targets_per_batch(d: int) -> int:
-    """How many targets' 2^d cohort values fit in `BATCH_MEMORY_BYTES`."""
-    return max(1, BATCH_MEMORY_BYTES // (_ARRAYS_PER_TARGET * 8 << d))
+def targets_per_batch(d: int, budget_bytes: int) -> int:
+    """How many targets' 2^d cohort values fit in `budget_bytes` of numpy arrays."""
+    return max(1, budget_bytes // (_ARRAYS_PER_TARGET * 8 << d))
 
 
 def cohort_shapley(counts: np.ndarray, sums: np.ndarray, mean: float, weights: np.ndarray) -> CohortShapley:

@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 import cohortsql
-from cohortsql import pairwise, permutation
+from cohortsql import pairwise, permutation, prepare
 
 
 def table(seed, n, d):
@@ -69,7 +69,7 @@ def test_seeded_runs_repeat_and_do_not_depend_on_batching(monkeypatch):
         prediction="y", similarity=[f"x{j}" for j in range(20)], targets=list(range(6)), method="permutation", seed=11
     )
     first = cohortsql.cohort_shapley(frame, **options)
-    monkeypatch.setattr(pairwise, "HISTOGRAM_ROWS_PER_BATCH", 150)  # one target per batch
+    monkeypatch.setattr(prepare, "BATCH_MEMORY_BYTES", 150 * pairwise.HISTOGRAM_ROW_BYTES)  # one target per batch
     second = cohortsql.cohort_shapley(frame, **options)
     np.testing.assert_allclose(first.shapley, second.shapley, atol=1e-14)  # sums in another order
     other = cohortsql.cohort_shapley(frame, **(options | {"seed": 12}))

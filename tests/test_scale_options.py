@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import cohortsql
-from cohortsql import progress, shapley
+from cohortsql import prepare, progress, shapley
 
 FRAME = pl.DataFrame({"x": np.arange(40) % 7 * 1.0, "z": np.arange(40) % 3, "y": np.arange(40) / 10})
 
@@ -28,6 +28,17 @@ def test_memory_settings_apply_and_are_restored_on_the_callers_connection(tmp_pa
     assert connection.execute("SELECT current_setting('memory_limit')").fetchall() == before
 
 
+def test_memory_limit_bounds_the_batches():
+    """A quarter of DuckDB's memory limit, when less than the default budget, bounds each batch."""
+    with cohortsql.engine.DuckDBEngine(memory_limit="400MB") as engine:
+        assert engine.memory_limit_bytes == pytest.approx(400e6, rel=1e-3)
+        assert prepare._batch_bytes(engine) == engine.memory_limit_bytes // 4
+    with cohortsql.engine.DuckDBEngine() as engine:
+        assert engine.memory_limit_bytes is None
+        assert prepare._batch_bytes(engine) == prepare.BATCH_MEMORY_BYTES
+    assert shapley.targets_per_batch(20, 100 * 2**20) == 2  # 6 arrays of 2^20 doubles per target
+
+
 def test_bad_memory_limit_names_the_setting():
     with pytest.raises(cohortsql.CohortError, match="setting memory_limit = 'lots'"):
         cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["x"], memory_limit="lots")
@@ -35,7 +46,7 @@ def test_bad_memory_limit_names_the_setting():
 
 def test_batches_of_targets_give_the_same_values(monkeypatch):
     whole = cohortsql.cohort_shapley(FRAME, prediction="y", similarity={"x": "abs:1", "z": "exact"})
-    monkeypatch.setattr(shapley, "BATCH_MEMORY_BYTES", 1)  # one target per batch
+    monkeypatch.setattr(prepare, "BATCH_MEMORY_BYTES", 1)  # one target per batch
     batched = cohortsql.cohort_shapley(FRAME, prediction="y", similarity={"x": "abs:1", "z": "exact"})
     np.testing.assert_allclose(batched.shapley, whole.shapley, atol=1e-14)
 
@@ -60,7 +71,7 @@ def test_progress_shows_on_a_terminal_only():
 
 def test_progress_over_real_batches(monkeypatch, capsys):
     """Progress counts distinct targets: targets with identical predictors are computed once."""
-    monkeypatch.setattr(shapley, "BATCH_MEMORY_BYTES", 1)
+    monkeypatch.setattr(prepare, "BATCH_MEMORY_BYTES", 1)
     cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["x"], progress=True)
     assert "cohortsql: 7/7 targets" in capsys.readouterr().err
     cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["x"], progress=False)
