@@ -8,6 +8,7 @@ permutation method walks random chains of cohorts over the distinct masks. Batch
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,7 +67,7 @@ def permutation_batches(
     batch_size = max(1, prepared.batch_bytes // HISTOGRAM_ROW_BYTES // max(1, subject_rows))
     for start, rows, histogram in _histograms(engine, prepared, batch_size):
         order = np.argsort(histogram["target"], kind="stable")
-        words = [histogram[f"mask{index}"][order] for index in range(-(-d // compile.MASK_WORD_BITS))]
+        words = [histogram[f"mask{index}"][order] for index in range(math.ceil(d / compile.MASK_WORD_BITS))]
         bits = permutation.unpack_masks(words, d, compile.MASK_WORD_BITS)
         counts, sums = histogram["subjects"][order].astype(np.float64), histogram["sum_y"][order]
         bounds = np.searchsorted(histogram["target"][order], np.arange(rows + 1))

@@ -71,10 +71,16 @@ def prefix_lengths(bits: np.ndarray, complete: np.ndarray, order: np.ndarray) ->
     return lengths
 
 
-def chain_values(lengths: np.ndarray, counts: np.ndarray, sums: np.ndarray, mean: float, d: int) -> np.ndarray:
-    """v(C_i) = ybar_{C_i} - ybar for i = 0 .. d along one permutation's chain (v(C_0) = 0)."""
+def chain_cohorts(lengths: np.ndarray, counts: np.ndarray, sums: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """|C_i| and the sum of y over C_i for i = 0 .. d: C_i holds the masks with prefix length >= i."""
     sizes = np.bincount(lengths, weights=counts, minlength=d + 1)[::-1].cumsum()[::-1]
     totals = np.bincount(lengths, weights=sums, minlength=d + 1)[::-1].cumsum()[::-1]
+    return sizes, totals
+
+
+def chain_values(lengths: np.ndarray, counts: np.ndarray, sums: np.ndarray, mean: float, d: int) -> np.ndarray:
+    """v(C_i) = ybar_{C_i} - ybar for i = 0 .. d along one permutation's chain (v(C_0) = 0)."""
+    sizes, totals = chain_cohorts(lengths, counts, sums, d)
     values = totals / sizes - mean
     values[0] = 0.0
     return values
@@ -121,24 +127,21 @@ def estimate(
             deviation = pair - mean_pair
             mean_pair += deviation / pairs
             squares += deviation * (pair - mean_pair)
-        errors = _standard_errors(squares, pairs)
-        if tolerance is not None and pairs >= MIN_PAIRS and np.nanmax(errors) <= tolerance:
+        if tolerance is not None and pairs >= MIN_PAIRS and np.nanmax(_standard_errors(squares, pairs)) <= tolerance:
             break
     errors = _standard_errors(squares, pairs)
-    size = counts[complete].sum()
     order = importance_order(mean_pair[0])
-    lengths = prefix_lengths(bits, complete, order)
-    path_size = np.bincount(lengths, weights=counts, minlength=d + 1)[::-1].cumsum()[::-1]
+    path_sizes, path_sums = chain_cohorts(prefix_lengths(bits, complete, order), counts, sums, d)
     return PermutationEstimate(
         shapley=mean_pair[0],
         shapley_squared=mean_pair[1],
         shapley_se=errors[0],
         shapley_squared_se=errors[1],
-        cohort_size=int(size),
-        cohort_mean=float(sums[complete].sum() / size),
+        cohort_size=int(path_sizes[-1]),
+        cohort_mean=float(path_sums[-1] / path_sizes[-1]),
         path_order=order,
-        path_size=path_size[1:].astype(np.int64),
-        path_mean=chain_values(lengths, counts, sums, mean, d)[1:] + mean,
+        path_size=path_sizes[1:].astype(np.int64),
+        path_mean=path_sums[1:] / path_sizes[1:],
         permutations=2 * pairs,
     )
 
