@@ -84,7 +84,16 @@ def cohort_shapley(
     if max_permutations < 2:
         raise CohortError(f"max_permutations must be at least 2 (one antithetic pair), got {max_permutations}")
     with DuckDBEngine(connection, memory_limit=memory_limit, temp_directory=temp_directory) as engine:
-        prepared = _prepare(engine, data, prediction, similarity, id, targets, seed, MAX_FEATURES)
+        prepared = prepare(
+            engine,
+            data,
+            prediction=prediction,
+            similarity=similarity,
+            id=id,
+            targets=targets,
+            seed=seed,
+            max_features=MAX_FEATURES,
+        )
         if _choose_method(method, prepared.d) == "permutation":
             batches = permutation_batches(
                 engine, prepared, seed=seed, max_permutations=max_permutations, tolerance=tolerance
@@ -119,7 +128,16 @@ def variance_shapley(
     Arguments are those of `cohort_shapley`.
     """
     with DuckDBEngine(connection, memory_limit=memory_limit, temp_directory=temp_directory) as engine:
-        prepared = _prepare(engine, data, prediction, similarity, id, targets, seed, MAX_EXACT_FEATURES)
+        prepared = prepare(
+            engine,
+            data,
+            prediction=prediction,
+            similarity=similarity,
+            id=id,
+            targets=targets,
+            seed=seed,
+            max_features=MAX_EXACT_FEATURES,
+        )
         count = prepared.target_table.num_rows
         chosen = _choose_path(path, prepared, count)
         if chosen == "grouping_sets" and targets is None:
@@ -165,7 +183,16 @@ def histogram_sql(
     """
     _check_choice("dialect", dialect, DIALECTS)
     with DuckDBEngine(connection) as engine:
-        prepared = _prepare(engine, data, prediction, similarity, id, targets, seed, MAX_FEATURES)
+        prepared = prepare(
+            engine,
+            data,
+            prediction=prediction,
+            similarity=similarity,
+            id=id,
+            targets=targets,
+            seed=seed,
+            max_features=MAX_FEATURES,
+        )
         chosen_ids = (
             None
             if targets is None or isinstance(targets, str)
@@ -188,28 +215,6 @@ def histogram_sql(
     comments = "\n".join(line for line in sql.splitlines() if line.startswith("--"))
     body = "\n".join(line for line in sql.splitlines() if not line.startswith("--"))
     return comments + "\n" + sqlglot.transpile(body, read="duckdb", write=dialect, pretty=True)[0]
-
-
-def _prepare(
-    engine: DuckDBEngine,
-    data: Any,
-    prediction: str,
-    similarity: SimilarityArgument,
-    id: str | None,
-    targets: Targets,
-    seed: int | None,
-    max_features: int,
-) -> Prepared:
-    return prepare(
-        engine,
-        data,
-        prediction=prediction,
-        similarity=similarity,
-        id=id,
-        targets=targets,
-        seed=seed,
-        max_features=max_features,
-    )
 
 
 def _exact_values(engine: DuckDBEngine, prepared: Prepared, path: str, progress: bool | None) -> shapley.CohortShapley:
