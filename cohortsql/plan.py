@@ -142,15 +142,15 @@ def statistics_needed(feature: Feature, column: str) -> dict[str, str]:
 
 def resolve_feature(feature: Feature, statistics: Statistics) -> ResolvedFeature:
     """The feature's final kind, given the whole-table values of `statistics_needed`."""
-    if statistics.get("infinite"):
-        raise CohortError(
-            f"feature {feature.name!r} has {statistics['infinite']} infinite values;"
-            " similarity windows need finite numbers (replace them, or use 'exact')"
-        )
     kind = feature.kind
     if kind is None:
         numeric = feature.as_double and statistics["distinct"] > LOW_CARDINALITY
         kind = DEFAULT_WINDOW if numeric else Exact()
+    if kind.numeric and statistics.get("infinite"):
+        raise CohortError(
+            f"feature {feature.name!r} has {statistics['infinite']} infinite values;"
+            f" similarity {kind} needs finite numbers (replace them, or use 'exact')"
+        )
     return ResolvedFeature(
         feature.name, kind, feature.column, dict(statistics), bool(statistics["missing"]), feature.as_double
     )

@@ -154,3 +154,10 @@ def test_result_tables(expected, tmp_path):
     expected.write_parquet(path)
     assert pl.read_parquet(path).equals(local)
     assert list(tmp_path.iterdir()) == [path]
+
+
+def test_infinity_is_a_value_like_any_other_under_exact():
+    frame = pl.DataFrame({"x": [1.0, float("inf"), float("inf"), 2.0], "y": [1.0, 2.0, 4.0, 5.0]})
+    result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["x"])  # 3 distinct values -> exact
+    assert result.similarity == {"x": "exact"}
+    assert result.totals["cohort_mean"].to_list() == [1.0, 3.0, 3.0, 5.0]
