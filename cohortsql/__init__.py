@@ -5,7 +5,8 @@ Mase, Owen & Seiler, "Explaining black box decisions by Shapley cohort refinemen
 
 from cohortsql import namespace as namespace  # noqa: F401  (registers df.cohort on polars frames)
 from cohortsql.api import cohort_shapley, histogram_sql, variance_shapley
-from cohortsql.errors import CohortError
+from cohortsql.assemble import assemble
+from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.result import CohortShapleyResult, ShapleyEffects
 from cohortsql.similarity import (
     AbsoluteWindow,
@@ -23,6 +24,7 @@ __all__ = [
     "AbsoluteWindow",
     "Bins",
     "CohortError",
+    "CohortWarning",
     "CohortShapleyResult",
     "Exact",
     "QuantileWindow",
@@ -31,6 +33,7 @@ __all__ = [
     "Similarity",
     "ShapleyEffects",
     "SqlPredicate",
+    "assemble",
     "cohort_shapley",
     "histogram_sql",
     "parse_similarity",

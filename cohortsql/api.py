@@ -1,23 +1,28 @@
-"""The public entry points of cohortsql: local cohort Shapley values and global Shapley effects."""
+"""The public entry points of cohortsql: local cohort Shapley values, global Shapley effects, SQL out."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
 
-import duckdb
 import numpy as np
 import polars as pl
 
-from cohortsql import compile, shapley
-from cohortsql.engine import DuckDBEngine
-from cohortsql.errors import CohortError
+from cohortsql import compile, permutation, shapley
+from cohortsql.dialects import DUCKDB, NATIVE_DIALECTS
+from cohortsql.engines import Engine, EngineName, EngineSettings, open_engine
+from cohortsql.engines.base import file_format
+from cohortsql.errors import CohortError, check_choice
 from cohortsql.grouping_sets import grouping_sets_batches, variance_game
 from cohortsql.pairwise import pairwise_batches, permutation_batches
 from cohortsql.plan import SimilarityArgument
-from cohortsql.prepare import Prepared, Targets, prepare
+from cohortsql.prepare import Prepared, Targets, TargetSet, prepare, read_target_data, select_targets
 from cohortsql.progress import track
 from cohortsql.result import CohortShapleyResult, ShapleyEffects
+from cohortsql.sqltext import check_expression, is_query
 
 MAX_EXACT_FEATURES = 24
 """Exact cohort Shapley keeps 2^d values per target; beyond this d it needs more memory than it is worth."""
@@ -28,12 +33,41 @@ MAX_FEATURES = 128
 AUTO_EXACT_FEATURES = 16
 """``method="auto"`` is exact up to this d (at most 65,536 cohorts per target), permutation above."""
 
-METHODS = ("exact", "permutation", "auto")
+Method = Literal["exact", "permutation", "auto"]
+METHODS: tuple[Method, ...] = ("exact", "permutation", "auto")
 
-PATHS = ("auto", "pairwise", "grouping_sets")
+CohortPath = Literal["auto", "pairwise", "grouping_sets"]
+PATHS: tuple[CohortPath, ...] = ("auto", "pairwise", "grouping_sets")
 """How exact cohorts are found: ``pairwise`` (any kinds; a join of targets with subjects) or
 ``grouping_sets`` (only exact and bins; no join). ``auto`` takes grouping sets when every kind is an
 equivalence and there are at least 2^(d-1) targets, where it does less work than the join."""
+
+SqlDialect = Literal["duckdb", "spark", "bigquery", "snowflake", "postgres"]
+DIALECTS: tuple[SqlDialect, ...] = ("duckdb", "spark", "bigquery", "snowflake", "postgres")
+
+SqlVariant = Literal["histogram", "collapsed", "cells"]
+VARIANTS: tuple[SqlVariant, ...] = ("histogram", "collapsed", "cells")
+"""What `histogram_sql` computes: the mask histogram, the same after collapsing identical subjects,
+or (exact and bins only) the equivalence cells, with no join at all."""
+
+
+@contextmanager
+def opened_engine(
+    data: Any,
+    engine: str | None,
+    connection: Any,
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+) -> Iterator[Engine]:
+    """The engine for a call, closed (dropping what it created) when the call ends."""
+    settings = EngineSettings(
+        memory_limit=memory_limit, temp_directory=None if temp_directory is None else str(temp_directory)
+    )
+    running = open_engine(data, engine=engine, connection=connection, settings=settings)
+    try:
+        yield running
+    finally:
+        running.close()
 
 
 def cohort_shapley(
@@ -43,15 +77,16 @@ def cohort_shapley(
     similarity: SimilarityArgument,
     id: str | None = None,
     targets: Targets = None,
-    method: str = "exact",
+    method: Method = "exact",
     seed: int | None = None,
     tolerance: float | None = None,
     max_permutations: int = 200,
-    path: str = "auto",
+    path: CohortPath = "auto",
     memory_limit: str | None = None,
     temp_directory: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
-    connection: duckdb.DuckDBPyConnection | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
 ) -> CohortShapleyResult:
     """Cohort Shapley values of every feature for every target (Mase, Owen & Seiler).
 
@@ -61,8 +96,9 @@ def cohort_shapley(
     games (DESIGN §2).
 
     Args:
-        data: a path (parquet, csv, json, globs), a pyarrow Table, a polars DataFrame or
-            LazyFrame, a pandas DataFrame, a DuckDB relation, or the name of a table on `connection`.
+        data: a path (parquet, csv, json, globs), a SQL query, a pyarrow Table, a polars DataFrame or
+            LazyFrame, a pandas DataFrame, a DuckDB relation, a Spark DataFrame, or the name of a
+            table on `connection`.
         prediction: the column to explain (a model's prediction or an observed response).
         similarity: feature -> similarity kind (object or text such as ``"range:0.1"``), or a
             list of feature names that get default kinds; its order is the feature order.
@@ -78,31 +114,36 @@ def cohort_shapley(
         memory_limit: DuckDB's memory limit while computing, e.g. ``"1GB"``; beyond it DuckDB spills.
         temp_directory: where DuckDB spills.
         progress: report progress on stderr; None reports on long runs when stderr is a terminal.
-        connection: a DuckDB connection to run on (needed to read its tables by name).
+        connection: a DuckDB connection or a SparkSession to run on (needed to read its tables by name).
+        engine: ``"duckdb"`` or ``"spark"``; by default the one the data or connection belongs to, else DuckDB.
+
+    Targets come in id order (row order when ids are row positions).
     """
-    _check_choice("method", method, METHODS)
+    check_choice("method", method, METHODS)
     if max_permutations < 2:
         raise CohortError(f"max_permutations must be at least 2 (one antithetic pair), got {max_permutations}")
-    with DuckDBEngine(connection, memory_limit=memory_limit, temp_directory=temp_directory) as engine:
+    with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
         prepared = prepare(
-            engine,
+            running,
             data,
             prediction=prediction,
             similarity=similarity,
             id=id,
-            targets=targets,
-            seed=seed,
+            target_predicate=targets if isinstance(targets, str) else None,
             max_features=MAX_FEATURES,
         )
+        chosen = select_targets(running, prepared, targets, seed)
+        target_data = read_target_data(running, prepared, chosen)
         if _choose_method(method, prepared.d) == "permutation":
             batches = permutation_batches(
-                engine, prepared, seed=seed, max_permutations=max_permutations, tolerance=tolerance
+                running, prepared, chosen, seed=seed, max_permutations=max_permutations, tolerance=tolerance
             )
-            tracked = track(batches, total=prepared.distinct_targets.num_rows, size=len, enabled=progress)
-            return _permutation_result(prepared, [estimate for batch in tracked for estimate in batch])
-        chosen_path = _choose_path(path, prepared, prepared.target_table.num_rows)
-        values = _exact_values(engine, prepared, chosen_path, progress)
-    return _exact_result(prepared, values, chosen_path)
+            tracked = track(batches, total=chosen.distinct.num_rows, size=len, enabled=progress)
+            estimates = [estimate for batch in tracked for estimate in batch]
+            return _permutation_result(prepared, chosen, target_data, estimates)
+        chosen_path = _choose_path(path, prepared, chosen.count)
+        values = _exact_values(running, prepared, chosen, chosen_path, progress)
+    return _exact_result(prepared, chosen, target_data, values, chosen_path)
 
 
 def variance_shapley(
@@ -113,11 +154,12 @@ def variance_shapley(
     id: str | None = None,
     targets: Targets = None,
     seed: int | None = None,
-    path: str = "auto",
+    path: CohortPath = "auto",
     memory_limit: str | None = None,
     temp_directory: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
-    connection: duckdb.DuckDBPyConnection | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
 ) -> ShapleyEffects:
     """Shapley effects: the exact Shapley values of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2.
 
@@ -127,37 +169,35 @@ def variance_shapley(
     `seed`) v_var is the sample mean over the sampled targets and every effect gets a standard error.
     Arguments are those of `cohort_shapley`.
     """
-    with DuckDBEngine(connection, memory_limit=memory_limit, temp_directory=temp_directory) as engine:
+    with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
         prepared = prepare(
-            engine,
+            running,
             data,
             prediction=prediction,
             similarity=similarity,
             id=id,
-            targets=targets,
-            seed=seed,
+            target_predicate=targets if isinstance(targets, str) else None,
             max_features=MAX_EXACT_FEATURES,
         )
-        count = prepared.target_table.num_rows
-        chosen = _choose_path(path, prepared, count)
-        if chosen == "grouping_sets" and targets is None:
-            game, squared = variance_game(engine, prepared), None
+        if targets is None and _choose_path(path, prepared, prepared.subject_count) == "grouping_sets":
+            game, squared, count, population = variance_game(running, prepared), None, prepared.subject_count, None
+            chosen_path: str = "grouping_sets"
         else:
-            values = _exact_values(engine, prepared, chosen, progress)
+            chosen = select_targets(running, prepared, targets, seed)
+            count, population = chosen.count, chosen.population
+            chosen_path = _choose_path(path, prepared, count)
+            values = _exact_values(running, prepared, chosen, chosen_path, progress)
             game, squared = values.squared_games / count, values.shapley_squared
     return ShapleyEffects.from_game(
         features=tuple(feature.name for feature in prepared.features),
         game=game,
-        variance=float(prepared.statistics["variance"]),
-        subjects=int(prepared.statistics["subjects"]),
+        variance=prepared.variance,
+        subjects=prepared.subject_count,
         targets=count,
         squared_values=squared,
-        population=prepared.population,
-        path=chosen,
+        population=population,
+        path=chosen_path,
     )
-
-
-DIALECTS = ("duckdb", "spark", "bigquery", "snowflake", "postgres")
 
 
 def histogram_sql(
@@ -168,45 +208,62 @@ def histogram_sql(
     id: str | None = None,
     targets: Targets = None,
     table: str | None = None,
-    dialect: str = "duckdb",
+    dialect: SqlDialect = "duckdb",
+    variant: SqlVariant = "histogram",
     seed: int | None = None,
-    connection: duckdb.DuckDBPyConnection | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
 ) -> str:
     """The heavy step (DESIGN §2 step 1) as one SQL query, to run in a warehouse where the data live.
 
-    cohortsql reads `data` once to compute the whole-table statistics the similarity kinds need
-    (they enter the query as literals) and to check the request. The query reads `table` (your own
-    SQL text: a table name, or any table expression; default: how DuckDB reads `data`) and returns
-    one row per (target id, similarity mask) with ``subjects`` and ``sum_y``: the histogram that
-    `cohortsql.shapley.cohort_shapley` turns into cohort Shapley values. Other dialects than DuckDB's
-    are transpiled with sqlglot (``pip install 'cohortsql[sql]'``).
+    cohortsql reads `data` to check the request and settle each feature's kind (defaults need the
+    number of distinct values); the query computes every whole-table statistic itself. It reads
+    `table` (a table name or any table expression, in the target dialect; default: the file `data`
+    names) and returns, for `variant`:
+
+    - ``histogram``: one row per (target, similarity mask) with ``subjects``, ``sum_y`` and ``sum_y2``
+      (sums of y - mean and its square), the target's ``prediction`` and the whole-table ``mean``;
+    - ``collapsed``: the same, after merging subjects with identical predictors (not with ``sql:`` kinds);
+    - ``cells``: for ``exact`` and ``bins`` kinds only, the subjects grouped by their keys, each
+      target a row of its own: no join at all.
+
+    `cohortsql.assemble` turns the result into cohort Shapley values. DuckDB and Spark SQL are
+    written natively; other dialects are transpiled from DuckDB's with sqlglot (``pip install 'cohortsql[sql]'``).
     """
-    _check_choice("dialect", dialect, DIALECTS)
-    with DuckDBEngine(connection) as engine:
+    check_choice("dialect", dialect, DIALECTS)
+    check_choice("variant", variant, VARIANTS)
+    with opened_engine(data, engine, connection) as running:
         prepared = prepare(
-            engine,
+            running,
             data,
             prediction=prediction,
             similarity=similarity,
             id=id,
-            targets=targets,
-            seed=seed,
+            target_predicate=targets if isinstance(targets, str) else None,
             max_features=MAX_FEATURES,
         )
-        chosen_ids = (
-            None
-            if targets is None or isinstance(targets, str)
-            else prepared.target_table.column("__cohort_id").to_pylist()
-        )
-        sql = compile.standalone_histogram(
-            prepared.source if table is None else table,
-            prepared.features,
-            prediction,
-            id,
-            targets if isinstance(targets, str) else None,
-            chosen_ids,
-        )
-    if dialect == "duckdb":
+        chosen_ids = None
+        if not (targets is None or isinstance(targets, str)):
+            chosen_ids = select_targets(running, prepared, targets, seed).table.column("__cohort_id").to_pylist()
+    if variant == "cells" and not all(feature.kind.equivalence for feature in prepared.features):
+        raise CohortError("variant='cells' needs exact or bins similarity for every feature")
+    if variant == "collapsed" and prepared.custom:
+        raise CohortError("variant='collapsed' cannot merge subjects under sql: similarity (it may read any column)")
+    native = NATIVE_DIALECTS.get(dialect, DUCKDB)
+    sql = compile.standalone(
+        _standalone_source(data, table, native),
+        prepared.features,
+        prediction,
+        native.quote(id) if id is not None else native.scan_position(),
+        prepared.target_predicate,
+        _standalone_condition(prepared, chosen_ids, native),
+        native,
+        variant=variant,
+        position_note=(
+            f"-- Without an id column, a target is its 0-based row position in {native.scan_order}." if id is None else ""
+        ),
+    )
+    if dialect in NATIVE_DIALECTS:
         return sql
     try:
         import sqlglot
@@ -217,18 +274,27 @@ def histogram_sql(
     return comments + "\n" + sqlglot.transpile(body, read="duckdb", write=dialect, pretty=True)[0]
 
 
-def _exact_values(engine: DuckDBEngine, prepared: Prepared, path: str, progress: bool | None) -> shapley.CohortShapley:
+def _standalone_source(data: Any, table: str | None, dialect: Any) -> str:
+    if table is not None:
+        return check_expression(table, "table")
+    if isinstance(data, (str, Path)) and not is_query(str(data)):
+        return str(dialect.read_file(str(data), file_format(str(data))))
+    raise CohortError("name the table the SQL reads (table= / --table): the data is not a file")
+
+
+def _standalone_condition(prepared: Prepared, chosen_ids: list[Any] | None, dialect: Any) -> str:
+    if chosen_ids is not None:
+        return f"__cohort_id IN ({', '.join(dialect.literal(value) for value in chosen_ids)})"
+    return compile.target_condition(prepared.target_predicate is not None, None)
+
+
+def _exact_values(
+    engine: Engine, prepared: Prepared, targets: TargetSet, path: str, progress: bool | None
+) -> shapley.CohortShapley:
     """Exact values of every target, batch by batch on the chosen path, fanned out to duplicate targets."""
-    batches = (grouping_sets_batches if path == "grouping_sets" else pairwise_batches)(engine, prepared)
-    tracked = track(
-        batches, total=prepared.distinct_targets.num_rows, size=lambda batch: len(batch.shapley), enabled=progress
-    )
-    return shapley.fan_out(shapley.concatenate(list(tracked)), prepared.target_group)
-
-
-def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise CohortError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    batches = (grouping_sets_batches if path == "grouping_sets" else pairwise_batches)(engine, prepared, targets)
+    tracked = track(batches, total=targets.distinct.num_rows, size=lambda batch: len(batch.shapley), enabled=progress)
+    return shapley.fan_out(shapley.concatenate(list(tracked)), targets.group)
 
 
 def _choose_method(method: str, d: int) -> str:
@@ -243,7 +309,7 @@ def _choose_method(method: str, d: int) -> str:
 
 
 def _choose_path(path: str, prepared: Prepared, targets: int) -> str:
-    _check_choice("path", path, PATHS)
+    check_choice("path", path, PATHS)
     windows = [str(feature.name) for feature in prepared.features if not feature.kind.equivalence]
     if path == "grouping_sets" and windows:
         raise CohortError(
@@ -255,47 +321,50 @@ def _choose_path(path: str, prepared: Prepared, targets: int) -> str:
     return path
 
 
-def _common_fields(prepared: Prepared) -> dict[str, Any]:
-    statistics = prepared.statistics
+def _common_fields(prepared: Prepared, targets: TargetSet, target_data: pl.DataFrame) -> dict[str, Any]:
     return dict(
-        ids=pl.Series("id", prepared.target_table.column("__cohort_id")),
+        ids=pl.Series("id", targets.table.column("__cohort_id")),
         features=tuple(feature.name for feature in prepared.features),
         similarity={feature.name: str(feature.kind) for feature in prepared.features},
         kinds={feature.name: feature.kind for feature in prepared.features},
-        feature_statistics={feature.name: dict(feature.statistics) for feature in prepared.features},
+        feature_statistics={feature.name: dict(feature.parameters) for feature in prepared.features},
         mean=prepared.mean,
-        variance=float(statistics["variance"]),
-        subjects=int(statistics["subjects"]),
-        prediction=prepared.target_table.column("__cohort_y").to_numpy(),
-        targets=prepared.target_data,
-        population=prepared.population,
+        variance=prepared.variance,
+        subjects=prepared.subject_count,
+        prediction=target_data[prepared.prediction].cast(pl.Float64).to_numpy(),
+        targets=target_data,
+        population=targets.population,
     )
 
 
-def _exact_result(prepared: Prepared, values: shapley.CohortShapley, path: str) -> CohortShapleyResult:
+def _exact_result(
+    prepared: Prepared, targets: TargetSet, target_data: pl.DataFrame, values: shapley.CohortShapley, path: str
+) -> CohortShapleyResult:
     return CohortShapleyResult(
-        **_common_fields(prepared),
+        **_common_fields(prepared, targets, target_data),
         cohort_size=values.cohort_size,
-        cohort_mean=values.cohort_mean,
+        cohort_mean=values.cohort_mean + prepared.pilot,
         shapley=values.shapley,
         shapley_squared=values.shapley_squared,
         path_order=values.path_order,
         path_size=values.path_size,
-        path_mean=values.path_mean,
+        path_mean=values.path_mean + prepared.pilot,
         method="exact",
         path=path,
     )
 
 
-def _permutation_result(prepared: Prepared, estimates: list) -> CohortShapleyResult:
-    group = prepared.target_group
-    stacked = {
-        name: np.array([getattr(estimate, name) for estimate in estimates])[group] for name in estimates[0]._fields
-    }
+def _permutation_result(
+    prepared: Prepared,
+    targets: TargetSet,
+    target_data: pl.DataFrame,
+    estimates: list[permutation.PermutationEstimate],
+) -> CohortShapleyResult:
+    stacked = permutation.stack(estimates, targets.group)
     return CohortShapleyResult(
-        **_common_fields(prepared),
+        **_common_fields(prepared, targets, target_data),
         cohort_size=stacked["cohort_size"],
-        cohort_mean=stacked["cohort_mean"],
+        cohort_mean=stacked["cohort_mean"] + prepared.pilot,
         shapley=stacked["shapley"],
         shapley_squared=stacked["shapley_squared"],
         shapley_se=stacked["shapley_se"],
@@ -303,7 +372,8 @@ def _permutation_result(prepared: Prepared, estimates: list) -> CohortShapleyRes
         permutations=stacked["permutations"],
         path_order=stacked["path_order"],
         path_size=stacked["path_size"],
-        path_mean=stacked["path_mean"],
+        path_mean=stacked["path_mean"] + prepared.pilot,
         method="permutation",
         path="pairwise",
     )
+

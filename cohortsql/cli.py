@@ -1,8 +1,9 @@
 """The `cohortsql` command line: explain a prediction table from the shell.
 
-Commands: `run` (cohort Shapley values of every target), `global` (Shapley effects) and `sql` (the
-heavy step as SQL for a warehouse). Every failure a user can cause prints one line on stderr and
-exits with status 2 (``--debug`` shows the traceback instead). Output files are written atomically.
+Commands: `run` (cohort Shapley values of every target), `global` (Shapley effects), `sql` (the
+heavy step as SQL for a warehouse), `assemble` (results from that SQL's output) and `plot`. Every
+failure a user can cause prints one line on stderr and exits with status 2 (``--debug`` shows the
+traceback instead). Output files are written atomically.
 """
 
 from __future__ import annotations
@@ -15,18 +16,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-import duckdb
 import typer
 
-from cohortsql.api import DIALECTS, METHODS, cohort_shapley, histogram_sql, variance_shapley
+from cohortsql.api import DIALECTS, METHODS, VARIANTS, cohort_shapley, histogram_sql, variance_shapley
+from cohortsql.assemble import assemble as assemble_histogram
+from cohortsql.engines import ENGINES, EngineSettings, open_engine, spark_session
+from cohortsql.engines.base import database_table
 from cohortsql.errors import CohortError
-from cohortsql.output import sibling_path, write_frame, write_tables
+from cohortsql.output import sibling_path, write_frame
 from cohortsql.result import CohortShapleyResult, ShapleyEffects
+from cohortsql.sqltext import is_query
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
-_QUERY = re.compile(r"^\s*(select|with|from|values)\b", re.IGNORECASE)
-_DATABASE_TABLE = re.compile(r"^(?P<database>.+\.(duckdb|db|ddb)):(?P<table>[^:]+)$")
 _PATH_KEYS = ("data", "out", "database")
 
 Data = Annotated[
@@ -64,30 +66,54 @@ Out = Annotated[
         help="Write the results here (.parquet or .csv); `run` writes the per-target totals and refinement paths beside it (_totals, _paths)."
     ),
 ]
-IntoTable = Annotated[str | None, typer.Option(help="Also write the results into this table of --database.")]
+IntoTable = Annotated[
+    str | None,
+    typer.Option(help="Also write the results into this table (of --database on DuckDB, of the catalog on Spark)."),
+]
 Database = Annotated[Path | None, typer.Option(help="DuckDB database file for --into-table.")]
+Replace = Annotated[bool, typer.Option(help="Let --into-table replace existing tables of the same names.")]
+EngineOption = Annotated[
+    str | None, typer.Option("--engine", help=f"{' | '.join(ENGINES)} (default duckdb; spark for Spark tables).")
+]
+SparkMaster = Annotated[
+    str | None,
+    typer.Option(help="Spark master URL (default local[*]; with SPARK_REMOTE set and no master: Spark Connect)."),
+]
 Config = Annotated[Path | None, typer.Option(help="TOML file with any of these options; flags override it.")]
 Top = Annotated[int, typer.Option(help="How many features the summary lists.")]
 Progress = Annotated[
     bool | None, typer.Option("--progress/--no-progress", help="Progress on stderr (default: on a terminal).")
 ]
 Debug = Annotated[bool, typer.Option(help="Show the traceback of a failure.")]
-Table = Annotated[str | None, typer.Option(help="The table the SQL reads (default: how DuckDB reads DATA).")]
+Table = Annotated[str | None, typer.Option(help="The table the SQL reads (default: the file DATA names).")]
 Dialect = Annotated[str, typer.Option(help=f"{' | '.join(DIALECTS)}.")]
+Variant = Annotated[
+    str,
+    typer.Option(
+        help="histogram (one row per target and mask), collapsed (identical subjects merged first),"
+        " cells (exact/bins only: no join)."
+    ),
+]
 
-REQUEST_KEYS = ("data", "prediction", "id", "similar", "features", "targets", "target_ids", "sample", "seed", "config")
-RUN_KEYS = REQUEST_KEYS + (
-    "method",
-    "tolerance",
-    "max_permutations",
-    "memory_limit",
-    "temp_directory",
-    "out",
-    "into_table",
-    "database",
+REQUEST_KEYS = (
+    "data",
+    "prediction",
+    "id",
+    "similar",
+    "features",
+    "targets",
+    "target_ids",
+    "sample",
+    "seed",
+    "config",
+    "engine",
+    "spark_master",
 )
-GLOBAL_KEYS = REQUEST_KEYS + ("memory_limit", "temp_directory", "out", "into_table", "database")
-SQL_KEYS = REQUEST_KEYS + ("table", "dialect")
+OUTPUT_KEYS = ("out", "into_table", "database", "replace")
+RUN_KEYS = REQUEST_KEYS + ("method", "tolerance", "max_permutations", "memory_limit", "temp_directory") + OUTPUT_KEYS
+GLOBAL_KEYS = REQUEST_KEYS + ("memory_limit", "temp_directory") + OUTPUT_KEYS
+SQL_KEYS = REQUEST_KEYS + ("table", "dialect", "variant")
+ASSEMBLE_KEYS = ("similar", "features", "method", "seed", "tolerance", "max_permutations", "config", *OUTPUT_KEYS)
 
 
 @app.callback()
@@ -123,6 +149,9 @@ def run(
     out: Out = None,
     into_table: IntoTable = None,
     database: Database = None,
+    replace: Replace = False,
+    engine: EngineOption = None,
+    spark_master: SparkMaster = None,
     config: Config = None,
     top: Top = 10,
     progress: Progress = None,
@@ -131,14 +160,12 @@ def run(
     """Cohort Shapley values of every feature for every target; prints the most important features."""
     with _reported_failures(debug):
         options = _options(locals(), RUN_KEYS)
-        with _opened(options) as (source, connection):
-            result = cohort_shapley(
-                source,
-                **_request(options),
-                connection=connection,
-                progress=progress,
-                **_pick(options, "method", "tolerance", "max_permutations", "memory_limit", "temp_directory"),
-            )
+        result = cohort_shapley(
+            options.get("data"),
+            **_request(options),
+            progress=progress,
+            **_pick(options, "method", "tolerance", "max_permutations", "memory_limit", "temp_directory"),
+        )
         written = _write(options, {"": result.local, "totals": result.totals, "paths": result.paths})
         typer.echo(summary(result, top) + written)
 
@@ -166,16 +193,18 @@ def global_(
     out: Out = None,
     into_table: IntoTable = None,
     database: Database = None,
+    replace: Replace = False,
+    engine: EngineOption = None,
+    spark_master: SparkMaster = None,
     config: Config = None,
     debug: Debug = False,
 ) -> None:
     """Shapley effects: how much of the variance of the prediction each feature explains."""
     with _reported_failures(debug):
         options = _options(locals(), GLOBAL_KEYS)
-        with _opened(options) as (source, connection):
-            effects = variance_shapley(
-                source, **_request(options), connection=connection, **_pick(options, "memory_limit", "temp_directory")
-            )
+        effects = variance_shapley(
+            options.get("data"), **_request(options), **_pick(options, "memory_limit", "temp_directory")
+        )
         written = _write(options, {"": effects.effects})
         typer.echo(effects_summary(effects) + written)
 
@@ -184,7 +213,8 @@ def global_(
     epilog=(
         "Examples:\n\n"
         "  cohortsql sql examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm"
-        " --target-ids 3,17 --dialect spark --table analytics.boston_scores"
+        " --target-ids 3,17 --dialect spark --table analytics.boston_scores\n\n"
+        "  cohortsql sql scores.parquet --prediction score --id loan --features region,band --variant cells"
     )
 )
 def sql(
@@ -199,19 +229,65 @@ def sql(
     seed: Seed = None,
     table: Table = None,
     dialect: Dialect = "duckdb",
+    variant: Variant = "histogram",
+    engine: EngineOption = None,
+    spark_master: SparkMaster = None,
     config: Config = None,
     debug: Debug = False,
 ) -> None:
-    """Print the heavy step (the similarity-mask histogram) as SQL to run where the data live.
+    """Print the heavy step (the similarity-mask histogram, or the cells) as SQL to run where the data live.
 
-    Whole-table statistics are computed from DATA and written into the query as literals.
+    The query computes its own whole-table statistics; `cohortsql assemble` turns its result into
+    the values `run` gives.
     """
     with _reported_failures(debug):
         options = _options(locals(), SQL_KEYS)
-        with _opened(options) as (source, connection):
-            typer.echo(
-                histogram_sql(source, **_request(options), connection=connection, **_pick(options, "table", "dialect"))
-            )
+        typer.echo(
+            histogram_sql(options.get("data"), **_request(options), **_pick(options, "table", "dialect", "variant"))
+        )
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  cohortsql sql scores.parquet --prediction score --id loan --features age,region > histogram.sql\n\n"
+        "  (run histogram.sql in the warehouse, save its result as histogram.parquet)\n\n"
+        "  cohortsql assemble histogram.parquet --features age,region --out explained.parquet"
+    )
+)
+def assemble(
+    histogram: Annotated[
+        Path | None, typer.Argument(help="The result of the `cohortsql sql` query (.parquet or .csv).")
+    ] = None,
+    similar: Similar = None,
+    features: Features = None,
+    method: Method = None,
+    seed: Seed = None,
+    tolerance: Tolerance = None,
+    max_permutations: MaxPermutations = None,
+    out: Out = None,
+    into_table: IntoTable = None,
+    database: Database = None,
+    replace: Replace = False,
+    config: Config = None,
+    top: Top = 10,
+    debug: Debug = False,
+) -> None:
+    """Cohort Shapley values from the result of `cohortsql sql`, computed in any warehouse.
+
+    Name the features as for `cohortsql sql`, in the same order.
+    """
+    with _reported_failures(debug):
+        options = _options(locals(), ASSEMBLE_KEYS)
+        if histogram is None:
+            raise CohortError("no HISTOGRAM given: pass the file the `cohortsql sql` query's result was saved to")
+        result = assemble_histogram(
+            histogram,
+            similarity=_similarity(options.get("similar"), options.get("features")),
+            **_pick(options, "method", "seed", "tolerance", "max_permutations"),
+        )
+        written = _write(options, {"": result.local, "totals": result.totals, "paths": result.paths})
+        typer.echo(summary(result, top) + written)
 
 
 PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path")
@@ -314,6 +390,8 @@ def _options(arguments: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]
 
 def _request(options: dict[str, Any]) -> dict[str, Any]:
     """The arguments every API function takes, from the merged options."""
+    if not options.get("data"):
+        raise CohortError("no DATA given: pass a file, FILE.duckdb:TABLE or a SQL query (or data = ... in --config)")
     if not options.get("prediction"):
         raise CohortError("no --prediction given: name the column to explain")
     chosen = [name for name in ("targets", "target_ids", "sample") if options.get(name) is not None]
@@ -324,48 +402,24 @@ def _request(options: dict[str, Any]) -> dict[str, Any]:
         if not float(sample).is_integer():
             raise CohortError(f"--sample {sample}: a count must be a whole number (or a fraction below 1)")
         sample = int(sample)
+    engine = options.get("engine")
+    if engine is not None and engine not in ENGINES:
+        raise CohortError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if options.get("spark_master") and engine != "spark":
+        raise CohortError("--spark-master needs --engine spark")
     return dict(
         prediction=options["prediction"],
         similarity=_similarity(options.get("similar"), options.get("features")),
         id=options.get("id"),
         targets=options.get("targets") or _target_ids(options.get("target_ids")) or sample,
         seed=options.get("seed"),
+        engine=engine,
+        connection=spark_session(options.get("spark_master")) if engine == "spark" else None,
     )
 
 
 def _pick(options: dict[str, Any], *names: str) -> dict[str, Any]:
     return {name: options[name] for name in names if options.get(name) is not None}
-
-
-@contextmanager
-def _opened(options: dict[str, Any]) -> Iterator[tuple[Any, duckdb.DuckDBPyConnection | None]]:
-    """DATA as something the API reads, with the connection it needs (if any)."""
-    data = options.get("data")
-    if not data:
-        raise CohortError("no DATA given: pass a file, FILE.duckdb:TABLE or a SQL query (or data = ... in --config)")
-    if _QUERY.match(data):
-        connection = duckdb.connect()
-        try:
-            try:
-                relation = connection.sql(data)
-            except duckdb.Error as error:
-                raise CohortError(f"DATA query: {str(error).splitlines()[0]}") from None
-            yield relation, connection
-        finally:
-            connection.close()
-        return
-    match = _DATABASE_TABLE.match(data)
-    if match and not Path(data).exists():
-        database = match["database"]
-        if not Path(database).is_file():
-            raise CohortError(f"no DuckDB database file {database!r}; check the path")
-        connection = duckdb.connect(database, read_only=True)
-        try:
-            yield match["table"], connection
-        finally:
-            connection.close()
-        return
-    yield data, None
 
 
 def _similarity(similar: dict[str, str] | None, features: str | list[str] | None) -> dict[str, str | None]:
@@ -388,17 +442,16 @@ def _split_similar(text: str) -> tuple[str, str]:
 
 
 def _target_ids(text: str | list[Any] | None) -> list[Any] | None:
+    """--target-ids as given: the values are parsed by the id column's type (dates, text like 003, integers)."""
     if text is None or isinstance(text, list):
         return text
-    values = [value.strip() for value in text.split(",") if value.strip()]
-    if values and all(re.fullmatch(r"-?\d+", value) for value in values):
-        return [int(value) for value in values]
-    return values
+    return [value.strip() for value in text.split(",") if value.strip()] or None
 
 
 def _write(options: dict[str, Any], tables: dict[str, Any]) -> str:
-    """--out (the first table at the path, others beside it) and --into-table/--database; says what it wrote."""
-    if options.get("into_table") and not options.get("database"):
+    """--out (the first table at the path, others beside it) and --into-table; says what it wrote."""
+    engine = options.get("engine") or "duckdb"
+    if options.get("into_table") and engine == "duckdb" and not options.get("database"):
         raise CohortError("--into-table needs --database FILE.duckdb")
     if options.get("database") and not options.get("into_table"):
         raise CohortError("--database needs --into-table NAME")
@@ -411,10 +464,28 @@ def _write(options: dict[str, Any], tables: dict[str, Any]) -> str:
             written.append(str(path))
     if options.get("into_table"):
         name = options["into_table"]
-        names = {f"{name}_{label}" if label else name: frame for label, frame in tables.items()}
-        write_tables(options["database"], names)
-        written.extend(f"{options['database']}: {table}" for table in names)
+        names = {f"{name}_{label}" if label else name: frame.to_arrow() for label, frame in tables.items()}
+        database = options.get("database")
+        connection = spark_session(options.get("spark_master")) if engine == "spark" else None
+        settings = EngineSettings(database=None if database is None else str(database))
+        target = open_engine(engine=engine, connection=connection, settings=settings)
+        try:
+            target.write_tables(names, replace=bool(options.get("replace")), protected=_input_tables(options))
+        finally:
+            target.close()
+        where = f"{database}: " if database else ""
+        written.extend(f"{where}{table}" for table in names)
     return "".join(f"\nwrote {item}" for item in written)
+
+
+def _input_tables(options: dict[str, Any]) -> tuple[str, ...]:
+    """Tables that --into-table must never replace: the run's own input table in the same database."""
+    data = str(options.get("data") or "")
+    in_database = database_table(data)
+    if in_database is not None and options.get("database"):
+        database, table = in_database
+        return (table,) if Path(database).resolve() == Path(options["database"]).resolve() else ()
+    return (data,) if options.get("engine") == "spark" and not is_query(data) else ()
 
 
 def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -434,7 +505,7 @@ def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, .
         for key in _PATH_KEYS:
             # Paths in a config file are relative to the file, so it works from any directory.
             value = options.get(key)
-            if isinstance(value, str) and not _QUERY.match(value) and not Path(value).is_absolute():
+            if isinstance(value, str) and not is_query(value) and not Path(value).is_absolute():
                 options[key] = str(Path(config).parent / value)
     for key, value in flags.items():
         if value in (None, [], {}):

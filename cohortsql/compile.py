@@ -1,88 +1,37 @@
-"""Pure functions from a checked specification to SQL text (DESIGN §2 step 1). Nothing runs here.
+"""Pure functions from a checked specification to SQL text for a dialect (DESIGN §2 step 1). Nothing runs here.
 
 Subjects are aliased ``s`` and targets ``t`` in every query, which is what ``sql:`` similarity
-predicates refer to. Templates live in ``sql/``; this module fills them in.
+predicates refer to. Templates live in ``sql/``; this module fills them in. Whole-table parameters
+of similarity kinds enter as literals (`literal_parameters`) when cohortsql computed them first, or
+as columns of a statistics CTE (`statistics_parameters`) in the standalone queries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from cohortsql.plan import Feature, ResolvedFeature, statistics_needed
-from cohortsql.similarity import SqlPredicate
-from cohortsql.sqltext import quote_identifier, render_literal, render_number, template
+from cohortsql.dialects import Dialect
+from cohortsql.plan import Feature, ResolvedFeature, feature_statistics, parameter_aggregates
+from cohortsql.similarity import Bins, Exact, ParameterSql, SqlPredicate
+from cohortsql.sqltext import template
 
 SUBJECT_ALIAS = "s"
 TARGET_ALIAS = "t"
 
+MASK_WORD_BITS = 63
+"""Similarity masks are split into BIGINT words of 63 bits (never negative), so any d fits, on any engine."""
 
-def _subject_columns(
-    features: Sequence[Feature | ResolvedFeature],
-    prediction: str,
-    id: str | None,
-    target_predicate: str | None,
-    keep_data_columns: bool,
-) -> dict[str, str]:
-    """The template fields that define a subject row: id, y, target flag, prepared predictors."""
-    return dict(
-        id="row_number() OVER () - 1" if id is None else quote_identifier(id),
-        prediction=quote_identifier(prediction),
-        is_target="TRUE" if target_predicate is None else f"coalesce(({target_predicate}), FALSE)",
-        predictors=",\n    ".join(_prepared_column(feature) for feature in features),
-        data_columns=",\n    *" if keep_data_columns else "",
-    )
+_BAD_Y = "NOT coalesce(abs(CAST({y} AS DOUBLE)) < CAST('Infinity' AS DOUBLE), FALSE)"
+"""True for a NULL, NaN or infinite value of the explained column."""
 
 
-def prepare_subjects(
-    source: str,
-    subjects: str,
-    features: Sequence[Feature],
-    prediction: str,
-    id: str | None,
-    target_predicate: str | None,
-    keep_data_columns: bool,
-) -> str:
-    """CREATE the subjects table from `source` (an already rendered table expression)."""
-    return template("prepare_subjects").format(
-        subjects=quote_identifier(subjects),
-        source=source,
-        **_subject_columns(features, prediction, id, target_predicate, keep_data_columns),
-    )
+def _ordinals(count: int) -> str:
+    return ", ".join(str(position) for position in range(1, count + 1))
 
 
-def standalone_histogram(
-    source: str,
-    features: Sequence[ResolvedFeature],
-    prediction: str,
-    id: str | None,
-    target_predicate: str | None,
-    target_ids: Sequence[object] | None,
-) -> str:
-    """The mask histogram as one query over `source` alone (DuckDB SQL), for running elsewhere.
-
-    Targets are every row, the rows where `target_predicate` holds, or the rows whose id is in
-    `target_ids`; the result's ``target`` column holds their ids."""
-    if target_ids is not None:
-        condition = f"__cohort_id IN ({', '.join(render_literal(value) for value in target_ids)})"
-    else:
-        condition = "__cohort_target"
-    custom = any(isinstance(feature.kind, SqlPredicate) for feature in features)
-    masks = mask_words(features)
-    return template("standalone_histogram", keep_comments=True).format(
-        feature_list=", ".join(feature.name for feature in features),
-        source=source,
-        condition=condition,
-        masks=",\n    ".join(f"{word} AS mask{index}" for index, word in enumerate(masks)),
-        group_by=", ".join(str(position) for position in range(1, len(masks) + 2)),
-        **_subject_columns(features, prediction, id, target_predicate, keep_data_columns=custom),
-    )
-
-
-def _prepared_column(feature: Feature | ResolvedFeature) -> str:
-    column = quote_identifier(feature.name)
-    if feature.as_double:
-        column = f"nullif(CAST({column} AS DOUBLE), CAST('NaN' AS DOUBLE))"
-    return f"{column} AS {quote_identifier(feature.column)}"
+def pilot(source: str, prediction: str, dialect: Dialect) -> str:
+    """SELECT any one finite value of the explained column (see ``sql/pilot.sql``)."""
+    return template("pilot").format(source=source, prediction=dialect.quote(prediction))
 
 
 def statistic_alias(feature_index: int, name: str) -> str:
@@ -90,55 +39,170 @@ def statistic_alias(feature_index: int, name: str) -> str:
     return f"{feature_index}:{name}"
 
 
-def table_statistics(subjects: str, features: Sequence[Feature], has_id: bool) -> str:
-    """One row of whole-table statistics: n, mean of y, checks, and each feature's aggregates."""
-    bad_y = "__cohort_y IS NULL OR isnan(__cohort_y) OR isinf(__cohort_y)"
+def statistics_aggregates(
+    features: Sequence[Feature],
+    prediction: str,
+    id: str,
+    pilot_value: str,
+    dialect: Dialect,
+    *,
+    check_ids: bool,
+    distinct_rows: bool,
+) -> dict[str, str]:
+    """The whole-table aggregates by name: n, moments of y - pilot, checks, and each feature's needs.
+
+    `id` is the SQL of each row's id (the id column, or the row position); `check_ids` counts missing
+    and distinct ids (an id column must identify rows)."""
+    y = dialect.quote(prediction)
+    bad_y = _BAD_Y.format(y=y)
+    centred = f"CAST({y} AS DOUBLE) - {pilot_value}"
     aggregates = {
         "subjects": "count(*)",
-        "mean": "avg(__cohort_y)",
-        "variance": "var_pop(__cohort_y)",
-        "bad_predictions": f"count(*) FILTER (WHERE {bad_y})",
-        "first_bad_prediction_row": f"min(__cohort_row) FILTER (WHERE {bad_y})",
+        "mean": f"avg(CASE WHEN {bad_y} THEN NULL ELSE {centred} END)",
+        "variance": f"var_pop(CASE WHEN {bad_y} THEN NULL ELSE {centred} END)",
+        "bad_predictions": f"count_if({bad_y})",
     }
-    predictors = ", ".join(quote_identifier(feature.column) for feature in features)
-    aggregates["distinct_rows"] = f"approx_count_distinct(hash({predictors}))"
-    if has_id:
-        aggregates["missing_ids"] = "count(*) FILTER (WHERE __cohort_id IS NULL)"
-        aggregates["distinct_ids"] = "count(DISTINCT __cohort_id)"
-    for index, feature in enumerate(features):
-        for name, sql in statistics_needed(feature, quote_identifier(feature.column)).items():
-            aggregates[statistic_alias(index, name)] = sql
-    select_list = ",\n    ".join(f"{sql} AS {quote_identifier(alias)}" for alias, sql in aggregates.items())
-    return template("table_statistics").format(aggregates=select_list, subjects=quote_identifier(subjects))
+    aggregates["first_bad_prediction"] = f"min(CASE WHEN {bad_y} THEN {id} END)"
+    if check_ids:
+        aggregates["missing_ids"] = f"count_if({id} IS NULL)"
+        aggregates["distinct_ids"] = f"count(DISTINCT {id})"
+    if distinct_rows:
+        columns = ", ".join(dialect.quote(feature.name) for feature in features)
+        aggregates["distinct_rows"] = f"approx_count_distinct(hash({columns}))"
+    for feature in features:
+        for name, sql in feature_statistics(feature, dialect.quote(feature.name), dialect).items():
+            aggregates[statistic_alias(feature.index, name)] = sql
+    return aggregates
 
 
-def target_rows(subjects: str, condition: str) -> str:
-    """The subject rows that satisfy `condition` (every column), in table order."""
-    return template("targets").format(subjects=quote_identifier(subjects), condition=condition)
+def table_statistics(source: str, aggregates: Mapping[str, str], dialect: Dialect) -> str:
+    """One row of whole-table statistics (see ``sql/table_statistics.sql``)."""
+    return template("table_statistics").format(source=source, aggregates=_select_list(aggregates, dialect))
 
 
-def target_data(source: str, targets: str) -> str:
-    """The rows of `source` (every column, as they are) at the positions in table `targets`."""
-    return template("target_data").format(source=source, targets=quote_identifier(targets))
+def _select_list(aggregates: Mapping[str, str], dialect: Dialect) -> str:
+    return ",\n    ".join(f"{sql} AS {dialect.quote(alias)}" for alias, sql in aggregates.items())
 
 
-def missing_target_ids(subjects: str, requested: str) -> str:
-    """The ids in table `requested` (column ``id``) that match no subject."""
-    return template("missing_target_ids").format(
-        subjects=quote_identifier(subjects), requested=quote_identifier(requested)
+def literal_parameters(feature: ResolvedFeature, dialect: Dialect) -> dict[str, str]:
+    """A feature's whole-table parameters as SQL literals."""
+    return {name: dialect.optional_number(value) for name, value in feature.parameters.items()}
+
+
+def statistics_parameters(feature: ResolvedFeature, statistics: str, dialect: Dialect) -> dict[str, str]:
+    """A feature's whole-table parameters as columns of the statistics row aliased `statistics`."""
+    return {
+        name: f"{statistics}.{dialect.quote(statistic_alias(feature.index, 'parameter:' + name))}"
+        for name in feature.parameters
+    }
+
+
+def prepared_value(feature: ResolvedFeature, dialect: Dialect) -> str:
+    """The feature's column as the similarity tests compare it (see `cohortsql.plan.Representation`)."""
+    column = dialect.quote(feature.name)
+    if feature.representation == "float":
+        return f"nullif(CAST({column} AS DOUBLE), CAST('NaN' AS DOUBLE))"
+    if feature.representation == "bigint":
+        return f"CAST({column} AS BIGINT)"
+    if feature.representation == "decimal":
+        return f"CAST({column} AS DECIMAL(38, 0))"
+    if feature.representation == "days":
+        return dialect.epoch_days(column, "timestamp" if feature.values == "timestamp" else "date")
+    return column
+
+
+def _subject_fields(
+    features: Sequence[ResolvedFeature],
+    prediction: str,
+    id: str,
+    target_predicate: str | None,
+    keep_data_columns: bool,
+    dialect: Dialect,
+) -> dict[str, str]:
+    """The template fields that define a subject row: id, y, target flag, prepared predictors."""
+    return dict(
+        id=id,
+        prediction=dialect.quote(prediction),
+        is_target="TRUE" if target_predicate is None else f"coalesce(({target_predicate}), FALSE)",
+        predictors=",\n    ".join(
+            f"{prepared_value(feature, dialect)} AS {dialect.quote(feature.column)}" for feature in features
+        ),
+        data_columns=",\n    *" if keep_data_columns else "",
     )
 
 
-def similarity_test(feature: ResolvedFeature) -> str:
+def subjects(
+    source: str,
+    features: Sequence[ResolvedFeature],
+    prediction: str,
+    id: str,
+    pilot_value: str,
+    target_predicate: str | None,
+    keep_data_columns: bool,
+    dialect: Dialect,
+) -> str:
+    """SELECT the subjects from `source` (see ``sql/subjects.sql``); `id` is the SQL of each row's id."""
+    return template("subjects").format(
+        source=source,
+        pilot=pilot_value,
+        **_subject_fields(features, prediction, id, target_predicate, keep_data_columns, dialect),
+    )
+
+
+def collapsed_subjects(subjects: str, features: Sequence[ResolvedFeature], dialect: Dialect) -> str:
+    """SELECT identical predictor rows collapsed into one with their count and sum of y."""
+    columns = ", ".join(dialect.quote(feature.column) for feature in features)
+    return template("collapsed_subjects").format(
+        columns=columns, subjects=subjects, ordinals=_ordinals(len(features))
+    )
+
+
+def subjects_as_weighted(subjects: str) -> str:
+    """SELECT every subject with count 1 and its own y as the sum."""
+    return template("subjects_as_weighted").format(subjects=subjects)
+
+
+def target_rows(subjects: str, condition: str) -> str:
+    """The subject rows that satisfy `condition` (every column), in id order."""
+    return template("targets").format(subjects=subjects, condition=condition)
+
+
+def target_condition(target_predicate: bool, requested_ids: str | None) -> str:
+    """Which subjects are targets: all, those of the caller's predicate, those whose ids are in a table."""
+    conditions = ["__cohort_target"] if target_predicate else []
+    if requested_ids is not None:
+        conditions.append(f"__cohort_id IN (SELECT id FROM {requested_ids})")
+    return " AND ".join(conditions) or "TRUE"
+
+
+def sampled_targets(subjects: str, condition: str, size: int, seed: int, dialect: Dialect) -> str:
+    """`size` targets drawn at random among the rows satisfying `condition`, identically on every engine."""
+    return template("sampled_targets").format(
+        subjects=subjects,
+        condition=condition,
+        size=int(size),
+        seed=dialect.string(f"{int(seed)}:"),
+        text=dialect.text_type,
+    )
+
+
+def target_data(source: str, columns: Sequence[str], id: str, targets: str, dialect: Dialect) -> str:
+    """The rows of `source` (the given columns, as they are) whose id is among the targets', in id order."""
+    return template("target_data").format(
+        columns=", ".join(dialect.quote(column) for column in columns), source=source, id=id, targets=targets
+    )
+
+
+def similarity_test(feature: ResolvedFeature, parameters: ParameterSql, dialect: Dialect) -> str:
     """SQL boolean z_tj(x_sj) for one feature, NULL-safe: NULL is similar to NULL only.
 
     Columns without missing values get the kind's bare predicate (3x faster in DuckDB than the
     guarded form, measured on 1e8 pairs). Custom ``sql:`` predicates always count subjects with the
     target's own value as similar, so a target is in all of its cohorts whatever the expression says.
     """
-    subject = f"{SUBJECT_ALIAS}.{quote_identifier(feature.column)}"
-    target = f"{TARGET_ALIAS}.{quote_identifier(feature.column)}"
-    test = feature.kind.predicate(subject, target, feature.statistics)
+    subject = f"{SUBJECT_ALIAS}.{dialect.quote(feature.column)}"
+    target = f"{TARGET_ALIAS}.{dialect.quote(feature.column)}"
+    test = feature.kind.predicate(subject, target, parameters, dialect)
     if isinstance(feature.kind, SqlPredicate):
         return f"({subject} IS NOT DISTINCT FROM {target} OR coalesce({test}, FALSE))"
     if feature.has_missing:
@@ -146,102 +210,129 @@ def similarity_test(feature: ResolvedFeature) -> str:
     return test
 
 
-MASK_WORD_BITS = 63
-"""Similarity masks are split into BIGINT words of 63 bits (never negative), so any d fits, on any engine."""
-
-
-def mask_words(features: Sequence[ResolvedFeature]) -> list[str]:
+def mask_words(features: Sequence[ResolvedFeature], parameters: Sequence[ParameterSql], dialect: Dialect) -> list[str]:
     """m = sum_j z_tj << j as sums of CASE expressions (faster in DuckDB than casts and shifts),
     one expression per word of `MASK_WORD_BITS` predictors: word w holds predictors 63w .. 63w + 62."""
     words = []
     for first in range(0, len(features), MASK_WORD_BITS):
-        chunk = features[first : first + MASK_WORD_BITS]
+        chunk = zip(features[first : first + MASK_WORD_BITS], parameters[first : first + MASK_WORD_BITS])
         words.append(
             "\n        + ".join(
-                f"CASE WHEN {similarity_test(feature)} THEN {1 << bit} ELSE 0 END" for bit, feature in enumerate(chunk)
+                f"CASE WHEN {similarity_test(feature, values, dialect)} THEN {1 << bit} ELSE 0 END"
+                for bit, (feature, values) in enumerate(chunk)
             )
         )
     return words
 
 
-def mask_histogram(subjects: str, targets: str, features: Sequence[ResolvedFeature]) -> str:
-    """GROUP BY target, mask words -> subjects, sum_y for every target in table `targets`.
+def mask_histogram(subjects: str, targets: str, features: Sequence[ResolvedFeature], dialect: Dialect) -> str:
+    """GROUP BY target, mask words -> subjects, sum_y for every target in relation `targets`.
 
-    `subjects` has one row per distinct predictor row, weighted by ``__cohort_count`` and
-    ``__cohort_sum`` (see `weighted_subjects`)."""
-    masks = ",\n    ".join(f"{word} AS mask{index}" for index, word in enumerate(mask_words(features)))
+    `subjects` has ``__cohort_count`` and ``__cohort_sum`` (collapsed identical subjects, or count 1)."""
+    parameters = [literal_parameters(feature, dialect) for feature in features]
+    words = mask_words(features, parameters, dialect)
     return template("mask_histogram").format(
-        masks=masks, subjects=quote_identifier(subjects), targets=quote_identifier(targets)
+        masks=_aliased_masks(words), subjects=subjects, targets=targets, ordinals=_ordinals(len(words) + 1)
     )
 
 
-def weighted_subjects(subjects: str, weighted: str, features: Sequence[ResolvedFeature], compress: bool) -> str:
-    """CREATE the histogram's input: identical predictor rows collapsed into one row with their count
-    and sum of y (DESIGN §2: fewer pairs to join), or, when `compress` is false (``sql:`` predicates
-    may read any column), a view of every subject with count 1."""
-    if not compress:
-        return template("subjects_as_weighted").format(
-            weighted=quote_identifier(weighted), subjects=quote_identifier(subjects)
-        )
-    columns = ", ".join(quote_identifier(feature.column) for feature in features)
-    return template("compressed_subjects").format(
-        weighted=quote_identifier(weighted), columns=columns, subjects=quote_identifier(subjects)
-    )
+def _aliased_masks(words: Sequence[str]) -> str:
+    return ",\n    ".join(f"{word} AS mask{index}" for index, word in enumerate(words))
 
 
-def row_count(table: str) -> str:
-    """SELECT the number of rows of a table."""
-    return f"SELECT count(*) FROM {quote_identifier(table)}"
-
-
-def _key(feature: ResolvedFeature, alias: str) -> str:
+def equivalence_key(feature: ResolvedFeature, alias: str, parameters: ParameterSql, dialect: Dialect) -> str:
     """SQL of the equivalence class of the feature's value in row `alias` (exact and bins only)."""
-    return feature.kind.key(f"{alias}.{quote_identifier(feature.column)}", feature.statistics)
+    kind = feature.kind
+    if not isinstance(kind, (Exact, Bins)):
+        raise TypeError(f"{kind} is not an equivalence")
+    return kind.key(f"{alias}.{dialect.quote(feature.column)}", parameters)
 
 
-def _key_column(index: int) -> str:
-    return quote_identifier(f"__cohort_k{index}")
-
-
-def _code_column(index: int) -> str:
-    return quote_identifier(f"__cohort_c{index}")
-
-
-def equivalence_cells(subjects: str, cells: str, features: Sequence[ResolvedFeature], mean: float) -> str:
-    """CREATE the table of the finest cells of equivalence similarities, with dense key codes."""
-    keys = ",\n        ".join(
-        f"{_key(feature, SUBJECT_ALIAS)} AS {_key_column(index)}" for index, feature in enumerate(features)
+def _keys(features: Sequence[ResolvedFeature], alias: str, dialect: Dialect, statistics: str | None = None) -> str:
+    return ",\n    ".join(
+        f"{equivalence_key(feature, alias, _parameters(feature, dialect, statistics), dialect)} AS k{feature.index}"
+        for feature in features
     )
-    codes = ",\n    ".join(
-        f"CAST(dense_rank() OVER (ORDER BY {_key_column(index)}) - 1 AS BIGINT) AS {_code_column(index)}"
-        for index in range(len(features))
-    )
+
+
+def _parameters(feature: ResolvedFeature, dialect: Dialect, statistics: str | None) -> dict[str, str]:
+    if statistics is None:
+        return literal_parameters(feature, dialect)
+    return statistics_parameters(feature, statistics, dialect)
+
+
+def equivalence_cells(subjects: str, features: Sequence[ResolvedFeature], mean: float, dialect: Dialect) -> str:
+    """SELECT the finest cells of equivalence similarities: keys k0.., size and sum of y - mean."""
     return template("equivalence_cells").format(
-        cells=quote_identifier(cells),
-        codes=codes,
-        keys=keys,
-        mean=render_number(mean),
-        subjects=quote_identifier(subjects),
+        keys=_keys(features, SUBJECT_ALIAS, dialect),
+        subjects=subjects,
+        mean=dialect.number(mean),
+        ordinals=_ordinals(len(features)),
     )
 
 
-def cell_codes(cells: str, d: int) -> str:
-    """The cells' key codes, sizes and centred sums, in cell order."""
-    codes = ", ".join(_code_column(index) for index in range(d))
-    return template("cell_codes").format(codes=codes, cells=quote_identifier(cells))
+def target_keys(targets: str, features: Sequence[ResolvedFeature], dialect: Dialect) -> str:
+    """SELECT the equivalence keys k0.. of every target of a batch, in batch order."""
+    return template("target_keys").format(keys=_keys(features, TARGET_ALIAS, dialect), targets=targets)
 
 
-def target_cells(cells: str, targets: str, features: Sequence[ResolvedFeature]) -> str:
-    """The finest cell of every row of `targets`, in the order of its ``__cohort_batch`` column."""
-    matches = "\n    AND ".join(
-        f"c.{_key_column(index)} IS NOT DISTINCT FROM {_key(feature, TARGET_ALIAS)}"
-        for index, feature in enumerate(features)
+# -- standalone queries: cohortsql's heavy step to run where the data live ---------------------
+
+
+def standalone(
+    source: str,
+    resolved: Sequence[ResolvedFeature],
+    prediction: str,
+    id: str,
+    target_predicate: str | None,
+    condition: str,
+    dialect: Dialect,
+    *,
+    variant: str,
+    position_note: str,
+) -> str:
+    """One query computing its own statistics and then the mask histogram (``histogram``, or
+    ``collapsed`` when identical subjects are merged first) or the equivalence cells (``cells``).
+
+    `target_predicate` is the caller's predicate (it sets ``__cohort_target``); `condition` says which
+    subjects are targets, over the subjects' columns."""
+    aggregates = {
+        "mean": f"avg(CAST({dialect.quote(prediction)} AS DOUBLE))",
+        **{
+            statistic_alias(feature.index, name): sql
+            for feature in resolved
+            for name, sql in parameter_aggregates(feature.kind, feature.values, dialect.quote(feature.name), dialect).items()
+        },
+    }
+    custom = any(isinstance(feature.kind, SqlPredicate) for feature in resolved)
+    fields = dict(
+        feature_list=", ".join(feature.name for feature in resolved),
+        position_note=position_note,
+        aggregates=_select_list(aggregates, dialect),
+        source=source,
+        condition=condition,
+        **_subject_fields(resolved, prediction, id, target_predicate, custom and variant == "histogram", dialect),
     )
-    return template("target_cells").format(
-        targets=quote_identifier(targets), cells=quote_identifier(cells), matches=matches
+    if variant == "cells":
+        return template("standalone_cells", keep_comments=True).format(
+            keys=_keys(resolved, SUBJECT_ALIAS, dialect, statistics="st"),
+            ordinals=_ordinals(len(resolved) + 2) + f", {len(resolved) + 6}",
+            **fields,
+        )
+    parameters = [statistics_parameters(feature, "st", dialect) for feature in resolved]
+    words = mask_words(resolved, parameters, dialect)
+    ordinals = _ordinals(len(words) + 2) + f", {len(words) + 6}"
+    return template("standalone_histogram", keep_comments=True).format(
+        masks=_aliased_masks(words),
+        weighted=_standalone_weighted(resolved, dialect, collapse=variant == "collapsed"),
+        ordinals=ordinals,
+        **fields,
     )
 
 
-def sampled_targets(subjects: str, sample: str) -> str:
-    """The subject rows whose positions are in table `sample` (column ``row``), in table order."""
-    return template("sampled_targets").format(subjects=quote_identifier(subjects), sample=quote_identifier(sample))
+def _standalone_weighted(features: Sequence[ResolvedFeature], dialect: Dialect, *, collapse: bool) -> str:
+    sums = "sum(__cohort_y) AS __cohort_sum, sum(__cohort_y * __cohort_y) AS __cohort_sum2"
+    if not collapse:
+        return "SELECT *, 1 AS __cohort_count, __cohort_y AS __cohort_sum, __cohort_y * __cohort_y AS __cohort_sum2\nFROM subjects"
+    columns = ", ".join(dialect.quote(feature.column) for feature in features)
+    return f"SELECT {columns}, count(*) AS __cohort_count, {sums}\nFROM subjects\nGROUP BY {_ordinals(len(features))}"

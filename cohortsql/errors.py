@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class CohortError(ValueError):
     """A problem with the caller's input: the message names the column or value and the fix.
@@ -9,3 +11,17 @@ class CohortError(ValueError):
     Everything a user can get wrong (a missing column, a malformed similarity kind, a bad
     target id, an unreadable file) raises this type, never a raw DuckDB, KeyError or numpy error.
     """
+
+
+class CohortWarning(UserWarning):
+    """A result that will be computed but may mislead: the message names the column and a remedy.
+
+    For example an `exact` feature with thousands of levels, or targets that mostly end in a cohort
+    of one row. Silence it with ``warnings.filterwarnings("ignore", category=cohortsql.CohortWarning)``.
+    """
+
+
+def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
+    """Raise a `CohortError` unless `value` is one of `choices` (an option given as text)."""
+    if value not in choices:
+        raise CohortError(f"{name} must be one of {', '.join(choices)}, got {value!r}")

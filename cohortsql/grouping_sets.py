@@ -2,51 +2,103 @@
 
 SQL collapses the subjects into the cells of the finest partition; `cohortsql.lattice` then finds
 every cohort of every subset from those cells. Local values for targets look up the target's cell
-in every subset's partition.
+(by its keys) in every subset's partition.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
+import polars as pl
 
 from cohortsql import compile, lattice, shapley
-from cohortsql.engine import DuckDBEngine
-from cohortsql.prepare import Prepared
+from cohortsql.engines.base import Engine
+from cohortsql.prepare import Prepared, TargetSet
 
 
-def _cells(engine: DuckDBEngine, prepared: Prepared) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
-    """Create the cells table; return its name, key codes, sizes and centred sums."""
-    cells = engine.temporary_name("cells")
-    engine.create(
-        "TABLE",
-        cells,
-        compile.equivalence_cells(prepared.subjects, cells, prepared.features, prepared.mean),
+class Cells(NamedTuple):
+    """The finest cells: their keys (for finding targets), key codes, sizes and sums of y - ybar."""
+
+    keys: pl.DataFrame
+    codes: np.ndarray
+    counts: np.ndarray
+    centered: np.ndarray
+
+    @classmethod
+    def from_frame(cls, frame: pl.DataFrame, key_columns: list[str]) -> Cells:
+        """Cells from a frame of keys, ``subjects`` and ``centered_sum``; each key coded densely (NULL is code 0)."""
+        keys = frame.select(key_columns)
+        codes = [keys[column].rank("dense").fill_null(0).to_numpy().astype(np.int64) for column in key_columns]
+        return cls(
+            keys,
+            np.column_stack(codes) if codes else np.zeros((frame.height, 0), dtype=np.int64),
+            frame["subjects"].to_numpy().astype(np.float64),
+            frame["centered_sum"].to_numpy().astype(np.float64),
+        )
+
+    def cells_of(self, target_keys: pl.DataFrame) -> np.ndarray:
+        """The cell of each row of `target_keys` (same columns as `keys`; NULL matches NULL only)."""
+        numbered = self.keys.with_row_index("__cohort_cell")
+        found = target_keys.with_row_index("__cohort_target").join(
+            numbered, on=self.keys.columns, how="left", nulls_equal=True, maintain_order="left"
+        )
+        cells = found.sort("__cohort_target")["__cohort_cell"]
+        if cells.null_count():
+            raise ValueError("a target is in no cell: the cells do not cover the targets")
+        return cells.to_numpy().astype(np.int64)
+
+
+def _key_columns(prepared: Prepared) -> list[str]:
+    return [f"k{feature.index}" for feature in prepared.features]
+
+
+def _cells(engine: Engine, prepared: Prepared) -> Cells:
+    """Group the subjects into cells in SQL."""
+    table = engine.fetch_arrow(
+        compile.equivalence_cells(prepared.subjects, prepared.features, prepared.centred_mean, engine.dialect),
         context="grouping subjects into cells",
     )
-    columns = engine.fetch_numpy(compile.cell_codes(cells, prepared.d), context="reading cells")
-    codes = np.column_stack([columns[f"__cohort_c{index}"] for index in range(prepared.d)]).astype(np.int64)
-    return cells, codes, columns["subjects"].astype(np.float64), columns["centered_sum"].astype(np.float64)
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return Cells.from_frame(frame, _key_columns(prepared))
 
 
-def variance_game(engine: DuckDBEngine, prepared: Prepared) -> np.ndarray:
+def variance_game(engine: Engine, prepared: Prepared) -> np.ndarray:
     """v_var(u) over every subject for every subset u, shape (2^d,)."""
-    _, codes, counts, centered = _cells(engine, prepared)
-    return lattice.subset_cohorts(codes, counts, centered, np.empty(0, dtype=np.int64)).variance_game
+    cells = _cells(engine, prepared)
+    return lattice.subset_cohorts(cells.codes, cells.counts, cells.centered, np.empty(0, dtype=np.int64)).variance_game
 
 
-def grouping_sets_batches(engine: DuckDBEngine, prepared: Prepared) -> Iterator[shapley.CohortShapley]:
+def _target_cells(engine: Engine, prepared: Prepared, cells: Cells, batch: str) -> np.ndarray:
+    """The cell of every target of an uploaded batch."""
+    table = engine.fetch_arrow(
+        compile.target_keys(batch, prepared.features, engine.dialect), context="finding the targets' cells"
+    )
+    targets = pl.from_arrow(table)
+    assert isinstance(targets, pl.DataFrame)
+    return cells.cells_of(targets)
+
+
+def values_of_cells(
+    cells: Cells, target_cells: np.ndarray, centred_mean: float, weights: np.ndarray
+) -> shapley.CohortShapley:
+    """Exact values of targets in the given cells, walking the lattice of subsets over the cells."""
+    cohorts = lattice.subset_cohorts(cells.codes, cells.counts, cells.centered, target_cells)
+    return shapley.cohort_shapley_of_games(cohorts.sizes, cohorts.game, centred_mean, weights)
+
+
+def grouping_sets_batches(engine: Engine, prepared: Prepared, targets: TargetSet) -> Iterator[shapley.CohortShapley]:
     """Exact cohort Shapley values of the targets, one batch at a time (each batch walks the lattice)."""
-    cells, codes, counts, centered = _cells(engine, prepared)
+    cells = _cells(engine, prepared)
     batch_size = shapley.targets_per_batch(prepared.d, prepared.batch_bytes)
-    for start in range(0, prepared.distinct_targets.num_rows, batch_size):
-        batch = prepared.numbered_targets(start, batch_size)
-        name = engine.temporary_name("targets")
-        with engine.registered(name, batch):
-            target_cells = engine.fetch_numpy(
-                compile.target_cells(cells, name, prepared.features), context="finding the targets' cells"
-            )["cell"]
-        cohorts = lattice.subset_cohorts(codes, counts, centered, target_cells.astype(np.int64))
-        weights = prepared.multiplicity[start : start + batch.num_rows]
-        yield shapley.cohort_shapley_of_games(cohorts.sizes, cohorts.game, prepared.mean, weights)
+    for start in range(0, targets.distinct.num_rows, batch_size):
+        batch = targets.numbered(start, batch_size)
+        uploaded = engine.upload(batch, "targets")
+        try:
+            target_cells = _target_cells(engine, prepared, cells, uploaded)
+        finally:
+            engine.drop(uploaded)
+        weights = targets.multiplicity[start : start + batch.num_rows]
+        yield values_of_cells(cells, target_cells, prepared.centred_mean, weights)

@@ -146,6 +146,13 @@ def estimate(
     )
 
 
+def stack(estimates: list[PermutationEstimate], group: np.ndarray) -> dict[str, np.ndarray]:
+    """The estimates of the distinct targets as arrays with a leading target axis, fanned out to every target."""
+    return {
+        name: np.array([getattr(estimate, name) for estimate in estimates])[group] for name in PermutationEstimate._fields
+    }
+
+
 def _standard_errors(squares: np.ndarray, pairs: int) -> np.ndarray:
     """Standard error of a mean of `pairs` values whose squared deviations from their mean sum to `squares`."""
     if pairs < 2:

@@ -1,4 +1,9 @@
-"""The steps every computation shares: read the data, check it, build the subjects table, pick targets."""
+"""The steps every computation shares: read the data, check it, define the subjects, pick targets.
+
+One pass over the data computes every whole-table statistic; the subjects relation then holds what
+the similarity tests compare. Targets are selected separately (`select_targets`), and the target
+rows as they are in the data are read only by computations that report them (`read_target_data`).
+"""
 
 from __future__ import annotations
 
@@ -12,143 +17,313 @@ import polars as pl
 import pyarrow as pa
 
 from cohortsql import compile
-from cohortsql.engine import DuckDBEngine
+from cohortsql.engines.base import POSITION_COLUMN, Engine, Input, fetch_record
 from cohortsql.errors import CohortError
 from cohortsql.plan import ResolvedFeature, SimilarityArgument, plan_features, resolve_feature
 from cohortsql.similarity import SqlPredicate
-from cohortsql.sqltext import quote_identifier
+from cohortsql.sqltext import check_expression
 
 BATCH_MEMORY_BYTES = 256 * 2**20
-"""Budget for the numpy arrays of one batch of targets; with a DuckDB memory_limit, a quarter of it
+"""Budget for the numpy arrays of one batch of targets; with an engine memory limit, a quarter of it
 when that is less."""
 
 COMPRESS_BELOW = 0.8
 """Identical subjects are collapsed before the join when the distinct predictor rows are at most this
 fraction of the rows (estimated with approx_count_distinct); otherwise collapsing costs more than it saves."""
 
-Targets = None | str | int | float | Sequence[Any]
+Targets = None | str | int | float | Sequence[Any] | np.ndarray | pl.Series | pa.Array
 """None (every row), a SQL predicate, a sample size (int) or fraction (float), or a list of ids."""
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """The subjects table on the engine, the resolved features, whole-table statistics and the targets."""
+    """The data on the engine, the resolved features, whole-table statistics and the subjects relations."""
 
-    source: str
-    """The data as a SQL table expression on the engine."""
-    subjects: str
-    """Name of the temporary subjects table."""
-    weighted_subjects: str
-    """Name of the histogram's input: subject rows with ``__cohort_count`` and ``__cohort_sum`` (identical
-    predictor rows collapsed into one when that pays, see `COMPRESS_BELOW`)."""
+    input: Input
+    id: str | None
+    """The caller's id column (None: ids are row positions)."""
+    id_sql: str
+    """SQL of each row's id in the data: the id column, or the position column."""
+    prediction: str
     features: tuple[ResolvedFeature, ...]
     statistics: dict[str, Any]
-    target_table: pa.Table
-    """The target rows of the subjects table, in table order."""
-    target_data: pl.DataFrame
-    """The target rows as they are in the data (every column), in table order."""
-    population: int | None
-    """n when the targets are every row or a random sample of them, else None."""
-    distinct_targets: pa.Table
-    """One row per distinct target (targets with identical predictors share every cohort)."""
-    target_group: np.ndarray
-    """For each row of `target_table`, its row in `distinct_targets`."""
-    multiplicity: np.ndarray
-    """For each distinct target, how many targets it stands for."""
+    pilot: float
+    """The explained column is stored as y - pilot, so its sums keep their digits (see ``sql/pilot.sql``)."""
+    subjects: str
+    """The subjects relation (see ``sql/subjects.sql``)."""
+    weighted_subjects: str
+    """The histogram's input: subject rows with ``__cohort_count`` and ``__cohort_sum`` (identical
+    predictor rows collapsed into one when that pays, see `COMPRESS_BELOW`)."""
+    target_predicate: str | None
     batch_bytes: int
     """Budget for one batch's numpy arrays: targets per batch are derived from it and d."""
 
     @property
-    def mean(self) -> float:
+    def centred_mean(self) -> float:
+        """ybar - pilot: the mean of the stored y - pilot, what cohort sums are compared with."""
         return float(self.statistics["mean"])
+
+    @property
+    def mean(self) -> float:
+        """ybar, the mean of the explained column."""
+        return self.pilot + self.centred_mean
+
+    @property
+    def variance(self) -> float:
+        return float(self.statistics["variance"])
+
+    @property
+    def subject_count(self) -> int:
+        return int(self.statistics["subjects"])
 
     @property
     def d(self) -> int:
         return len(self.features)
 
-    def numbered_targets(self, start: int = 0, length: int | None = None) -> pa.Table:
+    @property
+    def custom(self) -> bool:
+        """Whether any feature has a ``sql:`` kind (which may read any column of a row)."""
+        return any(isinstance(feature.kind, SqlPredicate) for feature in self.features)
+
+
+@dataclass(frozen=True)
+class TargetSet:
+    """The targets: their subject rows in id order, and the distinct ones computed once."""
+
+    table: pa.Table
+    """The targets' rows of the subjects relation, in id order."""
+    distinct: pa.Table
+    """One row per distinct target (targets with identical predictors share every cohort)."""
+    group: np.ndarray
+    """For each row of `table`, its row in `distinct`."""
+    multiplicity: np.ndarray
+    """For each distinct target, how many targets it stands for."""
+    population: int | None
+    """n when the targets are every row or a random sample of them, else None."""
+    seed: int | None
+    """The seed of a random sample of targets."""
+
+    @property
+    def count(self) -> int:
+        return self.table.num_rows
+
+    def numbered(self, start: int = 0, length: int | None = None) -> pa.Table:
         """A slice of the distinct targets with ``__cohort_batch`` = 0, 1, ... for SQL that needs their order."""
-        batch = self.distinct_targets.slice(start, length)
+        batch = self.distinct.slice(start, length)
         return batch.append_column("__cohort_batch", pa.array(np.arange(batch.num_rows, dtype=np.int32)))
 
 
 def prepare(
-    engine: DuckDBEngine,
+    engine: Engine,
     data: Any,
     *,
     prediction: str,
     similarity: SimilarityArgument,
     id: str | None,
-    targets: Targets,
-    seed: int | None,
+    target_predicate: str | None,
     max_features: int,
 ) -> Prepared:
-    """Register `data`, check the request, materialise the subjects table and select the targets."""
-    source = engine.register_input(data)
-    features = plan_features(engine.column_types(source), similarity, prediction, id)
+    """Register `data`, check the request and its statistics, and define the subjects relations."""
+    dialect = engine.dialect
+    if target_predicate is not None:
+        target_predicate = check_expression(target_predicate, "targets")
+    source = engine.register_input(data, positions=id is None)
+    features = plan_features(source.schema, similarity, prediction, id)
     if len(features) > max_features:
         raise CohortError(
             f"this computation handles at most {max_features} features; got {len(features)}: drop or merge features"
         )
-    target_predicate = targets if isinstance(targets, str) else None
+    id_sql = dialect.quote(POSITION_COLUMN if id is None else id)
+    pilot = _pilot(engine, source.relation, prediction)
+    pilot_sql = dialect.number(pilot)
     # sql: predicates may read any column of a row: rows can only be merged when none is used.
     mergeable = not any(isinstance(feature.kind, SqlPredicate) for feature in features)
-    subjects = engine.temporary_name("subjects")
-    engine.create(
-        "TABLE",
-        subjects,
-        compile.prepare_subjects(
-            source, subjects, features, prediction, id, target_predicate, keep_data_columns=not mergeable
-        ),
-        context="reading the data" + (f" with targets {target_predicate!r}" if target_predicate else ""),
+    aggregates = compile.statistics_aggregates(
+        features, prediction, id_sql, pilot_sql, dialect, check_ids=id is not None, distinct_rows=mergeable
     )
-    statistics = engine.fetch_record(
-        compile.table_statistics(subjects, features, has_id=id is not None), context="computing table statistics"
+    statistics = fetch_record(
+        engine, compile.table_statistics(source.relation, aggregates, dialect), context="computing table statistics"
     )
     _check_table(statistics, prediction, id)
-    resolved = tuple(
-        resolve_feature(feature, _feature_statistics(statistics, index)) for index, feature in enumerate(features)
-    )
     n = int(statistics["subjects"])
-    target_table = _select_targets(engine, subjects, targets, id, n, seed)
-    population = n if targets is None or _is_sample(targets) else None
+    resolved = tuple(resolve_feature(feature, _feature_statistics(statistics, feature.index), n) for feature in features)
     compress = mergeable and statistics["distinct_rows"] <= COMPRESS_BELOW * n
-    weighted = engine.temporary_name("weighted_subjects")
-    engine.create(
-        "TABLE" if compress else "VIEW",
-        weighted,
-        compile.weighted_subjects(subjects, weighted, resolved, compress=compress),
+    subjects = engine.create(
+        compile.subjects(
+            source.relation, resolved, prediction, id_sql, pilot_sql, target_predicate, not mergeable, dialect
+        ),
+        "subjects",
+        # Read once per batch of targets when not collapsed: store it unless the input is cheap to scan.
+        materialize=not compress and not source.rescans_are_cheap,
+        context="reading the data" + (f" with targets {target_predicate!r}" if target_predicate else ""),
+    )
+    weighted = engine.create(
+        compile.collapsed_subjects(subjects, resolved, dialect) if compress else compile.subjects_as_weighted(subjects),
+        "weighted_subjects",
+        materialize=compress,
         context="collapsing identical subjects",
     )
-    distinct, group, multiplicity = _distinct_targets(target_table, resolved, mergeable)
     return Prepared(
-        source=source,
-        subjects=subjects,
-        weighted_subjects=weighted,
+        input=source,
+        id=id,
+        id_sql=id_sql,
+        prediction=prediction,
         features=resolved,
         statistics=statistics,
-        target_table=target_table,
-        target_data=_target_data(engine, source, target_table),
-        population=population,
-        distinct_targets=distinct,
-        target_group=group,
-        multiplicity=multiplicity,
+        pilot=pilot,
+        subjects=subjects,
+        weighted_subjects=weighted,
+        target_predicate=target_predicate,
         batch_bytes=_batch_bytes(engine),
     )
 
 
-def _batch_bytes(engine: DuckDBEngine) -> int:
-    limit = engine.memory_limit_bytes
+def _pilot(engine: Engine, source: str, prediction: str) -> float:
+    rows = engine.fetch_arrow(compile.pilot(source, prediction, engine.dialect), context="reading the data")
+    values = rows.column("pilot").to_pylist() if rows.num_rows else []
+    return float(values[0]) if values else 0.0
+
+
+def _batch_bytes(engine: Engine) -> int:
+    limit = engine.memory_budget
     return BATCH_MEMORY_BYTES if limit is None else min(BATCH_MEMORY_BYTES, limit // 4)
 
 
-def _target_data(engine: DuckDBEngine, source: str, target_table: pa.Table) -> pl.DataFrame:
-    """The target rows as they are in the data, read again from the source by position."""
-    positions = engine.temporary_name("target_positions")
-    with engine.registered(positions, target_table.select(["__cohort_row"])):
-        return pl.from_arrow(
-            engine.fetch_arrow(compile.target_data(source, positions), context="reading the target rows")
+def _check_table(statistics: dict[str, Any], prediction: str, id: str | None) -> None:
+    if statistics["subjects"] == 0:
+        raise CohortError("the data has no rows; cohort Shapley needs at least one subject")
+    if statistics["bad_predictions"]:
+        where = "row" if id is None else f"{id} ="
+        raise CohortError(
+            f"prediction column {prediction!r} has {statistics['bad_predictions']} NULL, NaN or infinite"
+            f" values (the first at {where} {statistics['first_bad_prediction']!r}); drop or fill them"
         )
+    if id is None:
+        return
+    if statistics["missing_ids"]:
+        raise CohortError(f"id column {id!r} has {statistics['missing_ids']} NULL values; ids must identify rows")
+    duplicates = statistics["subjects"] - statistics["distinct_ids"]
+    if duplicates:
+        raise CohortError(f"id column {id!r} has {duplicates} duplicate values; ids must identify rows")
+
+
+def _feature_statistics(statistics: dict[str, Any], index: int) -> dict[str, Any]:
+    prefix = compile.statistic_alias(index, "")
+    return {key[len(prefix) :]: value for key, value in statistics.items() if key.startswith(prefix)}
+
+
+# -- targets -------------------------------------------------------------------------------
+
+
+def is_sample(targets: object) -> bool:
+    """Whether `targets` asks for a random sample: a count (int) or a fraction (float)."""
+    return isinstance(targets, (int, float, np.integer, np.floating)) and not isinstance(targets, bool)
+
+
+def select_targets(engine: Engine, prepared: Prepared, targets: Targets, seed: int | None) -> TargetSet:
+    """The target rows: every row, the rows of the predicate, a random sample, or the rows with the given ids."""
+    subjects = prepared.subjects
+    condition = compile.target_condition(prepared.target_predicate is not None, None)
+    population = None
+    if is_sample(targets):
+        if seed is None:
+            seed = int(np.random.default_rng().integers(2**31))
+        size = _sample_size(targets, prepared.subject_count)  # type: ignore[arg-type]
+        sql = compile.sampled_targets(subjects, condition, size, seed, engine.dialect)
+        table = engine.fetch_arrow(sql, context="selecting a sample of targets")
+        population = prepared.subject_count
+    elif targets is None or isinstance(targets, str):
+        table = engine.fetch_arrow(compile.target_rows(subjects, condition), context="selecting targets")
+        if table.num_rows == 0:
+            raise CohortError(f"targets {prepared.target_predicate!r} selects no rows; loosen the predicate")
+        population = prepared.subject_count if targets is None else None
+        seed = None
+    else:
+        table = _targets_by_id(engine, prepared, targets)
+        seed = None
+    distinct, group, multiplicity = _distinct_targets(table, prepared.features, merge=not prepared.custom)
+    return TargetSet(table, distinct, group, multiplicity, population, seed)
+
+
+def _sample_size(targets: int | float, n: int) -> int:
+    if isinstance(targets, (int, np.integer)):
+        if not 1 <= targets <= n:
+            raise CohortError(f"targets={targets} asks for a sample of targets; it must be between 1 and the {n} rows")
+        return int(targets)
+    if not 0 < targets <= 1:
+        raise CohortError(f"targets={targets} asks for a fraction of the rows; it must be in (0, 1]")
+    return max(1, math.ceil(targets * n))
+
+
+def _targets_by_id(engine: Engine, prepared: Prepared, targets: Any) -> pa.Table:
+    if not isinstance(targets, (Sequence, np.ndarray, pl.Series, pa.Array)):
+        raise CohortError(
+            "targets must be None, a SQL predicate, a sample size or fraction, or a list of id values;"
+            f" got {type(targets).__name__}"
+        )
+    requested = requested_ids(targets, id_type(prepared), prepared.id)
+    column = "row positions" if prepared.id is None else f"id column {prepared.id!r}"
+    uploaded = engine.upload(pa.table({"id": requested}), "requested_ids")
+    try:
+        condition = compile.target_condition(prepared.target_predicate is not None, uploaded)
+        table = engine.fetch_arrow(
+            compile.target_rows(prepared.subjects, condition), context=f"matching target ids to the {column}"
+        )
+    finally:
+        engine.drop(uploaded)
+    found = pl.Series(table.column("__cohort_id"))
+    missing = pl.Series(requested).filter(~pl.Series(requested).is_in(found.implode())).unique(maintain_order=True)
+    if len(missing):
+        shown = ", ".join(repr(value) for value in missing.head(5).to_list())
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise CohortError(f"target ids not found in the {column}: {shown}{more}")
+    return table
+
+
+def id_type(prepared: Prepared) -> pa.DataType:
+    """The Arrow type of the ids: the id column's, or int64 for row positions."""
+    if prepared.id is None:
+        return pa.int64()
+    return prepared.input.schema.field(prepared.id).type
+
+
+def requested_ids(values: Any, dtype: pa.DataType, id: str | None) -> pa.Array:
+    """Target ids as an Arrow array of the id column's type (text from the command line is parsed)."""
+    listed = values.to_pylist() if isinstance(values, (pl.Series, pa.Array)) else list(values)
+    if not listed:
+        raise CohortError("targets is an empty list; pass None to explain every row")
+    if any(value is None for value in listed):
+        raise CohortError("target ids include None; ids identify rows and are never missing")
+    try:
+        array = pa.array(listed)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        raise CohortError(f"target ids must all be of one type, got {listed[:5]!r}") from None
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    try:
+        return array.cast(dtype)
+    except (pa.ArrowException, TypeError, ValueError) as error:
+        column = "the row positions (integers)" if id is None else f"id column {id!r} ({dtype})"
+        raise CohortError(f"target ids {listed[:5]!r} are not values of {column}: {error}") from None
+
+
+def read_target_data(engine: Engine, prepared: Prepared, targets: TargetSet) -> pl.DataFrame:
+    """The target rows as they are in the data (every column), in id order, read by id."""
+    uploaded = engine.upload(targets.table.select(["__cohort_id"]), "target_ids")
+    try:
+        rows = engine.fetch_arrow(
+            compile.target_data(
+                prepared.input.relation, prepared.input.schema.names, prepared.id_sql, uploaded, engine.dialect
+            ),
+            context="reading the target rows",
+        )
+    finally:
+        engine.drop(uploaded)
+    if not rows.column("__cohort_id").equals(targets.table.column("__cohort_id")):
+        raise RuntimeError("the target rows read back do not match the targets (ids out of order)")
+    frame = pl.from_arrow(rows.drop_columns(["__cohort_id"]))
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
 def _distinct_targets(
@@ -171,82 +346,3 @@ def _distinct_targets(
     target_group[members["__cohort_position"].to_numpy()] = members["__cohort_group"].to_numpy()
     multiplicity = groups["__cohort_position"].list.len().to_numpy().astype(np.float64)
     return target_table.take(first), target_group, multiplicity
-
-
-def _check_table(statistics: dict[str, Any], prediction: str, id: str | None) -> None:
-    if statistics["subjects"] == 0:
-        raise CohortError("the data has no rows; cohort Shapley needs at least one subject")
-    if statistics["bad_predictions"]:
-        raise CohortError(
-            f"prediction column {prediction!r} has {statistics['bad_predictions']} NULL, NaN or infinite"
-            f" values (the first at row {statistics['first_bad_prediction_row']}); drop or fill them"
-        )
-    if id is None:
-        return
-    if statistics["missing_ids"]:
-        raise CohortError(f"id column {id!r} has {statistics['missing_ids']} NULL values; ids must identify rows")
-    duplicates = statistics["subjects"] - statistics["distinct_ids"]
-    if duplicates:
-        raise CohortError(f"id column {id!r} has {duplicates} duplicate values; ids must identify rows")
-
-
-def _feature_statistics(statistics: dict[str, Any], index: int) -> dict[str, Any]:
-    prefix = compile.statistic_alias(index, "")
-    return {key[len(prefix) :]: value for key, value in statistics.items() if key.startswith(prefix)}
-
-
-def _is_sample(targets: Targets) -> bool:
-    return isinstance(targets, (int, float, np.integer, np.floating)) and not isinstance(targets, bool)
-
-
-def _select_targets(
-    engine: DuckDBEngine, subjects: str, targets: Targets, id: str | None, n: int, seed: int | None
-) -> pa.Table:
-    if targets is None or isinstance(targets, str):
-        condition = "TRUE" if targets is None else "__cohort_target"
-        table = engine.fetch_arrow(compile.target_rows(subjects, condition), context="selecting targets")
-        if table.num_rows == 0:
-            raise CohortError(f"targets {targets!r} selects no rows; loosen the predicate")
-        return table
-    if _is_sample(targets):
-        rows = np.sort(np.random.default_rng(seed).choice(n, _sample_size(targets, n), replace=False))
-        sample = engine.temporary_name("sample")
-        with engine.registered(sample, pa.table({"row": rows})):
-            return engine.fetch_arrow(compile.sampled_targets(subjects, sample), context="selecting targets")
-    if not isinstance(targets, (Sequence, np.ndarray, pl.Series, pa.Array)):
-        raise CohortError(
-            "targets must be None, a SQL predicate, a sample size or fraction, or a list of id values;"
-            f" got {type(targets).__name__}"
-        )
-    return _targets_by_id(engine, subjects, targets, id)
-
-
-def _sample_size(targets: int | float, n: int) -> int:
-    if isinstance(targets, (int, np.integer)):
-        if not 1 <= targets <= n:
-            raise CohortError(f"targets={targets} asks for a sample of targets; it must be between 1 and the {n} rows")
-        return int(targets)
-    if not 0 < targets <= 1:
-        raise CohortError(f"targets={targets} asks for a fraction of the rows; it must be in (0, 1]")
-    return max(1, math.ceil(targets * n))
-
-
-def _targets_by_id(engine: DuckDBEngine, subjects: str, targets: Sequence[Any], id: str | None) -> pa.Table:
-    if len(targets) == 0:
-        raise CohortError("targets is an empty list; pass None to explain every row")
-    try:
-        requested_ids = pa.table({"id": pa.array(list(targets))})
-    except (pa.ArrowException, TypeError, ValueError):
-        raise CohortError(f"target ids must all be of one type, got {list(targets)[:5]!r}") from None
-    column = "row positions" if id is None else f"id column {id!r}"
-    requested = engine.temporary_name("requested_ids")
-    with engine.registered(requested, requested_ids):
-        missing = engine.fetch_rows(
-            compile.missing_target_ids(subjects, requested), context=f"matching target ids to the {column}"
-        )
-        if missing:
-            shown = ", ".join(repr(value) for (value,) in missing[:5])
-            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-            raise CohortError(f"target ids not found in the {column}: {shown}{more}")
-        condition = f"__cohort_id IN (SELECT id FROM {quote_identifier(requested)})"
-        return engine.fetch_arrow(compile.target_rows(subjects, condition), context="selecting targets")

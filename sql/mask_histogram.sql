@@ -7,8 +7,8 @@
 SELECT
     t.__cohort_batch AS target,
     {masks},
-    sum(s.__cohort_count) AS subjects,
+    CAST(sum(s.__cohort_count) AS BIGINT) AS subjects,
     sum(s.__cohort_sum) AS sum_y
 FROM {subjects} AS s
 CROSS JOIN {targets} AS t
-GROUP BY ALL
+GROUP BY {ordinals}

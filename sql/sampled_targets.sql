@@ -1,5 +1,11 @@
--- A random sample of targets, drawn in Python from the row positions 0 .. n-1 with the caller's seed.
+-- A random sample of {size} targets among the rows that satisfy the condition, the same on every
+-- engine: rows ranked by the md5 hash of the seed and their id, the first {size} kept, in id order.
 SELECT *
-FROM {subjects}
-WHERE __cohort_row IN (SELECT row FROM {sample})
-ORDER BY __cohort_row
+FROM (
+    SELECT *
+    FROM {subjects}
+    WHERE {condition}
+    ORDER BY md5({seed} || CAST(__cohort_id AS {text})), __cohort_id
+    LIMIT {size}
+) AS sample
+ORDER BY __cohort_id

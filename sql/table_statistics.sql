@@ -1,6 +1,7 @@
--- Whole-table statistics, one row: the number of subjects, the mean of y, checks on y, the id and each
--- predictor, and the aggregates data-dependent similarity kinds need (min, max, quantiles). Deltas are
--- computed once over the whole table, never per target.
+-- Whole-table statistics, one row and one pass over the data: the number of subjects, the mean and
+-- variance of y - pilot, checks on y, the ids and each predictor, and the parameters data-dependent
+-- similarity kinds need (window widths from ranges or quantiles, bin edges). Deltas are computed once
+-- over the whole table, never per target.
 SELECT
     {aggregates}
-FROM {subjects}
+FROM {source}

@@ -1,5 +1,5 @@
--- The targets, in table order: the rows whose decisions are explained.
+-- The targets, in id order: the rows whose decisions are explained.
 SELECT *
 FROM {subjects}
 WHERE {condition}
-ORDER BY __cohort_row
+ORDER BY __cohort_id

@@ -159,7 +159,7 @@ def test_config_file_with_flags_overriding(data, frame):
         ),
         (["run", "{data}/scores.parquet", *RUN, "--into-table", "t"], "--into-table needs --database"),
         (["run", "{data}/scores.parquet", *RUN, "--config", "{data}/none.toml"], "cannot read config"),
-        (["run", "SELECT * FROM nowhere", *RUN], "DATA query"),
+        (["run", "SELECT * FROM nowhere", *RUN], "the data query: Catalog Error"),
         (["run", "{data}/none.duckdb:scores", *RUN], "no DuckDB database file"),
         (["run", "--prediction", "score"], "no DATA given"),
     ],

@@ -26,11 +26,11 @@ def explain(data=FRAME, **options):
         ),
         ({"similarity": ["age", "income"]}, "feature column 'income' is not in the data"),
         ({"prediction": "score"}, "prediction column 'score' is not in the data"),
-        ({"prediction": "sex"}, "prediction column 'sex' has type VARCHAR; it must be numeric"),
+        ({"prediction": "sex"}, "prediction column 'sex' holds text values; it must be numeric"),
         ({"id": "key"}, "id column 'key' is not in the data"),
         (
             {"similarity": {"sex": "range:0.1"}},
-            "feature 'sex' has type VARCHAR, but similarity range:0.1 needs a numeric column",
+            "feature 'sex' holds text values, but similarity range:0.1 needs numbers, dates or timestamps",
         ),
         (
             {"similarity": {"age": "abs:-2"}},

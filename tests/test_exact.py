@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import cohortsql
 import reference
+from conftest import EngineUnderTest
 
 KINDS = {
     "exact": ("exact", reference.exact()),
@@ -21,9 +22,10 @@ KINDS = {
 }
 
 
-def run(frame, kinds, **options):
+def run(frame, kinds, engine=None, **options):
     similarity = {name: kind.format(c=name) for name, kind in kinds.items()}
-    return cohortsql.cohort_shapley(frame, prediction="y", similarity=similarity, **options)
+    engine_options = {} if engine is None else engine.options
+    return cohortsql.cohort_shapley(frame, prediction="y", similarity=similarity, **engine_options, **options)
 
 
 def brute_force(frame, kinds, targets=None):
@@ -35,7 +37,7 @@ def brute_force(frame, kinds, targets=None):
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_every_kind_matches_brute_force(kind):
+def test_every_kind_matches_brute_force(kind, engine):
     rng = np.random.default_rng(abs(hash(kind)) % 2**32)
     n = 40
     text, python = KINDS[kind]
@@ -50,7 +52,7 @@ def test_every_kind_matches_brute_force(kind):
     )
     kinds_text = {"a": text, "b": "abs:0.25", "c": "range:0.3"}
     kinds_python = {"a": python, "b": reference.absolute(0.25), "c": reference.range_window(0.3)}
-    result = run(frame, kinds_text)
+    result = run(frame, kinds_text, engine)
     phi, phi2 = brute_force(frame, kinds_python)
     np.testing.assert_allclose(result.shapley, phi, atol=1e-12)
     np.testing.assert_allclose(result.shapley_squared, phi2, atol=1e-12)
@@ -83,17 +85,32 @@ def tables(draw):
     )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(tables())
-def test_random_tables_with_missing_values_match_brute_force(table):
+def check_against_brute_force(table, engine=None):
     frame, chosen = table
-    result = run(frame, {name: EXACT_ARITHMETIC_KINDS[kind][0] for name, kind in chosen.items()})
+    result = run(frame, {name: EXACT_ARITHMETIC_KINDS[kind][0] for name, kind in chosen.items()}, engine)
     phi, phi2 = brute_force(frame, {name: EXACT_ARITHMETIC_KINDS[kind][1] for name, kind in chosen.items()})
     np.testing.assert_allclose(result.shapley, phi, atol=1e-12)
     np.testing.assert_allclose(result.shapley_squared, phi2, atol=1e-12)
 
 
-def test_hand_worked_three_predictor_example():
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(tables())
+def test_random_tables_with_missing_values_match_brute_force(table):
+    check_against_brute_force(table)
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(table=tables())
+def test_random_tables_with_missing_values_on_spark(spark_session, table):
+    check_against_brute_force(table, EngineUnderTest("spark", {"connection": spark_session}))
+
+
+def test_hand_worked_three_predictor_example(engine):
     """Target 0 = (1, 1, 1) among four subjects; ybar = 2.
 
     Cohort means minus ybar: v({}) = 0, v(a) = 0 (subjects 0-2), v(b) = 1 (0, 1), v(c) = 2 (0),
@@ -105,7 +122,7 @@ def test_hand_worked_three_predictor_example():
     phi2_a = 0, phi2_b = 1/3 + 1/6 = 1/2, phi2_c = 4/3 + 1/6 (4 + 3) + 1/3 (3) = 7/2  (sum 4)
     """
     frame = pl.DataFrame({"a": [1, 1, 1, 0], "b": [1, 1, 0, 0], "c": [1, 0, 0, 0], "y": [4.0, 2.0, 0.0, 2.0]})
-    result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["a", "b", "c"], targets=[0])
+    result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["a", "b", "c"], targets=[0], **engine.options)
     np.testing.assert_allclose(result.shapley[0], [0.0, 0.5, 1.5], atol=1e-15)
     np.testing.assert_allclose(result.shapley_squared[0], [0.0, 0.5, 3.5], atol=1e-14)
     totals = result.totals.row(0, named=True)
@@ -119,21 +136,21 @@ def test_hand_worked_three_predictor_example():
     }
 
 
-def test_identical_predictor_columns_get_equal_values():
+def test_identical_predictor_columns_get_equal_values(engine):
     rng = np.random.default_rng(7)
     x = rng.uniform(size=60)
     frame = pl.DataFrame({"x": x, "x_copy": x, "z": rng.uniform(size=60), "y": x + rng.normal(scale=0.1, size=60)})
     result = cohortsql.cohort_shapley(
-        frame, prediction="y", similarity={"x": "abs:0.1", "x_copy": "abs:0.1", "z": "abs:0.1"}
+        frame, prediction="y", similarity={"x": "abs:0.1", "x_copy": "abs:0.1", "z": "abs:0.1"}, **engine.options
     )
     np.testing.assert_allclose(result.shapley[:, 0], result.shapley[:, 1], atol=1e-12)
     np.testing.assert_allclose(result.shapley_squared[:, 0], result.shapley_squared[:, 1], atol=1e-12)
 
 
-def test_values_add_up_to_the_cohort_value():
+def test_values_add_up_to_the_cohort_value(engine):
     rng = np.random.default_rng(3)
     frame = pl.DataFrame({f"x{j}": rng.integers(0, 3, 200) for j in range(6)} | {"y": rng.normal(size=200)})
-    result = cohortsql.cohort_shapley(frame, prediction="y", similarity=[f"x{j}" for j in range(6)])
+    result = cohortsql.cohort_shapley(frame, prediction="y", similarity=[f"x{j}" for j in range(6)], **engine.options)
     totals = result.totals
     np.testing.assert_allclose(result.shapley.sum(axis=1), totals["value"], atol=1e-12)
     np.testing.assert_allclose(result.shapley_squared.sum(axis=1), totals["value_squared"], atol=1e-12)
@@ -157,7 +174,7 @@ def test_twenty_predictors_exact():
 
 
 @pytest.mark.parametrize("method", ["exact", "permutation"])
-def test_refinement_paths_by_brute_force(method):
+def test_refinement_paths_by_brute_force(method, engine):
     """Step k's cohort: subjects similar to the target on its k most important features."""
     rng = np.random.default_rng(21)
     frame = pl.DataFrame({f"x{j}": rng.uniform(size=60) for j in range(4)} | {"y": rng.normal(size=60)})
@@ -169,6 +186,7 @@ def test_refinement_paths_by_brute_force(method):
         targets=[0, 7, 33],
         method=method,
         seed=1,
+        **engine.options,
     )
     y = frame["y"].to_numpy()
     for row, target in enumerate([0, 7, 33]):

@@ -46,9 +46,22 @@ def files(tmp_path):
     return tmp_path
 
 
+@pytest.mark.parametrize("name", ["data.parquet", "part-*.parquet"])
+def test_parquet_paths_and_globs_with_row_positions(files, expected, name, engine):
+    result = explain(str(files / name), **engine.options)
+    assert result.ids.to_list() == list(range(6))  # files in name order, rows in file order
+    same_values(result, expected)
+
+
 @pytest.mark.parametrize("name", ["data.csv", "data.parquet", "part-*.parquet"])
-def test_paths_and_globs(files, expected, name):
-    same_values(explain(str(files / name)), expected)
+def test_paths_and_globs_with_an_id(files, expected, name, engine):
+    result = explain(str(files / name), id="key", **engine.options)
+    assert result.ids.to_list() == list("abcdef")
+    same_values(result, expected)
+
+
+def test_csv_row_positions_on_duckdb(files, expected):
+    same_values(explain(str(files / "data.csv")), expected)
 
 
 def test_pathlib_path(files, expected):
@@ -66,8 +79,13 @@ def test_pathlib_path(files, expected):
     ],
     ids=["polars", "lazy", "arrow", "pandas", "arrow-reader"],
 )
-def test_frames(expected, convert):
-    same_values(explain(convert(FRAME)), expected)
+def test_frames(expected, convert, engine):
+    same_values(explain(convert(FRAME), **engine.options), expected)
+
+
+def test_sql_query_as_data(files, expected, engine):
+    query = f"SELECT * FROM {'parquet.`' + str(files / 'data.parquet') + '`' if engine.name == 'spark' else repr(str(files / 'data.parquet'))}"
+    same_values(explain(query, id="key", **engine.options), expected)
 
 
 def test_relation_and_table_on_the_callers_connection(expected):
@@ -87,27 +105,27 @@ def test_relation_of_another_connection(expected):
     same_values(explain(connection.sql("SELECT * FROM frame")), expected)
 
 
-def test_target_ids_by_position_and_by_id_column(expected):
-    by_position = explain(FRAME, targets=[4, 1])
+def test_target_ids_by_position_and_by_id_column(expected, engine):
+    by_position = explain(FRAME, targets=[4, 1], **engine.options)
     assert by_position.ids.to_list() == [1, 4]  # table order
     np.testing.assert_allclose(by_position.shapley, expected.shapley[[1, 4]], atol=1e-14)
-    by_key = explain(FRAME, id="key", targets=["e", "b", "e"])
+    by_key = explain(FRAME, id="key", targets=["e", "b", "e"], **engine.options)
     assert by_key.ids.to_list() == ["b", "e"]
     np.testing.assert_allclose(by_key.shapley, expected.shapley[[1, 4]], atol=1e-14)
 
 
-def test_targets_by_sql_predicate_over_any_column(expected):
-    result = explain(FRAME, id="key", targets="region = 's' AND score > 0.5")
+def test_targets_by_sql_predicate_over_any_column(expected, engine):
+    result = explain(FRAME, id="key", targets="region = 's' AND score > 0.5", **engine.options)
     assert result.ids.to_list() == ["d", "f"]
     np.testing.assert_allclose(result.shapley, expected.shapley[[3, 5]], atol=1e-14)
 
 
-def test_target_ids_as_numpy_array(expected):
-    result = explain(FRAME, targets=np.array([2]))
+def test_target_ids_as_numpy_array(expected, engine):
+    result = explain(FRAME, targets=np.array([2]), **engine.options)
     np.testing.assert_allclose(result.shapley, expected.shapley[[2]], atol=1e-14)
 
 
-def test_default_kinds():
+def test_default_kinds(engine):
     rng = np.random.default_rng(0)
     frame = pl.DataFrame(
         {
@@ -118,7 +136,7 @@ def test_default_kinds():
             "y": rng.uniform(size=100),
         }
     )
-    result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["few", "many", "label", "flag"])
+    result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["few", "many", "label", "flag"], **engine.options)
     assert result.similarity == {"few": "exact", "many": "range:0.1", "label": "exact", "flag": "exact"}
     given = cohortsql.cohort_shapley(
         frame, prediction="y", similarity={"few": "exact", "many": "range:0.1", "label": "exact", "flag": "exact"}
@@ -131,11 +149,14 @@ def test_similarity_objects_and_text_mix(expected):
     same_values(result, expected)
 
 
-def test_nan_in_a_window_predictor_is_missing():
-    frame = pd.DataFrame({"x": [1.0, np.nan, 2.0, np.nan], "y": [1.0, 2.0, 3.0, 5.0]})
-    result = cohortsql.cohort_shapley(frame, prediction="y", similarity={"x": "abs:5"})
+@pytest.mark.parametrize("kind", ["abs:5", "exact"])
+def test_nan_is_missing_under_every_kind(kind, engine):
+    frame = pd.DataFrame({"x": [1.0, np.nan, 1.0, np.nan], "y": [1.0, 2.0, 3.0, 5.0]})
+    result = cohortsql.cohort_shapley(frame, prediction="y", similarity={"x": kind}, **engine.options)
     # the two missing values form one cohort, the two present ones another
     assert result.totals["cohort_mean"].to_list() == [2.0, 3.5, 2.0, 3.5]
+    default = cohortsql.cohort_shapley(frame, prediction="y", similarity=["x"], **engine.options)
+    assert default.totals["cohort_mean"].to_list() == [2.0, 3.5, 2.0, 3.5]
 
 
 def test_result_tables(expected, tmp_path):

@@ -15,10 +15,10 @@ def table(seed, n, d):
     return pl.DataFrame({f"x{j}": x[:, j] for j in range(d)} | {"y": y})
 
 
-def test_estimates_are_calibrated_against_exact_values():
+def test_estimates_are_calibrated_against_exact_values(engine):
     frame = table(1, 300, 10)
     similarity = {f"x{j}": "abs:0.15" for j in range(10)}
-    options = dict(prediction="y", similarity=similarity, targets=list(range(40)))
+    options = dict(prediction="y", similarity=similarity, targets=list(range(40)), **engine.options)
     exact = cohortsql.cohort_shapley(frame, **options)
     estimate = cohortsql.cohort_shapley(frame, **options, method="permutation", seed=7, max_permutations=200)
     assert estimate.method == "permutation" and (estimate.permutations == 200).all()

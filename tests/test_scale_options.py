@@ -9,6 +9,7 @@ import pytest
 
 import cohortsql
 from cohortsql import prepare, progress, shapley
+from cohortsql.engines import EngineSettings, open_engine
 
 FRAME = pl.DataFrame({"x": np.arange(40) % 7 * 1.0, "z": np.arange(40) % 3, "y": np.arange(40) / 10})
 
@@ -30,12 +31,18 @@ def test_memory_settings_apply_and_are_restored_on_the_callers_connection(tmp_pa
 
 def test_memory_limit_bounds_the_batches():
     """A quarter of DuckDB's memory limit, when less than the default budget, bounds each batch."""
-    with cohortsql.engine.DuckDBEngine(memory_limit="400MB") as engine:
-        assert engine.memory_limit_bytes == pytest.approx(400e6, rel=1e-3)
-        assert prepare._batch_bytes(engine) == engine.memory_limit_bytes // 4
-    with cohortsql.engine.DuckDBEngine() as engine:
-        assert engine.memory_limit_bytes is None
-        assert prepare._batch_bytes(engine) == prepare.BATCH_MEMORY_BYTES
+    limited = open_engine(engine="duckdb", settings=EngineSettings(memory_limit="400MB"))
+    try:
+        assert limited.memory_budget == pytest.approx(400e6, rel=1e-3)
+        assert prepare._batch_bytes(limited) == limited.memory_budget // 4
+    finally:
+        limited.close()
+    unlimited = open_engine(engine="duckdb")
+    try:
+        assert unlimited.memory_budget is None
+        assert prepare._batch_bytes(unlimited) == prepare.BATCH_MEMORY_BYTES
+    finally:
+        unlimited.close()
     assert shapley.targets_per_batch(20, 100 * 2**20) == 2  # 6 arrays of 2^20 doubles per target
 
 

@@ -1,6 +1,6 @@
 """Similarity kinds: text forms, validation, and their rendered SQL run by DuckDB on literal rows."""
 
-import duckdb
+import pyarrow as pa
 import pytest
 
 from cohortsql import (
@@ -14,7 +14,7 @@ from cohortsql import (
     SqlPredicate,
     parse_similarity,
 )
-from cohortsql.compile import similarity_test
+from cohortsql.compile import literal_parameters, similarity_test
 from cohortsql.plan import ResolvedFeature
 
 
@@ -76,53 +76,81 @@ def test_objects_validate_too():
         Bins(True)
 
 
-def evaluate(kind, statistics, pairs, missing=True):
-    """Run the library's NULL-safe similarity test for column x on literal (subject, target) rows."""
-    feature = ResolvedFeature("x", kind, "x", statistics, has_missing=missing)
-    rows = ", ".join(f"({s}, {t})" for s, t in pairs)
-    sql = f"SELECT {similarity_test(feature)} FROM (VALUES {rows}) AS pairs(sx, tx), LATERAL (SELECT sx AS x) AS s, LATERAL (SELECT tx AS x) AS t"
-    return [value for (value,) in duckdb.sql(sql).fetchall()]
+def evaluate(engine, kind, parameters, pairs, missing=True):
+    """Run the library's NULL-safe similarity test for a column on literal (subject, target) rows, on `engine`."""
+    feature = ResolvedFeature("x", 0, "float", kind, "float", parameters, has_missing=missing)
+    table = pa.table(
+        {
+            "position": list(range(len(pairs))),
+            "sx": pa.array([s for s, _ in pairs], pa.float64()),
+            "tx": pa.array([t for _, t in pairs], pa.float64()),
+        }
+    )
+    running = engine.open()
+    try:
+        dialect = running.dialect
+        pairs_table = running.upload(table, "pairs")
+        column = dialect.quote(feature.column)
+        test = similarity_test(feature, literal_parameters(feature, dialect), dialect)
+        sql = (
+            f"SELECT {test} AS similar FROM (SELECT position, sx AS {column} FROM {pairs_table}) AS s"
+            f" JOIN (SELECT position, tx AS {column} FROM {pairs_table}) AS t ON s.position = t.position"
+            " ORDER BY s.position"
+        )
+        return running.fetch_arrow(sql, context="test").column("similar").to_pylist()
+    finally:
+        running.close()
 
 
-NULL = "NULL::DOUBLE"
+NULL = None
 
 
-def test_windows_are_inclusive_and_null_safe():
+def test_windows_are_inclusive_and_null_safe(engine):
     pairs = [(1.0, 3.5), (1.0, 3.6), (6.0, 3.5), (NULL, NULL), (NULL, 1.0), (1.0, NULL)]
-    assert evaluate(AbsoluteWindow(2.5), {}, pairs) == [True, False, True, True, False, False]
+    assert evaluate(engine, AbsoluteWindow(2.5), {}, pairs) == [True, False, True, True, False, False]
 
 
-def test_relative_window_scales_with_the_target():
+def test_relative_window_scales_with_the_target(engine):
     pairs = [(9.0, 10.0), (8.9, 10.0), (10.0, 9.0), (0.0, 0.0), (0.1, 0.0)]
-    assert evaluate(RelativeWindow(0.1), {}, pairs, missing=False) == [True, False, False, True, False]
+    assert evaluate(engine, RelativeWindow(0.1), {}, pairs, missing=False) == [True, False, False, True, False]
 
 
-def test_range_and_quantile_windows_use_table_statistics():
+def test_range_and_quantile_windows_use_their_width(engine):
     pairs = [(0.0, 1.0), (0.0, 1.01)]
-    assert evaluate(RangeWindow(0.1), {"min": 0.0, "max": 10.0}, pairs) == [True, False]
-    assert evaluate(QuantileWindow(0.5), {"low": 2.0, "high": 4.0}, pairs) == [True, False]
+    assert evaluate(engine, RangeWindow(0.1), {"delta": 1.0}, pairs) == [True, False]
+    assert evaluate(engine, QuantileWindow(0.5), {"delta": 1.0}, pairs) == [True, False]
 
 
-def test_bins_split_the_range_and_keep_the_maximum_in_the_last_bin():
-    statistics = {"min": 0.0, "max": 3.0}
+def test_bins_split_the_range_and_keep_the_maximum_in_the_last_bin(engine):
+    parameters = {"low": 0.0, "range": 3.0}
     pairs = [(0.0, 0.99), (0.99, 1.0), (2.0, 3.0), (3.0, 2.5), (NULL, 3.0), (NULL, NULL)]
-    assert evaluate(Bins(3), statistics, pairs) == [True, False, True, True, False, True]
+    assert evaluate(engine, Bins(3), parameters, pairs) == [True, False, True, True, False, True]
 
 
-def test_bins_of_a_constant_column_are_one_bin():
-    assert evaluate(Bins(4), {"min": 2.0, "max": 2.0}, [(2.0, 2.0), (NULL, 2.0)]) == [True, False]
+def test_bins_of_a_constant_column_are_one_bin(engine):
+    assert evaluate(engine, Bins(4), {"low": 2.0, "range": 0.0}, [(2.0, 2.0), (NULL, 2.0)]) == [True, False]
 
 
-def test_exact_is_null_safe():
-    assert evaluate(Exact(), {}, [(1, 1), (1, 2), (NULL, NULL), (NULL, 1)]) == [True, False, True, False]
+def test_exact_is_null_safe(engine):
+    assert evaluate(engine, Exact(), {}, [(1, 1), (1, 2), (NULL, NULL), (NULL, 1)]) == [True, False, True, False]
 
 
-def test_sql_predicate_keeps_the_target_in_its_own_cohort():
-    kind = SqlPredicate("s.x > t.x")  # not reflexive on its own
-    assert evaluate(kind, {}, [(2.0, 1.0), (1.0, 1.0), (0.0, 1.0), (NULL, NULL), (NULL, 1.0)]) == [
-        True,
-        True,
-        False,
-        True,
-        False,
-    ]
+def test_sql_predicate_keeps_the_target_in_its_own_cohort(engine):
+    kind = SqlPredicate("s.__cohort_f0 > t.__cohort_f0")  # not reflexive on its own
+    pairs = [(2.0, 1.0), (1.0, 1.0), (0.0, 1.0), (NULL, NULL), (NULL, 1.0)]
+    assert evaluate(engine, kind, {}, pairs) == [True, True, False, True, False]
+
+
+def test_durations_for_dates_and_timestamps():
+    assert parse_similarity("abs:12h") == AbsoluteWindow(12, "h")
+    assert AbsoluteWindow(12, "h").width == 0.5
+    assert AbsoluteWindow(2, "w").width == 14
+    assert str(AbsoluteWindow(30, "min")) == "abs:30min"
+    with pytest.raises(CohortError, match="unit must be one of"):
+        AbsoluteWindow(1, "fortnight")
+
+
+@pytest.mark.parametrize("text", ["sql:s.a = t.a; DROP TABLE x", "sql:s.a = t.a) OR (1 = 1", "sql:'unterminated"])
+def test_sql_kinds_are_one_expression(text):
+    with pytest.raises(CohortError):
+        parse_similarity(text)

@@ -1,0 +1,236 @@
+"""Cohort Shapley values from the result of `cohortsql.histogram_sql`, run in any warehouse.
+
+The standalone query returns either mask histograms (one row per target and similarity mask) or
+equivalence cells (keys, each target a row of its own). Both carry sums of y - mean and of its
+square, so the whole-table mean and variance come back with them; this module runs the same numpy
+stages as `cohortsql.cohort_shapley` on them. Nothing here touches an engine.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from cohortsql import compile, permutation, shapley
+from cohortsql.api import AUTO_EXACT_FEATURES, MAX_EXACT_FEATURES, METHODS, Method
+from cohortsql.errors import CohortError, check_choice
+from cohortsql.grouping_sets import Cells, values_of_cells
+from cohortsql.pairwise import exact_values, permutation_values, target_generators
+from cohortsql.plan import SimilarityArgument
+from cohortsql.prepare import BATCH_MEMORY_BYTES
+from cohortsql.result import CohortShapleyResult
+from cohortsql.similarity import Similarity, as_similarity
+
+_SUMS = ("subjects", "sum_y", "sum_y2", "mean", "target", "prediction")
+
+
+def assemble(
+    histogram: str | os.PathLike[str] | pa.Table | pl.DataFrame | Any,
+    *,
+    similarity: SimilarityArgument,
+    method: Method = "auto",
+    seed: int | None = None,
+    max_permutations: int = 200,
+    tolerance: float | None = None,
+) -> CohortShapleyResult:
+    """Cohort Shapley values from the output of `cohortsql.histogram_sql` (a file or a frame).
+
+    `similarity` names the features in the order the query used (the same argument as there; its
+    kinds are recorded in the result). ``method`` applies to mask histograms: ``exact`` (d <= 24),
+    ``permutation`` or ``auto`` (exact up to d = 16); cells are always exact.
+    """
+    check_choice("method", method, METHODS)
+    frame = _read(histogram)
+    features, kinds = _features(similarity)
+    d = len(features)
+    missing = [column for column in _SUMS if column not in frame.columns]
+    if missing:
+        raise CohortError(f"the histogram lacks columns {missing}: pass the result of `cohortsql sql` as it is")
+    if "mask0" in frame.columns:
+        return _from_masks(frame, features, kinds, method, seed, max_permutations, tolerance)
+    keys = [f"k{index}" for index in range(d)]
+    if all(key in frame.columns for key in keys) and f"k{d}" not in frame.columns:
+        return _from_cells(frame, features, kinds, keys)
+    raise CohortError(
+        f"the histogram has neither mask columns nor the {d} key columns k0..k{d - 1} of {d} features;"
+        " check that similarity names the same features as the query"
+    )
+
+
+def _read(histogram: Any) -> pl.DataFrame:
+    if isinstance(histogram, (str, Path)):
+        path = Path(histogram)
+        read = {".parquet": pl.read_parquet, ".csv": pl.read_csv}.get(path.suffix.lower())
+        if read is None:
+            raise CohortError(f"cannot read {str(path)!r}: assemble reads .parquet or .csv files")
+        if not path.is_file():
+            raise CohortError(f"no file {str(path)!r}; check the path")
+        try:
+            return read(path)
+        except (pl.exceptions.PolarsError, OSError) as error:
+            raise CohortError(f"cannot read {str(path)!r}: {error}") from None
+    frame = pl.from_arrow(histogram) if isinstance(histogram, pa.Table) else histogram
+    if not isinstance(frame, pl.DataFrame):
+        try:
+            frame = pl.DataFrame(histogram)
+        except (TypeError, ValueError):
+            raise CohortError(f"cannot read a histogram of type {type(histogram).__name__}") from None
+    return frame
+
+
+def _features(similarity: SimilarityArgument) -> tuple[tuple[str, ...], dict[str, Similarity | None]]:
+    if isinstance(similarity, str) or not isinstance(similarity, (Mapping, list, tuple)) or not similarity:
+        raise CohortError("similarity must name the features in the query's order (a list or a mapping)")
+    if isinstance(similarity, Mapping):
+        return tuple(similarity), {
+            name: None if kind is None else as_similarity(kind) for name, kind in similarity.items()
+        }
+    return tuple(similarity), {name: None for name in similarity}
+
+
+def _moments(totals: pl.DataFrame) -> tuple[float, float, float, int]:
+    """(mean, centred mean, variance, n) from one target's totals over every subject."""
+    row = totals.row(0, named=True)
+    n = int(row["subjects"])
+    centred_mean = row["sum_y"] / n
+    variance = max(0.0, row["sum_y2"] / n - centred_mean**2)
+    return float(row["mean"]), centred_mean, variance, n
+
+
+def _from_masks(
+    frame: pl.DataFrame,
+    features: tuple[str, ...],
+    kinds: dict[str, Similarity | None],
+    method: str,
+    seed: int | None,
+    max_permutations: int,
+    tolerance: float | None,
+) -> CohortShapleyResult:
+    d = len(features)
+    words = [f"mask{index}" for index in range(math.ceil(d / compile.MASK_WORD_BITS))]
+    targets = frame.group_by("target").agg(
+        pl.col("prediction").first(), pl.col("subjects").sum(), pl.col("sum_y").sum(), pl.col("sum_y2").sum(),
+        pl.col("mean").first(),
+    ).sort("target")
+    if targets["subjects"].n_unique() != 1:
+        raise CohortError("the histogram's targets do not all cover the same subjects; it is not one query's result")
+    mean, centred_mean, variance, n = _moments(targets)
+    numbered = frame.join(targets.select("target").with_row_index("__cohort_number"), on="target")
+    chosen = "exact" if method == "auto" and d <= AUTO_EXACT_FEATURES else method
+    if chosen == "auto":
+        chosen = "permutation"
+    if chosen == "exact" and d > MAX_EXACT_FEATURES:
+        raise CohortError(f"exact cohort Shapley handles at most {MAX_EXACT_FEATURES} features; use method='permutation'")
+    count = targets.height
+    batch = shapley.targets_per_batch(d, BATCH_MEMORY_BYTES)
+    generators = target_generators(count, seed)
+    results: list[Any] = []
+    for start in range(0, count, batch):
+        rows = min(batch, count - start)
+        part = numbered.filter(pl.col("__cohort_number").is_between(start, start + rows - 1))
+        histogram = {
+            "target": (part["__cohort_number"] - start).to_numpy(),
+            "subjects": part["subjects"].to_numpy(),
+            "sum_y": part["sum_y"].to_numpy(),
+            **{word: part[word].to_numpy() for word in words},
+        }
+        if chosen == "exact":
+            results.append(exact_values(histogram, rows, d, centred_mean, np.ones(rows)))
+        else:
+            results.extend(
+                permutation_values(
+                    histogram,
+                    rows,
+                    d,
+                    centred_mean,
+                    generators[start : start + rows],
+                    max_permutations=max_permutations,
+                    tolerance=tolerance,
+                )
+            )
+    common = _common(features, kinds, targets, mean, centred_mean, variance, n)
+    if chosen == "exact":
+        values = shapley.concatenate(results)
+        return CohortShapleyResult(**common, **_exact_fields(values, mean), method="exact", path="pairwise")
+    stacked = permutation.stack(results, np.arange(count))
+    return CohortShapleyResult(
+        **common,
+        cohort_size=stacked["cohort_size"],
+        cohort_mean=stacked["cohort_mean"] + mean,
+        shapley=stacked["shapley"],
+        shapley_squared=stacked["shapley_squared"],
+        shapley_se=stacked["shapley_se"],
+        shapley_squared_se=stacked["shapley_squared_se"],
+        permutations=stacked["permutations"],
+        path_order=stacked["path_order"],
+        path_size=stacked["path_size"],
+        path_mean=stacked["path_mean"] + mean,
+        method="permutation",
+        path="pairwise",
+    )
+
+
+def _from_cells(
+    frame: pl.DataFrame, features: tuple[str, ...], kinds: dict[str, Similarity | None], keys: list[str]
+) -> CohortShapleyResult:
+    totals = frame.select(
+        pl.col("subjects").sum(), pl.col("sum_y").sum(), pl.col("sum_y2").sum(), pl.col("mean").first()
+    )
+    mean, centred_mean, variance, n = _moments(totals)
+    grouped = frame.group_by(keys).agg(pl.col("subjects").sum(), pl.col("sum_y").sum())
+    cells = Cells.from_frame(
+        grouped.with_columns(centered_sum=pl.col("sum_y") - pl.col("subjects") * centred_mean), keys
+    )
+    targets = frame.filter(pl.col("target").is_not_null()).sort("target")
+    if targets.height == 0:
+        raise CohortError("the cells hold no target rows (column `target` is empty)")
+    values = values_of_cells(cells, cells.cells_of(targets.select(keys)), 0.0, np.ones(targets.height))
+    common = _common(features, kinds, targets, mean, centred_mean, variance, n)
+    # The cells' sums are centred on the whole-table mean itself, so cohort means are relative to it.
+    fields = _exact_fields(values, mean + centred_mean)
+    return CohortShapleyResult(**common, **fields, method="exact", path="grouping_sets")
+
+
+def _exact_fields(values: shapley.CohortShapley, offset: float) -> dict[str, Any]:
+    """Result fields of exact values whose cohort means are relative to `offset`."""
+    return dict(
+        cohort_size=values.cohort_size,
+        cohort_mean=values.cohort_mean + offset,
+        shapley=values.shapley,
+        shapley_squared=values.shapley_squared,
+        path_order=values.path_order,
+        path_size=values.path_size,
+        path_mean=values.path_mean + offset,
+    )
+
+
+def _common(
+    features: tuple[str, ...],
+    kinds: dict[str, Similarity | None],
+    targets: pl.DataFrame,
+    mean: float,
+    centred_mean: float,
+    variance: float,
+    n: int,
+) -> dict[str, Any]:
+    ids = targets["target"].alias("id")
+    return dict(
+        ids=ids,
+        features=features,
+        similarity={name: "(as in the query)" if kind is None else str(kind) for name, kind in kinds.items()},
+        kinds={name: kind for name, kind in kinds.items() if kind is not None},
+        feature_statistics={name: {} for name in features},
+        mean=mean + centred_mean,
+        variance=variance,
+        subjects=n,
+        prediction=targets["prediction"].cast(pl.Float64).to_numpy(),
+        targets=pl.DataFrame({"id": ids, "prediction": targets["prediction"]}),
+        population=n if targets.height == n else None,
+    )

@@ -1,0 +1,149 @@
+"""SQL dialects: the few constructs that are spelled differently on each engine.
+
+Every query cohortsql runs is written once, in the SQL that DuckDB and Spark SQL share (CTEs,
+``CASE``, ``count_if``, ``GROUP BY`` ordinals, ``IS NOT DISTINCT FROM``, ``md5``). What genuinely
+differs lives here, one small class per dialect (the pattern of Splink's dialect classes): quoting,
+string literals, exact quantiles, days since the epoch, and turning hexadecimal text into a number.
+A dialect is stateless; rendering with it is a pure function of its inputs.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+from typing import ClassVar, Literal
+
+from cohortsql.errors import CohortError
+
+Temporal = Literal["date", "timestamp"]
+
+
+class Dialect:
+    """SQL shared by DuckDB and Spark; subclasses override what their engine spells differently."""
+
+    name: ClassVar[str]
+    """The dialect's name, as sqlglot knows it."""
+
+    identifier_quote: ClassVar[str] = '"'
+    text_type: ClassVar[str] = "VARCHAR"
+
+    def quote(self, identifier: str) -> str:
+        """A column or table name as a quoted identifier (the only way names enter SQL)."""
+        mark = self.identifier_quote
+        return mark + identifier.replace(mark, mark * 2) + mark
+
+    def quote_path(self, name: str) -> str:
+        """A possibly qualified table name (``schema.table``), each part quoted."""
+        return ".".join(self.quote(part) for part in name.split("."))
+
+    def string(self, text: str) -> str:
+        """A string literal."""
+        return "'" + text.replace("'", "''") + "'"
+
+    def number(self, value: float) -> str:
+        """A finite number as a DOUBLE literal that round-trips exactly."""
+        value = float(value)
+        if not math.isfinite(value):
+            raise CohortError(f"cannot use the non-finite number {value} in SQL")
+        return f"CAST({value!r} AS DOUBLE)"
+
+    def optional_number(self, value: float | None) -> str:
+        """A DOUBLE literal, or a typed NULL for a statistic of a column with no values."""
+        return "CAST(NULL AS DOUBLE)" if value is None else self.number(value)
+
+    def literal(self, value: object) -> str:
+        """A value of an id or a feature (integer, number, decimal, text, date, timestamp) as a literal."""
+        if isinstance(value, bool):
+            return "TRUE" if value else "FALSE"
+        if isinstance(value, int):
+            return str(value)
+        if isinstance(value, float):
+            return self.number(value)
+        if isinstance(value, decimal.Decimal):
+            exponent = value.as_tuple().exponent
+            scale = -exponent if isinstance(exponent, int) and exponent < 0 else 0
+            return f"CAST({self.string(str(value))} AS DECIMAL(38, {scale}))"
+        if isinstance(value, str):
+            return self.string(value)
+        if isinstance(value, datetime.datetime):
+            return f"TIMESTAMP {self.string(value.isoformat(sep=' '))}"
+        if isinstance(value, datetime.date):
+            return f"DATE {self.string(value.isoformat())}"
+        raise CohortError(f"cannot write the value {value!r} into SQL; use integers, numbers, text or dates")
+
+    def quantile(self, expression: str, probability: float) -> str:
+        """The exact, linearly interpolated quantile of `expression` (an aggregate)."""
+        raise NotImplementedError
+
+    def epoch_days(self, expression: str, temporal: Temporal) -> str:
+        """A date (exact, integer) or timestamp (DOUBLE) as days since 1970-01-01."""
+        raise NotImplementedError
+
+    def hex_prefix_to_bigint(self, text: str, digits: int) -> str:
+        """The first `digits` hexadecimal digits of `text` (at most 15) as a BIGINT."""
+        raise NotImplementedError
+
+    def scan_position(self) -> str:
+        """Each row's 0-based position in the engine's scan order (standalone queries without an id)."""
+        return "row_number() OVER () - 1"
+
+    scan_order: ClassVar[str] = "the order in which the engine reads the table"
+
+    def read_file(self, path: str, file_format: str) -> str:
+        """A table expression reading a Parquet, CSV or JSON file."""
+        return f"read_{file_format}({self.string(path)})"
+
+
+class DuckDBDialect(Dialect):
+    name = "duckdb"
+
+    def quantile(self, expression: str, probability: float) -> str:
+        return f"quantile_cont({expression}, {self.number(probability)})"
+
+    def epoch_days(self, expression: str, temporal: Temporal) -> str:
+        if temporal == "date":
+            return f"({expression} - DATE '1970-01-01')"
+        return f"(epoch_us({expression}) / CAST(86400000000 AS DOUBLE))"
+
+    def hex_prefix_to_bigint(self, text: str, digits: int) -> str:
+        return f"CAST(('0x' || substr({text}, 1, {digits})) AS BIGINT)"
+
+
+class SparkDialect(Dialect):
+    name = "spark"
+    identifier_quote = "`"
+    text_type = "STRING"
+
+    def string(self, text: str) -> str:
+        # Spark reads backslash escapes inside string literals.
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    def quantile(self, expression: str, probability: float) -> str:
+        return f"percentile({expression}, {self.number(probability)})"
+
+    def epoch_days(self, expression: str, temporal: Temporal) -> str:
+        if temporal == "date":
+            return f"unix_date({expression})"
+        return f"(unix_micros({expression}) / CAST(86400000000 AS DOUBLE))"
+
+    def hex_prefix_to_bigint(self, text: str, digits: int) -> str:
+        return f"CAST(conv(substr({text}, 1, {digits}), 16, 10) AS BIGINT)"
+
+    def scan_position(self) -> str:
+        # Spark refuses row_number() without an order; monotonically increasing ids follow its scan.
+        return "row_number() OVER (ORDER BY monotonically_increasing_id()) - 1"
+
+    scan_order = "Spark's scan order (file order for one file; pass an id for a stable key)"
+
+    def read_file(self, path: str, file_format: str) -> str:
+        if file_format != "parquet":
+            raise CohortError(f"name the table the Spark SQL reads (--table): Spark reads {file_format} files without a header")
+        return f"parquet.{self.quote(path)}"
+
+
+DUCKDB = DuckDBDialect()
+SPARK = SparkDialect()
+
+NATIVE_DIALECTS: dict[str, Dialect] = {"duckdb": DUCKDB, "spark": SPARK}
+"""Dialects cohortsql renders itself; others are transpiled from DuckDB's with sqlglot."""

@@ -1,0 +1,81 @@
+"""SQL engines behind one protocol (`cohortsql.engines.base.Engine`), one module per backend.
+
+The engine follows from the input (a Spark DataFrame runs on Spark), from ``connection=`` (a DuckDB
+connection or a SparkSession), or from ``engine=`` by name; DuckDB is the default. Backends are
+imported only when chosen, so Spark's packages are needed only to run on Spark.
+
+Adding an engine: write ``cohortsql/engines/<name>.py`` with ``open_engine(connection, settings)``
+returning an object with the `Engine` methods; add its name and the package its data and connection
+types come from to `ENGINES`; add it to the engine fixture in ``tests/conftest.py`` so that the
+correctness suite runs on it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any, Literal
+
+from cohortsql.engines.base import Engine, EngineSettings, Input
+from cohortsql.errors import CohortError
+
+EngineName = Literal["duckdb", "spark"]
+
+ENGINES: dict[str, str] = {"duckdb": "duckdb", "spark": "pyspark"}
+"""Engine name -> the distribution it needs (its extra: ``pip install 'cohortsql[<name>]'``)."""
+
+DEFAULT_ENGINE: EngineName = "duckdb"
+
+__all__ = ["ENGINES", "Engine", "EngineName", "EngineSettings", "Input", "engine_for", "open_engine", "spark_session"]
+
+
+def _module(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(f"cohortsql.engines.{name}")
+    except ImportError as error:
+        if error.name and error.name.split(".")[0] == ENGINES[name]:
+            raise CohortError(f"the {name} engine needs {ENGINES[name]}: pip install 'cohortsql[{name}]'") from None
+        raise
+
+
+def _owner(value: object) -> str | None:
+    """The engine whose module `value`'s type comes from, if any (without importing any backend)."""
+    package = type(value).__module__.split(".")[0].lstrip("_")
+    for name, distribution in ENGINES.items():
+        if package == distribution:
+            return name
+    return None
+
+
+def engine_for(data: Any, connection: Any, engine: str | None) -> str:
+    """The name of the engine that runs a call: asked for, or implied by the connection or the data."""
+    implied = [name for name in (_owner(connection), _owner(data)) if name is not None]
+    if engine is not None:
+        if engine not in ENGINES:
+            raise CohortError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        clash = [name for name in implied if name != engine]
+        if clash:
+            raise CohortError(f"engine={engine!r} cannot read a {clash[0]} connection or data; drop one of them")
+        return engine
+    if len(set(implied)) > 1:
+        raise CohortError(f"the connection is a {implied[0]} one but the data belongs to {implied[1]}")
+    return implied[0] if implied else DEFAULT_ENGINE
+
+
+def open_engine(
+    data: Any = None,
+    *,
+    engine: str | None = None,
+    connection: Any = None,
+    settings: EngineSettings | None = None,
+) -> Engine:
+    """Open the engine for `data` (see `engine_for`); close it when done (it drops what it created)."""
+    name = engine_for(data, connection, engine)
+    opened: Engine = _module(name).open_engine(connection, settings or EngineSettings())
+    return opened
+
+
+def spark_session(master: str | None = None) -> Any:
+    """A SparkSession for the command line: the active one, or one started on `master` (see
+    `cohortsql.engines.spark.start_session`)."""
+    return _module("spark").start_session(master)

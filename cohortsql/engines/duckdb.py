@@ -1,0 +1,320 @@
+"""The DuckDB engine (the default): in-process, streams and spills, uses every core.
+
+Inputs: a path or glob (parquet, csv, json), a table or view on the caller's connection, a SQL query,
+a DuckDB relation, or an in-memory frame (pyarrow, polars, pandas), registered without a copy.
+Row positions, when asked for, never rest on two scans agreeing: in-memory frames carry them as a
+column, a Parquet file's come from its own row numbers, and anything else is copied once with them.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from cohortsql.dialects import DUCKDB
+from cohortsql.engines.base import (
+    POSITION_COLUMN,
+    EngineSettings,
+    Input,
+    as_arrow,
+    database_table,
+    file_format,
+    with_positions,
+    without_positions,
+)
+from cohortsql.errors import CohortError
+from cohortsql.sqltext import check_query, is_query
+
+_GLOB_CHARACTERS = set("*?[")
+_READER_FUNCTIONS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json"}
+_BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
+"""Units of DuckDB's display of memory_limit (e.g. '953.6 MiB')."""
+
+
+def open_engine(connection: Any, settings: EngineSettings) -> DuckDBEngine:
+    if connection is not None and not isinstance(connection, duckdb.DuckDBPyConnection):
+        raise CohortError(f"connection must be a DuckDB connection for the duckdb engine, got {type(connection).__name__}")
+    return DuckDBEngine(connection, settings)
+
+
+class DuckDBEngine:
+    """Runs cohortsql's SQL on a DuckDB connection: the caller's, or one it opens (in memory or on a file)."""
+
+    dialect = DUCKDB
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection | None, settings: EngineSettings) -> None:
+        """`settings.memory_limit` and `settings.temp_directory` apply while the engine is open; on the
+        caller's connection the previous settings come back at close."""
+        self._owns_connection = connection is None
+        if connection is None:
+            connection = _connect(settings.database, settings.read_only)
+        self.connection = connection
+        self._session = uuid.uuid4().hex[:8]
+        self._created: list[tuple[str, str]] = []
+        self._names = 0
+        self._previous_settings: dict[str, str] = {}
+        # DuckDB's own progress bar would print into the caller's output; cohortsql reports its own.
+        wanted = {
+            "memory_limit": settings.memory_limit,
+            "temp_directory": settings.temp_directory,
+            "enable_progress_bar": "false",
+        }
+        for name, value in wanted.items():
+            if value is not None:
+                self._set(name, str(value))
+
+    # -- the Engine protocol -------------------------------------------------------------------
+
+    def register_input(self, data: Any, *, positions: bool) -> Input:
+        if isinstance(data, Path):
+            data = str(data)
+        if isinstance(data, str):
+            in_database = database_table(data)
+            if in_database is not None:
+                return self._register_database_table(*in_database, positions)
+            if is_query(data):
+                return self._copy(f"({check_query(data)})", positions, context="the data query")
+            if not self._owns_connection and self._has_table(data):
+                table = self.dialect.quote_path(data)
+                return self._copy(table, positions) if positions else self._described(table, False, True)
+            return self._register_path(data, positions)
+        if isinstance(data, duckdb.DuckDBPyRelation):
+            # A relation is a query: its rows are copied once, through Arrow if it is another connection's.
+            try:
+                return self._copy(self._temporary_relation(data), positions)
+            except duckdb.Error:
+                return self._register_arrow(data.to_arrow_table(), positions)
+        if isinstance(data, pa.RecordBatchReader):
+            return self._copy(self._temporary_relation(data), positions)  # read once, and it may not fit in memory
+        table = as_arrow(data)
+        if table is None:
+            raise CohortError(
+                f"cannot read data of type {type(data).__name__}: pass a file path, a SQL query, a table name with"
+                " connection=, a pyarrow Table, a polars or pandas DataFrame, or a DuckDB relation"
+            )
+        return self._register_arrow(table, positions)
+
+    def upload(self, table: pa.Table, purpose: str) -> str:
+        name = self._temporary_name(purpose)
+        self.connection.register(name, table)
+        self._created.append(("REGISTERED", name))
+        return self.dialect.quote(name)
+
+    def create(self, select: str, purpose: str, *, materialize: bool, context: str) -> str:
+        name = self._temporary_name(purpose)
+        kind = "TABLE" if materialize else "VIEW"
+        self._created.append((kind, name))
+        self._execute(f"CREATE TEMP {kind} {self.dialect.quote(name)} AS {select}", context=context)
+        return self.dialect.quote(name)
+
+    def drop(self, relation: str) -> None:
+        for index, (kind, name) in enumerate(self._created):
+            if self.dialect.quote(name) == relation:
+                self._drop(kind, name)
+                del self._created[index]
+                return
+
+    def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
+        try:
+            return self.connection.sql(select).to_arrow_table()
+        except duckdb.Error as error:
+            raise _as_cohort_error(error, context) from None
+
+    @property
+    def memory_budget(self) -> int | None:
+        if "memory_limit" not in self._previous_settings:
+            return None
+        (shown,) = self.fetch_arrow("SELECT current_setting('memory_limit') AS m", context="reading memory_limit")[
+            "m"
+        ].to_pylist()
+        number, _, unit = str(shown).partition(" ")
+        return int(float(number) * _BINARY_UNITS.get(unit, 1))
+
+    def interrupt(self) -> None:
+        self.connection.interrupt()
+
+    def write_tables(self, tables: Mapping[str, pa.Table], *, replace: bool, protected: tuple[str, ...] = ()) -> None:
+        existing = [name for name in tables if self._has_table(name)]
+        refused = [name for name in existing if name in protected]
+        if refused:
+            raise CohortError(f"will not write over table {refused[0]!r}: it is this run's input")
+        if existing and not replace:
+            raise CohortError(
+                f"table {existing[0]!r} already exists; pass --replace (replace=True) to replace it,"
+                " or choose another name"
+            )
+        try:
+            self.connection.execute("BEGIN TRANSACTION")
+            for name, table in tables.items():
+                view = self._temporary_name("output")
+                self.connection.register(view, table)
+                self.connection.execute(
+                    f"CREATE OR REPLACE TABLE {self.dialect.quote(name)} AS SELECT * FROM {self.dialect.quote(view)}"
+                )
+                self.connection.unregister(view)
+            self.connection.execute("COMMIT")
+        except BaseException as error:
+            self.connection.execute("ROLLBACK")
+            if isinstance(error, duckdb.Error):
+                raise _as_cohort_error(error, "writing the result tables") from None
+            raise
+
+    def close(self) -> None:
+        if self._owns_connection:
+            self.connection.close()
+            return
+        for kind, name in reversed(self._created):
+            self._drop(kind, name)
+        self._created.clear()
+        for name, value in self._previous_settings.items():
+            # RESET restores a default exactly; the printed value (e.g. '18.8 GiB') is rounded.
+            self.connection.execute(f"RESET {name}")
+            current = self.connection.execute(f"SELECT current_setting({self.dialect.string(name)})").fetchall()
+            if str(current[0][0]) != value:
+                self.connection.execute(f"SET {name} = {self.dialect.string(value)}")
+
+    def __enter__(self) -> DuckDBEngine:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- inputs --------------------------------------------------------------------------------
+
+    def _register_arrow(self, table: pa.Table, positions: bool) -> Input:
+        relation = self.upload(with_positions(table) if positions else table, "input")
+        return Input(relation, table.schema, positions, True)
+
+    def _register_path(self, path: str, positions: bool) -> Input:
+        if _GLOB_CHARACTERS & set(path):
+            files = sorted(glob.glob(path))
+            if not files:
+                raise CohortError(f"no file matches {path!r}; check the path and the pattern")
+        elif not Path(path).is_file():
+            hint = " or table" if not self._owns_connection else ""
+            raise CohortError(f"no file{hint} named {path!r}; check the path")
+        else:
+            files = [path]
+        reader = file_format(path)
+        call = f"{_READER_FUNCTIONS[reader]}({self.dialect.string(path)})"
+        if reader != "parquet":
+            return self._copy(call, positions)  # text formats are parsed once, not at every scan
+        if not positions:
+            return self._described(call, False, False)
+        try:
+            return self._described(self._parquet_positions(path, files), True, False)
+        except CohortError:  # e.g. the file has its own column named file_row_number
+            return self._copy(call, positions)
+
+    def _register_database_table(self, database: str, table: str, positions: bool) -> Input:
+        """A table of a DuckDB database file, attached read-only while the engine is open."""
+        if not Path(database).is_file():
+            raise CohortError(f"no DuckDB database file {database!r}; check the path")
+        alias = self._temporary_name("database")
+        self._execute(
+            f"ATTACH {self.dialect.string(database)} AS {self.dialect.quote(alias)} (READ_ONLY)",
+            context=f"cannot open DuckDB database {database!r}",
+        )
+        self._created.append(("DATABASE", alias))
+        if not self._has_table(table, database=alias):
+            raise CohortError(f"no table {table!r} in DuckDB database {database!r}")
+        relation = f"{self.dialect.quote(alias)}.{self.dialect.quote_path(table)}"
+        return self._copy(relation, positions) if positions else self._described(relation, False, True)
+
+    def _parquet_positions(self, path: str, files: list[str]) -> str:
+        """Parquet rows numbered by file (in name order) and row within the file: no scan order involved."""
+        options = f"{self.dialect.string(path)}, file_row_number = true, filename = true"
+        counts = self.fetch_arrow(
+            f"SELECT file_name, num_rows FROM parquet_file_metadata({self.dialect.string(path)})",
+            context="reading the Parquet metadata",
+        ).to_pylist()
+        rows_by_file = {row["file_name"]: row["num_rows"] for row in counts}
+        offsets, start = [], 0
+        for file in sorted(rows_by_file):
+            offsets.append(f"({self.dialect.string(file)}, {start})")
+            start += rows_by_file[file]
+        q = self.dialect.quote
+        return (
+            f"(SELECT p.* EXCLUDE (file_row_number, filename), o.{q('offset')} + p.file_row_number AS {q(POSITION_COLUMN)}"
+            f" FROM read_parquet({options}) AS p JOIN (VALUES {', '.join(offsets)}) AS o(file, {q('offset')})"
+            " ON p.filename = o.file)"
+        )
+
+    def _copy(self, relation: str, positions: bool, *, context: str = "reading the data") -> Input:
+        """Copy a relation once into a temporary table (numbering its rows in that one scan when asked)."""
+        numbered = f"row_number() OVER () - 1 AS {self.dialect.quote(POSITION_COLUMN)}, " if positions else ""
+        table = self.create(f"SELECT {numbered}* FROM {relation}", "input", materialize=True, context=context)
+        return self._described(table, positions, True)
+
+    def _described(self, relation: str, positions: bool, cheap: bool) -> Input:
+        schema = self.fetch_arrow(f"SELECT * FROM {relation} LIMIT 0", context="reading the data's columns").schema
+        return Input(relation, without_positions(schema), positions, cheap)
+
+    def _temporary_relation(self, data: Any) -> str:
+        """A relation, reader or query result registered under a temporary name (until close)."""
+        name = self._temporary_name("source")
+        self.connection.register(name, data)
+        self._created.append(("REGISTERED", name))
+        return self.dialect.quote(name)
+
+    def _has_table(self, name: str, *, database: str | None = None) -> bool:
+        *schema, table = name.split(".")
+        in_schema = schema[-1] if schema else None
+        rows = self.connection.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND coalesce(schema_name = ?, TRUE)"
+            " AND coalesce(database_name = ?, TRUE)"
+            " UNION ALL SELECT count(*) FROM duckdb_views() WHERE view_name = ? AND coalesce(schema_name = ?, TRUE)"
+            " AND coalesce(database_name = ?, TRUE)",
+            [table, in_schema, database] * 2,
+        ).fetchall()
+        return any(count for (count,) in rows)
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _temporary_name(self, purpose: str) -> str:
+        self._names += 1
+        return f"cohortsql_{self._session}_{purpose}_{self._names}"
+
+    def _execute(self, sql: str, *, context: str) -> None:
+        try:
+            self.connection.execute(sql)
+        except duckdb.Error as error:
+            raise _as_cohort_error(error, context) from None
+
+    def _set(self, name: str, value: str) -> None:
+        (previous,) = self.fetch_arrow(
+            f"SELECT current_setting({self.dialect.string(name)}) AS v", context=f"reading {name}"
+        )["v"].to_pylist()
+        self._previous_settings.setdefault(name, str(previous))
+        self._execute(f"SET {name} = {self.dialect.string(value)}", context=f"setting {name} = {value!r}")
+
+    def _drop(self, kind: str, name: str) -> None:
+        if kind == "REGISTERED":
+            self.connection.unregister(name)
+        elif kind == "DATABASE":
+            self.connection.execute(f"DETACH DATABASE IF EXISTS {self.dialect.quote(name)}")
+        else:
+            self.connection.execute(f"DROP {kind} IF EXISTS {self.dialect.quote(name)}")
+
+
+def _connect(database: str | os.PathLike[str] | None, read_only: bool) -> duckdb.DuckDBPyConnection:
+    if database is None:
+        return duckdb.connect()
+    if read_only and not Path(database).is_file():
+        raise CohortError(f"no DuckDB database file {str(database)!r}; check the path")
+    try:
+        return duckdb.connect(str(database), read_only=read_only)
+    except duckdb.Error as error:
+        raise _as_cohort_error(error, f"cannot open DuckDB database {str(database)!r}") from None
+
+
+def _as_cohort_error(error: duckdb.Error, context: str) -> CohortError:
+    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return CohortError(f"{context}: {message}")

@@ -1,0 +1,295 @@
+"""The Apache Spark engine, for tables that outgrow one machine (``pip install 'cohortsql[spark]'``).
+
+Every heavy step (statistics, the subject collapse, the mask histogram, the equivalence cells) runs
+as Spark SQL; only aggregates bounded per batch of targets come back to the driver as Arrow.
+
+Inputs: a ``pyspark.sql.DataFrame``, a table name (with ``connection=`` a SparkSession), a SQL
+query, a path or glob read by Spark, or an in-memory frame (pyarrow, polars, pandas). Spark
+promises no row order, so row positions (used when no ``id`` is given) exist only where they do
+not depend on it: in-memory frames carry them as a column, Parquet files number their rows by file
+path and the file's own row index. Otherwise the call asks for an ``id`` column.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pyarrow as pa
+import pyspark.sql.functions as F
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+
+from cohortsql.dialects import SPARK
+from cohortsql.engines.base import (
+    POSITION_COLUMN,
+    EngineSettings,
+    Input,
+    as_arrow,
+    file_format,
+    with_positions,
+    without_positions,
+)
+from cohortsql.errors import CohortError
+from cohortsql.sqltext import check_query, is_query
+
+Result = TypeVar("Result")
+
+_QUIET_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+"""PySpark logs every failed query with its JVM stack; cohortsql reports the failure itself, in one line."""
+
+_FILE_COLUMN, _INDEX_COLUMN, _OFFSET_COLUMN = "__cohort_file", "__cohort_index", "__cohort_offset"
+
+
+def open_engine(connection: Any, settings: EngineSettings) -> SparkEngine:
+    if settings.memory_limit is not None or settings.temp_directory is not None:
+        raise CohortError(
+            "memory_limit and temp_directory are DuckDB settings; size Spark in its session's configuration"
+        )
+    if connection is not None and not isinstance(connection, SparkSession):
+        raise CohortError(f"connection must be a SparkSession for the spark engine, got {type(connection).__name__}")
+    return SparkEngine(connection if connection is not None else start_session(settings.spark_master))
+
+
+def start_session(master: str | None = None) -> SparkSession:
+    """The active SparkSession, or a new one: on `master` (default ``local[*]``), or Spark Connect when
+    the ``SPARK_REMOTE`` environment variable is set and no master is given."""
+    remote = os.environ.get("SPARK_REMOTE")
+    if remote and master is None:
+        return SparkSession.builder.remote(remote).getOrCreate()
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    session = (
+        SparkSession.builder.master(master or "local[*]")
+        .appName("cohortsql")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+class SparkEngine:
+    """Runs cohortsql's SQL on a SparkSession through temporary views (cached where results are reused)."""
+
+    dialect = SPARK
+
+    def __init__(self, session: SparkSession) -> None:
+        self.session = session
+        self._prefix = f"cohortsql_{uuid.uuid4().hex[:8]}"
+        self._views: list[str] = []
+        self._cached: set[str] = set()
+
+    # -- the Engine protocol -------------------------------------------------------------------
+
+    def register_input(self, data: Any, *, positions: bool) -> Input:
+        if isinstance(data, Path):
+            data = str(data)
+        ordered = False
+        cheap = False
+        if isinstance(data, DataFrame) or _is_connect_frame(data):
+            frame = data
+        elif isinstance(data, str):
+            if is_query(data):
+                frame = self._run(lambda: self.session.sql(check_query(data)), "the data query")
+            elif self._has_table(data):
+                frame = self.session.table(data)
+            else:
+                frame, ordered = self._read_path(data, positions)
+        else:
+            table = as_arrow(data)
+            if table is None:
+                raise CohortError(
+                    f"cannot read data of type {type(data).__name__} on Spark: pass a Spark DataFrame, a table name,"
+                    " a SQL query, a path, a pyarrow Table or a polars or pandas DataFrame"
+                )
+            frame = self._frame(with_positions(table) if positions else table)
+            ordered = cheap = True
+        if positions and not ordered:
+            raise CohortError(
+                "Spark does not promise a row order for this input, so rows have no stable position:"
+                " pass id= naming a column that identifies rows (--id on the command line)"
+            )
+        name = self._view(frame, "input")
+        schema = without_positions(self._schema(frame))
+        return Input(self.dialect.quote(name), schema, positions, cheap)
+
+    def upload(self, table: pa.Table, purpose: str) -> str:
+        return self.dialect.quote(self._view(self._frame(table), purpose))
+
+    def create(self, select: str, purpose: str, *, materialize: bool, context: str) -> str:
+        frame = self._run(lambda: self.session.sql(select), context)
+        name = self._view(frame, purpose)
+        if materialize:
+            self.session.catalog.cacheTable(name)
+            self._cached.add(name)
+            self._run(lambda: self.session.table(name).count(), context)
+        return self.dialect.quote(name)
+
+    def drop(self, relation: str) -> None:
+        for name in self._views:
+            if self.dialect.quote(name) == relation:
+                self._drop(name)
+                self._views.remove(name)
+                return
+
+    def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
+        return self._run(lambda: self.session.sql(select).toArrow(), context)
+
+    @property
+    def memory_budget(self) -> int | None:
+        return None
+
+    def interrupt(self) -> None:
+        if hasattr(self.session, "interruptAll"):
+            self.session.interruptAll()
+        else:  # pragma: no cover - PySpark before 3.5
+            self.session.sparkContext.cancelAllJobs()
+
+    def write_tables(self, tables: Mapping[str, pa.Table], *, replace: bool, protected: tuple[str, ...] = ()) -> None:
+        existing = [name for name in tables if self._has_table(name)]
+        refused = [name for name in existing if name in protected]
+        if refused:
+            raise CohortError(f"will not write over table {refused[0]!r}: it is this run's input")
+        if existing and not replace:
+            raise CohortError(
+                f"table {existing[0]!r} already exists; pass --replace (replace=True) to replace it,"
+                " or choose another name"
+            )
+        for name, table in tables.items():
+            writer = self._frame(table).write.mode("overwrite")
+            self._run(lambda writer=writer, name=name: writer.saveAsTable(name), f"writing table {name!r}")
+
+    def close(self) -> None:
+        for name in reversed(self._views):
+            self._drop(name)
+        self._views.clear()
+
+    # -- inputs --------------------------------------------------------------------------------
+
+    def _read_path(self, path: str, positions: bool) -> tuple[DataFrame, bool]:
+        if "://" not in path and not (glob.glob(path) if set("*?[") & set(path) else Path(path).exists()):
+            raise CohortError(f"no file or table named {path!r}; check the path")
+        reader = file_format(path)
+        read = self.session.read
+        if reader == "csv":
+            return self._run(lambda: read.csv(path, header=True, inferSchema=True), f"reading {path!r}"), False
+        if reader == "json":
+            return self._run(lambda: read.json(path), f"reading {path!r}"), False
+        frame = self._run(lambda: read.parquet(path), f"reading {path!r}")
+        if not positions:
+            return frame, False
+        return self._numbered_parquet(frame), True
+
+    def _numbered_parquet(self, frame: DataFrame) -> DataFrame:
+        """Rows numbered by file (in path order) and by the file's own row index: no scan order involved."""
+        located = frame.select(
+            "*",
+            F.col("_metadata.file_path").alias(_FILE_COLUMN),
+            F.col("_metadata.row_index").alias(_INDEX_COLUMN),
+        )
+        counts = self._run(
+            lambda: located.groupBy(_FILE_COLUMN).count().collect(), "counting the rows of each Parquet file"
+        )
+        offsets, start = [], 0
+        for row in sorted(counts, key=lambda row: row[_FILE_COLUMN]):
+            offsets.append((row[_FILE_COLUMN], start))
+            start += row["count"]
+        table = self.session.createDataFrame(offsets, f"{_FILE_COLUMN} string, {_OFFSET_COLUMN} bigint")
+        return (
+            located.join(F.broadcast(table), _FILE_COLUMN)
+            .withColumn(POSITION_COLUMN, F.col(_OFFSET_COLUMN) + F.col(_INDEX_COLUMN))
+            .drop(_FILE_COLUMN, _INDEX_COLUMN, _OFFSET_COLUMN)
+        )
+
+    def _frame(self, table: pa.Table) -> DataFrame:
+        return self._run(lambda: self.session.createDataFrame(_spark_compatible(table)), "sending data to Spark")
+
+    def _schema(self, frame: DataFrame) -> pa.Schema:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        try:
+            return to_arrow_schema(frame.schema)
+        except (TypeError, ValueError, PySparkException):
+            return self._run(lambda: frame.limit(0).toArrow().schema, "reading the data's columns")
+
+    def _has_table(self, name: str) -> bool:
+        try:
+            return bool(self.session.catalog.tableExists(name))
+        except PySparkException:
+            return False
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _view(self, frame: DataFrame, purpose: str) -> str:
+        name = f"{self._prefix}_{purpose}_{uuid.uuid4().hex[:8]}"
+        frame.createOrReplaceTempView(name)
+        self._views.append(name)
+        return name
+
+    def _drop(self, name: str) -> None:
+        if name in self._cached:
+            self.session.catalog.uncacheTable(name)
+            self._cached.discard(name)
+        self.session.catalog.dropTempView(name)
+
+    def _run(self, action: Callable[[], Result], context: str) -> Result:
+        with _quiet_loggers():
+            try:
+                return action()
+            except PySparkException as error:
+                raise CohortError(f"{context}: {_message(error)}") from None
+
+
+def _is_connect_frame(data: object) -> bool:
+    """A Spark Connect DataFrame (a different class from the classic one)."""
+    return type(data).__module__.startswith("pyspark.sql.connect") and type(data).__name__ == "DataFrame"
+
+
+@contextmanager
+def _quiet_loggers() -> Iterator[None]:
+    loggers = [logging.getLogger(name) for name in _QUIET_LOGGERS]
+    previous = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, disabled in zip(loggers, previous):
+            logger.disabled = disabled
+
+
+def _message(error: PySparkException) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text.split(" SQLSTATE:")[0].strip()
+
+
+def _spark_compatible(table: pa.Table) -> pa.Table:
+    """Arrow types Spark reads: no unsigned integers, string views or dictionaries."""
+    fields = []
+    for field in table.schema:
+        dtype = field.type
+        if pa.types.is_dictionary(dtype):
+            dtype = dtype.value_type
+        if pa.types.is_string_view(dtype):
+            dtype = pa.large_string()
+        if pa.types.is_binary_view(dtype):
+            dtype = pa.large_binary()
+        if pa.types.is_unsigned_integer(dtype):
+            dtype = pa.int64()
+        fields.append(field.with_type(dtype))
+    schema = pa.schema(fields)
+    if schema.equals(table.schema):
+        return table
+    try:
+        return table.cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise CohortError(f"cannot send the data to Spark: {error}") from None

@@ -1,0 +1,159 @@
+"""SQL out and results back in: `histogram_sql` run by each engine itself, then `assemble`, equals `cohort_shapley`."""
+
+import numpy as np
+import polars as pl
+import pytest
+import sqlglot
+from typer.testing import CliRunner
+
+import cohortsql
+from cohortsql.cli import app
+
+runner = CliRunner()
+SIMILARITY = {
+    "age": "quantile:0.2",
+    "region": "exact",
+    "income": "bins:4",
+    "tenure": "sql:abs(s.tenure - t.tenure) <= 2",
+}
+EQUIVALENCES = {"region": "exact", "income": "bins:4", "tenure": "exact"}
+
+
+@pytest.fixture(scope="module")
+def frame():
+    rng = np.random.default_rng(12)
+    n = 150
+    return pl.DataFrame(
+        {
+            "loan": [f"L{i}" for i in range(n)],
+            "age": rng.uniform(20, 70, n),
+            "region": rng.choice(["n", "s", "e"], n),
+            "income": rng.lognormal(3, 0.5, n),
+            "tenure": rng.integers(0, 12, n),
+            "score": rng.uniform(size=n) + 1e6,  # an offset: sums must keep their digits
+        }
+    ).with_columns(age=pl.when(pl.col("tenure") == 3).then(None).otherwise(pl.col("age")))
+
+
+@pytest.fixture(scope="module")
+def parquet(tmp_path_factory, frame):
+    path = tmp_path_factory.mktemp("standalone") / "loans.parquet"
+    frame.write_parquet(path)
+    return path
+
+
+def run_sql(engine, sql):
+    """Run a standalone query on the engine under test, as a warehouse would."""
+    if engine.name == "spark":
+        return pl.from_arrow(engine.options["connection"].sql(sql).toArrow())
+    import duckdb
+
+    return duckdb.sql(sql).pl()
+
+
+def same_results(assembled, direct):
+    assert assembled.ids.to_list() == direct.ids.to_list()
+    np.testing.assert_allclose(assembled.shapley, direct.shapley, atol=1e-10)
+    np.testing.assert_allclose(assembled.shapley_squared, direct.shapley_squared, atol=1e-10)
+    np.testing.assert_allclose(assembled.totals["cohort_mean"], direct.totals["cohort_mean"], rtol=1e-14)
+    assert assembled.totals["cohort_size"].to_list() == direct.totals["cohort_size"].to_list()
+    np.testing.assert_allclose(assembled.totals["prediction"], direct.totals["prediction"], rtol=1e-15)
+    assert assembled.mean == pytest.approx(direct.mean, rel=1e-14)
+    assert assembled.variance == pytest.approx(direct.variance, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "similarity, variant, targets",
+    [
+        (SIMILARITY, "histogram", None),
+        (SIMILARITY, "histogram", "region = 's' AND tenure > 5"),
+        (SIMILARITY, "histogram", ["L3", "L40"]),
+        ({"age": "range:0.1", "region": "exact", "income": "bins:4"}, "collapsed", None),
+        (EQUIVALENCES, "cells", None),
+        (EQUIVALENCES, "cells", ["L9", "L100"]),
+    ],
+    ids=["histogram", "predicate", "ids", "collapsed", "cells", "cells-ids"],
+)
+def test_the_engines_own_sql_gives_the_library_values(engine, parquet, similarity, variant, targets):
+    sql = cohortsql.histogram_sql(
+        str(parquet), prediction="score", similarity=similarity, id="loan", targets=targets,
+        dialect=engine.name, variant=variant,
+    )
+    assembled = cohortsql.assemble(run_sql(engine, sql), similarity=similarity)
+    direct = cohortsql.cohort_shapley(str(parquet), prediction="score", similarity=similarity, id="loan", targets=targets)
+    same_results(assembled, direct)
+
+
+def test_without_an_id_targets_are_row_positions(engine, parquet):
+    similarity = {"age": "range:0.1", "region": "exact"}
+    sql = cohortsql.histogram_sql(str(parquet), prediction="score", similarity=similarity, dialect=engine.name)
+    assert "row position" in sql
+    assembled = cohortsql.assemble(run_sql(engine, sql), similarity=similarity)
+    same_results(assembled, cohortsql.cohort_shapley(str(parquet), prediction="score", similarity=similarity))
+
+
+def test_assemble_with_the_permutation_method(parquet):
+    import duckdb
+
+    similarity = {"age": "range:0.1", "region": "exact", "income": "abs:5"}
+    histogram = duckdb.sql(
+        cohortsql.histogram_sql(str(parquet), prediction="score", similarity=similarity, id="loan", targets=["L1", "L2"])
+    ).pl()
+    assembled = cohortsql.assemble(histogram, similarity=similarity, method="permutation", seed=5, max_permutations=40)
+    direct = cohortsql.cohort_shapley(
+        str(parquet), prediction="score", similarity=similarity, id="loan", targets=["L1", "L2"],
+        method="permutation", seed=5, max_permutations=40,
+    )
+    np.testing.assert_allclose(assembled.shapley, direct.shapley, atol=1e-10)
+    np.testing.assert_allclose(assembled.shapley_se, direct.shapley_se, atol=1e-10)
+
+
+@pytest.mark.parametrize("dialect", ["bigquery", "snowflake", "postgres"])
+def test_other_dialects_parse(parquet, dialect):
+    text = cohortsql.histogram_sql(
+        str(parquet),
+        prediction="score",
+        similarity={"age": "quantile:0.2", "region": "exact"},
+        id="loan",
+        targets=["L1"],
+        dialect=dialect,
+        table="analytics.loans",
+    )
+    assert "analytics.loans" in text
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
+    (tree,) = sqlglot.parse(body, read=dialect)
+    assert tree is not None
+
+
+def test_sql_and_assemble_commands(parquet, tmp_path):
+    import duckdb
+
+    features = ["--similar", "age=range:0.1", "--similar", "region=exact"]
+    printed = runner.invoke(app, ["sql", str(parquet), "--prediction", "score", "--id", "loan", *features])
+    assert printed.exit_code == 0, printed.output
+    duckdb.sql(printed.output).pl().write_parquet(tmp_path / "histogram.parquet")
+    out = tmp_path / "assembled.parquet"
+    assembled = runner.invoke(app, ["assemble", str(tmp_path / "histogram.parquet"), *features, "--out", str(out)])
+    assert assembled.exit_code == 0, assembled.output
+    ran = runner.invoke(app, ["run", str(parquet), "--prediction", "score", "--id", "loan", *features, "--out", str(tmp_path / "run.parquet")])
+    assert ran.exit_code == 0, ran.output
+    ours, theirs = pl.read_parquet(out), pl.read_parquet(tmp_path / "run.parquet")
+    assert ours.select("id", "feature").equals(theirs.select("id", "feature"))
+    np.testing.assert_allclose(ours["shapley"], theirs["shapley"], atol=1e-10)
+    bad = runner.invoke(app, ["sql", str(parquet), "--prediction", "score", "--features", "age", "--dialect", "oracle"])
+    assert bad.exit_code == 2 and "dialect must be one of duckdb, spark" in bad.output
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"variant": "cells"}, "variant='cells' needs exact or bins similarity"),
+        ({"variant": "collapsed", "similarity": {"age": "sql:s.age = t.age"}}, "cannot merge subjects under sql:"),
+        ({"variant": "joined"}, "variant must be one of histogram, collapsed, cells"),
+        ({"table": "t; DROP TABLE t"}, "table 't; DROP TABLE t' holds a ';'"),
+    ],
+)
+def test_bad_requests(parquet, options, message):
+    options.setdefault("similarity", {"age": "range:0.1"})
+    with pytest.raises(cohortsql.CohortError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        cohortsql.histogram_sql(str(parquet), prediction="score", **options)
