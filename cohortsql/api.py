@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import polars as pl
 
 from cohortsql import compile, permutation, shapley
@@ -260,7 +259,9 @@ def histogram_sql(
         native,
         variant=variant,
         position_note=(
-            f"-- Without an id column, a target is its 0-based row position in {native.scan_order}." if id is None else ""
+            f"-- Without an id column, a target is its 0-based row position in {native.scan_order}."
+            if id is None
+            else ""
         ),
     )
     if dialect in NATIVE_DIALECTS:
@@ -376,4 +377,3 @@ def _permutation_result(
         method="permutation",
         path="pairwise",
     )
-

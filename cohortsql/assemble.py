@@ -22,6 +22,7 @@ from cohortsql import compile, permutation, shapley
 from cohortsql.api import AUTO_EXACT_FEATURES, MAX_EXACT_FEATURES, METHODS, Method
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.grouping_sets import Cells, values_of_cells
+from cohortsql.output import read_frame
 from cohortsql.pairwise import exact_values, permutation_values, target_generators
 from cohortsql.plan import SimilarityArgument
 from cohortsql.prepare import BATCH_MEMORY_BYTES
@@ -66,16 +67,7 @@ def assemble(
 
 def _read(histogram: Any) -> pl.DataFrame:
     if isinstance(histogram, (str, Path)):
-        path = Path(histogram)
-        read = {".parquet": pl.read_parquet, ".csv": pl.read_csv}.get(path.suffix.lower())
-        if read is None:
-            raise CohortError(f"cannot read {str(path)!r}: assemble reads .parquet or .csv files")
-        if not path.is_file():
-            raise CohortError(f"no file {str(path)!r}; check the path")
-        try:
-            return read(path)
-        except (pl.exceptions.PolarsError, OSError) as error:
-            raise CohortError(f"cannot read {str(path)!r}: {error}") from None
+        return read_frame(histogram, "assemble, from the result of the `cohortsql sql` query")
     frame = pl.from_arrow(histogram) if isinstance(histogram, pa.Table) else histogram
     if not isinstance(frame, pl.DataFrame):
         try:
@@ -115,10 +107,17 @@ def _from_masks(
 ) -> CohortShapleyResult:
     d = len(features)
     words = [f"mask{index}" for index in range(math.ceil(d / compile.MASK_WORD_BITS))]
-    targets = frame.group_by("target").agg(
-        pl.col("prediction").first(), pl.col("subjects").sum(), pl.col("sum_y").sum(), pl.col("sum_y2").sum(),
-        pl.col("mean").first(),
-    ).sort("target")
+    targets = (
+        frame.group_by("target")
+        .agg(
+            pl.col("prediction").first(),
+            pl.col("subjects").sum(),
+            pl.col("sum_y").sum(),
+            pl.col("sum_y2").sum(),
+            pl.col("mean").first(),
+        )
+        .sort("target")
+    )
     if targets["subjects"].n_unique() != 1:
         raise CohortError("the histogram's targets do not all cover the same subjects; it is not one query's result")
     mean, centred_mean, variance, n = _moments(targets)
@@ -127,7 +126,9 @@ def _from_masks(
     if chosen == "auto":
         chosen = "permutation"
     if chosen == "exact" and d > MAX_EXACT_FEATURES:
-        raise CohortError(f"exact cohort Shapley handles at most {MAX_EXACT_FEATURES} features; use method='permutation'")
+        raise CohortError(
+            f"exact cohort Shapley handles at most {MAX_EXACT_FEATURES} features; use method='permutation'"
+        )
     count = targets.height
     batch = shapley.targets_per_batch(d, BATCH_MEMORY_BYTES)
     generators = target_generators(count, seed)

@@ -8,8 +8,6 @@ traceback instead). Output files are written atomically.
 
 from __future__ import annotations
 
-import re
-import sys
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -90,8 +88,8 @@ Dialect = Annotated[str, typer.Option(help=f"{' | '.join(DIALECTS)}.")]
 Variant = Annotated[
     str,
     typer.Option(
-        help="histogram (one row per target and mask), collapsed (identical subjects merged first),"
-        " cells (exact/bins only: no join)."
+        help=f"{' | '.join(VARIANTS)}: one row per target and mask; the same with identical subjects merged"
+        " first; or (exact/bins only) the cells, with no join."
     ),
 ]
 
@@ -534,4 +532,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

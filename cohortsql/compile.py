@@ -152,9 +152,7 @@ def subjects(
 def collapsed_subjects(subjects: str, features: Sequence[ResolvedFeature], dialect: Dialect) -> str:
     """SELECT identical predictor rows collapsed into one with their count and sum of y."""
     columns = ", ".join(dialect.quote(feature.column) for feature in features)
-    return template("collapsed_subjects").format(
-        columns=columns, subjects=subjects, ordinals=_ordinals(len(features))
-    )
+    return template("collapsed_subjects").format(columns=columns, subjects=subjects, ordinals=_ordinals(len(features)))
 
 
 def subjects_as_weighted(subjects: str) -> str:
@@ -301,7 +299,9 @@ def standalone(
         **{
             statistic_alias(feature.index, name): sql
             for feature in resolved
-            for name, sql in parameter_aggregates(feature.kind, feature.values, dialect.quote(feature.name), dialect).items()
+            for name, sql in parameter_aggregates(
+                feature.kind, feature.values, dialect.quote(feature.name), dialect
+            ).items()
         },
     }
     custom = any(isinstance(feature.kind, SqlPredicate) for feature in resolved)

@@ -138,7 +138,9 @@ class SparkDialect(Dialect):
 
     def read_file(self, path: str, file_format: str) -> str:
         if file_format != "parquet":
-            raise CohortError(f"name the table the Spark SQL reads (--table): Spark reads {file_format} files without a header")
+            raise CohortError(
+                f"name the table the Spark SQL reads (--table): Spark reads {file_format} files without a header"
+            )
         return f"parquet.{self.quote(path)}"
 
 

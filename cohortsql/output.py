@@ -13,6 +13,20 @@ from cohortsql.errors import CohortError
 FORMATS = (".parquet", ".csv")
 
 
+def read_frame(path: str | os.PathLike[str], role: str) -> pl.DataFrame:
+    """A Parquet or CSV file (by its suffix) as a frame; `role` says what it is for, in errors."""
+    source = Path(path)
+    suffix = source.suffix.lower()
+    if suffix not in FORMATS:
+        raise CohortError(f"cannot read {str(source)!r}: {role} reads .parquet or .csv files")
+    if not source.is_file():
+        raise CohortError(f"no file {str(source)!r}: {role} needs it")
+    try:
+        return pl.read_parquet(source) if suffix == ".parquet" else pl.read_csv(source)
+    except (pl.exceptions.PolarsError, OSError) as error:
+        raise CohortError(f"cannot read {str(source)!r} ({role}): {str(error).splitlines()[0]}") from None
+
+
 def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write `frame` as Parquet or CSV (by the file's suffix) so that a failure leaves no partial file."""
     target = Path(path)

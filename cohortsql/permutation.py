@@ -86,7 +86,10 @@ def chain_values(lengths: np.ndarray, counts: np.ndarray, sums: np.ndarray, mean
     return values
 
 
-def _increments(bits, complete, counts, sums, mean, order) -> tuple[np.ndarray, np.ndarray]:
+def _increments(
+    bits: np.ndarray, complete: np.ndarray, counts: np.ndarray, sums: np.ndarray, mean: float, order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """One permutation's increments of v and of v^2 along its chain, each at its feature's place."""
     values = chain_values(prefix_lengths(bits, complete, order), counts, sums, mean, len(order))
     plain = np.empty(len(order))
     squared = np.empty(len(order))
@@ -112,7 +115,7 @@ def estimate(
     at most `tolerance`.
     """
     d = bits.shape[0]
-    complete = bits.all(axis=0)
+    complete = np.asarray(bits.all(axis=0))
     pairs = 0
     mean_pair = np.zeros((2, d))  # running mean and sum of squared deviations (Welford) of the pair averages
     squares = np.zeros((2, d))
@@ -149,7 +152,8 @@ def estimate(
 def stack(estimates: list[PermutationEstimate], group: np.ndarray) -> dict[str, np.ndarray]:
     """The estimates of the distinct targets as arrays with a leading target axis, fanned out to every target."""
     return {
-        name: np.array([getattr(estimate, name) for estimate in estimates])[group] for name in PermutationEstimate._fields
+        name: np.array([getattr(estimate, name) for estimate in estimates])[group]
+        for name in PermutationEstimate._fields
     }
 
 

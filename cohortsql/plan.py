@@ -166,8 +166,7 @@ def plan_features(
 def _requested(similarity: SimilarityArgument) -> list[tuple[Any, Similarity | str | None]]:
     if isinstance(similarity, str) or similarity is None:
         raise CohortError(
-            "similarity must be a mapping like {'age': 'range:0.1'} or a list of feature names,"
-            f" got {similarity!r}"
+            f"similarity must be a mapping like {{'age': 'range:0.1'}} or a list of feature names, got {similarity!r}"
         )
     if isinstance(similarity, Mapping):
         requested = list(similarity.items())
@@ -286,7 +285,7 @@ def _representation(feature: Feature, kind: Similarity, statistics: Mapping[str,
         return "days"
     if feature.values == "integer":
         low, high = statistics.get("min"), statistics.get("max")
-        fits = low is None or (-_SAFE_BIGINT < int(low) and int(high) < _SAFE_BIGINT)
+        fits = low is None or high is None or (-_SAFE_BIGINT < int(low) and int(high) < _SAFE_BIGINT)
         return "bigint" if fits else "decimal"
     return "native"
 

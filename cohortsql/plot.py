@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from cohortsql.errors import CohortError
-from cohortsql.output import sibling_path
+from cohortsql.output import read_frame, sibling_path
 from cohortsql.result import CohortShapleyResult, ShapleyEffects
 
 if TYPE_CHECKING:
@@ -36,16 +36,10 @@ def read_tables(source: Source) -> Tables:
     if isinstance(source, CohortShapleyResult):
         return Tables(source.local, source.totals, source.paths)
     path = Path(source)
-    read = {".parquet": pl.read_parquet, ".csv": pl.read_csv}.get(path.suffix.lower())
-    if read is None:
-        raise CohortError(f"cannot read {str(path)!r}: plot reads the .parquet or .csv files of `cohortsql run --out`")
-    tables = []
-    for label in ("", "totals", "paths"):
-        file = sibling_path(path, label) if label else path
-        if not file.is_file():
-            raise CohortError(f"no file {str(file)!r}: plot needs the files `cohortsql run --out {path.name}` writes")
-        tables.append(read(file))
-    return Tables(*tables)
+    role = f"plot, from the files `cohortsql run --out {path.name}` writes"
+    return Tables(
+        *(read_frame(sibling_path(path, label) if label else path, role) for label in ("", "totals", "paths"))
+    )
 
 
 def _pyplot() -> Any:
@@ -66,7 +60,7 @@ def stacked(source: Source, *, squared: bool = False) -> Figure:
     features = [name for name in wide.columns if name != "id"]
     order = totals.with_row_index("position").sort("prediction")
     values = wide.join(order.select("id", "prediction"), on="id").sort("prediction")
-    mean = float((totals["cohort_mean"] - totals["value"]).mean())
+    mean = float(np.mean(totals["cohort_mean"].to_numpy() - totals["value"].to_numpy()))
     x = np.arange(values.height)
     figure, axes = plt.subplots(figsize=(10, 4.5))
     positive_base = np.zeros(values.height)

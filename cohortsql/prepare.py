@@ -146,7 +146,9 @@ def prepare(
     )
     _check_table(statistics, prediction, id)
     n = int(statistics["subjects"])
-    resolved = tuple(resolve_feature(feature, _feature_statistics(statistics, feature.index), n) for feature in features)
+    resolved = tuple(
+        resolve_feature(feature, _feature_statistics(statistics, feature.index), n) for feature in features
+    )
     compress = mergeable and statistics["distinct_rows"] <= COMPRESS_BELOW * n
     subjects = engine.create(
         compile.subjects(
@@ -180,7 +182,7 @@ def prepare(
 
 def _pilot(engine: Engine, source: str, prediction: str) -> float:
     rows = engine.fetch_arrow(compile.pilot(source, prediction, engine.dialect), context="reading the data")
-    values = rows.column("pilot").to_pylist() if rows.num_rows else []
+    values = [value for value in rows.column("pilot").to_pylist() if value is not None]
     return float(values[0]) if values else 0.0
 
 
@@ -289,7 +291,12 @@ def id_type(prepared: Prepared) -> pa.DataType:
 
 def requested_ids(values: Any, dtype: pa.DataType, id: str | None) -> pa.Array:
     """Target ids as an Arrow array of the id column's type (text from the command line is parsed)."""
-    listed = values.to_pylist() if isinstance(values, (pl.Series, pa.Array)) else list(values)
+    if isinstance(values, pl.Series):
+        listed = values.to_list()
+    elif isinstance(values, pa.Array):
+        listed = values.to_pylist()
+    else:
+        listed = list(values)
     if not listed:
         raise CohortError("targets is an empty list; pass None to explain every row")
     if any(value is None for value in listed):
@@ -334,9 +341,10 @@ def _distinct_targets(
     if not merge:
         return target_table, np.arange(rows), np.ones(rows)
     columns = [feature.column for feature in features]
+    prepared = pl.from_arrow(target_table.select(columns))
+    assert isinstance(prepared, pl.DataFrame)
     groups = (
-        pl.from_arrow(target_table.select(columns))
-        .with_row_index("__cohort_position")
+        prepared.with_row_index("__cohort_position")
         .group_by(columns, maintain_order=True)
         .agg(pl.col("__cohort_position"))
     )

@@ -84,7 +84,7 @@ class CohortShapleyResult:
             "shapley": self.shapley.reshape(-1),
             "shapley_squared": self.shapley_squared.reshape(-1),
         }
-        if self.shapley_se is not None:
+        if self.shapley_se is not None and self.shapley_squared_se is not None:
             columns["shapley_se"] = self.shapley_se.reshape(-1)
             columns["shapley_squared_se"] = self.shapley_squared_se.reshape(-1)
         return pl.DataFrame(columns)

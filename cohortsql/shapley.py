@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -208,7 +209,12 @@ def importance_order(phi: np.ndarray) -> np.ndarray:
     return np.argsort(-np.abs(phi), axis=-1, kind="stable")
 
 
-def _in_chunks(function, first: np.ndarray, second: np.ndarray, weights: np.ndarray) -> CohortShapley:
+def _in_chunks(
+    function: Callable[[np.ndarray, np.ndarray, np.ndarray], CohortShapley],
+    first: np.ndarray,
+    second: np.ndarray,
+    weights: np.ndarray,
+) -> CohortShapley:
     chunk = max(1, CACHE_CHUNK_VALUES // first.shape[-1])
     return concatenate(
         [
@@ -221,13 +227,13 @@ def _in_chunks(function, first: np.ndarray, second: np.ndarray, weights: np.ndar
 def concatenate(parts: list[CohortShapley]) -> CohortShapley:
     """Join the results of consecutive batches of targets (their squared games add up)."""
     *per_target, squared_games = zip(*parts)
-    return CohortShapley(*(np.concatenate(arrays) for arrays in per_target), np.sum(squared_games, axis=0))
+    return CohortShapley._make([*(np.concatenate(arrays) for arrays in per_target), np.sum(squared_games, axis=0)])
 
 
 def fan_out(values: CohortShapley, group: np.ndarray) -> CohortShapley:
     """Per-target values for every target from those of the distinct targets (`group` indexes them)."""
     *per_target, squared_games = values
-    return CohortShapley(*(array[group] for array in per_target), squared_games)
+    return CohortShapley._make([*(array[group] for array in per_target), squared_games])
 
 
 def scatter_histograms(

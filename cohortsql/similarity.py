@@ -282,7 +282,8 @@ def _absolute(arguments: str) -> AbsoluteWindow:
     duration = _DURATION.match(arguments)
     if duration:
         return AbsoluteWindow(float(duration[1]), duration[2])
-    return AbsoluteWindow(*_numbers(arguments, range(1, 2)))
+    (delta,) = _numbers(arguments, range(1, 2))
+    return AbsoluteWindow(delta)
 
 
 def parse_similarity(text: str) -> Similarity:

@@ -136,7 +136,9 @@ def test_default_kinds(engine):
             "y": rng.uniform(size=100),
         }
     )
-    result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["few", "many", "label", "flag"], **engine.options)
+    result = cohortsql.cohort_shapley(
+        frame, prediction="y", similarity=["few", "many", "label", "flag"], **engine.options
+    )
     assert result.similarity == {"few": "exact", "many": "range:0.1", "label": "exact", "flag": "exact"}
     given = cohortsql.cohort_shapley(
         frame, prediction="y", similarity={"few": "exact", "many": "range:0.1", "label": "exact", "flag": "exact"}

@@ -76,11 +76,18 @@ def same_results(assembled, direct):
 )
 def test_the_engines_own_sql_gives_the_library_values(engine, parquet, similarity, variant, targets):
     sql = cohortsql.histogram_sql(
-        str(parquet), prediction="score", similarity=similarity, id="loan", targets=targets,
-        dialect=engine.name, variant=variant,
+        str(parquet),
+        prediction="score",
+        similarity=similarity,
+        id="loan",
+        targets=targets,
+        dialect=engine.name,
+        variant=variant,
     )
     assembled = cohortsql.assemble(run_sql(engine, sql), similarity=similarity)
-    direct = cohortsql.cohort_shapley(str(parquet), prediction="score", similarity=similarity, id="loan", targets=targets)
+    direct = cohortsql.cohort_shapley(
+        str(parquet), prediction="score", similarity=similarity, id="loan", targets=targets
+    )
     same_results(assembled, direct)
 
 
@@ -97,12 +104,20 @@ def test_assemble_with_the_permutation_method(parquet):
 
     similarity = {"age": "range:0.1", "region": "exact", "income": "abs:5"}
     histogram = duckdb.sql(
-        cohortsql.histogram_sql(str(parquet), prediction="score", similarity=similarity, id="loan", targets=["L1", "L2"])
+        cohortsql.histogram_sql(
+            str(parquet), prediction="score", similarity=similarity, id="loan", targets=["L1", "L2"]
+        )
     ).pl()
     assembled = cohortsql.assemble(histogram, similarity=similarity, method="permutation", seed=5, max_permutations=40)
     direct = cohortsql.cohort_shapley(
-        str(parquet), prediction="score", similarity=similarity, id="loan", targets=["L1", "L2"],
-        method="permutation", seed=5, max_permutations=40,
+        str(parquet),
+        prediction="score",
+        similarity=similarity,
+        id="loan",
+        targets=["L1", "L2"],
+        method="permutation",
+        seed=5,
+        max_permutations=40,
     )
     np.testing.assert_allclose(assembled.shapley, direct.shapley, atol=1e-10)
     np.testing.assert_allclose(assembled.shapley_se, direct.shapley_se, atol=1e-10)
@@ -135,7 +150,20 @@ def test_sql_and_assemble_commands(parquet, tmp_path):
     out = tmp_path / "assembled.parquet"
     assembled = runner.invoke(app, ["assemble", str(tmp_path / "histogram.parquet"), *features, "--out", str(out)])
     assert assembled.exit_code == 0, assembled.output
-    ran = runner.invoke(app, ["run", str(parquet), "--prediction", "score", "--id", "loan", *features, "--out", str(tmp_path / "run.parquet")])
+    ran = runner.invoke(
+        app,
+        [
+            "run",
+            str(parquet),
+            "--prediction",
+            "score",
+            "--id",
+            "loan",
+            *features,
+            "--out",
+            str(tmp_path / "run.parquet"),
+        ],
+    )
     assert ran.exit_code == 0, ran.output
     ours, theirs = pl.read_parquet(out), pl.read_parquet(tmp_path / "run.parquet")
     assert ours.select("id", "feature").equals(theirs.select("id", "feature"))

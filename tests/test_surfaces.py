@@ -12,6 +12,8 @@ import cohortsql
 from cohortsql.cli import app
 
 runner = CliRunner()
+
+
 @pytest.fixture(scope="module")
 def frame():
     rng = np.random.default_rng(12)

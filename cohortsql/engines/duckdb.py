@@ -40,7 +40,9 @@ _BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2*
 
 def open_engine(connection: Any, settings: EngineSettings) -> DuckDBEngine:
     if connection is not None and not isinstance(connection, duckdb.DuckDBPyConnection):
-        raise CohortError(f"connection must be a DuckDB connection for the duckdb engine, got {type(connection).__name__}")
+        raise CohortError(
+            f"connection must be a DuckDB connection for the duckdb engine, got {type(connection).__name__}"
+        )
     return DuckDBEngine(connection, settings)
 
 
@@ -82,8 +84,8 @@ class DuckDBEngine:
             if is_query(data):
                 return self._copy(f"({check_query(data)})", positions, context="the data query")
             if not self._owns_connection and self._has_table(data):
-                table = self.dialect.quote_path(data)
-                return self._copy(table, positions) if positions else self._described(table, False, True)
+                name = self.dialect.quote_path(data)
+                return self._copy(name, positions) if positions else self._described(name, False, True)
             return self._register_path(data, positions)
         if isinstance(data, duckdb.DuckDBPyRelation):
             # A relation is a query: its rows are copied once, through Arrow if it is another connection's.

@@ -165,13 +165,16 @@ class SparkEngine:
                 " or choose another name"
             )
         for name, table in tables.items():
-            writer = self._frame(table).write.mode("overwrite")
-            self._run(lambda writer=writer, name=name: writer.saveAsTable(name), f"writing table {name!r}")
+            self._save(table, name)
 
     def close(self) -> None:
         for name in reversed(self._views):
             self._drop(name)
         self._views.clear()
+
+    def _save(self, table: pa.Table, name: str) -> None:
+        writer = self._frame(table).write.mode("overwrite")
+        self._run(lambda: writer.saveAsTable(name), f"writing table {name!r}")
 
     # -- inputs --------------------------------------------------------------------------------
 

@@ -1,0 +1,151 @@
+"""The engine seam: Spark equals DuckDB case by case, inputs only one engine reads, and the import rule."""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import cohortsql
+from cohortsql.cli import app
+from cohortsql.engines import engine_for
+
+PACKAGE = Path(cohortsql.__file__).parent
+
+
+def table(seed=0, n=90):
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame(
+        {
+            "key": [f"k{i:03d}" for i in range(n)],
+            "x": rng.uniform(0, 10, n),
+            "z": rng.integers(0, 4, n),
+            "label": pl.Series(rng.choice(["a", "b", None], n).tolist(), dtype=pl.String),
+            "day": pl.date_range(pl.date(2024, 1, 1), pl.date(2024, 1, 1) + pl.duration(days=n - 1), eager=True),
+            "y": rng.normal(size=n) + 1e9,
+        }
+    )
+
+
+CASES = {
+    "windows": dict(similarity={"x": "quantile:0.2", "z": "abs:1", "day": "abs:10"}),
+    "mixed": dict(similarity={"x": "range:0.15", "label": "exact", "z": "bins:2"}, targets="z >= 2"),
+    "sql-kind": dict(similarity={"x": "sql:abs(s.x - t.x) < 2 AND s.z = t.z", "label": "exact"}, targets=[3, 50]),
+    "defaults": dict(similarity=["x", "z", "label", "day"], targets=25, seed=9),
+    "grouping-sets": dict(similarity={"z": "exact", "label": "exact", "x": "bins:3"}, path="grouping_sets"),
+    "ids": dict(similarity={"x": "abs:2", "label": "exact"}, id="key", targets=["k005", "k077"]),
+    "permutation": dict(
+        similarity={"x": "abs:2", "z": "exact", "day": "range:0.2"},
+        method="permutation",
+        seed=4,
+        targets=[0, 1, 2],
+        max_permutations=30,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_spark_equals_duckdb(spark_session, case):
+    frame = table()
+    options = CASES[case]
+    on_duckdb = cohortsql.cohort_shapley(frame, prediction="y", **options)
+    on_spark = cohortsql.cohort_shapley(frame, prediction="y", connection=spark_session, **options)
+    assert on_spark.ids.to_list() == on_duckdb.ids.to_list()
+    assert on_spark.similarity == on_duckdb.similarity
+    np.testing.assert_allclose(on_spark.shapley, on_duckdb.shapley, atol=1e-12)
+    np.testing.assert_allclose(on_spark.shapley_squared, on_duckdb.shapley_squared, atol=1e-12)
+    assert on_spark.totals["cohort_size"].to_list() == on_duckdb.totals["cohort_size"].to_list()
+    np.testing.assert_allclose(on_spark.totals["cohort_mean"], on_duckdb.totals["cohort_mean"], rtol=1e-15)
+    assert on_spark.targets.equals(on_duckdb.targets)
+    if on_duckdb.shapley_se is not None:
+        np.testing.assert_allclose(on_spark.shapley_se, on_duckdb.shapley_se, atol=1e-12)
+
+
+def test_spark_effects_equal_duckdb(spark_session):
+    frame = table(1)
+    for similarity in ({"z": "exact", "label": "exact"}, {"x": "abs:1", "z": "exact"}):
+        on_duckdb = cohortsql.variance_shapley(frame, prediction="y", similarity=similarity)
+        on_spark = cohortsql.variance_shapley(frame, prediction="y", similarity=similarity, connection=spark_session)
+        assert on_spark.path == on_duckdb.path
+        np.testing.assert_allclose(
+            on_spark.effects["shapley_effect"], on_duckdb.effects["shapley_effect"], rtol=1e-10, atol=1e-14
+        )
+
+
+def test_spark_dataframes_need_an_id(spark_session):
+    frame = table(2)
+    data = spark_session.createDataFrame(frame.to_arrow())
+    with pytest.raises(cohortsql.CohortError, match="Spark does not promise a row order.*pass id="):
+        cohortsql.cohort_shapley(data, prediction="y", similarity=["x"])
+    result = cohortsql.cohort_shapley(data, prediction="y", similarity=["x"], id="key", targets=["k001"])
+    expected = cohortsql.cohort_shapley(frame, prediction="y", similarity=["x"], id="key", targets=["k001"])
+    np.testing.assert_allclose(result.shapley, expected.shapley, atol=1e-12)
+
+
+def test_spark_tables_by_name_and_csv_files(spark_session, tmp_path):
+    frame = table(3)
+    spark_session.createDataFrame(frame.to_arrow()).createOrReplaceTempView("scores")
+    result = cohortsql.cohort_shapley(
+        "scores", prediction="y", similarity=["x", "z"], id="key", connection=spark_session
+    )
+    expected = cohortsql.cohort_shapley(frame, prediction="y", similarity=["x", "z"], id="key")
+    np.testing.assert_allclose(result.shapley, expected.shapley, atol=1e-12)
+    frame.write_csv(tmp_path / "scores.csv")
+    with pytest.raises(cohortsql.CohortError, match="pass id="):
+        cohortsql.cohort_shapley(str(tmp_path / "scores.csv"), prediction="y", similarity=["x"], engine="spark")
+    from_csv = cohortsql.cohort_shapley(
+        str(tmp_path / "scores.csv"), prediction="y", similarity=["x", "z"], id="key", engine="spark"
+    )
+    np.testing.assert_allclose(from_csv.shapley, expected.shapley, atol=1e-12)
+
+
+def test_command_line_on_spark(spark_session, tmp_path):
+    frame = table(4)
+    frame.write_parquet(tmp_path / "scores.parquet")
+    out = tmp_path / "out.parquet"
+    arguments = ["run", str(tmp_path / "scores.parquet"), "--prediction", "y", "--features", "x,z", "--out", str(out)]
+    result = CliRunner().invoke(app, [*arguments, "--engine", "spark"])
+    assert result.exit_code == 0, result.output
+    expected = cohortsql.cohort_shapley(frame, prediction="y", similarity=["x", "z"])
+    np.testing.assert_allclose(
+        pl.read_parquet(out)["shapley"].to_numpy(), expected.local["shapley"].to_numpy(), atol=1e-12
+    )
+    bad = CliRunner().invoke(app, [*arguments, "--spark-master", "local[1]"])
+    assert bad.exit_code == 2 and "--spark-master needs --engine spark" in bad.output
+
+
+def test_engine_choice(spark_session):
+    import duckdb
+
+    assert engine_for(pl.DataFrame(), None, None) == "duckdb"
+    assert engine_for("scores.parquet", spark_session, None) == "spark"
+    assert engine_for(spark_session.range(1), None, None) == "spark"
+    assert engine_for(duckdb.sql("SELECT 1"), None, None) == "duckdb"
+    with pytest.raises(cohortsql.CohortError, match="engine must be one of duckdb, spark"):
+        engine_for(None, None, "postgres")
+    with pytest.raises(cohortsql.CohortError, match="cannot read a spark connection"):
+        engine_for(None, spark_session, "duckdb")
+    with pytest.raises(cohortsql.CohortError, match="memory_limit and temp_directory are DuckDB settings"):
+        cohortsql.cohort_shapley(
+            pl.DataFrame({"x": [1.0], "y": [1.0]}),
+            prediction="y",
+            similarity=["x"],
+            connection=spark_session,
+            memory_limit="1GB",
+        )
+
+
+def test_no_module_outside_the_engines_imports_an_engine_library():
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent.name == "engines":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert name.split(".")[0] not in ("duckdb", "pyspark"), f"{path.name} imports {name}"
