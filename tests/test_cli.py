@@ -111,13 +111,44 @@ def test_target_ids_and_features_with_default_kinds(data, frame):
 
 def test_into_table(data, frame):
     database = data / "results.duckdb"
-    result = invoke(
-        "run", data / "scores.parquet", *RUN, "--id", "loan", "--into-table", "explained", "--database", database
-    )
+    arguments = [
+        "run",
+        data / "scores.parquet",
+        *RUN,
+        "--id",
+        "loan",
+        "--into-table",
+        "explained",
+        "--database",
+        database,
+    ]
+    result = invoke(*arguments)
     assert result.exit_code == 0, result.output
     with duckdb.connect(str(database), read_only=True) as connection:
         assert connection.execute("SELECT count(*) FROM explained").fetchall() == [(160,)]
         assert connection.execute("SELECT count(*) FROM explained_totals").fetchall() == [(80,)]
+    again = invoke(*arguments[:-4], "--targets", "region = 's'", *arguments[-4:])
+    assert again.exit_code == 2 and "table 'explained' already exists; pass --replace" in again.output
+    with duckdb.connect(str(database), read_only=True) as connection:  # the first run's tables are intact
+        assert connection.execute("SELECT count(*) FROM explained").fetchall() == [(160,)]
+    replaced = invoke(*arguments[:-4], "--targets", "region = 's'", *arguments[-4:], "--replace")
+    assert replaced.exit_code == 0, replaced.output
+    with duckdb.connect(str(database), read_only=True) as connection:
+        assert connection.execute("SELECT count(*) FROM explained").fetchall()[0][0] < 160
+
+
+def test_into_table_never_replaces_the_input(data, frame):
+    database = data / "scores.duckdb"
+    with duckdb.connect(str(database)) as connection:
+        connection.register("frame", frame.to_arrow())
+        connection.execute("CREATE TABLE scores AS SELECT * FROM frame")
+    result = invoke(
+        "run", f"{database}:scores", *RUN, "--id", "loan", "--into-table", "scores", "--database", database, "--replace"
+    )
+    assert result.exit_code == 2 and "will not write over table 'scores': it is this run's input" in result.output
+    with duckdb.connect(str(database), read_only=True) as connection:
+        assert connection.execute("SELECT count(*) FROM scores").fetchall() == [(80,)]
+        assert connection.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == [(1,)]
 
 
 def test_config_file_with_flags_overriding(data, frame):
