@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import polars as pl
 
-from cohortsql import compile, permutation, shapley
+from cohortsql import arguments, compile, permutation, shapley
 from cohortsql.dialects import DUCKDB, NATIVE_DIALECTS
 from cohortsql.engines import Engine, EngineName, EngineSettings, open_engine
 from cohortsql.engines.base import file_format
@@ -119,8 +119,11 @@ def cohort_shapley(
     Targets come in id order (row order when ids are row positions).
     """
     check_choice("method", method, METHODS)
-    if max_permutations < 2:
-        raise CohortError(f"max_permutations must be at least 2 (one antithetic pair), got {max_permutations}")
+    check_choice("path", path, PATHS)
+    seed = arguments.seed(seed)
+    tolerance = arguments.positive_number("tolerance", tolerance)
+    max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
+    _check_names(prediction, id, memory_limit)
     with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
         prepared = prepare(
             running,
@@ -168,6 +171,9 @@ def variance_shapley(
     `seed`) v_var is the sample mean over the sampled targets and every effect gets a standard error.
     Arguments are those of `cohort_shapley`.
     """
+    check_choice("path", path, PATHS)
+    seed = arguments.seed(seed)
+    _check_names(prediction, id, memory_limit)
     with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
         prepared = prepare(
             running,
@@ -231,6 +237,8 @@ def histogram_sql(
     """
     check_choice("dialect", dialect, DIALECTS)
     check_choice("variant", variant, VARIANTS)
+    seed = arguments.seed(seed)
+    _check_names(prediction, id, None)
     with opened_engine(data, engine, connection) as running:
         prepared = prepare(
             running,
@@ -287,6 +295,13 @@ def _standalone_condition(prepared: Prepared, chosen_ids: list[Any] | None, dial
     if chosen_ids is not None:
         return f"__cohort_id IN ({', '.join(dialect.literal(value) for value in chosen_ids)})"
     return compile.target_condition(prepared.target_predicate is not None, None)
+
+
+def _check_names(prediction: object, id: object, memory_limit: object) -> None:
+    if not isinstance(prediction, str):
+        raise CohortError(f"prediction must be the name of a column (text), got {prediction!r}")
+    arguments.optional_text("id", id)
+    arguments.optional_text("memory_limit", memory_limit)
 
 
 def _exact_values(

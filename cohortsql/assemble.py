@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cohortsql import compile, permutation, shapley
+from cohortsql import arguments, compile, permutation, shapley
 from cohortsql.api import AUTO_EXACT_FEATURES, MAX_EXACT_FEATURES, METHODS, Method
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.grouping_sets import Cells, values_of_cells
@@ -48,6 +48,9 @@ def assemble(
     ``permutation`` or ``auto`` (exact up to d = 16); cells are always exact.
     """
     check_choice("method", method, METHODS)
+    seed = arguments.seed(seed)
+    tolerance = arguments.positive_number("tolerance", tolerance)
+    max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
     frame = _read(histogram)
     features, kinds = _features(similarity)
     d = len(features)

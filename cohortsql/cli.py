@@ -21,13 +21,40 @@ from cohortsql.assemble import assemble as assemble_histogram
 from cohortsql.engines import ENGINES, EngineSettings, open_engine, spark_session
 from cohortsql.engines.base import database_table
 from cohortsql.errors import CohortError
-from cohortsql.output import sibling_path, write_frame
+from cohortsql.output import sibling_path, write_frames
 from cohortsql.result import CohortShapleyResult, ShapleyEffects
 from cohortsql.sqltext import is_query
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
-_PATH_KEYS = ("data", "out", "database")
+_PATH_KEYS = ("data", "out", "database", "temp_directory")
+
+CONFIG_TYPES: dict[str, tuple[type, ...]] = {
+    "data": (str,),
+    "prediction": (str,),
+    "id": (str,),
+    "similar": (dict,),
+    "features": (str, list),
+    "targets": (str,),
+    "target_ids": (str, list),
+    "sample": (int, float),
+    "seed": (int,),
+    "method": (str,),
+    "tolerance": (int, float),
+    "max_permutations": (int,),
+    "memory_limit": (str,),
+    "temp_directory": (str,),
+    "out": (str,),
+    "into_table": (str,),
+    "database": (str,),
+    "replace": (bool,),
+    "engine": (str,),
+    "spark_master": (str,),
+    "table": (str,),
+    "dialect": (str,),
+    "variant": (str,),
+}
+"""The type of every value a config file may hold (a key may be spelled as its flag: memory-limit)."""
 
 Data = Annotated[
     str | None,
@@ -453,13 +480,12 @@ def _write(options: dict[str, Any], tables: dict[str, Any]) -> str:
         raise CohortError("--into-table needs --database FILE.duckdb")
     if options.get("database") and not options.get("into_table"):
         raise CohortError("--database needs --into-table NAME")
-    written = []
+    written: list[str] = []
     if options.get("out"):
         out = Path(options["out"])
-        for label, frame in tables.items():
-            path = sibling_path(out, label) if label else out
-            write_frame(frame, path)
-            written.append(str(path))
+        paths = {sibling_path(out, label) if label else out: frame for label, frame in tables.items()}
+        write_frames(paths)
+        written.extend(str(path) for path in paths)
     if options.get("into_table"):
         name = options["into_table"]
         names = {f"{name}_{label}" if label else name: frame.to_arrow() for label, frame in tables.items()}
@@ -496,10 +522,13 @@ def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, .
             raise CohortError(f"cannot read config {str(config)!r}: {error.strerror}") from None
         except tomllib.TOMLDecodeError as error:
             raise CohortError(f"config {str(config)!r} is not valid TOML: {error}") from None
+        options = {key.replace("-", "_"): value for key, value in options.items()}
         known = [key for key in keys if key != "config"]
         unknown = sorted(set(options) - set(known))
         if unknown:
             raise CohortError(f"config {str(config)!r} has unknown keys {unknown}; known keys: {', '.join(known)}")
+        for key, value in options.items():
+            _check_config_value(config, key, value)
         for key in _PATH_KEYS:
             # Paths in a config file are relative to the file, so it works from any directory.
             value = options.get(key)
@@ -512,6 +541,32 @@ def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, .
             value = {**options[key], **value}  # e.g. one --similar flag overrides one feature's kind
         options[key] = value
     return options
+
+
+def _check_config_value(config: Path, key: str, value: object) -> None:
+    expected = CONFIG_TYPES[key]
+    wrong = not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected)
+    if key == "similar" and isinstance(value, dict):
+        wrong = not all(isinstance(kind, str) for kind in value.values())
+    if key == "features" and isinstance(value, list):
+        wrong = not all(isinstance(item, str) for item in value)
+    if key == "target_ids" and isinstance(value, list):
+        wrong = not all(isinstance(item, str | int) and not isinstance(item, bool) for item in value)
+    if wrong:
+        names = " or ".join(
+            {
+                str: "text",
+                int: "a whole number",
+                float: "a number",
+                list: "a list",
+                dict: "a table",
+                bool: "true or false",
+            }[kind]
+            for kind in expected
+        )
+        if key == "similar":
+            names = 'a table of FEATURE = "KIND" entries'
+        raise CohortError(f"config {str(config)!r}: {key} must be {names}, got {value!r}")
 
 
 @contextmanager

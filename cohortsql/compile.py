@@ -34,6 +34,15 @@ def pilot(source: str, prediction: str, dialect: Dialect) -> str:
     return template("pilot").format(source=source, prediction=dialect.quote(prediction))
 
 
+def order_statistics(source: str, value: str, probabilities: Sequence[float], dialect: Dialect) -> str:
+    """SELECT the ranks, values and count that linear-interpolated quantiles at `probabilities` need."""
+    ranks = []
+    for probability in probabilities:
+        low = f"CAST(floor((n - 1) * {dialect.number(probability)}) AS BIGINT)"
+        ranks.append(f"order_index = {low} OR order_index = {low} + 1")
+    return template("order_statistics").format(value=value, source=source, ranks=" OR ".join(ranks))
+
+
 def statistic_alias(feature_index: int, name: str) -> str:
     """Column name, in the statistics row, of statistic `name` of feature number `feature_index`."""
     return f"{feature_index}:{name}"

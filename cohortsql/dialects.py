@@ -9,9 +9,11 @@ A dialect is stateless; rendering with it is a pure function of its inputs.
 
 from __future__ import annotations
 
+import copy
 import datetime
 import decimal
 import math
+from collections.abc import Mapping
 from typing import ClassVar, Literal
 
 from cohortsql.errors import CohortError
@@ -72,8 +74,23 @@ class Dialect:
             return f"DATE {self.string(value.isoformat())}"
         raise CohortError(f"cannot write the value {value!r} into SQL; use integers, numbers, text or dates")
 
+    known_quantiles: Mapping[tuple[str, float], float | None] = {}
+    """Quantiles computed beforehand (see `with_known_quantiles`), by (expression, probability)."""
+
+    def with_known_quantiles(self, values: Mapping[tuple[str, float], float | None]) -> Dialect:
+        """The same dialect with these quantiles rendered as literals instead of aggregates."""
+        known = copy.copy(self)
+        known.known_quantiles = dict(values)
+        return known
+
     def quantile(self, expression: str, probability: float) -> str:
-        """The exact, linearly interpolated quantile of `expression` (an aggregate)."""
+        """The exact, linearly interpolated quantile of `expression`: an aggregate, or a literal when known."""
+        if (expression, probability) in self.known_quantiles:
+            return self.optional_number(self.known_quantiles[(expression, probability)])
+        return self.quantile_aggregate(expression, probability)
+
+    def quantile_aggregate(self, expression: str, probability: float) -> str:
+        """The engine's exact quantile aggregate."""
         raise NotImplementedError
 
     def epoch_days(self, expression: str, temporal: Temporal) -> str:
@@ -98,7 +115,7 @@ class Dialect:
 class DuckDBDialect(Dialect):
     name = "duckdb"
 
-    def quantile(self, expression: str, probability: float) -> str:
+    def quantile_aggregate(self, expression: str, probability: float) -> str:
         return f"quantile_cont({expression}, {self.number(probability)})"
 
     def epoch_days(self, expression: str, temporal: Temporal) -> str:
@@ -119,7 +136,7 @@ class SparkDialect(Dialect):
         # Spark reads backslash escapes inside string literals.
         return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
-    def quantile(self, expression: str, probability: float) -> str:
+    def quantile_aggregate(self, expression: str, probability: float) -> str:
         return f"percentile({expression}, {self.number(probability)})"
 
     def epoch_days(self, expression: str, temporal: Temporal) -> str:

@@ -1,9 +1,18 @@
-"""Writing result tables atomically to Parquet or CSV files (tables in a database go through an engine)."""
+"""Result files: read back, and written as a set that is all or nothing.
+
+A run writes several files (the long table, per-target totals, refinement paths). `write_frames`
+writes each to a temporary file beside its destination, then moves them all into place; if anything
+fails (a full disk, Ctrl-C) the destinations keep their previous contents and no temporary file is
+left. Files are created with the permissions the umask gives any new file. Tables in a database go
+through an engine (`cohortsql.engines`).
+"""
 
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
+import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import polars as pl
@@ -11,6 +20,12 @@ import polars as pl
 from cohortsql.errors import CohortError
 
 FORMATS = (".parquet", ".csv")
+
+TEMPORARY_MARK = ".cohortsql-"
+"""Temporary files are named ``.<file name>.cohortsql-<random>.tmp`` in the destination's directory."""
+
+STALE_SECONDS = 24 * 3600
+"""Temporary files of this naming older than this (left by a killed run) are removed by the next run."""
 
 
 def read_frame(path: str | os.PathLike[str], role: str) -> pl.DataFrame:
@@ -27,25 +42,70 @@ def read_frame(path: str | os.PathLike[str], role: str) -> pl.DataFrame:
         raise CohortError(f"cannot read {str(source)!r} ({role}): {str(error).splitlines()[0]}") from None
 
 
-def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write `frame` as Parquet or CSV (by the file's suffix) so that a failure leaves no partial file."""
+def check_destination(path: str | os.PathLike[str]) -> Path:
+    """`path` when a result file can be written there (a known suffix, an existing directory)."""
     target = Path(path)
-    suffix = target.suffix.lower()
-    if suffix not in FORMATS:
+    if target.suffix.lower() not in FORMATS:
         raise CohortError(f"cannot write {str(target)!r}: use a file name ending in .parquet or .csv")
     if not target.parent.is_dir():
         raise CohortError(f"cannot write {str(target)!r}: the directory {str(target.parent)!r} does not exist")
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(handle)
+    return target
+
+
+def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str], metadata: Mapping[str, str] | None = None) -> None:
+    """Write one frame as Parquet or CSV (by the file's suffix), atomically."""
+    write_frames({Path(path): frame}, metadata)
+
+
+def write_frames(frames: Mapping[Path, pl.DataFrame], metadata: Mapping[str, str] | None = None) -> None:
+    """Write every frame to its path, all or nothing; Parquet files carry `metadata` (key-value)."""
+    targets = {check_destination(path): frame for path, frame in frames.items()}
+    for directory in {target.parent for target in targets}:
+        remove_stale_temporaries(directory)
+    written: dict[Path, Path] = {}
+    backups: dict[Path, Path] = {}
+    moved: list[Path] = []
     try:
-        if suffix == ".parquet":
-            frame.write_parquet(temporary)
-        else:
-            frame.write_csv(temporary)
-        os.replace(temporary, target)
+        for target, frame in targets.items():
+            temporary = _temporary(target)
+            written[target] = temporary
+            if target.suffix.lower() == ".parquet":
+                frame.write_parquet(temporary, metadata=dict(metadata) if metadata else None)
+            else:
+                frame.write_csv(temporary)
+        for target in targets:
+            if target.exists():
+                backup = _temporary(target)
+                os.replace(target, backup)
+                backups[target] = backup
+        for target, temporary in written.items():
+            os.replace(temporary, target)
+            moved.append(target)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        for target in moved:
+            target.unlink(missing_ok=True)
+        for target, backup in backups.items():
+            os.replace(backup, target)
+        for temporary in written.values():
+            temporary.unlink(missing_ok=True)
         raise
+    for backup in backups.values():
+        backup.unlink(missing_ok=True)
+
+
+def _temporary(target: Path) -> Path:
+    return target.with_name(f".{target.name}{TEMPORARY_MARK}{secrets.token_hex(6)}.tmp")
+
+
+def remove_stale_temporaries(directory: Path) -> None:
+    """Remove this library's temporary files in `directory` left by a run that was killed a day ago or more."""
+    cutoff = time.time() - STALE_SECONDS
+    for path in directory.glob(f".*{TEMPORARY_MARK}*.tmp"):
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+        except OSError:
+            continue
 
 
 def sibling_path(path: str | os.PathLike[str], label: str) -> Path:

@@ -19,8 +19,15 @@ import pyarrow as pa
 from cohortsql import compile
 from cohortsql.engines.base import POSITION_COLUMN, Engine, Input, fetch_record
 from cohortsql.errors import CohortError
-from cohortsql.plan import ResolvedFeature, SimilarityArgument, plan_features, resolve_feature
-from cohortsql.similarity import SqlPredicate
+from cohortsql.plan import (
+    Feature,
+    ResolvedFeature,
+    SimilarityArgument,
+    plan_features,
+    resolve_feature,
+    statistic_value,
+)
+from cohortsql.similarity import QuantileWindow, SqlPredicate
 from cohortsql.sqltext import check_expression
 
 BATCH_MEMORY_BYTES = 256 * 2**20
@@ -134,6 +141,8 @@ def prepare(
             f"this computation handles at most {max_features} features; got {len(features)}: drop or merge features"
         )
     id_sql = dialect.quote(POSITION_COLUMN if id is None else id)
+    if engine.memory_budget is not None:
+        dialect = dialect.with_known_quantiles(_sorted_quantiles(engine, source.relation, features))
     pilot = _pilot(engine, source.relation, prediction)
     pilot_sql = dialect.number(pilot)
     # sql: predicates may read any column of a row: rows can only be merged when none is used.
@@ -178,6 +187,39 @@ def prepare(
         target_predicate=target_predicate,
         batch_bytes=_batch_bytes(engine),
     )
+
+
+def _sorted_quantiles(
+    engine: Engine, source: str, features: tuple[Feature, ...]
+) -> dict[tuple[str, float], float | None]:
+    """The quantiles that quantile windows need, from order statistics (a sort spills; an exact
+    quantile aggregate holds every value in memory and fails under a small memory limit)."""
+    known: dict[tuple[str, float], float | None] = {}
+    for feature in features:
+        if not isinstance(feature.kind, QuantileWindow):
+            continue
+        value = statistic_value(feature.values, engine.dialect.quote(feature.name), engine.dialect)
+        probabilities = (feature.kind.p, 1 - feature.kind.p)
+        rows = engine.fetch_arrow(
+            compile.order_statistics(source, value, probabilities, engine.dialect),
+            context=f"sorting feature {feature.name!r} for its quantiles",
+        ).to_pylist()
+        for probability in probabilities:
+            known[(value, probability)] = interpolated_quantile(rows, probability)
+    return known
+
+
+def interpolated_quantile(rows: list[dict[str, Any]], probability: float) -> float | None:
+    """The linear-interpolated quantile (numpy's default, DuckDB's quantile_cont, Spark's percentile)
+    from rows of ``order_index``, ``value`` and ``n`` holding the order statistics it needs."""
+    if not rows:
+        return None
+    values = {row["order_index"]: float(row["value"]) for row in rows}
+    position = (rows[0]["n"] - 1) * probability
+    low = math.floor(position)
+    lower = values[low]
+    upper = values.get(low + 1, lower)
+    return lower + (upper - lower) * (position - low)
 
 
 def _pilot(engine: Engine, source: str, prediction: str) -> float:
@@ -303,7 +345,9 @@ def requested_ids(values: Any, dtype: pa.DataType, id: str | None) -> pa.Array:
         raise CohortError("target ids include None; ids identify rows and are never missing")
     try:
         array = pa.array(listed)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+    except OverflowError:
+        raise CohortError(f"target ids {listed[:5]!r} hold a number too large for any id column") from None
+    except (pa.ArrowException, TypeError, ValueError):
         raise CohortError(f"target ids must all be of one type, got {listed[:5]!r}") from None
     if pa.types.is_dictionary(dtype):
         dtype = dtype.value_type

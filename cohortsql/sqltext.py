@@ -101,6 +101,12 @@ def check_expression(text: str, role: str) -> str:
 
 
 _QUERY_START = re.compile(r"^\s*\(*\s*(select|with|from|values)\b", re.IGNORECASE)
+_COMMANDS = re.compile(
+    r"\b(insert|update|delete|merge|create|drop|alter|attach|detach|copy|call|pragma|install|load|export|import"
+    r"|truncate|grant|revoke|vacuum|checkpoint|set|reset|use)\b",
+    re.IGNORECASE,
+)
+"""Words that start statements other than queries: a query given as data may not hold them outside quotes."""
 
 
 def is_query(text: str) -> bool:
@@ -113,4 +119,10 @@ def check_query(text: str, role: str = "the data query") -> str:
     if not is_query(text):
         raise CohortError(f"{role} must be a SELECT query, got {text[:60]!r}")
     _check_one_statement(text, role, expression=False)
+    for backslash_escapes in (False, True):
+        command = _COMMANDS.search(_code_outside_quotes(text, backslash_escapes))
+        if command:
+            raise CohortError(
+                f"{role} may only read data, but it holds {command[0].upper()!r} (quote a column of that name)"
+            )
     return text.strip().rstrip(";").strip()
