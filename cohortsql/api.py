@@ -343,7 +343,10 @@ def _common_fields(prepared: Prepared, targets: TargetSet, target_data: pl.DataF
         features=tuple(feature.name for feature in prepared.features),
         similarity={feature.name: str(feature.kind) for feature in prepared.features},
         kinds={feature.name: feature.kind for feature in prepared.features},
-        feature_statistics={feature.name: dict(feature.parameters) for feature in prepared.features},
+        feature_statistics={
+            feature.name: {name: None if value is None else float(value) for name, value in feature.parameters.items()}
+            for feature in prepared.features
+        },
         mean=prepared.mean,
         variance=prepared.variance,
         subjects=prepared.subject_count,

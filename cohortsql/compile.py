@@ -95,7 +95,7 @@ def _select_list(aggregates: Mapping[str, str], dialect: Dialect) -> str:
 
 def literal_parameters(feature: ResolvedFeature, dialect: Dialect) -> dict[str, str]:
     """A feature's whole-table parameters as SQL literals."""
-    return {name: dialect.optional_number(value) for name, value in feature.parameters.items()}
+    return {name: dialect.parameter(value) for name, value in feature.parameters.items()}
 
 
 def statistics_parameters(feature: ResolvedFeature, statistics: str, dialect: Dialect) -> dict[str, str]:

@@ -54,6 +54,10 @@ class Dialect:
         """A DOUBLE literal, or a typed NULL for a statistic of a column with no values."""
         return "CAST(NULL AS DOUBLE)" if value is None else self.number(value)
 
+    def parameter(self, value: object) -> str:
+        """A whole-table parameter as a literal of its own type (integers and decimals exact), NULL when missing."""
+        return "CAST(NULL AS DOUBLE)" if value is None else self.literal(value)
+
     def literal(self, value: object) -> str:
         """A value of an id or a feature (integer, number, decimal, text, date, timestamp) as a literal."""
         if isinstance(value, bool):
@@ -90,7 +94,7 @@ class Dialect:
         return self.quantile_aggregate(expression, probability)
 
     def quantile_aggregate(self, expression: str, probability: float) -> str:
-        """The engine's exact quantile aggregate."""
+        """The engine's exact quantile aggregate, computed in DOUBLE."""
         raise NotImplementedError
 
     def epoch_days(self, expression: str, temporal: Temporal) -> str:
@@ -116,7 +120,7 @@ class DuckDBDialect(Dialect):
     name = "duckdb"
 
     def quantile_aggregate(self, expression: str, probability: float) -> str:
-        return f"quantile_cont({expression}, {self.number(probability)})"
+        return f"quantile_cont(CAST({expression} AS DOUBLE), {self.number(probability)})"
 
     def epoch_days(self, expression: str, temporal: Temporal) -> str:
         if temporal == "date":
@@ -137,7 +141,7 @@ class SparkDialect(Dialect):
         return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
     def quantile_aggregate(self, expression: str, probability: float) -> str:
-        return f"percentile({expression}, {self.number(probability)})"
+        return f"percentile(CAST({expression} AS DOUBLE), {self.number(probability)})"
 
     def epoch_days(self, expression: str, temporal: Temporal) -> str:
         if temporal == "date":

@@ -49,6 +49,8 @@ def check_destination(path: str | os.PathLike[str]) -> Path:
         raise CohortError(f"cannot write {str(target)!r}: use a file name ending in .parquet or .csv")
     if not target.parent.is_dir():
         raise CohortError(f"cannot write {str(target)!r}: the directory {str(target.parent)!r} does not exist")
+    if target.is_dir():
+        raise CohortError(f"cannot write {str(target)!r}: it is a directory")
     return target
 
 

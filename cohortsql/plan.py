@@ -106,7 +106,8 @@ class ResolvedFeature:
     values: ColumnKind
     kind: Similarity
     representation: Representation
-    parameters: dict[str, float | None] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    """Whole-table parameters: numbers (DOUBLE), or an edge in the column's own type (int, Decimal)."""
     has_missing: bool = False
     levels: int | None = None
     """Distinct non-missing values (estimated), when known."""
@@ -209,17 +210,23 @@ def _require_column(columns: Mapping[str, pa.DataType], name: object, role: str)
 
 
 def statistic_value(values: ColumnKind, column: str, dialect: Dialect) -> str:
-    """A column's values as DOUBLE for whole-table parameters (ranges, quantiles, bins)."""
+    """A column's values for whole-table parameters (ranges, quantiles, bins), in a type whose
+    differences are exact: integers as DECIMAL(38, 0) (never a lossy DOUBLE: 40 distinct int64
+    values near 2^60 would have one range), decimals as they are, floats with NaN read as NULL,
+    dates and timestamps as days. Parameters become DOUBLE only after the subtraction."""
     if values == "date" or values == "timestamp":
-        return f"CAST({dialect.epoch_days(column, values)} AS DOUBLE)"
-    double = f"CAST({column} AS DOUBLE)"
-    return f"nullif({double}, CAST('NaN' AS DOUBLE))" if values == "float" else double
+        return dialect.epoch_days(column, values)
+    if values == "integer":
+        return f"CAST({column} AS DECIMAL(38, 0))"
+    if values == "float":
+        return f"nullif(CAST({column} AS DOUBLE), CAST('NaN' AS DOUBLE))"
+    return column
 
 
 def parameter_aggregates(kind: Similarity, values: ColumnKind, column: str, dialect: Dialect) -> dict[str, str]:
-    """A kind's whole-table parameters as named DOUBLE aggregates over `column`."""
+    """A kind's whole-table parameters as named aggregates over `column`."""
     value = statistic_value(values, column, dialect)
-    return {f"parameter:{name}": f"CAST({sql} AS DOUBLE)" for name, sql in kind.parameters(value, dialect).items()}
+    return {f"parameter:{name}": sql for name, sql in kind.parameters(value, dialect).items()}
 
 
 def feature_statistics(feature: Feature, column: str, dialect: Dialect) -> dict[str, str]:

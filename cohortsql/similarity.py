@@ -38,7 +38,7 @@ from cohortsql.errors import CohortError
 from cohortsql.sqltext import check_expression
 
 ParameterValues = Mapping[str, float | None]
-"""Whole-table parameters of a kind as numbers (None when the column has no values)."""
+"""Whole-table parameters of a kind as Python numbers (None when the column has no values)."""
 
 ParameterSql = Mapping[str, str]
 """The same parameters as SQL text: literals, or columns of a statistics CTE."""
@@ -57,7 +57,10 @@ class Similarity(ABC):
     """Whether the test is an equivalence relation (then every cohort is a GROUP BY cell)."""
 
     def parameters(self, value: str, dialect: Dialect) -> dict[str, str]:
-        """Named whole-table aggregates over the numeric `value` that the predicate needs (none by default)."""
+        """Named whole-table aggregates over the numeric `value` that the predicate needs (none by default).
+
+        `value` has a type whose differences are exact (see `cohortsql.plan.statistic_value`);
+        subtract before casting to DOUBLE."""
         return {}
 
     @abstractmethod
@@ -165,7 +168,8 @@ class RangeWindow(Similarity):
         object.__setattr__(self, "fraction", _check_non_negative("range fraction", self.fraction))
 
     def parameters(self, value: str, dialect: Dialect) -> dict[str, str]:
-        return {"delta": f"{dialect.number(self.fraction)} * coalesce(max({value}) - min({value}), 0)"}
+        spread = f"CAST(coalesce(max({value}) - min({value}), 0) AS DOUBLE)"
+        return {"delta": f"{dialect.number(self.fraction)} * {spread}"}
 
     def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
         return _window(subject, target, parameters["delta"])
@@ -193,7 +197,7 @@ class QuantileWindow(Similarity):
 
     def parameters(self, value: str, dialect: Dialect) -> dict[str, str]:
         spread = f"{dialect.quantile(value, 1 - self.p)} - {dialect.quantile(value, self.p)}"
-        return {"delta": f"{dialect.number(self.fraction)} * coalesce({spread}, 0)"}
+        return {"delta": f"{dialect.number(self.fraction)} * coalesce({spread}, CAST(0 AS DOUBLE))"}
 
     def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
         return _window(subject, target, parameters["delta"])
@@ -220,12 +224,13 @@ class Bins(Similarity):
         object.__setattr__(self, "k", int(self.k))
 
     def parameters(self, value: str, dialect: Dialect) -> dict[str, str]:
-        return {"low": f"min({value})", "range": f"max({value}) - min({value})"}
+        # The low edge keeps the column's type, so x - low is exact before it becomes DOUBLE.
+        return {"low": f"min({value})", "range": f"CAST(max({value}) - min({value}) AS DOUBLE)"}
 
     def key(self, value: str, parameters: ParameterSql) -> str:
         """SQL expression of the value's bin number (NULL for NULL; one bin when the column is constant)."""
         low, width = parameters["low"], parameters["range"]
-        bin_number = f"floor(({value} - {low}) / {width} * {self.k})"
+        bin_number = f"floor(CAST({value} - {low} AS DOUBLE) / {width} * {self.k})"
         # Not least(): it skips NULLs, which would put missing values in the last bin.
         capped = f"CASE WHEN {bin_number} > {self.k - 1} THEN {self.k - 1} ELSE {bin_number} END"
         return f"(CASE WHEN {width} > 0 THEN {capped} ELSE {value} - {value} END)"

@@ -1,0 +1,349 @@
+"""The README's guarantees: input tables, output files, errors and numerics, each defect once found pinned here.
+
+Nothing lost: the input is never written (tests/test_cli.py::test_into_table_never_replaces_the_input),
+nor an existing table replaced without --replace (test_cli.py::test_into_table). Nothing silently
+wrong, no second statement, whole output sets, one-line failures: below.
+"""
+
+import datetime
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import cohortsql
+from cohortsql import output
+from cohortsql.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*arguments):
+    return runner.invoke(app, [str(argument) for argument in arguments])
+
+
+def one_line_error(result, fragment):
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("cohortsql: error:") and fragment in lines[0], result.output
+
+
+@pytest.fixture
+def scores(tmp_path):
+    frame = pl.DataFrame(
+        {
+            "loan": ["001", "002", "003", "004"],
+            "day": pl.date_range(pl.date(2020, 1, 1), pl.date(2020, 1, 4), eager=True),
+            "x": [1.0, 2.0, 3.0, 4.0],
+            "y": [0.1, 0.5, 0.9, 0.3],
+        }
+    )
+    frame.write_parquet(tmp_path / "scores.parquet")
+    return tmp_path
+
+
+# -- numbers: one comparison semantics, and no digits lost to an offset ---------------------
+
+
+def test_int64_values_near_two_to_the_sixty_compare_exactly(engine):
+    values = [2**60 + i for i in range(40)]
+    frame = pl.DataFrame({"x": values, "y": np.arange(40.0)})
+    for similarity, window in [(["x"], 3), ({"x": "range:0.1"}, 3), ({"x": "abs:2"}, 2), ({"x": "exact"}, 0)]:
+        result = cohortsql.cohort_shapley(frame, prediction="y", similarity=similarity, **engine.options)
+        expected = [sum(abs(other - value) <= window for other in values) for value in values]
+        assert result.totals["cohort_size"].to_list() == expected
+    binned = cohortsql.cohort_shapley(frame, prediction="y", similarity={"x": "bins:4"}, **engine.options)
+    assert binned.totals["cohort_size"].to_list() == [10] * 40
+
+
+def test_a_large_offset_changes_nothing(engine):
+    rng = np.random.default_rng(4)
+    frame = pl.DataFrame({"a": rng.integers(0, 3, 200), "b": rng.integers(0, 4, 200), "y": rng.integers(-50, 50, 200)})
+    frame = frame.with_columns(pl.col("y").cast(pl.Float64) / 8)
+    shifted = frame.with_columns(y=pl.col("y") + 1e15)
+    base = cohortsql.variance_shapley(frame, prediction="y", similarity=["a", "b"], **engine.options)
+    far = cohortsql.variance_shapley(shifted, prediction="y", similarity=["a", "b"], **engine.options)
+    np.testing.assert_allclose(far.effects["shapley_effect"], base.effects["shapley_effect"], rtol=1e-9)
+    assert far.explained_share == pytest.approx(base.explained_share, rel=1e-9)
+    assert 0 < far.explained_share <= 1
+
+
+# -- one statement per user string ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options, fragment",
+    [
+        ({"targets": "x > 1; COPY (SELECT 1) TO 'pwned.csv'"}, "holds a ';'"),
+        ({"targets": "x > 1) OR (TRUE"}, "unbalanced parentheses"),
+        ({"similarity": {"x": "sql:s.x = t.x; DROP TABLE t"}}, "holds a ';'"),
+    ],
+)
+def test_user_sql_is_one_expression(scores, options, fragment, engine):
+    options.setdefault("similarity", ["x"])
+    with pytest.raises(cohortsql.CohortError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        cohortsql.cohort_shapley(str(scores / "scores.parquet"), prediction="y", **options, **engine.options)
+    assert not (Path.cwd() / "pwned.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "query, fragment",
+    [
+        ("SELECT * FROM '{path}'; ATTACH '{other}' AS other", "more than one statement"),
+        ("WITH a AS (SELECT 1) INSERT INTO t SELECT * FROM a", "it holds 'INSERT'"),
+        ("ATTACH '{other}' AS other", "no file named"),
+    ],
+)
+def test_a_data_query_is_one_select(scores, query, fragment):
+    other = scores / "other.duckdb"
+    text = query.format(path=scores / "scores.parquet", other=other)
+    one_line_error(invoke("run", text, "--prediction", "y", "--features", "x"), fragment)
+    assert not other.exists()
+
+
+# -- output files: whole sets, the umask's permissions, no temporaries left ------------------
+
+
+def test_a_failed_set_leaves_every_earlier_file_as_it_was(scores, monkeypatch):
+    out = scores / "out.parquet"
+    out.write_bytes(b"previous run")
+    original, calls = pl.DataFrame.write_parquet, []
+
+    def disk_full_on_the_second_file(self, *arguments, **options):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return original(self, *arguments, **options)
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", disk_full_on_the_second_file)
+    result = invoke("run", scores / "scores.parquet", "--prediction", "y", "--features", "x", "--out", out)
+    one_line_error(result, "No space left on device")
+    assert out.read_bytes() == b"previous run"
+    assert sorted(path.name for path in scores.iterdir()) == ["out.parquet", "scores.parquet"]
+    (scores / "out_totals.parquet").mkdir()
+    one_line_error(
+        invoke("run", scores / "scores.parquet", "--prediction", "y", "--features", "x", "--out", out),
+        "it is a directory",
+    )
+
+
+def test_interrupted_writes_leave_no_temporaries(scores, monkeypatch):
+    frame = pl.DataFrame({"a": [1]})
+    calls = []
+
+    def interrupted(self, *arguments, **options):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(self, *arguments, **options)
+
+    original = pl.DataFrame.write_parquet
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        output.write_frames({scores / "a.parquet": frame, scores / "b.parquet": frame})
+    assert sorted(path.name for path in scores.iterdir()) == ["scores.parquet"]
+
+
+def test_stale_temporaries_of_killed_runs_are_removed(scores):
+    stale = scores / f".out.parquet{output.TEMPORARY_MARK}dead.tmp"
+    fresh = scores / f".out.parquet{output.TEMPORARY_MARK}live.tmp"
+    stale.write_bytes(b"x" * 100)
+    fresh.write_bytes(b"x")
+    old = time.time() - 2 * output.STALE_SECONDS
+    os.utime(stale, (old, old))
+    output.write_frame(pl.DataFrame({"a": [1]}), scores / "out.parquet")
+    assert not stale.exists() and fresh.exists()
+
+
+def test_files_get_the_umasks_permissions(scores):
+    previous = os.umask(0o022)
+    try:
+        output.write_frame(pl.DataFrame({"a": [1]}), scores / "out.csv")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((scores / "out.csv").stat().st_mode) == 0o644
+
+
+def test_parquet_files_carry_metadata(scores):
+    output.write_frame(pl.DataFrame({"a": [1]}), scores / "out.parquet", {"cohortsql": "yes"})
+    assert pl.read_parquet_metadata(scores / "out.parquet")["cohortsql"] == "yes"
+
+
+# -- one line and status 2 for every mistake --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "config, fragment",
+    [
+        ("features = 5", "features must be text or a list, got 5"),
+        ('sample = "x"', "sample must be a whole number or a number, got 'x'"),
+        ("out = 5", "out must be text, got 5"),
+        ("seed = -3", "seed must be at least 0, got -3"),
+        ('max_permutations = "a"', "max_permutations must be a whole number, got 'a'"),
+        ("similar = 3", "similar must be a table of FEATURE"),
+    ],
+)
+def test_config_values_of_the_wrong_type(scores, config, fragment):
+    path = scores / "explain.toml"
+    path.write_text(f'data = "scores.parquet"\nprediction = "y"\n{config}\n')
+    one_line_error(invoke("run", "--config", path, "--features", "x"), fragment)
+
+
+def test_config_data_of_the_wrong_type_and_flag_spellings(scores):
+    path = scores / "explain.toml"
+    path.write_text('data = 5\nprediction = "y"\n')
+    one_line_error(invoke("run", "--config", path, "--features", "x"), "data must be text, got 5")
+    path.write_text('data = "scores.parquet"\nprediction = "y"\nmemory-limit = "1GB"\nfeatures = ["x"]\n')
+    result = invoke("run", "--config", path)
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    "arguments, fragment",
+    [
+        (["--seed", "-1"], "seed must be at least 0, got -1"),
+        (["--method", "permutation", "--tolerance", "-1"], "tolerance must be a finite number > 0"),
+    ],
+)
+def test_bad_numbers_on_the_command_line(scores, arguments, fragment):
+    one_line_error(
+        invoke("run", scores / "scores.parquet", "--prediction", "y", "--features", "x", *arguments), fragment
+    )
+
+
+def test_a_file_that_is_not_a_duckdb_database(scores):
+    (scores / "fake.duckdb").write_text("not a database")
+    one_line_error(
+        invoke("run", f"{scores / 'fake.duckdb'}:scores", "--prediction", "y", "--features", "x"),
+        "not a valid DuckDB database file",
+    )
+
+
+def test_a_locked_duckdb_database(scores):
+    database = scores / "locked.duckdb"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); c.execute('CREATE TABLE t AS SELECT 1 AS x, 2.0 AS y');"
+            " print('ready', flush=True); time.sleep(60)",
+            str(database),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        one_line_error(
+            invoke("run", f"{database}:t", "--prediction", "y", "--features", "x"), "cannot open DuckDB database"
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_plot_of_a_corrupt_file(scores):
+    (scores / "bad.parquet").write_bytes(b"PAR1 garbage")
+    one_line_error(invoke("plot", scores / "bad.parquet", "--out", scores / "f.png"), "cannot read")
+
+
+def test_a_ragged_csv_is_named(tmp_path):
+    (tmp_path / "ragged.csv").write_text("x,y\n1,2\n3\n4,5,6\n")
+    with pytest.raises(cohortsql.CohortError, match="same number of fields"):
+        cohortsql.cohort_shapley(str(tmp_path / "ragged.csv"), prediction="y", similarity=["x"])
+
+
+@pytest.mark.parametrize(
+    "options, fragment",
+    [
+        ({"targets": [2**70]}, "too large for any id column"),
+        ({"similarity": None}, "similarity must be a mapping"),
+        ({"max_permutations": "5"}, "max_permutations must be a whole number, got '5'"),
+        ({"tolerance": -0.5}, "tolerance must be a finite number > 0"),
+        ({"seed": 1.5}, "seed must be a whole number"),
+        ({"prediction": 3}, "prediction must be the name of a column"),
+    ],
+)
+def test_bad_python_arguments(scores, options, fragment):
+    arguments = {"prediction": "y", "similarity": ["x"]} | options
+    with pytest.raises(cohortsql.CohortError, match=fragment):
+        cohortsql.cohort_shapley(str(scores / "scores.parquet"), **arguments)
+
+
+# -- ids of other types ----------------------------------------------------------------------
+
+
+def test_target_ids_are_read_in_the_id_columns_type(scores):
+    out = scores / "out.parquet"
+    by_date = invoke(
+        "run",
+        scores / "scores.parquet",
+        "--prediction",
+        "y",
+        "--features",
+        "x",
+        "--id",
+        "day",
+        "--target-ids",
+        "2020-01-03",
+        "--out",
+        out,
+    )
+    assert by_date.exit_code == 0, by_date.output
+    assert pl.read_parquet(out)["id"].to_list() == [datetime.date(2020, 1, 3)]
+    by_text = invoke(
+        "run",
+        scores / "scores.parquet",
+        "--prediction",
+        "y",
+        "--features",
+        "x",
+        "--id",
+        "loan",
+        "--target-ids",
+        "003",
+        "--out",
+        out,
+    )
+    assert by_text.exit_code == 0, by_text.output
+    assert pl.read_parquet(out)["id"].to_list() == ["003"]
+    missing = invoke(
+        "run",
+        scores / "scores.parquet",
+        "--prediction",
+        "y",
+        "--features",
+        "x",
+        "--id",
+        "day",
+        "--target-ids",
+        "2020-13-01",
+    )
+    one_line_error(missing, "are not values of id column 'day'")
+
+
+# -- memory ----------------------------------------------------------------------------------
+
+
+def test_quantiles_spill_under_a_small_memory_limit(tmp_path):
+    """An exact quantile aggregate holds every value: on 4,000,000 rows it fails under 40 MB; the
+    sorted order statistics cohortsql uses under a memory limit spill and give the same widths."""
+    import duckdb
+
+    path = tmp_path / "big.parquet"
+    duckdb.sql(
+        "COPY (SELECT range AS id, hash(range) % 1000000 / 1000000.0 AS x, hash(range, 2) % 1000 / 1000.0 AS y"
+        f" FROM range(4000000)) TO '{path}' (FORMAT parquet)"
+    )
+    options = dict(prediction="y", similarity={"x": "quantile:0.1"}, id="id", targets=[1, 2])
+    limited = cohortsql.cohort_shapley(str(path), memory_limit="40MB", **options)
+    free = cohortsql.cohort_shapley(str(path), **options)
+    assert limited.feature_statistics == free.feature_statistics
+    np.testing.assert_allclose(limited.shapley, free.shapley, atol=1e-12)
