@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import polars as pl
 
 from cohortsql import arguments, compile, permutation, shapley
@@ -20,7 +21,14 @@ from cohortsql.pairwise import pairwise_batches, permutation_batches
 from cohortsql.plan import SimilarityArgument
 from cohortsql.prepare import Prepared, Targets, TargetSet, prepare, read_target_data, select_targets
 from cohortsql.progress import track
-from cohortsql.result import CohortShapleyResult, ShapleyEffects
+from cohortsql.result import (
+    CohortShapleyResult,
+    ShapleyEffects,
+    diagnostics,
+    run_settings,
+    value_fields,
+    warn_about_singletons,
+)
 from cohortsql.sqltext import check_expression, is_query
 
 MAX_EXACT_FEATURES = 24
@@ -76,6 +84,7 @@ def cohort_shapley(
     similarity: SimilarityArgument,
     id: str | None = None,
     targets: Targets = None,
+    sample: int | float | None = None,
     method: Method = "exact",
     seed: int | None = None,
     tolerance: float | None = None,
@@ -102,8 +111,10 @@ def cohort_shapley(
         similarity: feature -> similarity kind (object or text such as ``"range:0.1"``), or a
             list of feature names that get default kinds; its order is the feature order.
         id: the column that identifies rows; None uses the 0-based row position.
-        targets: None for every row, a list of id values, a SQL predicate over the data's columns,
-            or a random sample of rows: a count (int) or a fraction (float), drawn with `seed`.
+        targets: None for every row, a list of id values, or a SQL predicate over the data's columns
+            (a count or a fraction here means ``sample=`` of every row).
+        sample: a random sample of the targets (every row, or the rows of a predicate): a count (int)
+            or a fraction (float), drawn with `seed`, the same on every engine.
         method: ``"exact"`` (d <= 24), ``"permutation"`` (Monte Carlo over random orders of the
             predictors, d <= 128, with standard errors) or ``"auto"`` (exact up to d = 16).
         seed: seeds the random sample of targets and the permutations.
@@ -134,27 +145,42 @@ def cohort_shapley(
             target_predicate=targets if isinstance(targets, str) else None,
             max_features=MAX_FEATURES,
         )
-        chosen = select_targets(running, prepared, targets, seed)
+        chosen = select_targets(running, prepared, targets, seed, sample)
         target_data = read_target_data(running, prepared, chosen)
-        if _choose_method(method, prepared.d) == "permutation":
+        chosen_method = _choose_method(method, prepared.d)
+        settings = _settings(
+            running, prepared, chosen, method=chosen_method, path=path, targets=targets, sample=sample, seed=seed
+        )
+        if chosen_method == "permutation":
             batches = permutation_batches(
                 running, prepared, chosen, seed=seed, max_permutations=max_permutations, tolerance=tolerance
             )
             tracked = track(batches, total=chosen.distinct.num_rows, size=len, enabled=progress)
             estimates = [estimate for batch in tracked for estimate in batch]
-            return _permutation_result(prepared, chosen, target_data, estimates)
-        chosen_path = _choose_path(path, prepared, chosen.count)
-        values = _exact_values(running, prepared, chosen, chosen_path, progress)
-    return _exact_result(prepared, chosen, target_data, values, chosen_path)
+            fields: dict[str, Any] = permutation.stack(estimates, chosen.group)
+            chosen_path = "pairwise"
+        else:
+            chosen_path = _choose_path(path, prepared, chosen.count)
+            fields = _exact_values(running, prepared, chosen, chosen_path, progress)._asdict()
+    result = CohortShapleyResult(
+        **_common_fields(prepared, chosen, target_data),
+        **value_fields(fields, prepared.pilot),
+        method=chosen_method,
+        path=chosen_path,
+        settings={**settings, "path": chosen_path},
+    )
+    warn_about_singletons(result.diagnostics)
+    return result
 
 
-def variance_shapley(
+def shapley_effects(
     data: Any,
     *,
     prediction: str,
     similarity: SimilarityArgument,
     id: str | None = None,
     targets: Targets = None,
+    sample: int | float | None = None,
     seed: int | None = None,
     path: CohortPath = "auto",
     memory_limit: str | None = None,
@@ -167,9 +193,9 @@ def variance_shapley(
 
     They split the variance explained by the cohorts on all d predictors, v_var(1:d), over the
     predictors; ``share`` divides by the variance of the explained column. With every row as a
-    target this is exact. With a sample of targets (`targets` a count or a fraction, drawn with
+    target this is exact. With a sample of targets (``sample=`` a count or a fraction, drawn with
     `seed`) v_var is the sample mean over the sampled targets and every effect gets a standard error.
-    Arguments are those of `cohort_shapley`.
+    Arguments are those of `cohort_shapley`; `variance_shapley` is the same function.
     """
     check_choice("path", path, PATHS)
     seed = arguments.seed(seed)
@@ -184,25 +210,43 @@ def variance_shapley(
             target_predicate=targets if isinstance(targets, str) else None,
             max_features=MAX_EXACT_FEATURES,
         )
-        if targets is None and _choose_path(path, prepared, prepared.subject_count) == "grouping_sets":
-            game, squared, count, population = variance_game(running, prepared), None, prepared.subject_count, None
-            chosen_path: str = "grouping_sets"
+        features = tuple(feature.name for feature in prepared.features)
+        settings = _settings(
+            running, prepared, None, method="exact", path=path, targets=targets, sample=sample, seed=seed
+        )
+        if (
+            targets is None
+            and sample is None
+            and _choose_path(path, prepared, prepared.subject_count) == "grouping_sets"
+        ):
+            (game, checks), squared = variance_game(running, prepared), None
+            count, population, variance, chosen_path = prepared.subject_count, None, prepared.variance, "grouping_sets"
         else:
-            chosen = select_targets(running, prepared, targets, seed)
+            chosen = select_targets(running, prepared, targets, seed, sample)
             count, population = chosen.count, chosen.population
             chosen_path = _choose_path(path, prepared, count)
             values = _exact_values(running, prepared, chosen, chosen_path, progress)
             game, squared = values.squared_games / count, values.shapley_squared
+            centred = chosen.table.column("__cohort_y").to_numpy() - prepared.centred_mean
+            variance = float(np.mean(centred**2))
+            checks = diagnostics(values.cohort_size, values.feature_cohort_size, features, prepared.subject_count)
+    warn_about_singletons(checks)
     return ShapleyEffects.from_game(
-        features=tuple(feature.name for feature in prepared.features),
+        features=features,
         game=game,
-        variance=prepared.variance,
+        variance=variance,
         subjects=prepared.subject_count,
         targets=count,
         squared_values=squared,
         population=population,
         path=chosen_path,
+        diagnostics=checks,
+        settings={**settings, "path": chosen_path},
     )
+
+
+variance_shapley = shapley_effects
+"""The earlier name of `shapley_effects`."""
 
 
 def histogram_sql(
@@ -337,6 +381,36 @@ def _choose_path(path: str, prepared: Prepared, targets: int) -> str:
     return path
 
 
+def _settings(
+    engine: Engine,
+    prepared: Prepared,
+    chosen: TargetSet | None,
+    *,
+    method: str,
+    path: str,
+    **choices: Any,
+) -> dict[str, str]:
+    """The run's settings as text, written with its outputs so that a result says how it was made."""
+    return run_settings(
+        engine=engine.dialect.name,
+        prediction=prepared.prediction,
+        id=prepared.id,
+        similarity={feature.name: str(feature.kind) for feature in prepared.features},
+        method=method,
+        path=path,
+        targets=_described_targets(choices.get("targets")),
+        sample=choices.get("sample"),
+        seed=chosen.seed if chosen is not None and chosen.seed is not None else choices.get("seed"),
+    )
+
+
+def _described_targets(targets: Any) -> str:
+    if targets is None or isinstance(targets, (str, int, float)):
+        return repr(targets)
+    listed = list(targets)
+    return repr(listed[:20])[:-1] + (f", ... ({len(listed)} ids)]" if len(listed) > 20 else "]")
+
+
 def _common_fields(prepared: Prepared, targets: TargetSet, target_data: pl.DataFrame) -> dict[str, Any]:
     return dict(
         ids=pl.Series("id", targets.table.column("__cohort_id")),
@@ -353,45 +427,4 @@ def _common_fields(prepared: Prepared, targets: TargetSet, target_data: pl.DataF
         prediction=target_data[prepared.prediction].cast(pl.Float64).to_numpy(),
         targets=target_data,
         population=targets.population,
-    )
-
-
-def _exact_result(
-    prepared: Prepared, targets: TargetSet, target_data: pl.DataFrame, values: shapley.CohortShapley, path: str
-) -> CohortShapleyResult:
-    return CohortShapleyResult(
-        **_common_fields(prepared, targets, target_data),
-        cohort_size=values.cohort_size,
-        cohort_mean=values.cohort_mean + prepared.pilot,
-        shapley=values.shapley,
-        shapley_squared=values.shapley_squared,
-        path_order=values.path_order,
-        path_size=values.path_size,
-        path_mean=values.path_mean + prepared.pilot,
-        method="exact",
-        path=path,
-    )
-
-
-def _permutation_result(
-    prepared: Prepared,
-    targets: TargetSet,
-    target_data: pl.DataFrame,
-    estimates: list[permutation.PermutationEstimate],
-) -> CohortShapleyResult:
-    stacked = permutation.stack(estimates, targets.group)
-    return CohortShapleyResult(
-        **_common_fields(prepared, targets, target_data),
-        cohort_size=stacked["cohort_size"],
-        cohort_mean=stacked["cohort_mean"] + prepared.pilot,
-        shapley=stacked["shapley"],
-        shapley_squared=stacked["shapley_squared"],
-        shapley_se=stacked["shapley_se"],
-        shapley_squared_se=stacked["shapley_squared_se"],
-        permutations=stacked["permutations"],
-        path_order=stacked["path_order"],
-        path_size=stacked["path_size"],
-        path_mean=stacked["path_mean"] + prepared.pilot,
-        method="permutation",
-        path="pairwise",
     )

@@ -26,7 +26,7 @@ from cohortsql.output import read_frame
 from cohortsql.pairwise import exact_values, permutation_values, target_generators
 from cohortsql.plan import SimilarityArgument
 from cohortsql.prepare import BATCH_MEMORY_BYTES
-from cohortsql.result import CohortShapleyResult
+from cohortsql.result import CohortShapleyResult, run_settings, value_fields
 from cohortsql.similarity import Similarity, as_similarity
 
 _SUMS = ("subjects", "sum_y", "sum_y2", "mean", "target", "prediction")
@@ -159,25 +159,15 @@ def _from_masks(
                     tolerance=tolerance,
                 )
             )
-    common = _common(features, kinds, targets, mean, centred_mean, variance, n)
-    if chosen == "exact":
-        values = shapley.concatenate(results)
-        return CohortShapleyResult(**common, **_exact_fields(values, mean), method="exact", path="pairwise")
-    stacked = permutation.stack(results, np.arange(count))
+    fields = (
+        shapley.concatenate(results)._asdict() if chosen == "exact" else permutation.stack(results, np.arange(count))
+    )
     return CohortShapleyResult(
-        **common,
-        cohort_size=stacked["cohort_size"],
-        cohort_mean=stacked["cohort_mean"] + mean,
-        shapley=stacked["shapley"],
-        shapley_squared=stacked["shapley_squared"],
-        shapley_se=stacked["shapley_se"],
-        shapley_squared_se=stacked["shapley_squared_se"],
-        permutations=stacked["permutations"],
-        path_order=stacked["path_order"],
-        path_size=stacked["path_size"],
-        path_mean=stacked["path_mean"] + mean,
-        method="permutation",
+        **_common(features, kinds, targets, mean, centred_mean, variance, n),
+        **value_fields(fields, mean),  # the histogram's sums are of y - mean
+        method=chosen,
         path="pairwise",
+        settings=run_settings(similarity=_described(kinds), method=chosen, path="pairwise", seed=seed),
     )
 
 
@@ -196,23 +186,18 @@ def _from_cells(
     if targets.height == 0:
         raise CohortError("the cells hold no target rows (column `target` is empty)")
     values = values_of_cells(cells, cells.cells_of(targets.select(keys)), 0.0, np.ones(targets.height))
-    common = _common(features, kinds, targets, mean, centred_mean, variance, n)
-    # The cells' sums are centred on the whole-table mean itself, so cohort means are relative to it.
-    fields = _exact_fields(values, mean + centred_mean)
-    return CohortShapleyResult(**common, **fields, method="exact", path="grouping_sets")
-
-
-def _exact_fields(values: shapley.CohortShapley, offset: float) -> dict[str, Any]:
-    """Result fields of exact values whose cohort means are relative to `offset`."""
-    return dict(
-        cohort_size=values.cohort_size,
-        cohort_mean=values.cohort_mean + offset,
-        shapley=values.shapley,
-        shapley_squared=values.shapley_squared,
-        path_order=values.path_order,
-        path_size=values.path_size,
-        path_mean=values.path_mean + offset,
+    return CohortShapleyResult(
+        **_common(features, kinds, targets, mean, centred_mean, variance, n),
+        # The cells' sums are centred on the whole-table mean itself, so cohort means are relative to it.
+        **value_fields(values._asdict(), mean + centred_mean),
+        method="exact",
+        path="grouping_sets",
+        settings=run_settings(similarity=_described(kinds), method="exact", path="grouping_sets"),
     )
+
+
+def _described(kinds: dict[str, Similarity | None]) -> dict[str, str]:
+    return {name: "(as in the query)" if kind is None else str(kind) for name, kind in kinds.items()}
 
 
 def _common(
@@ -228,7 +213,7 @@ def _common(
     return dict(
         ids=ids,
         features=features,
-        similarity={name: "(as in the query)" if kind is None else str(kind) for name, kind in kinds.items()},
+        similarity=_described(kinds),
         kinds={name: kind for name, kind in kinds.items() if kind is not None},
         feature_statistics={name: {} for name in features},
         mean=mean + centred_mean,

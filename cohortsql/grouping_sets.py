@@ -8,7 +8,7 @@ every cohort of every subset from those cells. Local values for targets look up 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -16,6 +16,7 @@ import polars as pl
 from cohortsql import compile, lattice, shapley
 from cohortsql.engines.base import Engine
 from cohortsql.prepare import Prepared, TargetSet
+from cohortsql.result import diagnostics
 
 
 class Cells(NamedTuple):
@@ -65,10 +66,13 @@ def _cells(engine: Engine, prepared: Prepared) -> Cells:
     return Cells.from_frame(frame, _key_columns(prepared))
 
 
-def variance_game(engine: Engine, prepared: Prepared) -> np.ndarray:
-    """v_var(u) over every subject for every subset u, shape (2^d,)."""
+def variance_game(engine: Engine, prepared: Prepared) -> tuple[np.ndarray, dict[str, Any]]:
+    """v_var(u) over every subject for every subset u, shape (2^d,), and the diagnostics of every subject's cohorts."""
     cells = _cells(engine, prepared)
-    return lattice.subset_cohorts(cells.codes, cells.counts, cells.centered, np.empty(0, dtype=np.int64)).variance_game
+    cohorts = lattice.subset_cohorts(cells.codes, cells.counts, cells.centered, np.empty(0, dtype=np.int64))
+    features = tuple(feature.name for feature in prepared.features)
+    checks = diagnostics(cells.counts, cohorts.feature_sizes, features, prepared.subject_count, weights=cells.counts)
+    return cohorts.variance_game, checks
 
 
 def _target_cells(engine: Engine, prepared: Prepared, cells: Cells, batch: str) -> np.ndarray:

@@ -29,6 +29,8 @@ class SubsetCohorts(NamedTuple):
     """|C_{t,u}| for each requested target, shape (targets, 2^d)."""
     game: np.ndarray
     """v_CS(t, u) = ybar_{t,u} - ybar for each requested target, shape (targets, 2^d)."""
+    feature_sizes: np.ndarray
+    """For each cell, the size of its cohort on feature j alone, shape (cells, d)."""
 
 
 def subset_groups(codes: np.ndarray) -> Iterator[tuple[int, np.ndarray, int]]:
@@ -73,9 +75,12 @@ def subset_cohorts(
     variance_game = np.zeros(1 << d)
     sizes = np.zeros((len(target_cells), 1 << d))
     game = np.zeros((len(target_cells), 1 << d))
+    feature_sizes = np.zeros((len(counts), d))
     for subset, groups, bound in subset_groups(codes):
         group_sizes = np.bincount(groups, weights=counts, minlength=bound)
         group_sums = np.bincount(groups, weights=centered_sums, minlength=bound)
+        if subset and not subset & (subset - 1):  # a single feature
+            feature_sizes[:, subset.bit_length() - 1] = group_sizes[groups]
         present = group_sizes > 0
         variance_game[subset] = (group_sums[present] ** 2 / group_sizes[present]).sum() / subjects
         target_groups = groups[target_cells]
@@ -83,4 +88,4 @@ def subset_cohorts(
         game[:, subset] = group_sums[target_groups] / sizes[:, subset]
     variance_game[0] = 0.0
     game[:, 0] = 0.0
-    return SubsetCohorts(variance_game, sizes, game)
+    return SubsetCohorts(variance_game, sizes, game, feature_sizes)

@@ -40,6 +40,8 @@ class PermutationEstimate(NamedTuple):
     """Cohort sizes as the features of `path_order` are added one by one."""
     path_mean: np.ndarray
     """Cohort means along the same path."""
+    feature_cohort_size: np.ndarray
+    """|C_{t,{j}}| for each feature j: the subjects similar to the target on j alone."""
     permutations: int
 
 
@@ -145,6 +147,7 @@ def estimate(
         path_order=order,
         path_size=path_sizes[1:].astype(np.int64),
         path_mean=path_sums[1:] / path_sizes[1:],
+        feature_cohort_size=(bits @ counts).astype(np.int64),
         permutations=2 * pairs,
     )
 

@@ -264,18 +264,29 @@ def is_sample(targets: object) -> bool:
     return isinstance(targets, (int, float, np.integer, np.floating)) and not isinstance(targets, bool)
 
 
-def select_targets(engine: Engine, prepared: Prepared, targets: Targets, seed: int | None) -> TargetSet:
-    """The target rows: every row, the rows of the predicate, a random sample, or the rows with the given ids."""
+def select_targets(
+    engine: Engine, prepared: Prepared, targets: Targets, seed: int | None, sample: int | float | None = None
+) -> TargetSet:
+    """The target rows: every row, the rows of the predicate, a random sample of either, or the rows
+    with the given ids. `targets` as a count or fraction is a sample of every row (`sample` alone)."""
     subjects = prepared.subjects
     condition = compile.target_condition(prepared.target_predicate is not None, None)
     population = None
     if is_sample(targets):
+        if sample is not None:
+            raise CohortError("give the sample size once: targets=<count or fraction> or sample=, not both")
+        targets, sample = None, targets
+    if sample is not None:
+        if not (targets is None or isinstance(targets, str)):
+            raise CohortError("sample= draws from every row or from a targets predicate, not from a list of ids")
         if seed is None:
             seed = int(np.random.default_rng().integers(2**31))
-        size = _sample_size(targets, prepared.subject_count)  # type: ignore[arg-type]
+        population = prepared.subject_count if targets is None else _count(engine, subjects, condition)
+        if population == 0:
+            raise CohortError(f"targets {prepared.target_predicate!r} selects no rows; loosen the predicate")
+        size = _sample_size(sample, population)
         sql = compile.sampled_targets(subjects, condition, size, seed, engine.dialect)
         table = engine.fetch_arrow(sql, context="selecting a sample of targets")
-        population = prepared.subject_count
     elif targets is None or isinstance(targets, str):
         table = engine.fetch_arrow(compile.target_rows(subjects, condition), context="selecting targets")
         if table.num_rows == 0:
@@ -289,14 +300,22 @@ def select_targets(engine: Engine, prepared: Prepared, targets: Targets, seed: i
     return TargetSet(table, distinct, group, multiplicity, population, seed)
 
 
-def _sample_size(targets: int | float, n: int) -> int:
-    if isinstance(targets, (int, np.integer)):
-        if not 1 <= targets <= n:
-            raise CohortError(f"targets={targets} asks for a sample of targets; it must be between 1 and the {n} rows")
-        return int(targets)
-    if not 0 < targets <= 1:
-        raise CohortError(f"targets={targets} asks for a fraction of the rows; it must be in (0, 1]")
-    return max(1, math.ceil(targets * n))
+def _count(engine: Engine, subjects: str, condition: str) -> int:
+    rows = engine.fetch_arrow(f"SELECT count(*) AS n FROM {subjects} WHERE {condition}", context="counting targets")
+    return int(rows.column("n")[0].as_py())
+
+
+def _sample_size(sample: object, n: int) -> int:
+    if isinstance(sample, bool) or not is_sample(sample):
+        raise CohortError(f"sample must be a count (a whole number) or a fraction of the rows, got {sample!r}")
+    if isinstance(sample, (int, np.integer)):
+        if not 1 <= sample <= n:
+            raise CohortError(f"a sample of {sample} targets must be between 1 and the {n} rows it is drawn from")
+        return int(sample)
+    assert isinstance(sample, (float, np.floating))
+    if not 0 < sample <= 1:
+        raise CohortError(f"a sample fraction of {sample} must be in (0, 1]")
+    return max(1, math.ceil(float(sample) * n))
 
 
 def _targets_by_id(engine: Engine, prepared: Prepared, targets: Any) -> pa.Table:

@@ -1,22 +1,102 @@
-"""The result of `cohort_shapley`: per-target, per-feature cohort Shapley values and their totals."""
+"""The results: per-target, per-feature cohort Shapley values (`CohortShapleyResult`) and Shapley
+effects (`ShapleyEffects`), with the diagnostics that say how far to trust them."""
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
-from dataclasses import dataclass
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
+from importlib import metadata
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cohortsql.errors import CohortError
+from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.output import write_frame
 from cohortsql.shapley import shapley_values
 from cohortsql.similarity import Similarity
 
 LOCAL_COLUMNS = ("shapley", "shapley_squared")
+
+NARROW_SHARE = 0.01
+"""A feature is narrow for a target when similarity on it alone keeps at most this share of the table."""
+
+VALUE_FIELDS = ("cohort_size", "shapley", "shapley_squared", "path_order", "path_size", "feature_cohort_size")
+OPTIONAL_VALUE_FIELDS = ("shapley_se", "shapley_squared_se", "permutations")
+
+
+def value_fields(values: Mapping[str, Any], offset: float) -> dict[str, Any]:
+    """Result fields from exact values (a `CohortShapley` as a dict) or stacked permutation estimates;
+    cohort means are stored relative to `offset` (the pilot value), which is added back here."""
+    fields = {name: values[name] for name in VALUE_FIELDS}
+    fields.update({name: values[name] for name in OPTIONAL_VALUE_FIELDS if name in values})
+    fields["cohort_mean"] = values["cohort_mean"] + offset
+    fields["path_mean"] = values["path_mean"] + offset
+    return fields
+
+
+SINGLETON_WARNING_SHARE = 0.5
+"""More than this share of targets in a cohort of one row gets a `CohortWarning`."""
+
+
+def warn_about_singletons(checks: Mapping[str, Any]) -> None:
+    """Warn when most targets' cohorts on every feature are the target alone."""
+    share = checks.get("singleton_share", 0.0)
+    if share > SINGLETON_WARNING_SHARE:
+        warnings.warn(
+            f"{share:.0%} of the targets end in a cohort of one row: the explanation then rests on single rows;"
+            " widen windows or use fewer features",
+            CohortWarning,
+            stacklevel=3,
+        )
+
+
+def run_settings(**settings: Any) -> dict[str, str]:
+    """A run's settings as text (JSON for structured values), plus the library's version and the time."""
+    try:
+        version = metadata.version("cohortsql")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+        version = "unknown"
+    text = {name: value if isinstance(value, str) else json.dumps(value) for name, value in settings.items()}
+    return {
+        "cohortsql_version": version,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        **text,
+    }
+
+
+def diagnostics(
+    cohort_size: np.ndarray,
+    feature_cohort_size: np.ndarray,
+    features: tuple[str, ...],
+    subjects: int,
+    weights: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """How much of the explanation rests on tiny cohorts.
+
+    ``singleton_share``: share of targets whose cohort on every feature is the target alone;
+    ``median_cohort_size``: the median of those cohorts' sizes; ``narrow_features``: per feature, the
+    share of targets for which similarity on that feature alone keeps at most 1% of the table.
+    `weights` count how many targets each row stands for (default one each)."""
+    weights = np.ones(len(cohort_size)) if weights is None else np.asarray(weights, dtype=float)
+    total = weights.sum()
+    order = np.argsort(cohort_size, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    median = float(cohort_size[order][np.searchsorted(cumulative, total / 2)]) if total else float("nan")
+    narrow = feature_cohort_size <= NARROW_SHARE * subjects
+    return {
+        "targets": int(round(total)),
+        "subjects": subjects,
+        "singleton_share": float(weights @ (cohort_size == 1) / total) if total else float("nan"),
+        "median_cohort_size": median,
+        "narrow_features": {name: float(weights @ narrow[:, index] / total) for index, name in enumerate(features)},
+    }
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,6 +141,8 @@ class CohortShapleyResult:
     """Cohort sizes as the features of `path_order` are added one at a time, shape (targets, features)."""
     path_mean: np.ndarray
     """Cohort means along the same refinement path, shape (targets, features)."""
+    feature_cohort_size: np.ndarray
+    """|C_{t,{j}}|: how many subjects are similar to the target on feature j alone, shape (targets, features)."""
     shapley_se: np.ndarray | None = None
     """Permutation method: the Monte Carlo standard error of each value (None when exact)."""
     shapley_squared_se: np.ndarray | None = None
@@ -73,14 +155,24 @@ class CohortShapleyResult:
     method: str = "exact"
     path: str = "pairwise"
     """How the cohorts were found: ``pairwise`` or ``grouping_sets``."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """The run's settings (kinds, method, targets, seed, engine, version): written with every output."""
 
     @cached_property
     def local(self) -> pl.DataFrame:
-        """One row per (target, feature): ``id``, ``feature``, ``shapley``, ``shapley_squared``."""
+        """One row per (target, feature): ``id``, ``feature``, the target's ``feature_value`` (as text)
+        and ``prediction``, ``shapley``, ``shapley_squared`` (and their standard errors when estimated).
+
+        A squared value can be negative: it is the Shapley value of the game v(u)^2, whose increments
+        v(u + j)^2 - v(u)^2 are negative whenever adding j moves the cohort mean back towards the
+        overall mean (paper, Appendix 4). They add up to value^2 >= 0 over the features."""
         targets, d = self.shapley.shape
+        rows = np.repeat(np.arange(targets), d)
         columns = {
-            "id": self.ids.gather(np.repeat(np.arange(targets), d)),
+            "id": self.ids.gather(rows),
             "feature": pl.Series(list(self.features) * targets, dtype=pl.String),
+            "feature_value": pl.Series(self.feature_values.reshape(-1).tolist(), dtype=pl.String),
+            "prediction": self.prediction[rows],
             "shapley": self.shapley.reshape(-1),
             "shapley_squared": self.shapley_squared.reshape(-1),
         }
@@ -101,6 +193,52 @@ class CohortShapleyResult:
                 "cohort_mean": self.cohort_mean,
                 "value": value,
                 "value_squared": value**2,
+            }
+        )
+
+    @cached_property
+    def feature_values(self) -> np.ndarray:
+        """Each target's value of each feature as text (None when missing or not in `targets`), (targets, features)."""
+        columns = [
+            self.targets[name].cast(pl.String, strict=False).to_list()
+            if name in self.targets.columns
+            else [None] * len(self.ids)
+            for name in self.features
+        ]
+        return np.array(columns, dtype=object).T.reshape(len(self.ids), len(self.features))
+
+    @cached_property
+    def diagnostics(self) -> dict[str, Any]:
+        """How much of the explanation rests on tiny cohorts (see `cohortsql.result.diagnostics`)."""
+        return diagnostics(self.cohort_size, self.feature_cohort_size, self.features, self.subjects)
+
+    def reasons(self, k: int = 3) -> pl.DataFrame:
+        """The top `k` features of each target by |shapley|: ``id``, ``prediction``, ``rank``, ``feature``,
+        ``feature_value``, ``shapley`` and a ``reason`` in words, e.g. "sex = male lowered the cohort
+        mean by 0.31" (relative to the mean over every subject)."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise CohortError(f"reasons(k): k must be a whole number >= 1, got {k!r}")
+        targets, d = self.shapley.shape
+        top = self.path_order[:, : min(k, d)]
+        rows = np.repeat(np.arange(targets), top.shape[1])
+        features = top.reshape(-1)
+        values = self.shapley[rows, features]
+        texts = self.feature_values[rows, features]
+        names = np.array(self.features, dtype=object)[features]
+        reasons = [
+            f"{name} = {'missing' if text is None else text} {'raised' if value >= 0 else 'lowered'}"
+            f" the cohort mean by {abs(value):.3g}"
+            for name, text, value in zip(names, texts, values)
+        ]
+        return pl.DataFrame(
+            {
+                "id": self.ids.gather(rows),
+                "prediction": self.prediction[rows],
+                "rank": np.tile(np.arange(1, top.shape[1] + 1), targets),
+                "feature": pl.Series(names.tolist(), dtype=pl.String),
+                "feature_value": pl.Series(texts.tolist(), dtype=pl.String),
+                "shapley": values,
+                "reason": pl.Series(reasons, dtype=pl.String),
             }
         )
 
@@ -144,20 +282,27 @@ class CohortShapleyResult:
             }
         )
 
+    @property
+    def target_variance(self) -> float:
+        """Mean over the targets of (y_t - ybar)^2: the variance of the explained column when the targets
+        are every row, its estimate for a random sample, and the denominator of `global_`'s shares."""
+        return float(np.mean((self.prediction - self.mean) ** 2))
+
     @cached_property
     def global_(self) -> pl.DataFrame:
         """Per feature, averaged over the targets: ``shapley_effect`` (mean squared cohort Shapley value),
-        its standard error ``shapley_effect_se``, ``share`` = shapley_effect / variance, and ``mean_abs_shapley``.
+        its standard error ``shapley_effect_se``, ``share`` = shapley_effect / `target_variance`, and
+        ``mean_abs_shapley``.
 
         When the targets are every row, the squared values average to the Shapley effects of
-        v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 exactly (paper: additivity of Shapley values), and the
-        standard error is 0. For a random sample of targets it is the sample mean's standard error, with
-        the finite-population correction.
+        v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 exactly (paper: additivity of Shapley values), the
+        shares are of the variance, and the standard error is 0. For a random sample of targets it is the
+        sample mean's standard error, with the finite-population correction. For targets chosen by id or
+        predicate, shares are of those targets' own spread around the overall mean.
         """
         errors = _standard_error(self.shapley_squared, self.population, self.shapley_squared_se)
-        return _effects_table(self.features, self.shapley_squared.mean(axis=0), errors, self.variance).with_columns(
-            mean_abs_shapley=pl.Series(np.abs(self.shapley).mean(axis=0))
-        )
+        table = _effects_table(self.features, self.shapley_squared.mean(axis=0), errors, self.target_variance)
+        return table.with_columns(mean_abs_shapley=pl.Series(np.abs(self.shapley).mean(axis=0)))
 
     def by(self, column: str) -> pl.DataFrame:
         """Per group of `column` (any column of the data, a model input or not) and feature: the group's
@@ -218,8 +363,8 @@ class CohortShapleyResult:
         return self.local.to_arrow()
 
     def write_parquet(self, path: str | os.PathLike[str]) -> None:
-        """Write the long table `local` to a Parquet file, atomically (no partial file on failure)."""
-        write_frame(self.local, path)
+        """Write the long table `local` to a Parquet file, atomically, with the run's settings as metadata."""
+        write_frame(self.local, path, self.settings)
 
     def __repr__(self) -> str:
         return (
@@ -237,11 +382,16 @@ class ShapleyEffects:
     explained: float
     """v_var(1:d): the variance explained by the cohorts on every feature; the effects add up to it."""
     variance: float
-    """The population variance of the explained column; ``share`` = shapley_effect / variance."""
+    """Mean over the targets of (y_t - ybar)^2: the variance of the explained column when every row is a
+    target (its estimate for a sample); ``share`` = shapley_effect / variance."""
     subjects: int
     targets: int
     """How many targets v_var averages over (every subject, unless a sample or subset was asked for)."""
     path: str
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    """How much of v_var rests on tiny cohorts (see `cohortsql.result.diagnostics`)."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """The run's settings: written with every output."""
 
     @classmethod
     def from_game(
@@ -255,6 +405,8 @@ class ShapleyEffects:
         squared_values: np.ndarray | None,
         population: int | None,
         path: str,
+        diagnostics: dict[str, Any],
+        settings: dict[str, str],
     ) -> ShapleyEffects:
         """Effects = Shapley values of the game v_var; standard errors from the targets' squared values
         (their mean equals the effects, by linearity), or 0 (None given) where v_var is exact over every subject."""
@@ -270,6 +422,8 @@ class ShapleyEffects:
             subjects=subjects,
             targets=targets,
             path=path,
+            diagnostics=diagnostics,
+            settings=settings,
         )
 
     @property

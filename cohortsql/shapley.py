@@ -140,6 +140,8 @@ class CohortShapley(NamedTuple):
     """|C_{t,u_k}| for u_k = the k + 1 most important features (the refinement path), shape (targets, d)."""
     path_mean: np.ndarray
     """ybar_{t,u_k} along the refinement path, shape (targets, d)."""
+    feature_cohort_size: np.ndarray
+    """|C_{t,{j}}|: the subjects similar to the target on feature j alone, shape (targets, d)."""
     squared_games: np.ndarray
     """sum over the batch's targets of v_CS(t, u)^2, shape (2^d,): the targets' total of v_var."""
 
@@ -200,6 +202,7 @@ def _of_games(sizes: np.ndarray, game: np.ndarray, mean: float, weights: np.ndar
         path_order=order,
         path_size=sizes[rows, subsets].astype(np.int64),
         path_mean=game[rows, subsets] + mean,
+        feature_cohort_size=sizes[:, 1 << np.arange(game.shape[-1].bit_length() - 1)].astype(np.int64),
         squared_games=weights @ squared,
     )
 

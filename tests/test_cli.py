@@ -69,7 +69,7 @@ def test_run_writes_long_table_and_totals(data, frame, name, suffix):
     read = pl.read_parquet if suffix == ".parquet" else pl.read_csv
     local, totals = read(out), read(data / f"out_totals{suffix}")
     reference = expected(frame, id="loan")
-    assert local.columns == ["id", "feature", "shapley", "shapley_squared"]
+    assert local.columns == ["id", "feature", "feature_value", "prediction", "shapley", "shapley_squared"]
     np.testing.assert_allclose(local["shapley"].to_numpy(), reference.local["shapley"].to_numpy(), atol=1e-12)
     assert totals["id"].to_list() == frame["loan"].to_list()
     assert "80 targets x 2 features, 80 subjects" in result.output

@@ -43,8 +43,8 @@ def explain(data=FRAME, **options):
         ({"targets": [1, 7, 9]}, "target ids not found in the row positions: 7, 9"),
         ({"id": "id", "targets": [0, 3]}, "target ids not found in the id column 'id': 0"),
         ({"targets": []}, "targets is an empty list"),
-        ({"targets": 3.5}, "targets=3.5 asks for a fraction of the rows; it must be in (0, 1]"),
-        ({"targets": 0}, "targets=0 asks for a sample of targets; it must be between 1 and the 3 rows"),
+        ({"targets": 3.5}, "a sample fraction of 3.5 must be in (0, 1]"),
+        ({"targets": 0}, "a sample of 0 targets must be between 1 and the 3 rows it is drawn from"),
         ({"targets": 4}, "between 1 and the 3 rows"),
         (
             {"targets": {"a": 1}},

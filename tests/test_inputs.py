@@ -163,7 +163,7 @@ def test_nan_is_missing_under_every_kind(kind, engine):
 
 def test_result_tables(expected, tmp_path):
     local = expected.local
-    assert local.columns == ["id", "feature", "shapley", "shapley_squared"]
+    assert local.columns == ["id", "feature", "feature_value", "prediction", "shapley", "shapley_squared"]
     assert local.height == 6 * 2
     assert local["feature"].to_list()[:4] == ["age", "sex", "age", "sex"]
     assert expected.totals.columns == ["id", "prediction", "cohort_size", "cohort_mean", "value", "value_squared"]
