@@ -1,41 +1,118 @@
-"""cohortsql: exact cohort Shapley values over prediction tables, computed in DuckDB and numpy.
+"""cohortsql: exact cohort Shapley values over prediction tables, computed in SQL (DuckDB, Spark) and numpy.
 
 Mase, Owen & Seiler, "Explaining black box decisions by Shapley cohort refinement".
+
+Importing cohortsql is cheap: the computations (and numpy, polars, pyarrow, the engines) load on
+first use, so that the command line answers ``--help`` at once. ``df.cohort`` is registered on
+polars frames as soon as polars is imported, before or after cohortsql.
 """
 
-from cohortsql import namespace as namespace  # noqa: F401  (registers df.cohort on polars frames)
-from cohortsql.api import cohort_shapley, histogram_sql, variance_shapley
-from cohortsql.assemble import assemble
-from cohortsql.errors import CohortError, CohortWarning
-from cohortsql.result import CohortShapleyResult, ShapleyEffects
-from cohortsql.similarity import (
-    AbsoluteWindow,
-    Bins,
-    Exact,
-    QuantileWindow,
-    RangeWindow,
-    RelativeWindow,
-    Similarity,
-    SqlPredicate,
-    parse_similarity,
-)
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cohortsql.api import cohort_shapley, estimate, histogram_sql, shapley_effects, variance_shapley
+    from cohortsql.assemble import assemble
+    from cohortsql.errors import CohortError, CohortWarning
+    from cohortsql.result import CohortShapleyResult, ShapleyEffects
+    from cohortsql.similarity import (
+        AbsoluteWindow,
+        Bins,
+        Exact,
+        QuantileWindow,
+        RangeWindow,
+        RelativeWindow,
+        Similarity,
+        SqlPredicate,
+        parse_similarity,
+    )
+
+_PUBLIC = {
+    "cohort_shapley": "cohortsql.api",
+    "shapley_effects": "cohortsql.api",
+    "variance_shapley": "cohortsql.api",
+    "estimate": "cohortsql.api",
+    "histogram_sql": "cohortsql.api",
+    "assemble": "cohortsql.assemble",
+    "CohortError": "cohortsql.errors",
+    "CohortWarning": "cohortsql.errors",
+    "CohortShapleyResult": "cohortsql.result",
+    "ShapleyEffects": "cohortsql.result",
+    "AbsoluteWindow": "cohortsql.similarity",
+    "Bins": "cohortsql.similarity",
+    "Exact": "cohortsql.similarity",
+    "QuantileWindow": "cohortsql.similarity",
+    "RangeWindow": "cohortsql.similarity",
+    "RelativeWindow": "cohortsql.similarity",
+    "Similarity": "cohortsql.similarity",
+    "SqlPredicate": "cohortsql.similarity",
+    "parse_similarity": "cohortsql.similarity",
+}
 
 __all__ = [
     "AbsoluteWindow",
     "Bins",
     "CohortError",
-    "CohortWarning",
     "CohortShapleyResult",
+    "CohortWarning",
     "Exact",
     "QuantileWindow",
     "RangeWindow",
     "RelativeWindow",
-    "Similarity",
     "ShapleyEffects",
+    "Similarity",
     "SqlPredicate",
     "assemble",
     "cohort_shapley",
+    "estimate",
     "histogram_sql",
     "parse_similarity",
+    "shapley_effects",
     "variance_shapley",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name's module on first use (PEP 562)."""
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'cohortsql' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])
+
+
+class _AfterPolars(importlib.abc.MetaPathFinder):
+    """Registers ``df.cohort`` right after polars is imported, whenever that happens."""
+
+    def find_spec(self, name: str, path: Any = None, target: ModuleType | None = None) -> Any:
+        if name != "polars":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        original = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            original(module)
+            importlib.import_module("cohortsql.namespace")
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+if "polars" in sys.modules:
+    importlib.import_module("cohortsql.namespace")
+elif not any(isinstance(finder, _AfterPolars) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _AfterPolars())

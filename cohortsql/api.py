@@ -6,21 +6,33 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from cohortsql import arguments, compile, permutation, shapley
 from cohortsql.dialects import DUCKDB, NATIVE_DIALECTS
-from cohortsql.engines import Engine, EngineName, EngineSettings, open_engine
+from cohortsql.choices import (
+    DIALECTS,
+    METHODS,
+    PATHS,
+    VARIANTS,
+    CohortPath,
+    EngineName,
+    Method,
+    SqlDialect,
+    SqlVariant,
+)
+from cohortsql.engines import Engine, EngineSettings, open_engine
 from cohortsql.engines.base import file_format
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.grouping_sets import grouping_sets_batches, variance_game
-from cohortsql.pairwise import pairwise_batches, permutation_batches
+from cohortsql.pace import Pacer, Plan
+from cohortsql.pairwise import exact_batch_size, pairwise_batches, permutation_batch_size, permutation_batches
 from cohortsql.plan import SimilarityArgument
 from cohortsql.prepare import Prepared, Targets, TargetSet, prepare, read_target_data, select_targets
-from cohortsql.progress import track
+from cohortsql.progress import Reporter, Silent, reporter
 from cohortsql.result import (
     CohortShapleyResult,
     ShapleyEffects,
@@ -39,23 +51,6 @@ MAX_FEATURES = 128
 
 AUTO_EXACT_FEATURES = 16
 """``method="auto"`` is exact up to this d (at most 65,536 cohorts per target), permutation above."""
-
-Method = Literal["exact", "permutation", "auto"]
-METHODS: tuple[Method, ...] = ("exact", "permutation", "auto")
-
-CohortPath = Literal["auto", "pairwise", "grouping_sets"]
-PATHS: tuple[CohortPath, ...] = ("auto", "pairwise", "grouping_sets")
-"""How exact cohorts are found: ``pairwise`` (any kinds; a join of targets with subjects) or
-``grouping_sets`` (only exact and bins; no join). ``auto`` takes grouping sets when every kind is an
-equivalence and there are at least 2^(d-1) targets, where it does less work than the join."""
-
-SqlDialect = Literal["duckdb", "spark", "bigquery", "snowflake", "postgres"]
-DIALECTS: tuple[SqlDialect, ...] = ("duckdb", "spark", "bigquery", "snowflake", "postgres")
-
-SqlVariant = Literal["histogram", "collapsed", "cells"]
-VARIANTS: tuple[SqlVariant, ...] = ("histogram", "collapsed", "cells")
-"""What `histogram_sql` computes: the mask histogram, the same after collapsing identical subjects,
-or (exact and bins only) the equivalence cells, with no join at all."""
 
 
 @contextmanager
@@ -151,17 +146,17 @@ def cohort_shapley(
         settings = _settings(
             running, prepared, chosen, method=chosen_method, path=path, targets=targets, sample=sample, seed=seed
         )
+        chosen_path = "pairwise" if chosen_method == "permutation" else _choose_path(path, prepared, chosen.count)
+        pacer = _pacer(running, prepared, chosen, chosen_method, chosen_path, reporter(progress))
+        batches = _local_batches(
+            running, prepared, chosen, chosen_method, chosen_path, pacer, seed, max_permutations, tolerance
+        )
         if chosen_method == "permutation":
-            batches = permutation_batches(
-                running, prepared, chosen, seed=seed, max_permutations=max_permutations, tolerance=tolerance
+            fields: dict[str, Any] = permutation.stack(
+                [estimate for batch in batches for estimate in batch], chosen.group
             )
-            tracked = track(batches, total=chosen.distinct.num_rows, size=len, enabled=progress)
-            estimates = [estimate for batch in tracked for estimate in batch]
-            fields: dict[str, Any] = permutation.stack(estimates, chosen.group)
-            chosen_path = "pairwise"
         else:
-            chosen_path = _choose_path(path, prepared, chosen.count)
-            fields = _exact_values(running, prepared, chosen, chosen_path, progress)._asdict()
+            fields = shapley.fan_out(shapley.concatenate(list(batches)), chosen.group)._asdict()
     result = CohortShapleyResult(
         **_common_fields(prepared, chosen, target_data),
         **value_fields(fields, prepared.pilot),
@@ -225,7 +220,9 @@ def shapley_effects(
             chosen = select_targets(running, prepared, targets, seed, sample)
             count, population = chosen.count, chosen.population
             chosen_path = _choose_path(path, prepared, count)
-            values = _exact_values(running, prepared, chosen, chosen_path, progress)
+            pacer = _pacer(running, prepared, chosen, "exact", chosen_path, reporter(progress))
+            batches = _local_batches(running, prepared, chosen, "exact", chosen_path, pacer, seed, 2, None)
+            values = shapley.fan_out(shapley.concatenate(list(batches)), chosen.group)
             game, squared = values.squared_games / count, values.shapley_squared
             centred = chosen.table.column("__cohort_y").to_numpy() - prepared.centred_mean
             variance = float(np.mean(centred**2))
@@ -249,6 +246,62 @@ variance_shapley = shapley_effects
 """The earlier name of `shapley_effects`."""
 
 
+def estimate(
+    data: Any,
+    *,
+    prediction: str,
+    similarity: SimilarityArgument,
+    id: str | None = None,
+    targets: Targets = None,
+    sample: int | float | None = None,
+    method: Method = "exact",
+    seed: int | None = None,
+    max_permutations: int = 200,
+    path: CohortPath = "auto",
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
+) -> Plan:
+    """What `cohort_shapley` with these arguments would do and how long it should take: the data are
+    read and checked, the targets chosen, and one small pilot batch computed and timed (``--dry-run``)."""
+    check_choice("method", method, METHODS)
+    check_choice("path", path, PATHS)
+    seed = arguments.seed(seed)
+    max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
+    _check_names(prediction, id, memory_limit)
+    with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
+        prepared = prepare(
+            running,
+            data,
+            prediction=prediction,
+            similarity=similarity,
+            id=id,
+            target_predicate=targets if isinstance(targets, str) else None,
+            max_features=MAX_FEATURES,
+        )
+        chosen = select_targets(running, prepared, targets, seed, sample)
+        chosen_method = _choose_method(method, prepared.d)
+        chosen_path = "pairwise" if chosen_method == "permutation" else _choose_path(path, prepared, chosen.count)
+        pacer = _pacer(running, prepared, chosen, chosen_method, chosen_path, Silent(), pilot_only=True)
+        batches = _local_batches(
+            running, prepared, chosen, chosen_method, chosen_path, pacer, seed, max_permutations, None
+        )
+        pilot = sum(len(batch) if isinstance(batch, list) else len(batch.shapley) for batch in batches)
+    return Plan(
+        targets=chosen.count,
+        distinct_targets=chosen.distinct.num_rows,
+        subjects=prepared.subject_count,
+        subject_rows=prepared.subject_rows,
+        features=prepared.d,
+        method=chosen_method,
+        path=chosen_path,
+        engine=running.dialect.name,
+        pilot_targets=pilot,
+        pilot_seconds=(pacer.seconds_per_target or 0.0) * pilot,
+    )
+
+
 def histogram_sql(
     data: Any,
     *,
@@ -256,6 +309,7 @@ def histogram_sql(
     similarity: SimilarityArgument,
     id: str | None = None,
     targets: Targets = None,
+    sample: int | float | None = None,
     table: str | None = None,
     dialect: SqlDialect = "duckdb",
     variant: SqlVariant = "histogram",
@@ -294,8 +348,9 @@ def histogram_sql(
             max_features=MAX_FEATURES,
         )
         chosen_ids = None
-        if not (targets is None or isinstance(targets, str)):
-            chosen_ids = select_targets(running, prepared, targets, seed).table.column("__cohort_id").to_pylist()
+        if sample is not None or not (targets is None or isinstance(targets, str)):
+            chosen = select_targets(running, prepared, targets, seed, sample)
+            chosen_ids = chosen.table.column("__cohort_id").to_pylist()
     if variant == "cells" and not all(feature.kind.equivalence for feature in prepared.features):
         raise CohortError("variant='cells' needs exact or bins similarity for every feature")
     if variant == "collapsed" and prepared.custom:
@@ -348,13 +403,44 @@ def _check_names(prediction: object, id: object, memory_limit: object) -> None:
     arguments.optional_text("memory_limit", memory_limit)
 
 
-def _exact_values(
-    engine: Engine, prepared: Prepared, targets: TargetSet, path: str, progress: bool | None
-) -> shapley.CohortShapley:
-    """Exact values of every target, batch by batch on the chosen path, fanned out to duplicate targets."""
-    batches = (grouping_sets_batches if path == "grouping_sets" else pairwise_batches)(engine, prepared, targets)
-    tracked = track(batches, total=targets.distinct.num_rows, size=lambda batch: len(batch.shapley), enabled=progress)
-    return shapley.fan_out(shapley.concatenate(list(tracked)), targets.group)
+def _pacer(
+    engine: Engine,
+    prepared: Prepared,
+    targets: TargetSet,
+    method: str,
+    path: str,
+    report: Reporter,
+    pilot_only: bool = False,
+) -> Pacer:
+    """Batches of targets for a computation: bounded by memory, paced by time (not the lattice walk)."""
+    memory = permutation_batch_size(engine, prepared) if method == "permutation" else exact_batch_size(prepared)
+    return Pacer(
+        total=targets.distinct.num_rows,
+        memory_batch=memory,
+        pairs_per_target=prepared.subject_rows,
+        reporter=report,
+        paced=path != "grouping_sets",
+        pilot_only=pilot_only,
+    )
+
+
+def _local_batches(
+    engine: Engine,
+    prepared: Prepared,
+    targets: TargetSet,
+    method: str,
+    path: str,
+    pacer: Pacer,
+    seed: int | None,
+    max_permutations: int,
+    tolerance: float | None,
+) -> Iterator[Any]:
+    """The batches of values of the chosen method and path (exact `CohortShapley`, or lists of estimates)."""
+    if method == "permutation":
+        return permutation_batches(
+            engine, prepared, targets, pacer, seed=seed, max_permutations=max_permutations, tolerance=tolerance
+        )
+    return (grouping_sets_batches if path == "grouping_sets" else pairwise_batches)(engine, prepared, targets, pacer)
 
 
 def _choose_method(method: str, d: int) -> str:

@@ -15,6 +15,7 @@ import polars as pl
 
 from cohortsql import compile, lattice, shapley
 from cohortsql.engines.base import Engine
+from cohortsql.pace import Pacer
 from cohortsql.prepare import Prepared, TargetSet
 from cohortsql.result import diagnostics
 
@@ -93,12 +94,13 @@ def values_of_cells(
     return shapley.cohort_shapley_of_games(cohorts.sizes, cohorts.game, centred_mean, weights)
 
 
-def grouping_sets_batches(engine: Engine, prepared: Prepared, targets: TargetSet) -> Iterator[shapley.CohortShapley]:
+def grouping_sets_batches(
+    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
+) -> Iterator[shapley.CohortShapley]:
     """Exact cohort Shapley values of the targets, one batch at a time (each batch walks the lattice)."""
     cells = _cells(engine, prepared)
-    batch_size = shapley.targets_per_batch(prepared.d, prepared.batch_bytes)
-    for start in range(0, targets.distinct.num_rows, batch_size):
-        batch = targets.numbered(start, batch_size)
+    for start, size in pacer.batches():
+        batch = targets.numbered(start, size)
         uploaded = engine.upload(batch, "targets")
         try:
             target_cells = _target_cells(engine, prepared, cells, uploaded)

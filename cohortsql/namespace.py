@@ -1,18 +1,28 @@
-"""`df.cohort` on polars DataFrames and LazyFrames, registered when cohortsql is imported.
+"""`df.cohort` on polars DataFrames and LazyFrames, registered when polars and cohortsql are both imported.
 
 import cohortsql, polars as pl
 res = df.cohort.shapley(prediction="score", similarity={"age": "range:0.1", "sex": "exact"})
 effects = df.cohort.effects(prediction="score", similarity=["age", "sex"])
+
+The methods take the same arguments, with the same names and defaults, as `cohortsql.cohort_shapley`
+and `cohortsql.shapley_effects`, the frame being the data. This module is imported as soon as polars
+is (see `cohortsql/__init__.py`), so it loads the computations only when a method is called.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from cohortsql.api import cohort_shapley, variance_shapley
-from cohortsql.result import CohortShapleyResult, ShapleyEffects
+from cohortsql.choices import CohortPath, EngineName, Method
+
+if TYPE_CHECKING:
+    from cohortsql.pace import Plan
+    from cohortsql.plan import SimilarityArgument
+    from cohortsql.prepare import Targets
+    from cohortsql.result import CohortShapleyResult, ShapleyEffects
 
 
 class CohortNamespace:
@@ -21,13 +31,106 @@ class CohortNamespace:
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
         self._frame = frame
 
-    def shapley(self, **options: Any) -> CohortShapleyResult:
-        """`cohortsql.cohort_shapley` on this frame (same keyword arguments)."""
-        return cohort_shapley(self._frame, **options)
+    def shapley(
+        self,
+        *,
+        prediction: str,
+        similarity: SimilarityArgument,
+        id: str | None = None,
+        targets: Targets = None,
+        sample: int | float | None = None,
+        method: Method = "exact",
+        seed: int | None = None,
+        tolerance: float | None = None,
+        max_permutations: int = 200,
+        path: CohortPath = "auto",
+        memory_limit: str | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
+        progress: bool | None = None,
+        engine: EngineName | None = None,
+    ) -> CohortShapleyResult:
+        """Cohort Shapley values of every feature for every target (`cohortsql.cohort_shapley`)."""
+        from cohortsql.api import cohort_shapley
 
-    def effects(self, **options: Any) -> ShapleyEffects:
-        """`cohortsql.variance_shapley` on this frame (same keyword arguments)."""
-        return variance_shapley(self._frame, **options)
+        return cohort_shapley(
+            self._frame,
+            prediction=prediction,
+            similarity=similarity,
+            id=id,
+            targets=targets,
+            sample=sample,
+            method=method,
+            seed=seed,
+            tolerance=tolerance,
+            max_permutations=max_permutations,
+            path=path,
+            memory_limit=memory_limit,
+            temp_directory=temp_directory,
+            progress=progress,
+            engine=engine,
+        )
+
+    def effects(
+        self,
+        *,
+        prediction: str,
+        similarity: SimilarityArgument,
+        id: str | None = None,
+        targets: Targets = None,
+        sample: int | float | None = None,
+        seed: int | None = None,
+        path: CohortPath = "auto",
+        memory_limit: str | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
+        progress: bool | None = None,
+        engine: EngineName | None = None,
+    ) -> ShapleyEffects:
+        """Shapley effects: each feature's share of the explained variance (`cohortsql.shapley_effects`)."""
+        from cohortsql.api import shapley_effects
+
+        return shapley_effects(
+            self._frame,
+            prediction=prediction,
+            similarity=similarity,
+            id=id,
+            targets=targets,
+            sample=sample,
+            seed=seed,
+            path=path,
+            memory_limit=memory_limit,
+            temp_directory=temp_directory,
+            progress=progress,
+            engine=engine,
+        )
+
+    def estimate(
+        self,
+        *,
+        prediction: str,
+        similarity: SimilarityArgument,
+        id: str | None = None,
+        targets: Targets = None,
+        sample: int | float | None = None,
+        method: Method = "exact",
+        seed: int | None = None,
+        path: CohortPath = "auto",
+        engine: EngineName | None = None,
+    ) -> Plan:
+        """What `shapley` would do and how long it should take, from a timed pilot batch (`cohortsql.estimate`)."""
+        from cohortsql.api import estimate
+
+        return estimate(
+            self._frame,
+            prediction=prediction,
+            similarity=similarity,
+            id=id,
+            targets=targets,
+            sample=sample,
+            method=method,
+            seed=seed,
+            path=path,
+            engine=engine,
+        )
 
 
 pl.api.register_dataframe_namespace("cohort")(CohortNamespace)

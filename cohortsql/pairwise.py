@@ -16,6 +16,7 @@ import numpy as np
 
 from cohortsql import compile, permutation, shapley
 from cohortsql.engines.base import Engine, fetch_numpy, fetch_record
+from cohortsql.pace import Pacer
 from cohortsql.prepare import Prepared, TargetSet
 from cohortsql.similarity import SqlPredicate
 
@@ -25,13 +26,13 @@ sum, sorted copies and unpacked bits); a batch has at most one row per target an
 
 
 def _histograms(
-    engine: Engine, prepared: Prepared, targets: TargetSet, batch_size: int
+    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
 ) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """(first target, number of targets, histogram columns) for consecutive batches of distinct targets."""
     custom = [feature.name for feature in prepared.features if isinstance(feature.kind, SqlPredicate)]
     context = "computing similarity masks" + (f" (check the sql: similarity of {custom})" if custom else "")
-    for start in range(0, targets.distinct.num_rows, batch_size):
-        batch = targets.numbered(start, batch_size)
+    for start, size in pacer.batches():
+        batch = targets.numbered(start, size)
         uploaded = engine.upload(batch, "targets")
         try:
             histogram = fetch_numpy(
@@ -89,30 +90,41 @@ def target_generators(count: int, seed: int | None) -> list[np.random.Generator]
     return [np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(count)]
 
 
-def pairwise_batches(engine: Engine, prepared: Prepared, targets: TargetSet) -> Iterator[shapley.CohortShapley]:
-    """Exact cohort Shapley values, one batch of distinct targets at a time."""
-    batch_size = shapley.targets_per_batch(prepared.d, prepared.batch_bytes)
-    for start, rows, histogram in _histograms(engine, prepared, targets, batch_size):
+def pairwise_batches(
+    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
+) -> Iterator[shapley.CohortShapley]:
+    """Exact cohort Shapley values, one batch of distinct targets at a time (batches from `pacer`)."""
+    for start, rows, histogram in _histograms(engine, prepared, targets, pacer):
         weights = targets.multiplicity[start : start + rows]
         yield exact_values(histogram, rows, prepared.d, prepared.centred_mean, weights)
+
+
+def exact_batch_size(prepared: Prepared) -> int:
+    """The most targets whose 2^d cohort values fit the batch memory budget."""
+    return shapley.targets_per_batch(prepared.d, prepared.batch_bytes)
+
+
+def permutation_batch_size(engine: Engine, prepared: Prepared) -> int:
+    """The most targets whose histograms (at most one row per subject row each) fit the budget."""
+    subject_rows = fetch_record(
+        engine, f"SELECT count(*) AS n FROM {prepared.weighted_subjects}", context="counting subjects"
+    )["n"]
+    return max(1, prepared.batch_bytes // HISTOGRAM_ROW_BYTES // max(1, subject_rows))
 
 
 def permutation_batches(
     engine: Engine,
     prepared: Prepared,
     targets: TargetSet,
+    pacer: Pacer,
     *,
     seed: int | None,
     max_permutations: int,
     tolerance: float | None,
 ) -> Iterator[list[permutation.PermutationEstimate]]:
-    """Monte Carlo estimates, one batch of distinct targets at a time."""
-    subject_rows = fetch_record(
-        engine, f"SELECT count(*) AS n FROM {prepared.weighted_subjects}", context="counting subjects"
-    )["n"]
+    """Monte Carlo estimates, one batch of distinct targets at a time (batches from `pacer`)."""
     generators = target_generators(targets.distinct.num_rows, seed)
-    batch_size = max(1, prepared.batch_bytes // HISTOGRAM_ROW_BYTES // max(1, subject_rows))
-    for start, rows, histogram in _histograms(engine, prepared, targets, batch_size):
+    for start, rows, histogram in _histograms(engine, prepared, targets, pacer):
         yield permutation_values(
             histogram,
             rows,

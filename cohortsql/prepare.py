@@ -62,6 +62,8 @@ class Prepared:
     """The histogram's input: subject rows with ``__cohort_count`` and ``__cohort_sum`` (identical
     predictor rows collapsed into one when that pays, see `COMPRESS_BELOW`)."""
     target_predicate: str | None
+    compressed: bool
+    """Whether identical predictor rows were collapsed before the join."""
     batch_bytes: int
     """Budget for one batch's numpy arrays: targets per batch are derived from it and d."""
 
@@ -86,6 +88,11 @@ class Prepared:
     @property
     def d(self) -> int:
         return len(self.features)
+
+    @property
+    def subject_rows(self) -> int:
+        """Rows each target is compared with: distinct predictor rows (estimated) when collapsed, else n."""
+        return min(self.subject_count, int(self.statistics["distinct_rows"])) if self.compressed else self.subject_count
 
     @property
     def custom(self) -> bool:
@@ -185,6 +192,7 @@ def prepare(
         subjects=subjects,
         weighted_subjects=weighted,
         target_predicate=target_predicate,
+        compressed=compress,
         batch_bytes=_batch_bytes(engine),
     )
 

@@ -1,44 +1,155 @@
-"""A one-line progress report over batches of targets, on stderr, for long runs on a terminal."""
+"""Progress reports on stderr: a rich progress bar on a terminal, a display that updates in a notebook,
+and otherwise (when asked for) a log line at most every 10 seconds.
+
+`reporter(enabled)` picks one: ``enabled=None`` shows progress only where someone is watching (a
+terminal or a notebook) and only for runs longer than a second; ``True`` always reports (log lines
+when stderr is a file or a pipe); ``False`` never does. Notes (such as a long run's estimate) are
+printed unless ``enabled`` is False.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import TextIO, TypeVar
-
-Batch = TypeVar("Batch")
+from typing import Any, TextIO
 
 SHOW_AFTER_SECONDS = 1.0
-"""Runs that finish sooner print nothing."""
+"""With progress=None, runs that finish sooner show no bar."""
+
+LOG_EVERY_SECONDS = 10.0
+"""Log lines (stderr not a terminal, progress=True) are at most this far apart."""
 
 
-def track(
-    batches: Iterable[Batch],
-    *,
-    total: int,
-    size: Callable[[Batch], int],
-    enabled: bool | None,
-    stream: TextIO | None = None,
-) -> Iterator[Batch]:
-    """Yield `batches` unchanged while reporting how many of `total` targets are done.
+class Reporter:
+    """Reports nothing (the base of every reporter: the methods they share)."""
 
-    `enabled` None shows the report only when `stream` (stderr by default) is a terminal.
-    """
-    stream = sys.stderr if stream is None else stream
-    show = stream.isatty() if enabled is None else enabled
-    start = time.perf_counter()
-    done = 0
-    shown = False
-    for batch in batches:
-        done += size(batch)
-        elapsed = time.perf_counter() - start
-        if show and (shown or elapsed >= SHOW_AFTER_SECONDS or enabled) and done < total:
-            remaining = elapsed / done * (total - done)
-            stream.write(f"\rcohortsql: {done:,}/{total:,} targets, {elapsed:.0f} s, about {remaining:.0f} s left ")
-            stream.flush()
-            shown = True
-        yield batch
-    if shown:
-        stream.write(f"\rcohortsql: {total:,}/{total:,} targets, {time.perf_counter() - start:.0f} s{' ' * 20}\n")
-        stream.flush()
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        self.total = 0
+        self.started = time.perf_counter()
+
+    def start(self, total: int) -> None:
+        """A new stage of `total` targets begins."""
+        self.total = total
+        self.started = time.perf_counter()
+
+    def update(self, done: int) -> None:
+        """`done` of the stage's targets are finished."""
+
+    def note(self, message: str) -> None:
+        """A message worth a line of its own (printed by every reporter but the silent one)."""
+        self.stream.write(f"cohortsql: {message}\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        """The stage is over."""
+
+    def _line(self, done: int) -> str:
+        elapsed = time.perf_counter() - self.started
+        left = f", about {elapsed / done * (self.total - done):.0f} s left" if 0 < done < self.total else ""
+        return f"{done:,}/{self.total:,} targets, {elapsed:.0f} s{left}"
+
+
+class Silent(Reporter):
+    """Reports nothing at all, notes included (progress=False)."""
+
+    def note(self, message: str) -> None:
+        return None
+
+
+class LogLines(Reporter):
+    """A line per update at most every `LOG_EVERY_SECONDS`, for logs, pipes and schedulers."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        super().__init__(stream)
+        self.last = 0.0
+
+    def update(self, done: int) -> None:
+        now = time.perf_counter()
+        if now - self.last >= LOG_EVERY_SECONDS and done < self.total:
+            self.last = now
+            self.note(self._line(done))
+
+    def finish(self) -> None:
+        self.note(self._line(self.total))
+
+
+class Bar(Reporter):
+    """rich's progress bar on a terminal (shown after `SHOW_AFTER_SECONDS` unless asked for)."""
+
+    def __init__(self, stream: TextIO | None = None, *, eager: bool = False) -> None:
+        super().__init__(stream)
+        self.eager = eager
+        self.bar: Any = None
+        self.task: Any = None
+
+    def update(self, done: int) -> None:
+        if self.bar is None and (self.eager or time.perf_counter() - self.started >= SHOW_AFTER_SECONDS):
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            self.bar = Progress(
+                "cohortsql",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=Console(file=self.stream),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("targets", total=self.total)
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done)
+
+    def note(self, message: str) -> None:
+        if self.bar is not None:
+            self.bar.console.print(f"cohortsql: {message}", markup=False, highlight=False)
+        else:
+            super().note(message)
+
+    def finish(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+class NotebookDisplay(Reporter):
+    """One line in a notebook's output that updates in place (IPython's display)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handle: Any = None
+
+    def update(self, done: int) -> None:
+        from IPython.display import display
+
+        text = f"cohortsql: {self._line(done)}"
+        if self.handle is None:
+            self.handle = display(text, display_id=True)
+        else:
+            self.handle.update(text)
+
+    def finish(self) -> None:
+        if self.handle is not None:
+            self.handle.update(f"cohortsql: {self._line(self.total)}")
+
+
+def in_notebook() -> bool:
+    """Whether code runs in a Jupyter kernel (where stderr is not a terminal but someone watches)."""
+    shell = sys.modules.get("IPython")
+    if shell is None:
+        return False
+    kernel = getattr(shell, "get_ipython", lambda: None)()
+    return kernel is not None and "IPKernelApp" in getattr(kernel, "config", {})
+
+
+def reporter(enabled: bool | None, stream: TextIO | None = None) -> Reporter:
+    """The reporter for `enabled` (see the module docstring) writing to `stream` (stderr)."""
+    if enabled is False:
+        return Silent(stream)
+    target = sys.stderr if stream is None else stream
+    if target.isatty():
+        return Bar(target, eager=bool(enabled))
+    if stream is None and in_notebook():
+        return NotebookDisplay()
+    return LogLines(target) if enabled else Reporter(target)

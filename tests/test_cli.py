@@ -182,7 +182,7 @@ def test_config_file_with_flags_overriding(data, frame):
         (["run", "{data}/scores.parquet", *RUN, "--targets", "age >>> 3"], "reading the data with targets 'age >>> 3'"),
         (
             ["run", "{data}/scores.parquet", *RUN, "--targets", "x > 1", "--target-ids", "1"],
-            "give one of --targets, --target-ids and --sample",
+            "give one of --targets and --target-ids, not both",
         ),
         (
             ["run", "{data}/scores.parquet", *RUN, "--out", "{data}/out.xlsx"],

@@ -123,15 +123,13 @@ def test_a_failed_set_leaves_every_earlier_file_as_it_was(scores, monkeypatch):
         return original(self, *arguments, **options)
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", disk_full_on_the_second_file)
-    result = invoke("run", scores / "scores.parquet", "--prediction", "y", "--features", "x", "--out", out)
+    result = invoke("run", scores / "scores.parquet", "--prediction", "y", "--similar", "x=abs:2", "--out", out)
     one_line_error(result, "No space left on device")
     assert out.read_bytes() == b"previous run"
     assert sorted(path.name for path in scores.iterdir()) == ["out.parquet", "scores.parquet"]
     (scores / "out_totals.parquet").mkdir()
-    one_line_error(
-        invoke("run", scores / "scores.parquet", "--prediction", "y", "--features", "x", "--out", out),
-        "it is a directory",
-    )
+    arguments = ("run", scores / "scores.parquet", "--prediction", "y", "--similar", "x=abs:2", "--out", out)
+    one_line_error(invoke(*arguments), "it is a directory")
 
 
 def test_interrupted_writes_leave_no_temporaries(scores, monkeypatch):

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import cohortsql
-from cohortsql import prepare, progress, shapley
+from cohortsql import pace, prepare, progress, shapley
 from cohortsql.engines import EngineSettings, open_engine
 
 FRAME = pl.DataFrame({"x": np.arange(40) % 7 * 1.0, "z": np.arange(40) % 3, "y": np.arange(40) / 10})
@@ -67,19 +67,84 @@ class Terminal(io.StringIO):
         return self.tty
 
 
-def test_progress_shows_on_a_terminal_only():
-    batches = [[1, 2], [3, 4], [5]]
-    for tty, enabled, shown in [(True, True, True), (False, None, False), (True, False, False)]:
-        stream = Terminal(tty)
-        assert list(progress.track(batches, total=5, size=len, enabled=enabled, stream=stream)) == batches
-        assert ("2/5 targets" in stream.getvalue()) == shown
-        assert ("5/5 targets" in stream.getvalue()) == shown
+def test_reporters_by_place_and_choice():
+    assert isinstance(progress.reporter(False, Terminal(True)), progress.Silent)
+    assert isinstance(progress.reporter(None, Terminal(True)), progress.Bar)
+    assert isinstance(progress.reporter(True, Terminal(False)), progress.LogLines)
+    assert type(progress.reporter(None, Terminal(False))) is progress.Reporter  # notes only
+
+
+def test_a_bar_on_a_terminal():
+    stream = Terminal(True)
+    bar = progress.reporter(True, stream)
+    bar.start(5)
+    bar.update(2)
+    bar.note("a note")
+    bar.update(5)
+    bar.finish()
+    assert "a note" in stream.getvalue() and "cohortsql" in stream.getvalue()
+
+
+class Clock:
+    """A clock that moves only when told."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_log_lines_are_spaced(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(progress.time, "perf_counter", clock)
+    stream = Terminal(False)
+    log = progress.reporter(True, stream)
+    log.start(100)
+    for done, now in [(10, 1.0), (20, 11.0), (30, 12.0), (40, 25.0)]:
+        clock.now = now
+        log.update(done)
+    assert [line.split(",")[0] for line in stream.getvalue().splitlines()] == [
+        "cohortsql: 20/100 targets",
+        "cohortsql: 40/100 targets",
+    ]
+    log.finish()
+    assert stream.getvalue().splitlines()[-1].startswith("cohortsql: 100/100 targets, 25 s")
 
 
 def test_progress_over_real_batches(monkeypatch, capsys):
     """Progress counts distinct targets: targets with identical predictors are computed once."""
-    monkeypatch.setattr(prepare, "BATCH_MEMORY_BYTES", 1)
+    monkeypatch.setattr(pace, "PILOT_PAIRS", 1)  # one target in the pilot, then time-sized batches
     cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["x"], progress=True)
-    assert "cohortsql: 7/7 targets" in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines()[-1].startswith("cohortsql: 7/7 targets")
     cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["x"], progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_batches_start_with_a_pilot_then_take_about_two_seconds(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(pace.time, "perf_counter", clock)
+    notes = []
+    reporter = progress.Reporter(Terminal(False))
+    reporter.note = notes.append
+    pacer = pace.Pacer(total=10_000, memory_batch=3_000, pairs_per_target=200_000, reporter=reporter)
+    sizes = []
+    for _, size in pacer.batches():
+        sizes.append(size)
+        clock.now += 0.1 * size  # 0.1 s per target
+    assert sizes[0] == 10  # 2,000,000 pairs / 200,000 subject rows
+    assert sizes[1:4] == [20, 20, 20]  # 2 s at 0.1 s per target
+    assert sum(sizes) == 10_000
+    assert len(notes) == 1 and "about 17 min to go for 10,000 targets" in notes[0] and "--sample" in notes[0]
+
+
+def test_memory_bounds_every_batch_and_the_lattice_is_not_paced():
+    pacer = pace.Pacer(total=10, memory_batch=4, pairs_per_target=1, reporter=progress.Silent(), paced=False)
+    assert [size for _, size in pacer.batches()] == [4, 4, 2]
+
+
+def test_dry_run_estimates_without_computing_everything():
+    plan = cohortsql.estimate(FRAME, prediction="y", similarity={"x": "abs:1", "z": "exact"})
+    assert (plan.targets, plan.subjects, plan.features, plan.method) == (40, 40, 2, "exact")
+    assert plan.pilot_targets >= 1 and plan.estimated_seconds >= 0
+    assert "plan: 40 targets" in str(plan) and "estimate: about" in str(plan)

@@ -7,22 +7,19 @@ imported only when chosen, so Spark's packages are needed only to run on Spark.
 Adding an engine: write ``cohortsql/engines/<name>.py`` with ``open_engine(connection, settings)``
 returning an object with the `Engine` methods; add its name and the package its data and connection
 types come from to `ENGINES`; add it to the engine fixture in ``tests/conftest.py`` so that the
-correctness suite runs on it.
+correctness suite runs on it. (`ENGINES` lives in `cohortsql.choices`, which the command line reads
+without loading any engine.)
 """
 
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 
+from cohortsql.choices import ENGINES, EngineName
 from cohortsql.engines.base import Engine, EngineSettings, Input
 from cohortsql.errors import CohortError
-
-EngineName = Literal["duckdb", "spark"]
-
-ENGINES: dict[str, str] = {"duckdb": "duckdb", "spark": "pyspark"}
-"""Engine name -> the distribution it needs (its extra: ``pip install 'cohortsql[<name>]'``)."""
 
 DEFAULT_ENGINE: EngineName = "duckdb"
 

@@ -9,6 +9,7 @@ column, a Parquet file's come from its own row numbers, and anything else is cop
 from __future__ import annotations
 
 import glob
+import json
 import os
 import uuid
 from collections.abc import Mapping
@@ -21,10 +22,13 @@ import pyarrow as pa
 from cohortsql.dialects import DUCKDB
 from cohortsql.engines.base import (
     POSITION_COLUMN,
+    RUNS_TABLE,
     EngineSettings,
     Input,
     as_arrow,
+    check_writable,
     database_table,
+    interruptible,
     file_format,
     with_positions,
     without_positions,
@@ -125,7 +129,7 @@ class DuckDBEngine:
 
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
         try:
-            return self.connection.sql(select).to_arrow_table()
+            return interruptible(lambda: self.connection.sql(select).to_arrow_table(), self.interrupt)
         except duckdb.Error as error:
             raise _as_cohort_error(error, context) from None
 
@@ -142,25 +146,32 @@ class DuckDBEngine:
     def interrupt(self) -> None:
         self.connection.interrupt()
 
-    def write_tables(self, tables: Mapping[str, pa.Table], *, replace: bool, protected: tuple[str, ...] = ()) -> None:
-        existing = [name for name in tables if self._has_table(name)]
-        refused = [name for name in existing if name in protected]
-        if refused:
-            raise CohortError(f"will not write over table {refused[0]!r}: it is this run's input")
-        if existing and not replace:
-            raise CohortError(
-                f"table {existing[0]!r} already exists; pass --replace (replace=True) to replace it,"
-                " or choose another name"
-            )
+    def write_tables(
+        self,
+        tables: Mapping[str, pa.Table],
+        *,
+        replace: bool,
+        protected: tuple[str, ...] = (),
+        settings: Mapping[str, str] | None = None,
+    ) -> None:
+        check_writable(
+            list(tables), [name for name in tables if self._has_table(name)], replace=replace, protected=protected
+        )
+        record = json.dumps(dict(settings or {}))
+        runs = self.dialect.quote(RUNS_TABLE)
         try:
             self.connection.execute("BEGIN TRANSACTION")
             for name, table in tables.items():
                 view = self._temporary_name("output")
                 self.connection.register(view, table)
-                self.connection.execute(
-                    f"CREATE OR REPLACE TABLE {self.dialect.quote(name)} AS SELECT * FROM {self.dialect.quote(view)}"
-                )
+                quoted = self.dialect.quote(name)
+                self.connection.execute(f"CREATE OR REPLACE TABLE {quoted} AS SELECT * FROM {self.dialect.quote(view)}")
+                self.connection.execute(f"COMMENT ON TABLE {quoted} IS {self.dialect.string(record)}")
                 self.connection.unregister(view)
+            self.connection.execute(
+                f"CREATE TABLE IF NOT EXISTS {runs} (written_at TIMESTAMP, tables VARCHAR, settings VARCHAR)"
+            )
+            self.connection.execute(f"INSERT INTO {runs} VALUES (current_timestamp, ?, ?)", [", ".join(tables), record])
             self.connection.execute("COMMIT")
         except BaseException as error:
             self.connection.execute("ROLLBACK")
@@ -303,7 +314,7 @@ class DuckDBEngine:
 
     def _execute(self, sql: str, *, context: str) -> None:
         try:
-            self.connection.execute(sql)
+            interruptible(lambda: self.connection.execute(sql), self.interrupt)
         except duckdb.Error as error:
             raise _as_cohort_error(error, context) from None
 

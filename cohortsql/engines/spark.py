@@ -12,7 +12,9 @@ path and the file's own row index. Otherwise the call asks for an ``id`` column.
 
 from __future__ import annotations
 
+import datetime
 import glob
+import json
 import logging
 import os
 import uuid
@@ -29,10 +31,13 @@ from pyspark.sql import DataFrame, SparkSession
 from cohortsql.dialects import SPARK
 from cohortsql.engines.base import (
     POSITION_COLUMN,
+    RUNS_TABLE,
     EngineSettings,
     Input,
     as_arrow,
+    check_writable,
     file_format,
+    interruptible,
     with_positions,
     without_positions,
 )
@@ -154,26 +159,35 @@ class SparkEngine:
         else:  # pragma: no cover - PySpark before 3.5
             self.session.sparkContext.cancelAllJobs()
 
-    def write_tables(self, tables: Mapping[str, pa.Table], *, replace: bool, protected: tuple[str, ...] = ()) -> None:
-        existing = [name for name in tables if self._has_table(name)]
-        refused = [name for name in existing if name in protected]
-        if refused:
-            raise CohortError(f"will not write over table {refused[0]!r}: it is this run's input")
-        if existing and not replace:
-            raise CohortError(
-                f"table {existing[0]!r} already exists; pass --replace (replace=True) to replace it,"
-                " or choose another name"
-            )
+    def write_tables(
+        self,
+        tables: Mapping[str, pa.Table],
+        *,
+        replace: bool,
+        protected: tuple[str, ...] = (),
+        settings: Mapping[str, str] | None = None,
+    ) -> None:
+        check_writable(
+            list(tables), [name for name in tables if self._has_table(name)], replace=replace, protected=protected
+        )
         for name, table in tables.items():
-            self._save(table, name)
+            self._save(table, name, "overwrite")
+        record = pa.table(
+            {
+                "written_at": [datetime.datetime.now(datetime.UTC)],
+                "tables": [", ".join(tables)],
+                "settings": [json.dumps(dict(settings or {}))],
+            }
+        )
+        self._save(record, RUNS_TABLE, "append")
 
     def close(self) -> None:
         for name in reversed(self._views):
             self._drop(name)
         self._views.clear()
 
-    def _save(self, table: pa.Table, name: str) -> None:
-        writer = self._frame(table).write.mode("overwrite")
+    def _save(self, table: pa.Table, name: str, mode: str) -> None:
+        writer = self._frame(table).write.mode(mode)
         self._run(lambda: writer.saveAsTable(name), f"writing table {name!r}")
 
     # -- inputs --------------------------------------------------------------------------------
@@ -247,7 +261,7 @@ class SparkEngine:
     def _run(self, action: Callable[[], Result], context: str) -> Result:
         with _quiet_loggers():
             try:
-                return action()
+                return interruptible(action, self.interrupt)
             except PySparkException as error:
                 raise CohortError(f"{context}: {_message(error)}") from None
 

@@ -1,0 +1,32 @@
+"""The options' vocabularies, shared by the Python API, the command line and the polars namespace.
+
+Kept free of heavy imports, so that the command line can describe itself (``--help``) without
+loading numpy, polars, pyarrow or an engine.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Method = Literal["exact", "permutation", "auto"]
+METHODS: tuple[Method, ...] = ("exact", "permutation", "auto")
+"""``exact``: every one of the 2^d cohorts (d <= 24); ``permutation``: Monte Carlo over random orders of
+the features (d <= 128); ``auto``: exact up to d = 16."""
+
+CohortPath = Literal["auto", "pairwise", "grouping_sets"]
+PATHS: tuple[CohortPath, ...] = ("auto", "pairwise", "grouping_sets")
+"""How exact cohorts are found: ``pairwise`` (any kinds; a join of targets with subjects) or
+``grouping_sets`` (only exact and bins; no join). ``auto`` takes grouping sets when every kind is an
+equivalence and there are at least 2^(d-1) targets, where it does less work than the join."""
+
+SqlDialect = Literal["duckdb", "spark", "bigquery", "snowflake", "postgres"]
+DIALECTS: tuple[SqlDialect, ...] = ("duckdb", "spark", "bigquery", "snowflake", "postgres")
+
+SqlVariant = Literal["histogram", "collapsed", "cells"]
+VARIANTS: tuple[SqlVariant, ...] = ("histogram", "collapsed", "cells")
+"""What `histogram_sql` computes: the mask histogram, the same after collapsing identical subjects,
+or (exact and bins only) the equivalence cells, with no join at all."""
+
+EngineName = Literal["duckdb", "spark"]
+ENGINES: dict[str, str] = {"duckdb": "duckdb", "spark": "pyspark"}
+"""Engine name -> the distribution it needs (its extra: ``pip install 'cohortsql[<name>]'``)."""

@@ -1,0 +1,5 @@
+"""`python -m cohortsql.cli`: the command line."""
+
+from cohortsql.cli.app import main
+
+main()

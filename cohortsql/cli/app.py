@@ -1,0 +1,369 @@
+"""The commands. Each reads its options (flags over a config file), calls the Python API and prints a summary.
+
+The vocabulary is the Python API's: `shapley` is `cohortsql.cohort_shapley` (local values), `effects`
+is `cohortsql.shapley_effects` (global). `run` and `global` are the earlier names of the same commands.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cohortsql.cli import options as flags
+from cohortsql.cli.options import (
+    Config,
+    Data,
+    Database,
+    Debug,
+    Dialect,
+    DryRun,
+    EngineOption,
+    Features,
+    Id,
+    IntoTable,
+    MaxPermutations,
+    MemoryLimit,
+    MethodOption,
+    Out,
+    PathOption,
+    Prediction,
+    Progress,
+    Reasons,
+    Replace,
+    Sample,
+    Seed,
+    SparkMaster,
+    Table,
+    TargetIds,
+    Targets,
+    TempDirectory,
+    Tolerance,
+    Top,
+    Variant,
+)
+from cohortsql.errors import CohortError, CohortWarning
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+@app.callback()
+def cohortsql() -> None:
+    """Explain decisions in prediction tables with cohort Shapley values (Mase, Owen & Seiler).
+
+    shapley: each target's values; effects: the Shapley effects (variance explained); sql and
+    assemble: the heavy step as SQL for a warehouse, and results from its output; plot: figures.
+    """
+
+
+SHAPLEY_EPILOG = (
+    "Examples:\n\n"
+    "  cohortsql shapley --config examples/boston.toml\n\n"
+    "  cohortsql shapley examples/data/boston_predictions.parquet --prediction prediction"
+    " --similar lstat=quantile:0.1 --similar rm=quantile:0.1 --features chas,rad --out explained.parquet --reasons 3\n\n"
+    "  cohortsql shapley 'scores/*.parquet' --prediction score --id loan_id --features age,income"
+    " --targets \"region = 'north'\" --sample 1000 --into-table explained --database results.duckdb\n\n"
+    "  cohortsql shapley big.parquet --prediction score --features age,income,region --dry-run"
+)
+
+
+def shapley(
+    data: Data = None,
+    prediction: Prediction = None,
+    id: Id = None,
+    similar: flags.Similar = None,
+    features: Features = None,
+    targets: Targets = None,
+    target_ids: TargetIds = None,
+    sample: Sample = None,
+    seed: Seed = None,
+    method: MethodOption = None,
+    path: PathOption = None,
+    tolerance: Tolerance = None,
+    max_permutations: MaxPermutations = None,
+    memory_limit: MemoryLimit = None,
+    temp_directory: TempDirectory = None,
+    out: Out = None,
+    into_table: IntoTable = None,
+    database: Database = None,
+    replace: Replace = False,
+    engine: EngineOption = None,
+    spark_master: SparkMaster = None,
+    config: Config = None,
+    top: Top = 10,
+    reasons: Reasons = None,
+    dry_run: DryRun = False,
+    progress: Progress = None,
+    debug: Debug = False,
+) -> None:
+    """Cohort Shapley values of every feature for every target; prints the most important features."""
+    with _reported_failures(debug):
+        from cohortsql.api import cohort_shapley, estimate
+        from cohortsql.cli.outputs import write
+        from cohortsql.cli.summaries import shapley_summary
+
+        options = flags.options(locals(), flags.SHAPLEY_KEYS)
+        request = flags.request(options)
+        computing = flags.pick(options, "method", "path", "memory_limit", "temp_directory")
+        if dry_run:
+            typer.echo(
+                str(estimate(options["data"], **request, **computing, **flags.pick(options, "max_permutations")))
+            )
+            return
+        count = options.get("reasons")
+        if count is not None and (isinstance(count, bool) or count < 1):
+            raise CohortError(f"--reasons must be at least 1, got {count}")
+        result = cohort_shapley(
+            options["data"],
+            **request,
+            **computing,
+            **flags.pick(options, "tolerance", "max_permutations"),
+            progress=progress,
+        )
+        tables = {"": result.local, "totals": result.totals, "paths": result.paths}
+        if count:
+            tables["reasons"] = result.reasons(count)
+        written = write(options, tables, result.settings)
+        typer.echo(shapley_summary(result, top, count) + written)
+
+
+def effects(
+    data: Data = None,
+    prediction: Prediction = None,
+    id: Id = None,
+    similar: flags.Similar = None,
+    features: Features = None,
+    targets: Targets = None,
+    target_ids: TargetIds = None,
+    sample: Sample = None,
+    seed: Seed = None,
+    path: PathOption = None,
+    memory_limit: MemoryLimit = None,
+    temp_directory: TempDirectory = None,
+    out: Out = None,
+    into_table: IntoTable = None,
+    database: Database = None,
+    replace: Replace = False,
+    engine: EngineOption = None,
+    spark_master: SparkMaster = None,
+    config: Config = None,
+    dry_run: DryRun = False,
+    progress: Progress = None,
+    debug: Debug = False,
+) -> None:
+    """Shapley effects: how much of the variance of the prediction each feature explains."""
+    with _reported_failures(debug):
+        from cohortsql.api import estimate, shapley_effects
+        from cohortsql.cli.outputs import write
+        from cohortsql.cli.summaries import effects_summary
+
+        options = flags.options(locals(), flags.EFFECTS_KEYS)
+        request = flags.request(options)
+        computing = flags.pick(options, "path", "memory_limit", "temp_directory")
+        if dry_run:
+            typer.echo(str(estimate(options["data"], **request, **computing)))
+            return
+        result = shapley_effects(options["data"], **request, **computing, progress=progress)
+        written = write(options, {"": result.effects}, result.settings)
+        typer.echo(effects_summary(result) + written)
+
+
+EFFECTS_EPILOG = (
+    "Examples:\n\n"
+    "  cohortsql effects examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm,chas\n\n"
+    "  cohortsql effects big.parquet --prediction score --features age,income,region --sample 0.01 --seed 1"
+)
+
+app.command("shapley", epilog=SHAPLEY_EPILOG)(shapley)
+app.command("effects", epilog=EFFECTS_EPILOG)(effects)
+app.command("run", epilog=SHAPLEY_EPILOG, help="The earlier name of `shapley`.")(shapley)
+app.command("global", epilog=EFFECTS_EPILOG, help="The earlier name of `effects`.")(effects)
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  cohortsql sql examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm"
+        " --target-ids 3,17 --dialect spark --table analytics.boston_scores\n\n"
+        "  cohortsql sql scores.parquet --prediction score --id loan --features region,band --variant cells"
+    )
+)
+def sql(
+    data: Data = None,
+    prediction: Prediction = None,
+    id: Id = None,
+    similar: flags.Similar = None,
+    features: Features = None,
+    targets: Targets = None,
+    target_ids: TargetIds = None,
+    sample: Sample = None,
+    seed: Seed = None,
+    table: Table = None,
+    dialect: Dialect = "duckdb",
+    variant: Variant = "histogram",
+    engine: EngineOption = None,
+    spark_master: SparkMaster = None,
+    config: Config = None,
+    debug: Debug = False,
+) -> None:
+    """Print the heavy step (the similarity-mask histogram, or the cells) as SQL to run where the data live.
+
+    The query computes its own whole-table statistics; `cohortsql assemble` turns its result into
+    the values `shapley` gives.
+    """
+    with _reported_failures(debug):
+        from cohortsql.api import histogram_sql
+
+        options = flags.options(locals(), flags.SQL_KEYS)
+        typer.echo(
+            histogram_sql(
+                options.get("data"),
+                **flags.request(options),
+                **flags.pick(options, "table", "dialect", "variant"),
+            )
+        )
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  cohortsql sql scores.parquet --prediction score --id loan --features age,region > histogram.sql\n\n"
+        "  (run histogram.sql in the warehouse, save its result as histogram.parquet)\n\n"
+        "  cohortsql assemble histogram.parquet --features age,region --out explained.parquet"
+    )
+)
+def assemble(
+    histogram: Annotated[
+        Path | None, typer.Argument(help="The result of the `cohortsql sql` query (.parquet or .csv).")
+    ] = None,
+    similar: flags.Similar = None,
+    features: Features = None,
+    method: MethodOption = None,
+    seed: Seed = None,
+    tolerance: Tolerance = None,
+    max_permutations: MaxPermutations = None,
+    out: Out = None,
+    into_table: IntoTable = None,
+    database: Database = None,
+    replace: Replace = False,
+    config: Config = None,
+    top: Top = 10,
+    debug: Debug = False,
+) -> None:
+    """Cohort Shapley values from the result of `cohortsql sql`, computed in any warehouse.
+
+    Name the features as for `cohortsql sql`, in the same order.
+    """
+    with _reported_failures(debug):
+        from cohortsql.assemble import assemble as assemble_histogram
+        from cohortsql.cli.outputs import write
+        from cohortsql.cli.summaries import shapley_summary
+
+        options = flags.options(locals(), flags.ASSEMBLE_KEYS)
+        if histogram is None:
+            raise CohortError("no HISTOGRAM given: pass the file the `cohortsql sql` query's result was saved to")
+        result = assemble_histogram(
+            histogram,
+            similarity=flags.similarity(options.get("similar"), options.get("features")),
+            **flags.pick(options, "method", "seed", "tolerance", "max_permutations"),
+        )
+        written = write(options, {"": result.local, "totals": result.totals, "paths": result.paths}, result.settings)
+        typer.echo(shapley_summary(result, top, None) + written)
+
+
+PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path")
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  cohortsql shapley --config examples/boston.toml --out explained.parquet\n\n"
+        "  cohortsql plot explained.parquet --kind stacked --out stacked.png\n\n"
+        "  cohortsql plot explained.parquet --kind path --id 204 --out path.png"
+    )
+)
+def plot(
+    result: Annotated[
+        Path, typer.Argument(help="The long table `cohortsql shapley --out` wrote (its _totals and _paths beside it).")
+    ],
+    kind: Annotated[str, typer.Option(help=f"{' | '.join(PLOT_KINDS)}.")] = "stacked",
+    out: Annotated[Path | None, typer.Option(help="Where to write the figure (.png, .svg or .pdf).")] = None,
+    id: Annotated[str | None, typer.Option("--id", help="The target, for --kind target and path.")] = None,
+    debug: Debug = False,
+) -> None:
+    """Draw a figure of the results of `cohortsql shapley`."""
+    with _reported_failures(debug):
+        from cohortsql import plot as plots
+
+        if kind not in PLOT_KINDS:
+            raise CohortError(f"--kind must be one of {', '.join(PLOT_KINDS)}, got {kind!r}")
+        if out is None:
+            raise CohortError("no --out given: name the figure file, e.g. --out figure.png")
+        if kind in ("target", "path"):
+            if id is None:
+                raise CohortError(f"--kind {kind} needs --id of a target")
+            tables = plots.read_tables(result)
+            target = _typed_id(id, tables.totals["id"].dtype)
+            figure = (plots.target if kind == "target" else plots.path)(result, target)
+        elif kind == "effects":
+            figure = plots.effects(result)
+        else:
+            figure = plots.stacked(result, squared=kind == "stacked-squared")
+        if not Path(out).parent.is_dir():
+            raise CohortError(f"cannot write {str(out)!r}: the directory {str(Path(out).parent)!r} does not exist")
+        figure.savefig(out, dpi=120)
+        typer.echo(f"wrote {out}")
+
+
+def _typed_id(text: str, dtype: Any) -> Any:
+    """An --id given as text, converted to the type of the result's id column."""
+    if dtype.is_integer():
+        try:
+            return int(text)
+        except ValueError:
+            raise CohortError(f"--id {text!r}: this result's ids are integers") from None
+    return text
+
+
+@contextmanager
+def _reported_failures(debug: bool) -> Iterator[None]:
+    """One line on stderr per warning; a failure as one line and status 2, Ctrl-C as one line and 130."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CohortWarning)
+        try:
+            yield
+        except (CohortError, OSError) as error:
+            if debug:
+                raise
+            _print_warnings(caught)
+            typer.echo(f"cohortsql: error: {error}", err=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            if debug:
+                raise
+            typer.echo("cohortsql: interrupted; nothing was written", err=True)
+            raise typer.Exit(INTERRUPTED) from None
+    _print_warnings(caught)
+
+
+def _print_warnings(caught: list[warnings.WarningMessage]) -> None:
+    seen: set[str] = set()
+    for warning in caught:
+        text = str(warning.message)
+        if issubclass(warning.category, CohortWarning) and text not in seen:
+            seen.add(text)
+            typer.echo(f"cohortsql: warning: {text}", err=True)
+        elif not issubclass(warning.category, CohortWarning):
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+
+
+def main() -> None:
+    """Entry point of the `cohortsql` script."""
+    app()

@@ -1,0 +1,286 @@
+"""The command line's options: their declarations, the TOML config file, and the API arguments they make.
+
+A config file holds any option under its flag's name (``memory_limit`` or ``memory-limit``); flags
+override it; paths in it are relative to the file. Every value is checked for its type here, so a
+wrong one is a one-line error naming the key.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cohortsql.choices import DIALECTS, ENGINES, METHODS, PATHS, VARIANTS
+from cohortsql.errors import CohortError
+from cohortsql.sqltext import is_query
+
+Data = Annotated[
+    str | None,
+    typer.Argument(
+        help="A parquet/csv/json path or glob, FILE.duckdb:TABLE, a table name (--engine spark), or a quoted SQL query.",
+        show_default=False,
+    ),
+]
+Prediction = Annotated[str | None, typer.Option(help="The column to explain (a model's prediction or an outcome).")]
+Id = Annotated[
+    str | None, typer.Option("--id", help="The column that identifies rows (default: 0-based row position).")
+]
+Similar = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--similar",
+        help="FEATURE=KIND, repeatable. Kinds: exact, abs:D[unit], relative:D, range:R, quantile:R[:P], bins:K, sql:EXPR.",
+    ),
+]
+Features = Annotated[str | None, typer.Option(help="Comma-separated features that get default kinds.")]
+Targets = Annotated[str | None, typer.Option(help="SQL predicate over the data's columns choosing the targets.")]
+TargetIds = Annotated[str | None, typer.Option(help="Comma-separated ids of the targets (read in the id's type).")]
+Sample = Annotated[
+    float | None,
+    typer.Option(
+        help="A random sample of the targets (of --targets' rows, or every row): a count (>= 1) or a fraction (< 1)."
+    ),
+]
+Seed = Annotated[int | None, typer.Option(help="Seed for the sample of targets and the permutations.")]
+MethodOption = Annotated[str | None, typer.Option("--method", help=f"{' | '.join(METHODS)} (default exact).")]
+PathOption = Annotated[
+    str | None, typer.Option("--path", help=f"How exact cohorts are found: {' | '.join(PATHS)} (default auto).")
+]
+Tolerance = Annotated[float | None, typer.Option(help="Permutation method: stop a target at this standard error.")]
+MaxPermutations = Annotated[int | None, typer.Option(help="Permutation method: budget per target (default 200).")]
+MemoryLimit = Annotated[
+    str | None, typer.Option(help="DuckDB memory limit, e.g. 1GB; beyond it DuckDB spills to disk.")
+]
+TempDirectory = Annotated[Path | None, typer.Option(help="Where DuckDB spills.")]
+Out = Annotated[
+    Path | None,
+    typer.Option(
+        help="Write the results here (.parquet or .csv); `shapley` writes the per-target totals and refinement"
+        " paths beside it (_totals, _paths, and _reasons with --reasons)."
+    ),
+]
+IntoTable = Annotated[
+    str | None,
+    typer.Option(help="Also write the results into this table (of --database on DuckDB, of the catalog on Spark)."),
+]
+Database = Annotated[Path | None, typer.Option(help="DuckDB database file for --into-table.")]
+Replace = Annotated[bool, typer.Option(help="Let --into-table replace existing tables of the same names.")]
+EngineOption = Annotated[
+    str | None, typer.Option("--engine", help=f"{' | '.join(ENGINES)} (default duckdb; spark for Spark tables).")
+]
+SparkMaster = Annotated[
+    str | None,
+    typer.Option(help="Spark master URL (default local[*]; with SPARK_REMOTE set and no master: Spark Connect)."),
+]
+Config = Annotated[Path | None, typer.Option(help="TOML file with any of these options; flags override it.")]
+Top = Annotated[int, typer.Option(help="How many features the summary lists.")]
+Reasons = Annotated[
+    int | None, typer.Option(help="Give each target's top N features in words (printed for the first targets).")
+]
+DryRun = Annotated[bool, typer.Option(help="Print the plan and a time estimate from a pilot batch; compute nothing.")]
+Progress = Annotated[
+    bool | None,
+    typer.Option("--progress/--no-progress", help="Progress on stderr (default: on a terminal, for long runs)."),
+]
+Debug = Annotated[bool, typer.Option(help="Show the traceback of a failure.")]
+Table = Annotated[str | None, typer.Option(help="The table the SQL reads (default: the file DATA names).")]
+Dialect = Annotated[str, typer.Option(help=f"{' | '.join(DIALECTS)}.")]
+Variant = Annotated[
+    str,
+    typer.Option(
+        help=f"{' | '.join(VARIANTS)}: one row per target and mask; the same with identical subjects merged"
+        " first; or (exact/bins only) the cells, with no join."
+    ),
+]
+
+REQUEST_KEYS = (
+    "data",
+    "prediction",
+    "id",
+    "similar",
+    "features",
+    "targets",
+    "target_ids",
+    "sample",
+    "seed",
+    "config",
+    "engine",
+    "spark_master",
+)
+OUTPUT_KEYS = ("out", "into_table", "database", "replace")
+SHAPLEY_KEYS = (
+    REQUEST_KEYS
+    + ("method", "path", "tolerance", "max_permutations", "memory_limit", "temp_directory", "reasons")
+    + OUTPUT_KEYS
+)
+EFFECTS_KEYS = REQUEST_KEYS + ("path", "memory_limit", "temp_directory") + OUTPUT_KEYS
+SQL_KEYS = REQUEST_KEYS + ("table", "dialect", "variant")
+ASSEMBLE_KEYS = ("similar", "features", "method", "seed", "tolerance", "max_permutations", "config", *OUTPUT_KEYS)
+
+_PATH_KEYS = ("data", "out", "database", "temp_directory")
+
+CONFIG_TYPES: dict[str, tuple[type, ...]] = {
+    "data": (str,),
+    "prediction": (str,),
+    "id": (str,),
+    "similar": (dict,),
+    "features": (str, list),
+    "targets": (str,),
+    "target_ids": (str, list),
+    "sample": (int, float),
+    "seed": (int,),
+    "method": (str,),
+    "path": (str,),
+    "tolerance": (int, float),
+    "max_permutations": (int,),
+    "memory_limit": (str,),
+    "temp_directory": (str,),
+    "out": (str,),
+    "into_table": (str,),
+    "database": (str,),
+    "replace": (bool,),
+    "engine": (str,),
+    "spark_master": (str,),
+    "table": (str,),
+    "dialect": (str,),
+    "variant": (str,),
+    "reasons": (int,),
+}
+"""The type of every value a config file may hold."""
+
+_TYPE_NAMES = {
+    str: "text",
+    int: "a whole number",
+    float: "a number",
+    list: "a list",
+    dict: "a table",
+    bool: "true or false",
+}
+
+
+def options(arguments: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The command's options: its config file's, overridden by the flags that were given."""
+    flags = {key: arguments[key] for key in keys if key in arguments and key != "config"}
+    flags["similar"] = dict(_split_similar(text) for text in arguments.get("similar") or [])
+    return _merge_config(arguments.get("config"), flags, keys)
+
+
+def request(options: dict[str, Any]) -> dict[str, Any]:
+    """The arguments every API function takes, from the merged options."""
+    if not options.get("data"):
+        raise CohortError("no DATA given: pass a file, FILE.duckdb:TABLE or a SQL query (or data = ... in --config)")
+    if not options.get("prediction"):
+        raise CohortError("no --prediction given: name the column to explain")
+    if options.get("targets") is not None and options.get("target_ids") is not None:
+        raise CohortError("give one of --targets and --target-ids, not both")
+    if options.get("target_ids") is not None and options.get("sample") is not None:
+        raise CohortError("--sample draws from every row or from --targets' rows, not from --target-ids")
+    engine = options.get("engine")
+    if engine is not None and engine not in ENGINES:
+        raise CohortError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if options.get("spark_master") and engine != "spark":
+        raise CohortError("--spark-master needs --engine spark")
+    return dict(
+        prediction=options["prediction"],
+        similarity=similarity(options.get("similar"), options.get("features")),
+        id=options.get("id"),
+        targets=options.get("targets") or _target_ids(options.get("target_ids")),
+        sample=_sample(options.get("sample")),
+        seed=options.get("seed"),
+        engine=engine,
+        connection=_spark_session(options.get("spark_master")) if engine == "spark" else None,
+    )
+
+
+def pick(options: dict[str, Any], *names: str) -> dict[str, Any]:
+    """The options among `names` that were given."""
+    return {name: options[name] for name in names if options.get(name) is not None}
+
+
+def _spark_session(master: str | None) -> Any:
+    from cohortsql.engines import spark_session
+
+    return spark_session(master)
+
+
+def _sample(sample: float | None) -> int | float | None:
+    """--sample as a count (>= 1, whole) or a fraction (< 1)."""
+    if sample is None or sample < 1:
+        return sample
+    if not float(sample).is_integer():
+        raise CohortError(f"--sample {sample}: a count must be a whole number (or a fraction below 1)")
+    return int(sample)
+
+
+def similarity(similar: dict[str, str] | None, features: str | list[str] | None) -> dict[str, str | None]:
+    """--features (default kinds) then --similar FEATURE=KIND, in the order given."""
+    names = features.split(",") if isinstance(features, str) else list(features or [])
+    kinds: dict[str, str | None] = {name.strip(): None for name in names if name.strip()}
+    kinds.update(similar or {})
+    if not kinds:
+        raise CohortError("no features given: use --similar FEATURE=KIND or --features a,b,c")
+    return kinds
+
+
+def _split_similar(text: str) -> tuple[str, str]:
+    name, equals, kind = text.partition("=")
+    if not equals or not name.strip() or not kind.strip():
+        raise CohortError(f"--similar {text!r} is not FEATURE=KIND, e.g. --similar age=range:0.1")
+    return name.strip(), kind.strip()
+
+
+def _target_ids(text: str | list[Any] | None) -> list[Any] | None:
+    """--target-ids as given: the values are parsed by the id column's type (dates, text like 003, integers)."""
+    if text is None or isinstance(text, list):
+        return text
+    return [value.strip() for value in text.split(",") if value.strip()] or None
+
+
+def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Options from the TOML file, overridden by every flag that was given."""
+    merged: dict[str, Any] = {}
+    if config is not None:
+        try:
+            loaded = tomllib.loads(Path(config).read_text())
+        except OSError as error:
+            raise CohortError(f"cannot read config {str(config)!r}: {error.strerror}") from None
+        except tomllib.TOMLDecodeError as error:
+            raise CohortError(f"config {str(config)!r} is not valid TOML: {error}") from None
+        merged = {key.replace("-", "_"): value for key, value in loaded.items()}
+        known = [key for key in keys if key != "config"]
+        unknown = sorted(set(merged) - set(known))
+        if unknown:
+            raise CohortError(f"config {str(config)!r} has unknown keys {unknown}; known keys: {', '.join(known)}")
+        for key, value in merged.items():
+            _check_config_value(config, key, value)
+        for key in _PATH_KEYS:
+            # Paths in a config file are relative to the file, so it works from any directory.
+            value = merged.get(key)
+            if isinstance(value, str) and not is_query(value) and not Path(value).is_absolute():
+                merged[key] = str(Path(config).parent / value)
+    for key, value in flags.items():
+        if value in (None, [], {}):
+            continue
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            value = {**merged[key], **value}  # e.g. one --similar flag overrides one feature's kind
+        merged[key] = value
+    return merged
+
+
+def _check_config_value(config: Path, key: str, value: object) -> None:
+    expected = CONFIG_TYPES[key]
+    wrong = not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected)
+    if key == "similar" and isinstance(value, dict):
+        wrong = not all(isinstance(kind, str) for kind in value.values())
+    if key == "features" and isinstance(value, list):
+        wrong = not all(isinstance(item, str) for item in value)
+    if key == "target_ids" and isinstance(value, list):
+        wrong = not all(isinstance(item, str | int) and not isinstance(item, bool) for item in value)
+    if wrong:
+        names = " or ".join(_TYPE_NAMES[kind] for kind in expected)
+        if key == "similar":
+            names = 'a table of FEATURE = "KIND" entries'
+        raise CohortError(f"config {str(config)!r}: {key} must be {names}, got {value!r}")

@@ -1,0 +1,80 @@
+"""What the command line prints: results ranked, and the diagnostics in words."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cohortsql.result import CohortShapleyResult, ShapleyEffects
+
+REASONS_SHOWN = 5
+"""How many targets' reasons the summary prints (all of them go to the _reasons file)."""
+
+SINGLETON_CAVEAT = 0.5
+"""Above this share of targets alone in their cohort, the explained share is printed with a caveat."""
+
+
+def diagnostics_in_words(checks: Mapping[str, Any]) -> list[str]:
+    """The diagnostics as sentences: cohort sizes, singletons, features that narrow cohorts to almost nothing."""
+    lines = [
+        f"cohorts on every feature: median {checks['median_cohort_size']:,.0f} of {checks['subjects']:,} subjects;"
+        f" {checks['singleton_share']:.1%} of the targets are alone in theirs"
+    ]
+    narrow = {name: share for name, share in checks["narrow_features"].items() if share > 0}
+    for name, share in sorted(narrow.items(), key=lambda item: -item[1])[:5]:
+        lines.append(f"similarity on {name} alone keeps at most 1% of the table for {share:.1%} of the targets")
+    return lines
+
+
+def shapley_summary(result: CohortShapleyResult, top: int, reasons: int | None) -> str:
+    """The run's size, its diagnostics, the features ranked by mean |value| and by mean squared value,
+    and (with --reasons) the first targets' reasons in words."""
+    importance = result.global_
+    by_value = importance.sort("mean_abs_shapley", descending=True).head(top)
+    by_square = importance.sort("shapley_effect", descending=True).head(top)
+    width = max(len(feature) for feature in result.features)
+    lines = [
+        f"{len(result.ids)} targets x {len(result.features)} features, {result.subjects} subjects,"
+        f" mean {result.mean:.6g}, method {result.method}",
+        *diagnostics_in_words(result.diagnostics),
+        "",
+        f"{'by mean |shapley|':<{width + 14}}by mean shapley_squared",
+    ]
+    for left, right in zip(by_value.iter_rows(named=True), by_square.iter_rows(named=True)):
+        lines.append(
+            f"{left['feature']:<{width}}  {left['mean_abs_shapley']:<10.4g}  "
+            f"{right['feature']:<{width}}  {right['shapley_effect']:.4g}"
+        )
+    if reasons:
+        lines += ["", f"top {reasons} reasons (mean {result.mean:.4g}):"]
+        table = result.reasons(reasons)
+        for target in table["id"].unique(maintain_order=True).head(REASONS_SHOWN).to_list():
+            rows = table.filter(table["id"] == target)
+            lines.append(f"  {target}: prediction {rows['prediction'][0]:.4g}; " + "; ".join(rows["reason"].to_list()))
+        if len(result.ids) > REASONS_SHOWN:
+            lines.append(f"  ... and {len(result.ids) - REASONS_SHOWN:,} more targets")
+    return "\n".join(lines)
+
+
+def effects_summary(effects: ShapleyEffects) -> str:
+    """Shapley effects ranked, with their shares of the variance and the diagnostics."""
+    ranked = effects.effects.sort("shapley_effect", descending=True)
+    width = max(len(feature) for feature in ranked["feature"])
+    caveat = ""
+    if effects.diagnostics.get("singleton_share", 0) > SINGLETON_CAVEAT:
+        caveat = " (most targets are alone in their cohort, so this share says little)"
+    lines = [
+        f"variance {effects.variance:.6g}; the cohorts on every feature explain {effects.explained:.6g}"
+        f" ({effects.explained_share:.1%}){caveat}; {effects.targets} targets of {effects.subjects} subjects,"
+        f" path {effects.path}",
+        *diagnostics_in_words(effects.diagnostics),
+        "",
+        f"{'feature':<{width}}  {'effect':>10}  {'se':>10}  {'share':>7}",
+    ]
+    for row in ranked.iter_rows(named=True):
+        lines.append(
+            f"{row['feature']:<{width}}  {row['shapley_effect']:>10.4g}  {row['shapley_effect_se']:>10.2g}"
+            f"  {row['share']:>7.1%}"
+        )
+    return "\n".join(lines)
