@@ -491,8 +491,11 @@ def _settings(
 
 
 def _described_targets(targets: Any) -> str:
-    if targets is None or isinstance(targets, (str, int, float)):
-        return repr(targets)
+    """The targets argument as text: every row, a predicate, a sample size, or (the first) ids."""
+    if targets is None:
+        return "every row"
+    if isinstance(targets, (str, int, float)):
+        return str(targets)
     listed = list(targets)
     return repr(listed[:20])[:-1] + (f", ... ({len(listed)} ids)]" if len(listed) > 20 else "]")
 

@@ -1,7 +1,7 @@
 """Pictures of cohort Shapley results, after the paper's figures (matplotlib: ``pip install 'cohortsql[plot]'``).
 
 Every function returns a matplotlib Figure. Local plots take a `CohortShapleyResult` or the path of
-the long table that ``cohortsql run --out`` writes (its ``_totals`` and ``_paths`` files beside it).
+the long table that ``cohortsql shapley --out`` writes (its ``_totals`` and ``_paths`` files beside it).
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ class Tables(NamedTuple):
 
 
 def read_tables(source: Source) -> Tables:
-    """The tables of a result object, or of the files ``cohortsql run --out FILE`` wrote."""
+    """The tables of a result object, or of the files ``cohortsql shapley --out FILE`` wrote."""
     if isinstance(source, CohortShapleyResult):
         return Tables(source.local, source.totals, source.paths)
     path = Path(source)
-    role = f"plot, from the files `cohortsql run --out {path.name}` writes"
+    role = f"plot, from the files `cohortsql shapley --out {path.name}` writes"
     return Tables(
         *(read_frame(sibling_path(path, label) if label else path, role) for label in ("", "totals", "paths"))
     )

@@ -1,7 +1,7 @@
 """Boston housing end to end (the paper's second example).
 
 Fits a gradient-boosted regression of medv on the 13 predictors, saves its predictions as
-examples/data/boston_predictions.parquet (so `cohortsql run` needs no model library), explains
+examples/data/boston_predictions.parquet (so `cohortsql shapley` needs no model library), explains
 every tract with cohort Shapley (each predictor similar within 10% of its 5%-95% quantile range),
 prints the most important predictors and the Shapley effects, and saves figures.
 

@@ -233,9 +233,9 @@ class SparkEngine:
     def _schema(self, frame: DataFrame) -> pa.Schema:
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        try:
-            return to_arrow_schema(frame.schema)
-        except (TypeError, ValueError, PySparkException):
+        try:  # the time zone only labels timestamps here; cohortsql reads their kind, not their zone
+            return to_arrow_schema(frame.schema, timezone="UTC")
+        except (TypeError, ValueError, AssertionError, PySparkException):
             return self._run(lambda: frame.limit(0).toArrow().schema, "reading the data's columns")
 
     def _has_table(self, name: str) -> bool:
