@@ -392,7 +392,7 @@ def _standalone_source(data: Any, table: str | None, dialect: Any) -> str:
 
 def _standalone_condition(prepared: Prepared, chosen_ids: list[Any] | None, dialect: Any) -> str:
     if chosen_ids is not None:
-        return f"__cohort_id IN ({', '.join(dialect.literal(value) for value in chosen_ids)})"
+        return compile.id_membership("__cohort_id", chosen_ids, None, dialect)
     return compile.target_condition(prepared.target_predicate is not None, None)
 
 

@@ -174,12 +174,19 @@ def target_rows(subjects: str, condition: str) -> str:
     return template("targets").format(subjects=subjects, condition=condition)
 
 
-def target_condition(target_predicate: bool, requested_ids: str | None) -> str:
-    """Which subjects are targets: all, those of the caller's predicate, those whose ids are in a table."""
+def target_condition(target_predicate: bool, membership: str | None) -> str:
+    """Which subjects are targets: all, those of the caller's predicate, and those of an id `membership` test."""
     conditions = ["__cohort_target"] if target_predicate else []
-    if requested_ids is not None:
-        conditions.append(f"__cohort_id IN (SELECT id FROM {requested_ids})")
+    if membership is not None:
+        conditions.append(membership)
     return " AND ".join(conditions) or "TRUE"
+
+
+def id_membership(column: str, ids: Sequence[object] | None, table: str | None, dialect: Dialect) -> str:
+    """`column` IN the given `ids` (as literals), or IN the ``id`` column of relation `table`."""
+    if ids is not None:
+        return f"{column} IN ({', '.join(dialect.literal(value) for value in ids)})"
+    return f"{column} IN (SELECT id FROM {table})"
 
 
 def sampled_targets(subjects: str, condition: str, size: int, seed: int, dialect: Dialect) -> str:
@@ -193,10 +200,10 @@ def sampled_targets(subjects: str, condition: str, size: int, seed: int, dialect
     )
 
 
-def target_data(source: str, columns: Sequence[str], id: str, targets: str, dialect: Dialect) -> str:
-    """The rows of `source` (the given columns, as they are) whose id is among the targets', in id order."""
+def target_data(source: str, columns: Sequence[str], id: str, membership: str, dialect: Dialect) -> str:
+    """The rows of `source` (the given columns, as they are) passing the id `membership` test, in id order."""
     return template("target_data").format(
-        columns=", ".join(dialect.quote(column) for column in columns), source=source, id=id, targets=targets
+        columns=", ".join(dialect.quote(column) for column in columns), source=source, id=id, membership=membership
     )
 
 
@@ -222,24 +229,34 @@ def mask_words(features: Sequence[ResolvedFeature], parameters: Sequence[Paramet
     one expression per word of `MASK_WORD_BITS` predictors: word w holds predictors 63w .. 63w + 62."""
     words = []
     for first in range(0, len(features), MASK_WORD_BITS):
-        chunk = zip(features[first : first + MASK_WORD_BITS], parameters[first : first + MASK_WORD_BITS])
+        chunk = list(zip(features[first : first + MASK_WORD_BITS], parameters[first : first + MASK_WORD_BITS]))
+        # The narrowest integer type that holds the word: DuckDB then knows the mask's range.
+        kind = "SMALLINT" if len(chunk) <= 15 else "INTEGER" if len(chunk) <= 31 else "BIGINT"
         words.append(
             "\n        + ".join(
-                f"CASE WHEN {similarity_test(feature, values, dialect)} THEN {1 << bit} ELSE 0 END"
+                f"CASE WHEN {similarity_test(feature, values, dialect)} THEN CAST({1 << bit} AS {kind})"
+                f" ELSE CAST(0 AS {kind}) END"
                 for bit, (feature, values) in enumerate(chunk)
             )
         )
     return words
 
 
-def mask_histogram(subjects: str, targets: str, features: Sequence[ResolvedFeature], dialect: Dialect) -> str:
+def mask_histogram(
+    subjects: str, targets: str, features: Sequence[ResolvedFeature], dialect: Dialect, *, collapsed: bool
+) -> str:
     """GROUP BY target, mask words -> subjects, sum_y for every target in relation `targets`.
 
-    `subjects` has ``__cohort_count`` and ``__cohort_sum`` (collapsed identical subjects, or count 1)."""
+    `subjects` has ``__cohort_count`` and ``__cohort_sum``: collapsed identical subjects, or (not
+    `collapsed`) every subject with count 1, counted with count(*)."""
     parameters = [literal_parameters(feature, dialect) for feature in features]
     words = mask_words(features, parameters, dialect)
     return template("mask_histogram").format(
-        masks=_aliased_masks(words), subjects=subjects, targets=targets, ordinals=_ordinals(len(words) + 1)
+        masks=_aliased_masks(words),
+        count="sum(s.__cohort_count)" if collapsed else "count(*)",
+        subjects=subjects,
+        targets=targets,
+        ordinals=_ordinals(len(words) + 1),
     )
 
 

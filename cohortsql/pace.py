@@ -19,6 +19,8 @@ from cohortsql.progress import Reporter
 SECONDS_PER_BATCH = 2.0
 PILOT_PAIRS = 2_000_000
 """Target-subject pairs in the pilot batch: a few hundredths of a second on DuckDB."""
+SMALL_RUN_PAIRS = 100_000_000
+"""A run of at most this many pairs (a couple of seconds on DuckDB) needs no pilot: one batch does it."""
 LONG_RUN_SECONDS = 60.0
 
 
@@ -110,7 +112,8 @@ class Pacer:
         self.reporter.finish()
 
     def _pilot_size(self) -> int:
-        if not self.paced:
+        small = self.total * self.pairs_per_target <= SMALL_RUN_PAIRS
+        if not self.paced or (small and not self.pilot_only):
             return self.memory_batch
         return max(1, min(self.memory_batch, PILOT_PAIRS // max(1, self.pairs_per_target)))
 

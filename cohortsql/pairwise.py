@@ -37,7 +37,13 @@ def _histograms(
         try:
             histogram = fetch_numpy(
                 engine,
-                compile.mask_histogram(prepared.weighted_subjects, uploaded, prepared.features, engine.dialect),
+                compile.mask_histogram(
+                    prepared.weighted_subjects,
+                    uploaded,
+                    prepared.features,
+                    engine.dialect,
+                    collapsed=prepared.compressed,
+                ),
                 context=context,
             )
         finally:

@@ -8,7 +8,8 @@ rows as they are in the data are read only by computations that report them (`re
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -334,14 +335,11 @@ def _targets_by_id(engine: Engine, prepared: Prepared, targets: Any) -> pa.Table
         )
     requested = requested_ids(targets, id_type(prepared), prepared.id)
     column = "row positions" if prepared.id is None else f"id column {prepared.id!r}"
-    uploaded = engine.upload(pa.table({"id": requested}), "requested_ids")
-    try:
-        condition = compile.target_condition(prepared.target_predicate is not None, uploaded)
+    with id_membership(engine, "__cohort_id", requested) as membership:
+        condition = compile.target_condition(prepared.target_predicate is not None, membership)
         table = engine.fetch_arrow(
             compile.target_rows(prepared.subjects, condition), context=f"matching target ids to the {column}"
         )
-    finally:
-        engine.drop(uploaded)
     found = pl.Series(table.column("__cohort_id"))
     missing = pl.Series(requested).filter(~pl.Series(requested).is_in(found.implode())).unique(maintain_order=True)
     if len(missing):
@@ -385,18 +383,33 @@ def requested_ids(values: Any, dtype: pa.DataType, id: str | None) -> pa.Array:
         raise CohortError(f"target ids {listed[:5]!r} are not values of {column}: {error}") from None
 
 
+LITERAL_IDS = 5_000
+"""Up to this many ids are written into the query (an IN list the engine pushes into its scan: 8 ms
+against 38 ms for a semi-join on 2,000,000 rows, measured on DuckDB); more are uploaded as a table."""
+
+
+@contextmanager
+def id_membership(engine: Engine, column: str, ids: pa.Array) -> Iterator[str]:
+    """SQL testing that `column` is one of `ids`, for the duration of a with-block."""
+    if len(ids) <= LITERAL_IDS:
+        yield compile.id_membership(column, ids.to_pylist(), None, engine.dialect)
+        return
+    uploaded = engine.upload(pa.table({"id": ids}), "ids")
+    try:
+        yield compile.id_membership(column, None, uploaded, engine.dialect)
+    finally:
+        engine.drop(uploaded)
+
+
 def read_target_data(engine: Engine, prepared: Prepared, targets: TargetSet) -> pl.DataFrame:
     """The target rows as they are in the data (every column), in id order, read by id."""
-    uploaded = engine.upload(targets.table.select(["__cohort_id"]), "target_ids")
-    try:
+    with id_membership(engine, prepared.id_sql, targets.table.column("__cohort_id").combine_chunks()) as membership:
         rows = engine.fetch_arrow(
             compile.target_data(
-                prepared.input.relation, prepared.input.schema.names, prepared.id_sql, uploaded, engine.dialect
+                prepared.input.relation, prepared.input.schema.names, prepared.id_sql, membership, engine.dialect
             ),
             context="reading the target rows",
         )
-    finally:
-        engine.drop(uploaded)
     if not rows.column("__cohort_id").equals(targets.table.column("__cohort_id")):
         raise RuntimeError("the target rows read back do not match the targets (ids out of order)")
     frame = pl.from_arrow(rows.drop_columns(["__cohort_id"]))

@@ -7,7 +7,7 @@
 SELECT
     t.__cohort_batch AS target,
     {masks},
-    CAST(sum(s.__cohort_count) AS BIGINT) AS subjects,
+    CAST({count} AS BIGINT) AS subjects,
     sum(s.__cohort_sum) AS sum_y
 FROM {subjects} AS s
 CROSS JOIN {targets} AS t

@@ -2,5 +2,5 @@
 -- per-group summaries.
 SELECT {id} AS __cohort_id, {columns}
 FROM {source}
-WHERE {id} IN (SELECT __cohort_id FROM {targets})
+WHERE {membership}
 ORDER BY {id}

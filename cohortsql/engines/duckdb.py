@@ -38,6 +38,10 @@ from cohortsql.sqltext import check_query, is_query
 
 _GLOB_CHARACTERS = set("*?[")
 _READER_FUNCTIONS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json"}
+PERFECT_HASH_BITS = 20
+"""GROUP BY keys spanning up to 2^20 values (target x mask) get DuckDB's perfect hash aggregate, whose
+table then takes up to ~25 MB per thread; the default, 12 bits, misses every histogram of d >= 6."""
+
 _BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
 """Units of DuckDB's display of memory_limit (e.g. '953.6 MiB')."""
 
@@ -56,25 +60,30 @@ class DuckDBEngine:
     dialect = DUCKDB
 
     def __init__(self, connection: duckdb.DuckDBPyConnection | None, settings: EngineSettings) -> None:
-        """`settings.memory_limit` and `settings.temp_directory` apply while the engine is open; on the
-        caller's connection the previous settings come back at close."""
+        """`settings.memory_limit` and `settings.temp_directory` apply while the engine is open; the previous
+        settings come back at close.
+
+        Without a connection the engine works on a cursor of one in-memory database the process keeps
+        (opening a database costs 10-20 ms, a cursor 20 us); its temporary tables are the cursor's own."""
         self._owns_connection = connection is None
         if connection is None:
-            connection = _connect(settings.database, settings.read_only)
+            if settings.database is None:
+                connection = _shared_database().cursor()
+            else:
+                connection = _connect(settings.database, settings.read_only)
         self.connection = connection
         self._session = uuid.uuid4().hex[:8]
         self._created: list[tuple[str, str]] = []
         self._names = 0
         self._previous_settings: dict[str, str] = {}
         # DuckDB's own progress bar would print into the caller's output; cohortsql reports its own.
-        wanted = {
-            "memory_limit": settings.memory_limit,
-            "temp_directory": settings.temp_directory,
-            "enable_progress_bar": "false",
-        }
-        for name, value in wanted.items():
-            if value is not None:
-                self._set(name, str(value))
+        session = {"enable_progress_bar": "false", "perfect_ht_threshold": str(PERFECT_HASH_BITS)}
+        for name, value in session.items():
+            self._set(name, value, restore=not self._owns_connection)  # an owned cursor ends with the engine
+        database_wide = {"memory_limit": settings.memory_limit, "temp_directory": settings.temp_directory}
+        for setting, chosen in database_wide.items():
+            if chosen is not None:
+                self._set(setting, str(chosen), restore=True)  # restored at close
 
     # -- the Engine protocol -------------------------------------------------------------------
 
@@ -108,10 +117,12 @@ class DuckDBEngine:
         return self._register_arrow(table, positions)
 
     def upload(self, table: pa.Table, purpose: str) -> str:
-        name = self._temporary_name(purpose)
-        self.connection.register(name, table)
-        self._created.append(("REGISTERED", name))
-        return self.dialect.quote(name)
+        # A small table stored by DuckDB, not a view of the Arrow data: its statistics let the optimizer
+        # use a perfect hash for GROUP BY target, mask (1.6x faster on 2e8 pairs, measured).
+        view = self._temporary_relation(table)
+        stored = self.create(f"SELECT * FROM {view}", purpose, materialize=True, context="sending data to DuckDB")
+        self.drop(view)
+        return stored
 
     def create(self, select: str, purpose: str, *, materialize: bool, context: str) -> str:
         name = self._temporary_name(purpose)
@@ -180,12 +191,16 @@ class DuckDBEngine:
             raise
 
     def close(self) -> None:
+        for kind, name in reversed(self._created):
+            # An owned cursor's temporary objects go with it; attached databases are the database's.
+            if kind == "DATABASE" or not self._owns_connection:
+                self._drop(kind, name)
+        self._created.clear()
+        self._restore_settings()
         if self._owns_connection:
             self.connection.close()
-            return
-        for kind, name in reversed(self._created):
-            self._drop(kind, name)
-        self._created.clear()
+
+    def _restore_settings(self) -> None:
         for name, value in self._previous_settings.items():
             # RESET restores a default exactly; the printed value (e.g. '18.8 GiB') is rounded.
             self.connection.execute(f"RESET {name}")
@@ -202,7 +217,7 @@ class DuckDBEngine:
     # -- inputs --------------------------------------------------------------------------------
 
     def _register_arrow(self, table: pa.Table, positions: bool) -> Input:
-        relation = self.upload(with_positions(table) if positions else table, "input")
+        relation = self._temporary_relation(with_positions(table) if positions else table)  # no copy
         return Input(relation, table.schema, positions, True)
 
     def _register_path(self, path: str, positions: bool) -> Input:
@@ -318,11 +333,12 @@ class DuckDBEngine:
         except duckdb.Error as error:
             raise _as_cohort_error(error, context) from None
 
-    def _set(self, name: str, value: str) -> None:
-        (previous,) = self.fetch_arrow(
-            f"SELECT current_setting({self.dialect.string(name)}) AS v", context=f"reading {name}"
-        )["v"].to_pylist()
-        self._previous_settings.setdefault(name, str(previous))
+    def _set(self, name: str, value: str, *, restore: bool) -> None:
+        if restore:
+            (previous,) = self.fetch_arrow(
+                f"SELECT current_setting({self.dialect.string(name)}) AS v", context=f"reading {name}"
+            )["v"].to_pylist()
+            self._previous_settings.setdefault(name, str(previous))
         self._execute(f"SET {name} = {self.dialect.string(value)}", context=f"setting {name} = {value!r}")
 
     def _drop(self, kind: str, name: str) -> None:
@@ -334,9 +350,17 @@ class DuckDBEngine:
             self.connection.execute(f"DROP {kind} IF EXISTS {self.dialect.quote(name)}")
 
 
-def _connect(database: str | os.PathLike[str] | None, read_only: bool) -> duckdb.DuckDBPyConnection:
-    if database is None:
-        return duckdb.connect()
+_SHARED: list[duckdb.DuckDBPyConnection] = []
+
+
+def _shared_database() -> duckdb.DuckDBPyConnection:
+    """The process's in-memory database for engines opened without a connection."""
+    if not _SHARED:
+        _SHARED.append(duckdb.connect())
+    return _SHARED[0]
+
+
+def _connect(database: str | os.PathLike[str], read_only: bool) -> duckdb.DuckDBPyConnection:
     if read_only and not Path(database).is_file():
         raise CohortError(f"no DuckDB database file {str(database)!r}; check the path")
     try:
