@@ -152,10 +152,9 @@ def cohort_games(counts: np.ndarray, sums: np.ndarray, mean: float) -> tuple[np.
     `counts[t, m]` and `sums[t, m]` are the number of subjects with similarity mask m for target t
     and the sum of their explained values. v_CS(t, {}) = 0 exactly, since C_{t,{}} is every subject.
     """
-    sizes = superset_sums(counts)
+    sizes, game = superset_sums(np.stack([counts, sums]))  # one transform of both: half the passes' overhead
     if np.any(sizes[..., -1] < 1):
         raise ValueError("a target is missing from its own cohort: similarity masks are not reflexive")
-    game = superset_sums(sums)
     game /= sizes
     game -= mean
     game[..., 0] = 0.0
@@ -190,13 +189,13 @@ def cohort_shapley_of_games(sizes: np.ndarray, game: np.ndarray, mean: float, we
 
 def _of_games(sizes: np.ndarray, game: np.ndarray, mean: float, weights: np.ndarray) -> CohortShapley:
     squared = game**2
-    phi = shapley_values(game)
+    phi, phi_squared = shapley_values(np.stack([game, squared]))
     order = importance_order(phi)
     subsets = np.cumsum(1 << order, axis=1)  # u_k: the first k + 1 features of the order, as bits
     rows = np.arange(len(game))[:, None]
     return CohortShapley(
         shapley=phi,
-        shapley_squared=shapley_values(squared),
+        shapley_squared=phi_squared,
         cohort_size=sizes[..., -1].astype(np.int64),
         cohort_mean=game[..., -1] + mean,
         path_order=order,
@@ -207,9 +206,16 @@ def _of_games(sizes: np.ndarray, game: np.ndarray, mean: float, weights: np.ndar
     )
 
 
+TIE_TOLERANCE = 1e-12
+"""|phi_j| closer than this (relative to the target's largest) count as tied, so that rounding noise
+(different summation orders, engines, kernels) does not reorder features that are equally important."""
+
+
 def importance_order(phi: np.ndarray) -> np.ndarray:
-    """Features of each target by decreasing |phi_j| (ties in feature order), shape (..., d)."""
-    return np.argsort(-np.abs(phi), axis=-1, kind="stable")
+    """Features of each target by decreasing |phi_j| (ties, up to `TIE_TOLERANCE`, in feature order), shape (..., d)."""
+    size = np.abs(phi)
+    scale = TIE_TOLERANCE * np.maximum(1.0, size.max(axis=-1, keepdims=True, initial=0.0))
+    return np.argsort(-np.floor(size / scale), axis=-1, kind="stable")
 
 
 def _in_chunks(
