@@ -39,10 +39,32 @@ def test_every_subset_matches_brute_force(case):
             np.testing.assert_allclose(result.game[:, u], cohort_sums[targets] / cohort_sizes[targets], atol=1e-12)
 
 
-def test_subsets_are_each_visited_once_with_bounded_group_numbers():
-    codes = np.random.default_rng(1).integers(0, 50, size=(30, 5))
-    visited = []
-    for subset, groups, bound in lattice.subset_groups(codes):
-        visited.append(subset)
-        assert groups.min() >= 0 and groups.max() < bound <= max(4 * 30, 1) * 50
-    assert sorted(visited) == list(range(32))
+@settings(max_examples=50, deadline=None)
+@given(arrays(np.int64, st.integers(0, 30), elements=st.integers(0, 10_000)))
+def test_dense_renumbering_keeps_order_and_equality(groups):
+    bound = int(groups.max(initial=-1)) + 1
+    numbers, count = lattice.dense(groups, bound)
+    assert count == len(np.unique(groups))
+    assert sorted(set(numbers.tolist())) == list(range(count))
+    assert ((numbers[:, None] == numbers[None, :]) == (groups[:, None] == groups[None, :])).all()
+    assert ((numbers[:, None] < numbers[None, :]) == (groups[:, None] < groups[None, :])).all()
+
+
+def test_cells_alone_leave_the_walk_without_changing_anything():
+    """Mostly unique cells (as for 10 keys of 10 bins on a million rows): pruned early, same numbers."""
+    rng = np.random.default_rng(4)
+    codes = rng.integers(0, 6, size=(200, 6))
+    counts = rng.integers(1, 4, 200).astype(float)
+    sums = rng.normal(size=200)
+    targets = np.array([0, 5, 17, 199])
+    result = lattice.subset_cohorts(codes, counts, sums, targets)
+    for u in range(1, 1 << 6):
+        keys = [j for j in range(6) if u >> j & 1]
+        same = (codes[:, None, keys] == codes[None, :, keys]).all(axis=2)
+        cohort_sizes, cohort_sums = same @ counts, same @ sums
+        expected = (counts * (cohort_sums / cohort_sizes) ** 2).sum() / counts.sum()
+        np.testing.assert_allclose(result.variance_game[u], expected, rtol=1e-12)
+        np.testing.assert_allclose(result.sizes[:, u], cohort_sizes[targets])
+        np.testing.assert_allclose(result.game[:, u], cohort_sums[targets] / cohort_sizes[targets], atol=1e-12)
+        if len(keys) == 1:
+            np.testing.assert_allclose(result.feature_sizes[:, keys[0]], cohort_sizes)
