@@ -132,12 +132,18 @@ def aim_d(repeats: int) -> None:
     similarity = {f"x{j}": "abs:0.1" for j in range(12)}
     with opened_engine(frame, None, None) as engine:
         prepared = prepare.prepare(
-            engine, frame, prediction="y", similarity=similarity, id=None, target_predicate=None, max_features=128
+            engine, frame, outcomes=["y"], similarity=similarity, id=None, target_predicate=None, max_features=128
         )
         targets = prepare.select_targets(engine, prepared, list(range(100)), None)
+        weighted = prepare.weigh_subjects(engine, prepared)
         uploaded = engine.upload(targets.numbered(), "targets")
         sql = compile.mask_histogram(
-            prepared.weighted_subjects, uploaded, prepared.features, engine.dialect, collapsed=prepared.compressed
+            weighted.relation,
+            uploaded,
+            prepared.features,
+            prepared.measures,
+            engine.dialect,
+            collapsed=prepared.compressed,
         )
         step, _ = median_time(lambda: fetch_numpy(engine, sql, context="benchmark"), repeats)
     pairs = 2_000_000 * 100

@@ -17,10 +17,19 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cohortsql.api import cohort_shapley, estimate, histogram_sql, shapley_effects, variance_shapley
+    from cohortsql.api import (
+        cohort_shapley,
+        estimate,
+        histogram_sql,
+        shapley_effects,
+        uniqueness_shapley,
+        variance_shapley,
+    )
     from cohortsql.assemble import assemble
     from cohortsql.errors import CohortError, CohortWarning
+    from cohortsql.outcomes import CohortShapleyResults, ShapleyEffectsResults
     from cohortsql.result import CohortShapleyResult, ShapleyEffects
+    from cohortsql.uniqueness import UniquenessResult
     from cohortsql.similarity import (
         AbsoluteWindow,
         Bins,
@@ -37,6 +46,7 @@ _PUBLIC = {
     "cohort_shapley": "cohortsql.api",
     "shapley_effects": "cohortsql.api",
     "variance_shapley": "cohortsql.api",
+    "uniqueness_shapley": "cohortsql.api",
     "estimate": "cohortsql.api",
     "histogram_sql": "cohortsql.api",
     "assemble": "cohortsql.assemble",
@@ -44,6 +54,9 @@ _PUBLIC = {
     "CohortWarning": "cohortsql.errors",
     "CohortShapleyResult": "cohortsql.result",
     "ShapleyEffects": "cohortsql.result",
+    "CohortShapleyResults": "cohortsql.outcomes",
+    "ShapleyEffectsResults": "cohortsql.outcomes",
+    "UniquenessResult": "cohortsql.uniqueness",
     "AbsoluteWindow": "cohortsql.similarity",
     "Bins": "cohortsql.similarity",
     "Exact": "cohortsql.similarity",
@@ -60,20 +73,24 @@ __all__ = [
     "Bins",
     "CohortError",
     "CohortShapleyResult",
+    "CohortShapleyResults",
     "CohortWarning",
     "Exact",
     "QuantileWindow",
     "RangeWindow",
     "RelativeWindow",
     "ShapleyEffects",
+    "ShapleyEffectsResults",
     "Similarity",
     "SqlPredicate",
+    "UniquenessResult",
     "assemble",
     "cohort_shapley",
     "estimate",
     "histogram_sql",
     "parse_similarity",
     "shapley_effects",
+    "uniqueness_shapley",
     "variance_shapley",
 ]
 

@@ -1,17 +1,19 @@
-"""The public entry points of cohortsql: local cohort Shapley values, global Shapley effects, SQL out."""
+"""The public entry points of cohortsql: local cohort Shapley values, global Shapley effects, uniqueness
+Shapley, estimates, SQL out."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import polars as pl
 
-from cohortsql import arguments, compile, permutation, shapley
+from cohortsql import arguments, compile, permutation
+from cohortsql import bootstrap as bootstrap_module
 from cohortsql.dialects import DUCKDB, NATIVE_DIALECTS
 from cohortsql.choices import (
     DIALECTS,
@@ -27,9 +29,16 @@ from cohortsql.choices import (
 from cohortsql.engines import Engine, EngineSettings, open_engine
 from cohortsql.engines.base import file_format
 from cohortsql.errors import CohortError, check_choice
-from cohortsql.grouping_sets import grouping_sets_batches, variance_game
+from cohortsql.grouping_sets import grouping_sets_batches, uniqueness_of_cells, variance_game
+from cohortsql.outcomes import CohortShapleyResults, ShapleyEffectsResults
 from cohortsql.pace import Pacer, Plan
-from cohortsql.pairwise import exact_batch_size, pairwise_batches, permutation_batch_size, permutation_batches
+from cohortsql.pairwise import (
+    exact_batch_size,
+    pairwise_batches,
+    permutation_batch_size,
+    permutation_batches,
+    uniqueness_batches,
+)
 from cohortsql.plan import SimilarityArgument
 from cohortsql.prepare import Prepared, Targets, TargetSet, prepare, read_target_data, select_targets
 from cohortsql.progress import Reporter, Silent, reporter
@@ -42,6 +51,7 @@ from cohortsql.result import (
     warn_about_singletons,
 )
 from cohortsql.sqltext import check_expression, is_query
+from cohortsql.uniqueness import UniquenessResult
 
 MAX_EXACT_FEATURES = 24
 """Exact cohort Shapley keeps 2^d values per target; beyond this d it needs more memory than it is worth."""
@@ -72,16 +82,24 @@ def opened_engine(
         running.close()
 
 
+Prediction = str | Sequence[str]
+"""One explained column, or several explained over the same cohorts in one pass."""
+
+
+@overload
 def cohort_shapley(
     data: Any,
     *,
     prediction: str,
     similarity: SimilarityArgument,
     id: str | None = None,
+    weight: str | None = None,
     targets: Targets = None,
     sample: int | float | None = None,
     method: Method = "exact",
     seed: int | None = None,
+    bootstrap: int = 0,
+    confidence: float = 0.95,
     tolerance: float | None = None,
     max_permutations: int = 200,
     path: CohortPath = "auto",
@@ -90,7 +108,56 @@ def cohort_shapley(
     progress: bool | None = None,
     connection: Any = None,
     engine: EngineName | None = None,
-) -> CohortShapleyResult:
+) -> CohortShapleyResult: ...
+
+
+@overload
+def cohort_shapley(
+    data: Any,
+    *,
+    prediction: Sequence[str],
+    similarity: SimilarityArgument,
+    id: str | None = None,
+    weight: str | None = None,
+    targets: Targets = None,
+    sample: int | float | None = None,
+    method: Method = "exact",
+    seed: int | None = None,
+    bootstrap: int = 0,
+    confidence: float = 0.95,
+    tolerance: float | None = None,
+    max_permutations: int = 200,
+    path: CohortPath = "auto",
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
+) -> CohortShapleyResults: ...
+
+
+def cohort_shapley(
+    data: Any,
+    *,
+    prediction: Prediction,
+    similarity: SimilarityArgument,
+    id: str | None = None,
+    weight: str | None = None,
+    targets: Targets = None,
+    sample: int | float | None = None,
+    method: Method = "exact",
+    seed: int | None = None,
+    bootstrap: int = 0,
+    confidence: float = 0.95,
+    tolerance: float | None = None,
+    max_permutations: int = 200,
+    path: CohortPath = "auto",
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
+) -> CohortShapleyResult | CohortShapleyResults:
     """Cohort Shapley values of every feature for every target (Mase, Owen & Seiler).
 
     For target t and predictor set u, the cohort C_{t,u} is every subject similar to t on all of
@@ -102,17 +169,27 @@ def cohort_shapley(
         data: a path (parquet, csv, json, globs), a SQL query, a pyarrow Table, a polars DataFrame or
             LazyFrame, a pandas DataFrame, a DuckDB relation, a Spark DataFrame, or the name of a
             table on `connection`.
-        prediction: the column to explain (a model's prediction or an observed response).
+        prediction: the column to explain (a model's prediction or an observed response), or a list
+            of columns explained over the same cohorts in one pass (the result is then a
+            `CohortShapleyResults`, one result per column, its tables with an ``outcome`` column).
         similarity: feature -> similarity kind (object or text such as ``"range:0.1"``), or a
             list of feature names that get default kinds; its order is the feature order.
         id: the column that identifies rows; None uses the 0-based row position.
+        weight: a column of case weights (finite, >= 0): cohort means, the overall mean, averages over
+            targets and quantile windows weigh each row by it (an integer weight counts as that many
+            copies of the row; a weight of 0 drops it).
         targets: None for every row, a list of id values, or a SQL predicate over the data's columns
             (a count or a fraction here means ``sample=`` of every row).
         sample: a random sample of the targets (every row, or the rows of a predicate): a count (int)
             or a fraction (float), drawn with `seed`, the same on every engine.
         method: ``"exact"`` (d <= 24), ``"permutation"`` (Monte Carlo over random orders of the
             predictors, d <= 128, with standard errors) or ``"auto"`` (exact up to d = 16).
-        seed: seeds the random sample of targets and the permutations.
+        seed: seeds the random sample of targets, the permutations and the bootstrap replicates.
+        bootstrap: B Bayesian-bootstrap replicates (exact method): every subject reweighted by an
+            Exp(1) draw per replicate, all computed in the same SQL pass; gives percentile intervals
+            of every value (``res.local``), of the effects (``res.global_``) and paired intervals of
+            group differences (``res.by``).
+        confidence: the intervals' coverage.
         tolerance: permutation method: stop a target once every standard error is at most this.
         max_permutations: permutation method: the budget per target (antithetic pairs count twice).
         path: one of `PATHS` (exact method).
@@ -124,27 +201,32 @@ def cohort_shapley(
 
     Targets come in id order (row order when ids are row positions).
     """
+    outcomes = _outcomes(prediction)
     check_choice("method", method, METHODS)
     check_choice("path", path, PATHS)
     seed = arguments.seed(seed)
     tolerance = arguments.positive_number("tolerance", tolerance)
     max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
-    _check_names(prediction, id, memory_limit)
+    replicates, confidence, seed = _bootstrap_arguments(bootstrap, confidence, seed)
+    _check_names(id, weight, memory_limit)
     with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
-        prepared = prepare(
-            running,
-            data,
-            prediction=prediction,
-            similarity=similarity,
-            id=id,
-            target_predicate=targets if isinstance(targets, str) else None,
-            max_features=MAX_FEATURES,
-        )
+        prepared = _prepare(running, data, outcomes, similarity, id, weight, targets, MAX_FEATURES, replicates, seed)
         chosen = select_targets(running, prepared, targets, seed, sample)
         target_data = read_target_data(running, prepared, chosen)
         chosen_method = _choose_method(method, prepared.d)
+        if replicates and chosen_method != "exact":
+            raise CohortError("bootstrap intervals need method='exact' (the permutation method has standard errors)")
         settings = _settings(
-            running, prepared, chosen, method=chosen_method, path=path, targets=targets, sample=sample, seed=seed
+            running,
+            prepared,
+            chosen,
+            method=chosen_method,
+            path=path,
+            targets=targets,
+            sample=sample,
+            seed=seed,
+            bootstrap=replicates,
+            confidence=confidence,
         )
         chosen_path = "pairwise" if chosen_method == "permutation" else _choose_path(path, prepared, chosen.count)
         pacer = _pacer(running, prepared, chosen, chosen_method, chosen_path, reporter(progress))
@@ -152,28 +234,193 @@ def cohort_shapley(
             running, prepared, chosen, chosen_method, chosen_path, pacer, seed, max_permutations, tolerance
         )
         if chosen_method == "permutation":
-            fields: dict[str, Any] = permutation.stack(
-                [estimate for batch in batches for estimate in batch], chosen.group
-            )
+            estimates = list(batches)
+            fields = [
+                permutation.stack([estimate for batch in estimates for estimate in batch[outcome]], chosen.group)
+                for outcome in range(len(outcomes))
+            ]
+            intervals = None
         else:
-            fields = shapley.fan_out(shapley.concatenate(list(batches)), chosen.group)._asdict()
-    result = CohortShapleyResult(
-        **_common_fields(prepared, chosen, target_data),
-        **value_fields(fields, prepared.pilot),
-        method=chosen_method,
-        path=chosen_path,
-        settings={**settings, "path": chosen_path},
-    )
-    warn_about_singletons(result.diagnostics)
-    return result
+            keep = bootstrap_module.worth_keeping(chosen.count, prepared.d, prepared.measures)
+            collected = bootstrap_module.collect(batches, prepared.measures, confidence, keep=keep)
+            intervals = collected.fanned_out(chosen.group)
+            fields = [values._asdict() for values in intervals.values]
+    results = {}
+    for index, outcome in enumerate(outcomes):
+        result = CohortShapleyResult(
+            **_common_fields(prepared, chosen, target_data, index),
+            **value_fields(fields[index], prepared.pilots[index], counted=prepared.weight is None),
+            method=chosen_method,
+            path=chosen_path,
+            settings={**settings, "prediction": outcome, "path": chosen_path},
+            bootstrap=None if intervals is None else _bootstrap(intervals, prepared, chosen, index, confidence),
+        )
+        results[outcome] = result
+    first = next(iter(results.values()))
+    warn_about_singletons(first.diagnostics)
+    return first if isinstance(prediction, str) else CohortShapleyResults(results)
 
 
+@overload
 def shapley_effects(
     data: Any,
     *,
     prediction: str,
     similarity: SimilarityArgument,
     id: str | None = None,
+    weight: str | None = None,
+    targets: Targets = None,
+    sample: int | float | None = None,
+    seed: int | None = None,
+    bootstrap: int = 0,
+    confidence: float = 0.95,
+    path: CohortPath = "auto",
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
+) -> ShapleyEffects: ...
+
+
+@overload
+def shapley_effects(
+    data: Any,
+    *,
+    prediction: Sequence[str],
+    similarity: SimilarityArgument,
+    id: str | None = None,
+    weight: str | None = None,
+    targets: Targets = None,
+    sample: int | float | None = None,
+    seed: int | None = None,
+    bootstrap: int = 0,
+    confidence: float = 0.95,
+    path: CohortPath = "auto",
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
+) -> ShapleyEffectsResults: ...
+
+
+def shapley_effects(
+    data: Any,
+    *,
+    prediction: Prediction,
+    similarity: SimilarityArgument,
+    id: str | None = None,
+    weight: str | None = None,
+    targets: Targets = None,
+    sample: int | float | None = None,
+    seed: int | None = None,
+    bootstrap: int = 0,
+    confidence: float = 0.95,
+    path: CohortPath = "auto",
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
+) -> ShapleyEffects | ShapleyEffectsResults:
+    """Shapley effects: the exact Shapley values of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2.
+
+    They split the variance explained by the cohorts on all d predictors, v_var(1:d), over the
+    predictors; ``share`` divides by the variance of the explained column. With every row as a
+    target this is exact. With a sample of targets (``sample=`` a count or a fraction, drawn with
+    `seed`) v_var is the sample mean over the sampled targets and every effect gets a standard error.
+    With case weights, v_var averages over the targets weighted by them; with ``bootstrap=B``, each
+    effect gets a percentile interval from B Bayesian-bootstrap replicates of the whole table.
+    Arguments are those of `cohort_shapley`; `variance_shapley` is the same function.
+    """
+    outcomes = _outcomes(prediction)
+    check_choice("path", path, PATHS)
+    seed = arguments.seed(seed)
+    replicates, confidence, seed = _bootstrap_arguments(bootstrap, confidence, seed)
+    _check_names(id, weight, memory_limit)
+    with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
+        prepared = _prepare(
+            running, data, outcomes, similarity, id, weight, targets, MAX_EXACT_FEATURES, replicates, seed
+        )
+        measures = prepared.measures
+        features = tuple(feature.name for feature in prepared.features)
+        settings = _settings(
+            running,
+            prepared,
+            None,
+            method="exact",
+            path=path,
+            targets=targets,
+            sample=sample,
+            seed=seed,
+            bootstrap=replicates,
+            confidence=confidence,
+        )
+        if (
+            targets is None
+            and sample is None
+            and _choose_path(path, prepared, prepared.subject_count) == "grouping_sets"
+        ):
+            (games, checks), squared, target_weights = variance_game(running, prepared), None, None
+            count, population, chosen_path = prepared.subject_count, None, "grouping_sets"
+            variances = prepared.variances
+        else:
+            chosen = select_targets(running, prepared, targets, seed, sample)
+            count, population = chosen.count, chosen.population
+            chosen_path = _choose_path(path, prepared, count)
+            pacer = _pacer(running, prepared, chosen, "exact", chosen_path, reporter(progress))
+            batches = _local_batches(running, prepared, chosen, "exact", chosen_path, pacer, seed, 2, None)
+            collected = bootstrap_module.collect(batches, measures, confidence, keep=False, intervals=False).fanned_out(
+                chosen.group
+            )
+            weights = chosen.weights[:, measures.weighting_of_game]
+            games = collected.squared_games / weights.sum(axis=0)[:, None]
+            squared = [values.shapley_squared for values in collected.values]
+            target_weights = chosen.weights[:, 0]
+            centred = (
+                np.column_stack(
+                    [chosen.table.column(f"__cohort_y{index}").to_numpy() for index in range(len(outcomes))]
+                )
+                - prepared.centred_means
+            )
+            variances = np.average(centred**2, axis=0, weights=target_weights)
+            first = collected.values[0]
+            checks = diagnostics(
+                first.cohort_size, first.feature_cohort_size, features, prepared.total_weight, target_weights
+            )
+    warn_about_singletons(checks)
+    results = {
+        outcome: ShapleyEffects.from_game(
+            features=features,
+            game=games[measures.game(index, 0)],
+            variance=float(variances[index]),
+            subjects=prepared.subject_count,
+            targets=count,
+            squared_values=None if squared is None else squared[index],
+            population=population,
+            path=chosen_path,
+            diagnostics=checks,
+            settings={**settings, "prediction": outcome, "path": chosen_path},
+            target_weights=target_weights if prepared.weight is not None else None,
+            replicate_games=games[measures.game(index, 1) : measures.game(index + 1, 0)] if replicates else None,
+            confidence=confidence,
+        )
+        for index, outcome in enumerate(outcomes)
+    }
+    return next(iter(results.values())) if isinstance(prediction, str) else ShapleyEffectsResults(results)
+
+
+variance_shapley = shapley_effects
+"""The earlier name of `shapley_effects`."""
+
+
+def uniqueness_shapley(
+    data: Any,
+    *,
+    similarity: SimilarityArgument,
+    id: str | None = None,
+    weight: str | None = None,
     targets: Targets = None,
     sample: int | float | None = None,
     seed: int | None = None,
@@ -183,79 +430,60 @@ def shapley_effects(
     progress: bool | None = None,
     connection: Any = None,
     engine: EngineName | None = None,
-) -> ShapleyEffects:
-    """Shapley effects: the exact Shapley values of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2.
+) -> UniquenessResult:
+    """Uniqueness Shapley (Seiler, Mase & Owen): how identifiable each target is, split over its predictors.
 
-    They split the variance explained by the cohorts on all d predictors, v_var(1:d), over the
-    predictors; ``share`` divides by the variance of the explained column. With every row as a
-    target this is exact. With a sample of targets (``sample=`` a count or a fraction, drawn with
-    `seed`) v_var is the sample mean over the sampled targets and every effect gets a standard error.
-    Arguments are those of `cohort_shapley`; `variance_shapley` is the same function.
+    The game v_U(t, u) = -log(|C_{t,u}| / n) is the information (in nats) that the target's values
+    on u give about which row it is; its Shapley values add up to -log(|C_{t,1:d}| / n), which is
+    log(n) for a target unique in the table. A privacy audit from the same cohort counts as
+    `cohort_shapley`, with no explained column. With case weights, sizes are sums of weights.
+    Other arguments are those of `cohort_shapley` (exact method).
     """
     check_choice("path", path, PATHS)
     seed = arguments.seed(seed)
-    _check_names(prediction, id, memory_limit)
+    _check_names(id, weight, memory_limit)
     with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
-        prepared = prepare(
-            running,
-            data,
-            prediction=prediction,
-            similarity=similarity,
-            id=id,
-            target_predicate=targets if isinstance(targets, str) else None,
-            max_features=MAX_EXACT_FEATURES,
-        )
-        features = tuple(feature.name for feature in prepared.features)
+        prepared = _prepare(running, data, (), similarity, id, weight, targets, MAX_EXACT_FEATURES, 0, 0)
+        chosen = select_targets(running, prepared, targets, seed, sample)
+        target_data = read_target_data(running, prepared, chosen)
         settings = _settings(
-            running, prepared, None, method="exact", path=path, targets=targets, sample=sample, seed=seed
+            running, prepared, chosen, method="exact", path=path, targets=targets, sample=sample, seed=seed
         )
-        if (
-            targets is None
-            and sample is None
-            and _choose_path(path, prepared, prepared.subject_count) == "grouping_sets"
-        ):
-            (game, checks), squared = variance_game(running, prepared), None
-            count, population, variance, chosen_path = prepared.subject_count, None, prepared.variance, "grouping_sets"
-        else:
-            chosen = select_targets(running, prepared, targets, seed, sample)
-            count, population = chosen.count, chosen.population
-            chosen_path = _choose_path(path, prepared, count)
-            pacer = _pacer(running, prepared, chosen, "exact", chosen_path, reporter(progress))
-            batches = _local_batches(running, prepared, chosen, "exact", chosen_path, pacer, seed, 2, None)
-            values = shapley.fan_out(shapley.concatenate(list(batches)), chosen.group)
-            game, squared = values.squared_games / count, values.shapley_squared
-            centred = chosen.table.column("__cohort_y").to_numpy() - prepared.centred_mean
-            variance = float(np.mean(centred**2))
-            checks = diagnostics(values.cohort_size, values.feature_cohort_size, features, prepared.subject_count)
-    warn_about_singletons(checks)
-    return ShapleyEffects.from_game(
-        features=features,
-        game=game,
-        variance=variance,
+        chosen_path = _choose_path(path, prepared, chosen.count)
+        pacer = _pacer(running, prepared, chosen, "exact", chosen_path, reporter(progress))
+        batches = (uniqueness_of_cells if chosen_path == "grouping_sets" else uniqueness_batches)(
+            running, prepared, chosen, pacer
+        )
+        phi, value, size = (np.concatenate(arrays)[chosen.group] for arrays in zip(*batches))
+    common = _common_fields(prepared, chosen, target_data, None)
+    return UniquenessResult(
+        ids=common["ids"],
+        features=common["features"],
+        similarity=common["similarity"],
         subjects=prepared.subject_count,
-        targets=count,
-        squared_values=squared,
-        population=population,
+        total_weight=prepared.total_weight if prepared.weight is not None else None,
+        uniqueness=phi,
+        value=value,
+        cohort_size=size if prepared.weight is not None else np.rint(size).astype(np.int64),
+        targets=target_data,
+        weights=common["weights"],
         path=chosen_path,
-        diagnostics=checks,
         settings={**settings, "path": chosen_path},
     )
-
-
-variance_shapley = shapley_effects
-"""The earlier name of `shapley_effects`."""
 
 
 def estimate(
     data: Any,
     *,
-    prediction: str,
+    prediction: Prediction,
     similarity: SimilarityArgument,
     id: str | None = None,
+    weight: str | None = None,
     targets: Targets = None,
     sample: int | float | None = None,
     method: Method = "exact",
     seed: int | None = None,
+    bootstrap: int = 0,
     max_permutations: int = 200,
     path: CohortPath = "auto",
     memory_limit: str | None = None,
@@ -265,21 +493,15 @@ def estimate(
 ) -> Plan:
     """What `cohort_shapley` with these arguments would do and how long it should take: the data are
     read and checked, the targets chosen, and one small pilot batch computed and timed (``--dry-run``)."""
+    outcomes = _outcomes(prediction)
     check_choice("method", method, METHODS)
     check_choice("path", path, PATHS)
     seed = arguments.seed(seed)
     max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
-    _check_names(prediction, id, memory_limit)
+    replicates, _, seed = _bootstrap_arguments(bootstrap, 0.95, seed)
+    _check_names(id, weight, memory_limit)
     with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
-        prepared = prepare(
-            running,
-            data,
-            prediction=prediction,
-            similarity=similarity,
-            id=id,
-            target_predicate=targets if isinstance(targets, str) else None,
-            max_features=MAX_FEATURES,
-        )
+        prepared = _prepare(running, data, outcomes, similarity, id, weight, targets, MAX_FEATURES, replicates, seed)
         chosen = select_targets(running, prepared, targets, seed, sample)
         chosen_method = _choose_method(method, prepared.d)
         chosen_path = "pairwise" if chosen_method == "permutation" else _choose_path(path, prepared, chosen.count)
@@ -287,7 +509,10 @@ def estimate(
         batches = _local_batches(
             running, prepared, chosen, chosen_method, chosen_path, pacer, seed, max_permutations, None
         )
-        pilot = sum(len(batch) if isinstance(batch, list) else len(batch.shapley) for batch in batches)
+        pilot = sum(
+            len(batch[0]) if isinstance(batch, list) else len(batch.shapley) // max(1, prepared.measures.games)
+            for batch in batches
+        )
     return Plan(
         targets=chosen.count,
         distinct_targets=chosen.distinct.num_rows,
@@ -336,17 +561,10 @@ def histogram_sql(
     check_choice("dialect", dialect, DIALECTS)
     check_choice("variant", variant, VARIANTS)
     seed = arguments.seed(seed)
-    _check_names(prediction, id, None)
+    _outcomes(prediction, several=False)
+    _check_names(id, None, None)
     with opened_engine(data, engine, connection) as running:
-        prepared = prepare(
-            running,
-            data,
-            prediction=prediction,
-            similarity=similarity,
-            id=id,
-            target_predicate=targets if isinstance(targets, str) else None,
-            max_features=MAX_FEATURES,
-        )
+        prepared = _prepare(running, data, (prediction,), similarity, id, None, targets, MAX_FEATURES, 0, 0)
         chosen_ids = None
         if sample is not None or not (targets is None or isinstance(targets, str)):
             chosen = select_targets(running, prepared, targets, seed, sample)
@@ -396,11 +614,89 @@ def _standalone_condition(prepared: Prepared, chosen_ids: list[Any] | None, dial
     return compile.target_condition(prepared.target_predicate is not None, None)
 
 
-def _check_names(prediction: object, id: object, memory_limit: object) -> None:
-    if not isinstance(prediction, str):
-        raise CohortError(f"prediction must be the name of a column (text), got {prediction!r}")
+def _outcomes(prediction: object, *, several: bool = True) -> tuple[str, ...]:
+    """The explained columns: one name, or (where `several` are allowed) a non-empty list of names."""
+    if isinstance(prediction, str):
+        return (prediction,)
+    if several and isinstance(prediction, Sequence) and prediction:
+        for name in prediction:
+            if not isinstance(name, str):
+                raise CohortError(f"prediction must list column names (text), got {name!r}")
+        return tuple(prediction)
+    wanted = "the name of a column (text) or a list of them" if several else "the name of a column (text)"
+    raise CohortError(f"prediction must be {wanted}, got {prediction!r}")
+
+
+def _check_names(id: object, weight: object, memory_limit: object) -> None:
     arguments.optional_text("id", id)
+    arguments.optional_text("weight", weight)
     arguments.optional_text("memory_limit", memory_limit)
+
+
+def _bootstrap_arguments(bootstrap: object, confidence: object, seed: int | None) -> tuple[int, float, int | None]:
+    """B, the confidence level, and the seed (drawn when replicates need one and none was given)."""
+    replicates = arguments.whole_number("bootstrap", bootstrap, minimum=0)
+    if replicates == 1:
+        raise CohortError("bootstrap=1 gives no interval; ask for 0 (none) or at least 2 replicates (200 or more)")
+    level = arguments.positive_number("confidence", confidence)
+    if level is None or level >= 1:
+        raise CohortError(f"confidence must be a number between 0 and 1, e.g. 0.95; got {confidence!r}")
+    if replicates and seed is None:
+        seed = int(np.random.default_rng().integers(2**31))
+    return replicates, level, seed
+
+
+def _prepare(
+    engine: Engine,
+    data: Any,
+    outcomes: Sequence[str],
+    similarity: SimilarityArgument,
+    id: str | None,
+    weight: str | None,
+    targets: Targets,
+    max_features: int,
+    replicates: int,
+    seed: int | None,
+) -> Prepared:
+    return prepare(
+        engine,
+        data,
+        outcomes=outcomes,
+        similarity=similarity,
+        id=id,
+        weight=weight,
+        target_predicate=targets if isinstance(targets, str) else None,
+        max_features=max_features,
+        replicates=replicates,
+        seed=seed or 0,
+    )
+
+
+def _bootstrap(
+    collected: bootstrap_module.Collected, prepared: Prepared, targets: TargetSet, outcome: int, confidence: float
+) -> bootstrap_module.Bootstrap | None:
+    """Outcome `outcome`'s replicates and intervals, fanned out to every target (None without replicates)."""
+    measures = prepared.measures
+    if not measures.replicates:
+        return None
+    first = measures.game(outcome, 1)
+    games = collected.squared_games[first : first + measures.replicates]
+    replicate_weights = targets.weights[:, 1:]
+    low, high, squared_low, squared_high = collected.intervals[outcome]
+    kept = collected.replicate_values[outcome]
+    return bootstrap_module.Bootstrap(
+        replicates=measures.replicates,
+        confidence=confidence,
+        seed=measures.seed,
+        shapley_low=low,
+        shapley_high=high,
+        shapley_squared_low=squared_low,
+        shapley_squared_high=squared_high,
+        effects=bootstrap_module.replicate_effects(games, replicate_weights),
+        target_weights=replicate_weights,
+        shapley=None if kept is None else kept[0],
+        shapley_squared=None if kept is None else kept[1],
+    )
 
 
 def _pacer(
@@ -413,12 +709,14 @@ def _pacer(
     pilot_only: bool = False,
 ) -> Pacer:
     """Batches of targets for a computation: bounded by memory, paced by time (not the lattice walk)."""
-    memory = permutation_batch_size(engine, prepared) if method == "permutation" else exact_batch_size(prepared)
+    memory = permutation_batch_size(prepared) if method == "permutation" else exact_batch_size(prepared, path)
+    measures = prepared.measures
     return Pacer(
         total=targets.distinct.num_rows,
         memory_batch=memory,
         pairs_per_target=prepared.subject_rows,
         reporter=report,
+        sums_per_pair=(measures.weightings + measures.games + 1) / 3,
         paced=path != "grouping_sets",
         pilot_only=pilot_only,
     )
@@ -479,14 +777,16 @@ def _settings(
     """The run's settings as text, written with its outputs so that a result says how it was made."""
     return run_settings(
         engine=engine.dialect.name,
-        prediction=prepared.prediction,
+        prediction=prepared.outcomes[0] if len(prepared.outcomes) == 1 else list(prepared.outcomes),
         id=prepared.id,
+        weight=prepared.weight,
         similarity={feature.name: str(feature.kind) for feature in prepared.features},
         method=method,
         path=path,
         targets=_described_targets(choices.get("targets")),
         sample=choices.get("sample"),
         seed=chosen.seed if chosen is not None and chosen.seed is not None else choices.get("seed"),
+        **{name: choices[name] for name in ("bootstrap", "confidence") if choices.get("bootstrap")},
     )
 
 
@@ -500,20 +800,31 @@ def _described_targets(targets: Any) -> str:
     return repr(listed[:20])[:-1] + (f", ... ({len(listed)} ids)]" if len(listed) > 20 else "]")
 
 
-def _common_fields(prepared: Prepared, targets: TargetSet, target_data: pl.DataFrame) -> dict[str, Any]:
-    return dict(
+def _common_fields(
+    prepared: Prepared, targets: TargetSet, target_data: pl.DataFrame, outcome: int | None
+) -> dict[str, Any]:
+    """The result fields every outcome shares, and those of explained column number `outcome`."""
+    fields = dict(
         ids=pl.Series("id", targets.table.column("__cohort_id")),
         features=tuple(feature.name for feature in prepared.features),
         similarity={feature.name: str(feature.kind) for feature in prepared.features},
+        subjects=prepared.subject_count,
+        targets=target_data,
+        weights=targets.weights[:, 0] if prepared.weight is not None else None,
+    )
+    if outcome is None:
+        return fields
+    name = prepared.outcomes[outcome]
+    return fields | dict(
         kinds={feature.name: feature.kind for feature in prepared.features},
         feature_statistics={
             feature.name: {name: None if value is None else float(value) for name, value in feature.parameters.items()}
             for feature in prepared.features
         },
-        mean=prepared.mean,
-        variance=prepared.variance,
-        subjects=prepared.subject_count,
-        prediction=target_data[prepared.prediction].cast(pl.Float64).to_numpy(),
-        targets=target_data,
+        mean=float(prepared.means[outcome]),
+        variance=float(prepared.variances[outcome]),
+        prediction=target_data[name].cast(pl.Float64).to_numpy(),
         population=targets.population,
+        outcome=name,
+        total_weight=prepared.total_weight if prepared.weight is not None else None,
     )

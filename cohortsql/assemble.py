@@ -22,6 +22,7 @@ from cohortsql import arguments, compile, permutation, shapley
 from cohortsql.api import AUTO_EXACT_FEATURES, MAX_EXACT_FEATURES, METHODS, Method
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.grouping_sets import Cells, values_of_cells
+from cohortsql.measures import Measures
 from cohortsql.output import read_frame
 from cohortsql.pairwise import exact_values, permutation_values, target_generators
 from cohortsql.plan import SimilarityArgument
@@ -30,6 +31,9 @@ from cohortsql.result import CohortShapleyResult, run_settings, value_fields
 from cohortsql.similarity import Similarity, as_similarity
 
 _SUMS = ("subjects", "sum_y", "sum_y2", "mean", "target", "prediction")
+
+SINGLE = Measures(outcomes=1)
+"""The standalone queries' sums: one outcome, unweighted."""
 
 
 def assemble(
@@ -141,12 +145,12 @@ def _from_masks(
         part = numbered.filter(pl.col("__cohort_number").is_between(start, start + rows - 1))
         histogram = {
             "target": (part["__cohort_number"] - start).to_numpy(),
-            "subjects": part["subjects"].to_numpy(),
-            "sum_y": part["sum_y"].to_numpy(),
+            SINGLE.weight_name(0): part["subjects"].to_numpy(),
+            SINGLE.sum_name(0, 0): part["sum_y"].to_numpy(),
             **{word: part[word].to_numpy() for word in words},
         }
         if chosen == "exact":
-            results.append(exact_values(histogram, rows, d, centred_mean, np.ones(rows)))
+            results.append(exact_values(histogram, rows, d, SINGLE, np.array([centred_mean]), np.ones((rows, 1))))
         else:
             results.extend(
                 permutation_values(
@@ -178,18 +182,19 @@ def _from_cells(
         pl.col("subjects").sum(), pl.col("sum_y").sum(), pl.col("sum_y2").sum(), pl.col("mean").first()
     )
     mean, centred_mean, variance, n = _moments(totals)
-    grouped = frame.group_by(keys).agg(pl.col("subjects").sum(), pl.col("sum_y").sum())
-    cells = Cells.from_frame(
-        grouped.with_columns(centered_sum=pl.col("sum_y") - pl.col("subjects") * centred_mean), keys
+    grouped = frame.group_by(keys).agg(
+        pl.col("subjects").sum().alias(SINGLE.weight_name(0)), pl.col("sum_y").sum().alias(SINGLE.sum_name(0, 0))
     )
+    means = np.array([centred_mean])
+    cells = Cells.from_frame(grouped, keys, SINGLE, means)
     targets = frame.filter(pl.col("target").is_not_null()).sort("target")
     if targets.height == 0:
         raise CohortError("the cells hold no target rows (column `target` is empty)")
-    values = values_of_cells(cells, cells.cells_of(targets.select(keys)), 0.0, np.ones(targets.height))
+    values = values_of_cells(cells, cells.cells_of(targets.select(keys)), SINGLE, means, np.ones((targets.height, 1)))
     return CohortShapleyResult(
         **_common(features, kinds, targets, mean, centred_mean, variance, n),
-        # The cells' sums are centred on the whole-table mean itself, so cohort means are relative to it.
-        **value_fields(values._asdict(), mean + centred_mean),
+        # The cells' sums are of y - the query's mean, so cohort means are relative to it.
+        **value_fields(values._asdict(), mean),
         method="exact",
         path="grouping_sets",
         settings=run_settings(similarity=_described(kinds), method="exact", path="grouping_sets"),

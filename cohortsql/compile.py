@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from cohortsql.dialects import Dialect
+from cohortsql.measures import Measures
 from cohortsql.plan import Feature, ResolvedFeature, feature_statistics, parameter_aggregates
 from cohortsql.similarity import Bins, Exact, ParameterSql, SqlPredicate
 from cohortsql.sqltext import template
@@ -43,6 +44,20 @@ def order_statistics(source: str, value: str, probabilities: Sequence[float], di
     return template("order_statistics").format(value=value, source=source, ranks=" OR ".join(ranks))
 
 
+def weighted_order_statistics(
+    source: str, value: str, weight: str, probabilities: Sequence[float], dialect: Dialect
+) -> str:
+    """SELECT the rows holding the positions that quantiles at `probabilities` need when each row
+    stands for `weight` repetitions (see ``sql/weighted_order_statistics.sql``)."""
+    positions = []
+    for probability in probabilities:
+        low = f"floor((total - 1) * {dialect.number(probability)})"
+        positions.append(f"(upto - weight <= {low} + 1 AND upto > {low})")
+    return template("weighted_order_statistics").format(
+        value=value, weight=dialect.quote(weight), source=source, positions=" OR ".join(positions)
+    )
+
+
 def statistic_alias(feature_index: int, name: str) -> str:
     """Column name, in the statistics row, of statistic `name` of feature number `feature_index`."""
     return f"{feature_index}:{name}"
@@ -50,28 +65,36 @@ def statistic_alias(feature_index: int, name: str) -> str:
 
 def statistics_aggregates(
     features: Sequence[Feature],
-    prediction: str,
+    outcomes: Sequence[str],
     id: str,
-    pilot_value: str,
+    pilots: Sequence[str],
+    weight: str | None,
     dialect: Dialect,
     *,
     check_ids: bool,
     distinct_rows: bool,
 ) -> dict[str, str]:
-    """The whole-table aggregates by name: n, moments of y - pilot, checks, and each feature's needs.
+    """The whole-table aggregates by name: n, moments of each y_k - pilot_k, checks, and each feature's needs.
 
     `id` is the SQL of each row's id (the id column, or the row position); `check_ids` counts missing
-    and distinct ids (an id column must identify rows)."""
-    y = dialect.quote(prediction)
-    bad_y = _BAD_Y.format(y=y)
-    centred = f"CAST({y} AS DOUBLE) - {pilot_value}"
-    aggregates = {
-        "subjects": "count(*)",
-        "mean": f"avg(CASE WHEN {bad_y} THEN NULL ELSE {centred} END)",
-        "variance": f"var_pop(CASE WHEN {bad_y} THEN NULL ELSE {centred} END)",
-        "bad_predictions": f"count_if({bad_y})",
-    }
-    aggregates["first_bad_prediction"] = f"min(CASE WHEN {bad_y} THEN {id} END)"
+    and distinct ids (an id column must identify rows). With a `weight` column, the moments are its
+    weighted sums (`weighted_moments` turns them into the mean and variance)."""
+    aggregates = {"subjects": "count(*)"}
+    weights = None if weight is None else f"CAST({dialect.quote(weight)} AS DOUBLE)"
+    if weights is not None:
+        aggregates["total_weight"] = f"sum({weights})"
+    for index, (outcome, pilot_value) in enumerate(zip(outcomes, pilots)):
+        y = dialect.quote(outcome)
+        bad_y = _BAD_Y.format(y=y)
+        centred = f"CASE WHEN {bad_y} THEN NULL ELSE CAST({y} AS DOUBLE) - {pilot_value} END"
+        if weights is None:
+            aggregates[f"mean:{index}"] = f"avg({centred})"
+            aggregates[f"variance:{index}"] = f"var_pop({centred})"
+        else:
+            aggregates[f"weighted_sum:{index}"] = f"sum({weights} * {centred})"
+            aggregates[f"weighted_squares:{index}"] = f"sum({weights} * {centred} * {centred})"
+        aggregates[f"bad_predictions:{index}"] = f"count_if({bad_y})"
+        aggregates[f"first_bad_prediction:{index}"] = f"min(CASE WHEN {bad_y} THEN {id} END)"
     if check_ids:
         aggregates["missing_ids"] = f"count_if({id} IS NULL)"
         aggregates["distinct_ids"] = f"count(DISTINCT {id})"
@@ -82,6 +105,18 @@ def statistics_aggregates(
         for name, sql in feature_statistics(feature, dialect.quote(feature.name), dialect).items():
             aggregates[statistic_alias(feature.index, name)] = sql
     return aggregates
+
+
+def weight_checks(source: str, weight: str, id: str, dialect: Dialect) -> str:
+    """One row of checks on the case-weight column over every row (see ``sql/weight_checks.sql``)."""
+    value = f"CAST({dialect.quote(weight)} AS DOUBLE)"
+    bad = f"NOT coalesce({value} >= 0 AND {value} < CAST('Infinity' AS DOUBLE), FALSE)"
+    return template("weight_checks").format(bad=bad, id=id, weight=value, source=source)
+
+
+def positive_weights(source: str, weight: str, dialect: Dialect) -> str:
+    """SELECT the rows of positive case weight (see ``sql/positive_weights.sql``)."""
+    return template("positive_weights").format(source=source, weight=dialect.quote(weight))
 
 
 def table_statistics(source: str, aggregates: Mapping[str, str], dialect: Dialect) -> str:
@@ -122,16 +157,14 @@ def prepared_value(feature: ResolvedFeature, dialect: Dialect) -> str:
 
 def _subject_fields(
     features: Sequence[ResolvedFeature],
-    prediction: str,
     id: str,
     target_predicate: str | None,
     keep_data_columns: bool,
     dialect: Dialect,
 ) -> dict[str, str]:
-    """The template fields that define a subject row: id, y, target flag, prepared predictors."""
+    """The template fields that define a subject row: id, target flag, prepared predictors."""
     return dict(
         id=id,
-        prediction=dialect.quote(prediction),
         is_target="TRUE" if target_predicate is None else f"coalesce(({target_predicate}), FALSE)",
         predictors=",\n    ".join(
             f"{prepared_value(feature, dialect)} AS {dialect.quote(feature.column)}" for feature in features
@@ -143,35 +176,122 @@ def _subject_fields(
 def subjects(
     source: str,
     features: Sequence[ResolvedFeature],
-    prediction: str,
+    outcomes: Sequence[str],
+    pilots: Sequence[str],
+    weight: str | None,
     id: str,
-    pilot_value: str,
     target_predicate: str | None,
     keep_data_columns: bool,
     dialect: Dialect,
 ) -> str:
     """SELECT the subjects from `source` (see ``sql/subjects.sql``); `id` is the SQL of each row's id."""
+    values = [
+        f"CAST({dialect.quote(outcome)} AS DOUBLE) - {pilot_value} AS __cohort_y{index}"
+        for index, (outcome, pilot_value) in enumerate(zip(outcomes, pilots))
+    ]
+    if weight is not None:
+        values.append(f"CAST({dialect.quote(weight)} AS DOUBLE) AS __cohort_weight")
     return template("subjects").format(
         source=source,
-        pilot=pilot_value,
-        **_subject_fields(features, prediction, id, target_predicate, keep_data_columns, dialect),
+        values="".join(f"{value},\n    " for value in values),
+        **_subject_fields(features, id, target_predicate, keep_data_columns, dialect),
     )
 
 
-def collapsed_subjects(subjects: str, features: Sequence[ResolvedFeature], dialect: Dialect) -> str:
-    """SELECT identical predictor rows collapsed into one with their count and sum of y."""
+def replicate_draw(replicate: int | str, seed: int, dialect: Dialect) -> str:
+    """SQL of subject ``__cohort_id``'s Exp(1) draw for bootstrap replicate `replicate`: a number, or the
+    SQL of an integer column holding it (the same draws either way; see ``sql/replicate_draws.sql``)."""
+    if isinstance(replicate, int):
+        key = dialect.string(f"{int(seed)}:{replicate}:")
+    else:
+        key = f"{dialect.string(f'{int(seed)}:')} || CAST({replicate} AS {dialect.text_type}) || ':'"
+    text = f"md5({key} || CAST(__cohort_id AS {dialect.text_type}))"
+    digits = dialect.hex_prefix_to_bigint(text, 13)
+    return f"-ln((CAST({digits} AS DOUBLE) + 0.5) / {dialect.number(16.0**13)})"
+
+
+def _case_weight(measures: Measures) -> str:
+    return "__cohort_weight" if measures.weighted else "CAST(1 AS DOUBLE)"
+
+
+def _row_measures(measures: Measures) -> dict[str, str]:
+    """What each subject row adds to the histogram's sums, by column name (draws as ``__cohort_e<b>``)."""
+    columns = {}
+    for weighting in range(measures.weightings):
+        weight = _case_weight(measures)
+        if weighting:
+            weight = f"__cohort_e{weighting}" if not measures.weighted else f"{weight} * __cohort_e{weighting}"
+        columns[f"__cohort_{measures.weight_name(weighting)}"] = weight
+        for outcome in range(measures.outcomes):
+            value = f"__cohort_y{outcome}"
+            columns[f"__cohort_{measures.sum_name(outcome, weighting)}"] = (
+                value if weight == "CAST(1 AS DOUBLE)" else f"{weight} * {value}"
+            )
+    return columns
+
+
+def _drawn(subjects: str, measures: Measures, dialect: Dialect) -> str:
+    """The subjects with their bootstrap draws ``__cohort_e1`` .. (the relation itself without replicates)."""
+    if not measures.replicates:
+        return subjects
+    draws = ", ".join(
+        f"{replicate_draw(replicate, measures.seed, dialect)} AS __cohort_e{replicate}"
+        for replicate in range(1, measures.weightings)
+    )
+    return "(" + template("replicate_draws").format(draws=draws, subjects=subjects) + ") AS drawn"
+
+
+def weighted_subjects(subjects: str, measures: Measures, dialect: Dialect) -> str:
+    """SELECT every subject with its measures (see ``sql/weighted_subjects.sql``)."""
+    listed = ", ".join(f"{sql} AS {name}" for name, sql in _row_measures(measures).items())
+    return template("weighted_subjects").format(measures=listed, subjects=_drawn(subjects, measures, dialect))
+
+
+def collapsed_subjects(subjects: str, features: Sequence[ResolvedFeature], measures: Measures, dialect: Dialect) -> str:
+    """SELECT identical predictor rows collapsed into one with the sums of their measures."""
     columns = ", ".join(dialect.quote(feature.column) for feature in features)
-    return template("collapsed_subjects").format(columns=columns, subjects=subjects, ordinals=_ordinals(len(features)))
+    sums = ", ".join(f"sum({sql}) AS {name}" for name, sql in _row_measures(measures).items())
+    return template("collapsed_subjects").format(
+        columns=columns, sums=sums, subjects=_drawn(subjects, measures, dialect), ordinals=_ordinals(len(features))
+    )
 
 
-def subjects_as_weighted(subjects: str) -> str:
-    """SELECT every subject with count 1 and its own y as the sum."""
-    return template("subjects_as_weighted").format(subjects=subjects)
+def target_weights(measures: Measures, dialect: Dialect) -> str:
+    """The select list of a target's weight under every weighting, ``__cohort_w0`` .. ``__cohort_w<B>``."""
+    weights = []
+    for weighting in range(measures.weightings):
+        weight = _case_weight(measures)
+        if weighting:
+            weight = f"{weight} * {replicate_draw(weighting, measures.seed, dialect)}"
+        weights.append(f"{weight} AS __cohort_{measures.weight_name(weighting)}")
+    return ", ".join(weights)
 
 
-def target_rows(subjects: str, condition: str) -> str:
-    """The subject rows that satisfy `condition` (every column), in id order."""
-    return template("targets").format(subjects=subjects, condition=condition)
+def measure_sums(measures: Measures, *, counted_rows: bool, alias: str | None = SUBJECT_ALIAS) -> str:
+    """The histogram's (and the cells') sums of the subjects' measures: of their columns in relation
+    `alias` (see `weighted_subjects`), or (None) of the measures computed from the subjects' own
+    columns. `counted_rows`: each row is one unweighted subject, so W_0 is count(*) (DuckDB's
+    perfect-hash aggregate keeps that cheap)."""
+    computed = _row_measures(measures)
+    sums = []
+    for name in [*measures.weight_names, *measures.sum_names]:
+        if name == measures.weight_name(0) and counted_rows and measures.counted:
+            sums.append(f"CAST(count(*) AS DOUBLE) AS {name}")
+        elif alias is None:
+            sums.append(f"sum({computed[f'__cohort_{name}']}) AS {name}")
+        else:
+            sums.append(f"sum({alias}.__cohort_{name}) AS {name}")
+    return ",\n    ".join(sums)
+
+
+def measure_totals(subjects: str, measures: Measures) -> str:
+    """SELECT W_b and S_bk over every subject (see ``sql/measure_totals.sql``)."""
+    return template("measure_totals").format(sums=measure_sums(measures, counted_rows=False), subjects=subjects)
+
+
+def target_rows(subjects: str, condition: str, measures: Measures, dialect: Dialect) -> str:
+    """The subject rows that satisfy `condition` (every column and their weights), in id order."""
+    return template("targets").format(subjects=subjects, condition=condition, weights=target_weights(measures, dialect))
 
 
 def target_condition(target_predicate: bool, membership: str | None) -> str:
@@ -189,9 +309,10 @@ def id_membership(column: str, ids: Sequence[object] | None, table: str | None, 
     return f"{column} IN (SELECT id FROM {table})"
 
 
-def sampled_targets(subjects: str, condition: str, size: int, seed: int, dialect: Dialect) -> str:
+def sampled_targets(subjects: str, condition: str, size: int, seed: int, measures: Measures, dialect: Dialect) -> str:
     """`size` targets drawn at random among the rows satisfying `condition`, identically on every engine."""
     return template("sampled_targets").format(
+        weights=target_weights(measures, dialect),
         subjects=subjects,
         condition=condition,
         size=int(size),
@@ -243,17 +364,23 @@ def mask_words(features: Sequence[ResolvedFeature], parameters: Sequence[Paramet
 
 
 def mask_histogram(
-    subjects: str, targets: str, features: Sequence[ResolvedFeature], dialect: Dialect, *, collapsed: bool
+    subjects: str,
+    targets: str,
+    features: Sequence[ResolvedFeature],
+    measures: Measures,
+    dialect: Dialect,
+    *,
+    collapsed: bool,
 ) -> str:
-    """GROUP BY target, mask words -> subjects, sum_y for every target in relation `targets`.
+    """GROUP BY target, mask words -> the sums of `measures` for every target in relation `targets`.
 
-    `subjects` has ``__cohort_count`` and ``__cohort_sum``: collapsed identical subjects, or (not
-    `collapsed`) every subject with count 1, counted with count(*)."""
+    `subjects` has the measure columns: collapsed identical subjects, or (not `collapsed`) every
+    subject on its own."""
     parameters = [literal_parameters(feature, dialect) for feature in features]
     words = mask_words(features, parameters, dialect)
     return template("mask_histogram").format(
         masks=_aliased_masks(words),
-        count="sum(s.__cohort_count)" if collapsed else "count(*)",
+        sums=measure_sums(measures, counted_rows=not collapsed),
         subjects=subjects,
         targets=targets,
         ordinals=_ordinals(len(words) + 1),
@@ -285,13 +412,33 @@ def _parameters(feature: ResolvedFeature, dialect: Dialect, statistics: str | No
     return statistics_parameters(feature, statistics, dialect)
 
 
-def equivalence_cells(subjects: str, features: Sequence[ResolvedFeature], mean: float, dialect: Dialect) -> str:
-    """SELECT the finest cells of equivalence similarities: keys k0.., size and sum of y - mean."""
+def equivalence_cells(
+    subjects: str, features: Sequence[ResolvedFeature], measures: Measures, dialect: Dialect, replicates: str | None
+) -> str:
+    """SELECT the finest cells of equivalence similarities: keys k0.. and the sums of `measures` over the
+    subjects. With bootstrap replicates, one row per cell and replicate number (a ``replicate`` column,
+    from the ``replicate`` column of relation `replicates`), with columns ``w`` and ``s<k>``: the sums of
+    one weighting, so the query's size does not grow with B."""
+    keys = _keys(features, SUBJECT_ALIAS, dialect)
+    if not measures.replicates:
+        return template("equivalence_cells").format(
+            keys=keys,
+            sums=measure_sums(measures, counted_rows=True, alias=None),
+            subjects=subjects,
+            replicates="",
+            ordinals=_ordinals(len(features)),
+        )
+    draw = replicate_draw("r.replicate", measures.seed, dialect)
+    weight = f"CASE WHEN r.replicate = 0 THEN CAST(1 AS DOUBLE) ELSE {draw} END"
+    if measures.weighted:
+        weight = f"s.__cohort_weight * {weight}"
+    sums = [f"sum({weight}) AS w", *(f"sum({weight} * s.__cohort_y{k}) AS s{k}" for k in range(measures.outcomes))]
     return template("equivalence_cells").format(
-        keys=_keys(features, SUBJECT_ALIAS, dialect),
+        keys=f"{keys},\n    r.replicate AS replicate",
+        sums=",\n    ".join(sums),
         subjects=subjects,
-        mean=dialect.number(mean),
-        ordinals=_ordinals(len(features)),
+        replicates=f"\nCROSS JOIN {replicates} AS r",
+        ordinals=_ordinals(len(features) + 1),
     )
 
 
@@ -337,7 +484,8 @@ def standalone(
         aggregates=_select_list(aggregates, dialect),
         source=source,
         condition=condition,
-        **_subject_fields(resolved, prediction, id, target_predicate, custom and variant == "histogram", dialect),
+        prediction=dialect.quote(prediction),
+        **_subject_fields(resolved, id, target_predicate, custom and variant == "histogram", dialect),
     )
     if variant == "cells":
         return template("standalone_cells", keep_comments=True).format(

@@ -12,13 +12,13 @@ from numba import njit, prange
 
 
 @njit(cache=True, nogil=True)
-def one_target(n, s, c, c2, masks, counts, sums, low, high, d, mean, weight, tie_tolerance, out, row):
-    """Scatter, superset-sum and both Shapley sums of one target; results into row `row` of `out`.
+def one_target(n, s, c, c2, masks, counts, sums, low, high, d, mean, weight, tie_tolerance, out, squares, row):
+    """Scatter, superset-sum and both Shapley sums of one game row; results into row `row` of `out`.
 
     phi_j = sum_{u containing j} v(u) (w(|u| - 1) + w(|u|)) - sum_u v(u) w(|u|) (see
     `cohortsql.shapley.shapley_values`): the first sum is split as u = high * 2^half + low, so it
     costs two passes over the 2^d values instead of d."""
-    phi, phi2, size, cohort, order, path_size, path_mean, single, squares, with_j, without_j = out
+    phi, phi2, size, cohort, order, path_size, path_mean, single, with_j, without_j = out
     cells = 1 << d
     n[:] = 0.0
     s[:] = 0.0
@@ -85,7 +85,7 @@ def one_target(n, s, c, c2, masks, counts, sums, low, high, d, mean, weight, tie
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def fused(starts, masks, counts, sums, d, mean, with_j, without_j, groups, weights, tie_tolerance):
+def fused(starts, masks, counts, sums, d, means, with_j, without_j, groups, weights, slots, tie_tolerance):
     targets = starts.shape[0] - 1
     cells = 1 << d
     phi = np.zeros((targets, d))
@@ -96,16 +96,32 @@ def fused(starts, masks, counts, sums, d, mean, with_j, without_j, groups, weigh
     path_size = np.zeros((targets, d))
     path_mean = np.zeros((targets, d))
     single = np.zeros((targets, d))
-    squared_games = np.zeros((groups, cells))
+    squared_games = np.zeros((groups, slots, cells))
     per_group = (targets + groups - 1) // groups
     for group in prange(groups):
         n = np.empty(cells)
         s = np.empty(cells)
         c = np.empty(cells)
         c2 = np.empty(cells)
-        out = (phi, phi2, size, cohort, order, path_size, path_mean, single, squared_games[group], with_j, without_j)
+        out = (phi, phi2, size, cohort, order, path_size, path_mean, single, with_j, without_j)
         for t in range(group * per_group, min(targets, (group + 1) * per_group)):
+            squares = squared_games[group, t % slots]
             one_target(
-                n, s, c, c2, masks, counts, sums, starts[t], starts[t + 1], d, mean, weights[t], tie_tolerance, out, t
+                n,
+                s,
+                c,
+                c2,
+                masks,
+                counts,
+                sums,
+                starts[t],
+                starts[t + 1],
+                d,
+                means[t],
+                weights[t],
+                tie_tolerance,
+                out,
+                squares,
+                t,
             )
     return phi, phi2, size, cohort, order, path_size, path_mean, single, squared_games.sum(axis=0)

@@ -12,32 +12,39 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from cohortsql import compile, lattice, shapley
+from cohortsql.measures import Measures
 from cohortsql.engines.base import Engine
 from cohortsql.pace import Pacer
-from cohortsql.prepare import Prepared, TargetSet
+from cohortsql.prepare import Prepared, TargetSet, game_means
 from cohortsql.result import diagnostics
 
 
 class Cells(NamedTuple):
-    """The finest cells: their keys (for finding targets), key codes, sizes and sums of y - ybar."""
+    """The finest cells: their keys (for finding targets), key codes, weights and centred sums of y."""
 
     keys: pl.DataFrame
     codes: np.ndarray
-    counts: np.ndarray
+    weights: np.ndarray
+    """Each cell's weight under every weighting (its number of subjects when unweighted), (cells, weightings)."""
     centered: np.ndarray
+    """Each cell's weighted sum of y - ybar in every game, (cells, games)."""
 
     @classmethod
-    def from_frame(cls, frame: pl.DataFrame, key_columns: list[str]) -> Cells:
-        """Cells from a frame of keys, ``subjects`` and ``centered_sum``; each key coded densely (NULL is code 0)."""
+    def from_frame(cls, frame: pl.DataFrame, key_columns: list[str], measures: Measures, means: np.ndarray) -> Cells:
+        """Cells from a frame of keys and the measures' sums (see ``sql/equivalence_cells.sql``), centred
+        on each game's overall mean `means`; each key coded densely (NULL is code 0)."""
         keys = frame.select(key_columns)
         codes = [keys[column].rank("dense").fill_null(0).to_numpy().astype(np.int64) for column in key_columns]
+        weights = frame.select(measures.weight_names).to_numpy().astype(np.float64)
+        sums = frame.select(measures.sum_names).to_numpy().astype(np.float64).reshape(frame.height, measures.games)
         return cls(
             keys,
             np.column_stack(codes) if codes else np.zeros((frame.height, 0), dtype=np.int64),
-            frame["subjects"].to_numpy().astype(np.float64),
-            frame["centered_sum"].to_numpy().astype(np.float64),
+            weights,
+            sums - weights[:, measures.weighting_of_game] * np.asarray(means, dtype=np.float64),
         )
 
     def cells_of(self, target_keys: pl.DataFrame) -> np.ndarray:
@@ -51,28 +58,60 @@ class Cells(NamedTuple):
             raise ValueError("a target is in no cell: the cells do not cover the targets")
         return cells.to_numpy().astype(np.int64)
 
+    def cohorts(self, measures: Measures, target_cells: np.ndarray) -> lattice.SubsetCohorts:
+        """Every cohort of every subset for every game, and the requested targets' (`cohortsql.lattice`)."""
+        return lattice.subset_cohorts(self.codes, self.weights, self.centered, measures.weighting_of_game, target_cells)
+
 
 def _key_columns(prepared: Prepared) -> list[str]:
     return [f"k{feature.index}" for feature in prepared.features]
 
 
-def _cells(engine: Engine, prepared: Prepared) -> Cells:
-    """Group the subjects into cells in SQL."""
-    table = engine.fetch_arrow(
-        compile.equivalence_cells(prepared.subjects, prepared.features, prepared.centred_mean, engine.dialect),
-        context="grouping subjects into cells",
-    )
+def _cells(engine: Engine, prepared: Prepared) -> tuple[Cells, np.ndarray]:
+    """Group the subjects into cells in SQL; the cells and every game's overall (centred) mean."""
+    measures = prepared.measures
+    keys = _key_columns(prepared)
+    replicates = None
+    if measures.replicates:
+        numbers = pa.table({"replicate": np.arange(measures.weightings, dtype=np.int64)})
+        replicates = engine.upload(numbers, "replicates")
+    try:
+        table = engine.fetch_arrow(
+            compile.equivalence_cells(prepared.subjects, prepared.features, measures, engine.dialect, replicates),
+            context="grouping subjects into cells",
+        )
+    finally:
+        if replicates is not None:
+            engine.drop(replicates)
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
-    return Cells.from_frame(frame, _key_columns(prepared))
+    if measures.replicates:
+        frame = _one_row_per_cell(frame, keys, measures)
+    totals = frame.select([*measures.weight_names, *measures.sum_names]).sum().row(0, named=True)
+    means, _ = game_means(measures, totals)
+    return Cells.from_frame(frame, keys, measures, means), means
+
+
+def _one_row_per_cell(frame: pl.DataFrame, keys: list[str], measures: Measures) -> pl.DataFrame:
+    """Cells with one row per replicate (``replicate``, ``w``, ``s<k>``) as one row per cell with the
+    columns of every weighting (``w<b>``, ``s<k>_<b>``)."""
+    sums = [f"s{outcome}" for outcome in range(measures.outcomes)]
+    wide = frame.pivot(on="replicate", index=keys, values=["w", *sums], aggregate_function=None)
+    names = {f"w_{b}": measures.weight_name(b) for b in range(measures.weightings)}
+    names |= {
+        f"s{k}_{b}": measures.sum_name(k, b) for k in range(measures.outcomes) for b in range(measures.weightings)
+    }
+    return wide.rename(names)
 
 
 def variance_game(engine: Engine, prepared: Prepared) -> tuple[np.ndarray, dict[str, Any]]:
-    """v_var(u) over every subject for every subset u, shape (2^d,), and the diagnostics of every subject's cohorts."""
-    cells = _cells(engine, prepared)
-    cohorts = lattice.subset_cohorts(cells.codes, cells.counts, cells.centered, np.empty(0, dtype=np.int64))
+    """v_var(u) over every subject for every subset u and game, shape (games, 2^d), and the
+    diagnostics of every subject's cohorts."""
+    cells, _ = _cells(engine, prepared)
+    cohorts = cells.cohorts(prepared.measures, np.empty(0, dtype=np.int64))
     features = tuple(feature.name for feature in prepared.features)
-    checks = diagnostics(cells.counts, cohorts.feature_sizes, features, prepared.subject_count, weights=cells.counts)
+    own = cells.weights[:, 0]
+    checks = diagnostics(own, cohorts.feature_sizes, features, prepared.total_weight, weights=own)
     return cohorts.variance_game, checks
 
 
@@ -87,18 +126,28 @@ def _target_cells(engine: Engine, prepared: Prepared, cells: Cells, batch: str) 
 
 
 def values_of_cells(
-    cells: Cells, target_cells: np.ndarray, centred_mean: float, weights: np.ndarray
+    cells: Cells, target_cells: np.ndarray, measures: Measures, means: np.ndarray, weights: np.ndarray
 ) -> shapley.CohortShapley:
-    """Exact values of targets in the given cells, walking the lattice of subsets over the cells."""
-    cohorts = lattice.subset_cohorts(cells.codes, cells.counts, cells.centered, target_cells)
-    return shapley.cohort_shapley_of_games(cohorts.sizes, cohorts.game, centred_mean, weights)
+    """Exact values of every game of targets in the given cells, walking the lattice of subsets over
+    the cells; game rows as in `cohortsql.pairwise.exact_values`, `weights[t, g]` as there."""
+    cohorts = cells.cohorts(measures, target_cells)
+    games = measures.games
+    sizes = cohorts.sizes[:, measures.weighting_of_game].reshape(-1, cohorts.sizes.shape[-1])
+    return shapley.cohort_shapley_of_games(
+        sizes,
+        cohorts.game.reshape(-1, cohorts.game.shape[-1]),
+        np.tile(np.asarray(means, dtype=np.float64), len(target_cells)),
+        np.asarray(weights, dtype=np.float64).reshape(-1),
+        games,
+    )
 
 
-def grouping_sets_batches(
+def _batches_of_cells(
     engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
-) -> Iterator[shapley.CohortShapley]:
-    """Exact cohort Shapley values of the targets, one batch at a time (each batch walks the lattice)."""
-    cells = _cells(engine, prepared)
+) -> Iterator[tuple[int, int, Cells, np.ndarray, np.ndarray]]:
+    """(first target, number of targets, the cells, the targets' cells, the games' means) for each
+    batch of distinct targets."""
+    cells, means = _cells(engine, prepared)
     for start, size in pacer.batches():
         batch = targets.numbered(start, size)
         uploaded = engine.upload(batch, "targets")
@@ -106,5 +155,24 @@ def grouping_sets_batches(
             target_cells = _target_cells(engine, prepared, cells, uploaded)
         finally:
             engine.drop(uploaded)
-        weights = targets.multiplicity[start : start + batch.num_rows]
-        yield values_of_cells(cells, target_cells, prepared.centred_mean, weights)
+        yield start, batch.num_rows, cells, target_cells, means
+
+
+def grouping_sets_batches(
+    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
+) -> Iterator[shapley.CohortShapley]:
+    """Exact cohort Shapley values of every game of the targets, one batch at a time (each batch walks the lattice)."""
+    measures = prepared.measures
+    for start, rows, cells, target_cells, means in _batches_of_cells(engine, prepared, targets, pacer):
+        weights = targets.multiplicity[start : start + rows][:, measures.weighting_of_game]
+        yield values_of_cells(cells, target_cells, measures, means, weights)
+
+
+def uniqueness_of_cells(
+    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Uniqueness Shapley values (phi, total, cohort size) of the targets, one batch at a time, from the lattice."""
+    for _, _, cells, target_cells, _ in _batches_of_cells(engine, prepared, targets, pacer):
+        sizes = cells.cohorts(prepared.measures, target_cells).sizes[:, 0]
+        phi, value = shapley.uniqueness_values(sizes, np.full(len(sizes), prepared.total_weight))
+        yield phi, value, sizes[:, -1]

@@ -49,21 +49,22 @@ def _kernel() -> Any:
 
 
 def exact_values(
-    target: np.ndarray,
+    row: np.ndarray,
     mask: np.ndarray,
     count: np.ndarray,
     sum_y: np.ndarray,
     rows: int,
     d: int,
-    mean: float,
+    means: np.ndarray,
     weights: np.ndarray,
+    slots: int = 1,
 ) -> CohortShapley:
-    """`cohortsql.shapley.cohort_shapley` of the scattered histograms, fused and compiled.
+    """`cohortsql.shapley.cohort_shapley_of_histograms`, fused and compiled.
 
-    Rows (target, mask, count, sum of y) may come in any order; `mean` is the (centred) overall mean
-    and `weights` the targets' multiplicities for `squared_games`."""
-    order = np.argsort(target, kind="stable")
-    starts = np.searchsorted(target[order], np.arange(rows + 1)).astype(np.int64)
+    Entries (game row, mask, weight, sum of y) may come in any order; `means` is each game row's
+    (centred) overall mean, `weights` what it counts for in `squared_games`, `slots` the games per target."""
+    order = np.argsort(row, kind="stable")
+    starts = np.searchsorted(row[order], np.arange(rows + 1)).astype(np.int64)
     padded = np.concatenate(([0.0], shapley_weights(d), [0.0]))
     with_j = padded[np.arange(d + 1)]  # w(s - 1) for a set of size s containing j
     without_j = padded[np.arange(d + 1) + 1]  # w(s) for a set of size s
@@ -74,23 +75,24 @@ def exact_values(
         count[order].astype(np.float64),
         sum_y[order].astype(np.float64),
         d,
-        float(mean),
+        np.broadcast_to(np.asarray(means, dtype=np.float64), (rows,)).copy(),
         with_j,
         without_j,
         groups,
         np.asarray(weights, dtype=np.float64),
+        slots,
         TIE_TOLERANCE,
     )
-    if np.any(size < 1):
+    if np.any(size <= 0):
         raise ValueError("a target is missing from its own cohort: similarity masks are not reflexive")
     return CohortShapley(
         shapley=phi,
         shapley_squared=phi2,
-        cohort_size=size.astype(np.int64),
+        cohort_size=size,
         cohort_mean=cohort,
         path_order=path_order,
-        path_size=path_size.astype(np.int64),
+        path_size=path_size,
         path_mean=path_mean,
-        feature_cohort_size=single.astype(np.int64),
+        feature_cohort_size=single,
         squared_games=squared_games,
     )

@@ -2,10 +2,10 @@
 
 When every similarity is an equivalence relation (``exact``, ``bins``), the cohort C_{t,u} is the
 cell of t in the partition of the subjects by their keys on u. SQL first collapses the subjects
-into the cells of the finest partition (all d keys): each cell has a code per key, a count and a
-sum of y - ybar. This module walks the lattice of subsets u depth first, builds every cell's group
-number on u from its parent's (one multiply-add per step, so no n^2 join and no per-subset SQL),
-and sums with `np.bincount`.
+into the cells of the finest partition (all d keys): each cell has a code per key, its weights and
+its centred sums of y (one per game, see `cohortsql.measures`). This module walks the lattice of
+subsets u depth first, builds every cell's group number on u from its parent's (one multiply-add per
+step, so no n^2 join and no per-subset SQL), and sums with `np.bincount`.
 
 Three things keep the walk fast (1,000,000 rows x 10 `bins:10`, see ``benchmarks/bench_perf.py``):
 each key's codes are a contiguous array; group numbers are renumbered densely without sorting (a
@@ -31,16 +31,16 @@ _ALONE_CHECK_SHARE = 4
 
 
 class SubsetCohorts(NamedTuple):
-    """What the lattice walk gives for every subset u of the d predictors."""
+    """What the lattice walk gives for every subset u of the d predictors and every game."""
 
     variance_game: np.ndarray
-    """v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2, shape (2^d,)."""
+    """v_var(u) = sum_t w_t (ybar_{t,u} - ybar)^2 / sum_t w_t over every subject t, shape (games, 2^d)."""
     sizes: np.ndarray
-    """|C_{t,u}| for each requested target, shape (targets, 2^d)."""
+    """|C_{t,u}| (the cohort's weight) for each requested target and weighting, shape (targets, weightings, 2^d)."""
     game: np.ndarray
-    """v_CS(t, u) = ybar_{t,u} - ybar for each requested target, shape (targets, 2^d)."""
+    """v_CS(t, u) = ybar_{t,u} - ybar for each requested target and game, shape (targets, games, 2^d)."""
     feature_sizes: np.ndarray
-    """For each cell, the size of its cohort on feature j alone, shape (cells, d)."""
+    """For each cell, the size of its cohort on feature j alone (first weighting), shape (cells, d)."""
 
 
 def dense(groups: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
@@ -54,31 +54,43 @@ def dense(groups: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
     return inverse.reshape(-1), len(unique)
 
 
+def group_totals(groups: np.ndarray, values: np.ndarray, bound: int) -> np.ndarray:
+    """Column sums of `values` (cells, m) within each group number in [0, bound), shape (bound, m)."""
+    if values.shape[1] == 1:
+        return np.bincount(groups, weights=values[:, 0], minlength=bound)[:, None]
+    columns = values.shape[1]
+    flat = (groups[:, None] * columns + np.arange(columns)).reshape(-1)
+    return np.bincount(flat, weights=values.reshape(-1), minlength=bound * columns).reshape(bound, columns)
+
+
 def subset_cohorts(
     codes: np.ndarray,
-    counts: np.ndarray,
+    weights: np.ndarray,
     centered_sums: np.ndarray,
+    weighting: np.ndarray,
     target_cells: np.ndarray,
 ) -> SubsetCohorts:
-    """Cohort sizes and values for every subset u, from the finest cells.
+    """Cohort sizes and values for every subset u and every game, from the finest cells.
 
-    `counts[c]` is the number of subjects in cell c and `centered_sums[c]` the sum of their
-    y - ybar; `target_cells[i]` is the cell of the i-th requested target. For a group g of the
-    partition by u, with size n_g and centred sum s_g: ybar_g - ybar = s_g / n_g, and
+    `weights[c, b]` is the weight (count) of cell c's subjects under weighting b and
+    `centered_sums[c, g]` the weighted sum of their y - ybar in game g, which uses weighting
+    `weighting[g]`; `target_cells[i]` is the cell of the i-th requested target. For a group of the
+    partition by u, with weight n_g and centred sum s_g: ybar_g - ybar = s_g / n_g, and
     v_var(u) = (1/n) sum_g s_g^2 / n_g (no subtraction of ybar^2, so no cancellation).
     """
     cells, d = codes.shape
-    subjects = counts.sum()
+    games = centered_sums.shape[1]
+    totals = weights.sum(axis=0)[weighting]
     columns = [np.ascontiguousarray(codes[:, key]) for key in range(d)]
     cardinalities = [int(column.max(initial=-1)) + 1 for column in columns]
-    variance_game = np.zeros(1 << d)
-    sizes = np.zeros((len(target_cells), 1 << d))
-    game = np.zeros((len(target_cells), 1 << d))
+    variance_game = np.zeros((games, 1 << d))
+    sizes = np.zeros((len(target_cells), weights.shape[1], 1 << d))
+    game = np.zeros((len(target_cells), games, 1 << d))
     feature_sizes = np.zeros((cells, d))
 
     def walk(
         subset: int,
-        cell_counts: np.ndarray,
+        cell_weights: np.ndarray,
         cell_sums: np.ndarray,
         keys: list[np.ndarray],
         groups: np.ndarray,
@@ -86,18 +98,19 @@ def subset_cohorts(
         first_free: int,
         targets: np.ndarray,
     ) -> None:
-        """The cells still in the walk: their counts, centred sums and codes of each key k >= first_free;
+        """The cells still in the walk: their weights, centred sums and codes of each key k >= first_free;
         `targets`: the requested targets' positions among them (-1: the target's cell has left)."""
-        group_sizes = np.bincount(groups, weights=cell_counts, minlength=bound)
-        group_sums = np.bincount(groups, weights=cell_sums, minlength=bound)
-        squares = np.divide(group_sums * group_sums, group_sizes, out=np.zeros(bound), where=group_sizes > 0)
-        variance_game[subset] += squares.sum() / subjects
+        group_weights = group_totals(groups, cell_weights, bound)
+        group_sums = group_totals(groups, cell_sums, bound)
+        divisors = group_weights[:, weighting]
+        squares = np.divide(group_sums * group_sums, divisors, out=np.zeros_like(group_sums), where=divisors > 0)
+        variance_game[:, subset] += squares.sum(axis=0) / totals
         here = targets >= 0
         target_groups = groups[targets[here]]
-        sizes[here, subset] = group_sizes[target_groups]
-        game[here, subset] = group_sums[target_groups] / group_sizes[target_groups]
+        sizes[here, :, subset] = group_weights[target_groups]
+        game[here, :, subset] = group_sums[target_groups] / divisors[target_groups]
         if subset and not subset & (subset - 1):  # a single feature: every cell is still in the walk
-            feature_sizes[:, subset.bit_length() - 1] = group_sizes[groups]
+            feature_sizes[:, subset.bit_length() - 1] = group_weights[groups, 0]
         if first_free == d:
             return
         if subset and bound * _ALONE_CHECK_SHARE >= len(groups):
@@ -105,16 +118,20 @@ def subset_cohorts(
             if alone.any():
                 # Alone in its group now, alone in every finer partition: fill the subtree for these cells once.
                 below = subset | (np.arange(1, 1 << (d - first_free)) << first_free)
-                variance_game[below] += (cell_sums[alone] ** 2 / cell_counts[alone]).sum() / subjects
+                alone_sums = cell_sums[alone]
+                variance_game[:, below] += ((alone_sums**2 / cell_weights[alone][:, weighting]).sum(axis=0) / totals)[
+                    :, None
+                ]
                 leaving = here.copy()
                 leaving[here] = alone[targets[here]]
                 staying = targets[leaving]
-                sizes[np.ix_(leaving, below)] = cell_counts[staying][:, None]
-                game[np.ix_(leaving, below)] = (cell_sums[staying] / cell_counts[staying])[:, None]
+                sizes[np.ix_(leaving, np.arange(sizes.shape[1]), below)] = cell_weights[staying][:, :, None]
+                means = cell_sums[staying] / cell_weights[staying][:, weighting]
+                game[np.ix_(leaving, np.arange(games), below)] = means[:, :, None]
                 kept = ~alone
                 position = np.cumsum(kept) - 1
                 targets = np.where(here & ~leaving, position[np.maximum(targets, 0)], -1)
-                cell_counts, cell_sums, groups = cell_counts[kept], cell_sums[kept], groups[kept]
+                cell_weights, cell_sums, groups = cell_weights[kept], cell_sums[kept], groups[kept]
                 keys = [column if index < first_free else column[kept] for index, column in enumerate(keys)]
                 if len(groups) == 0:
                     return
@@ -124,10 +141,10 @@ def subset_cohorts(
             child_bound = bound * cardinalities[key]
             if child_bound > _DENSE_FACTOR * len(groups):
                 child_groups, child_bound = dense(child_groups, child_bound)
-            walk(subset | 1 << key, cell_counts, cell_sums, keys, child_groups, child_bound, key + 1, targets)
+            walk(subset | 1 << key, cell_weights, cell_sums, keys, child_groups, child_bound, key + 1, targets)
 
     start = np.zeros(cells, dtype=np.int64)
-    walk(0, counts, centered_sums, columns, start, 1, 0, np.asarray(target_cells, dtype=np.int64))
-    variance_game[0] = 0.0
-    game[:, 0] = 0.0
+    walk(0, weights, centered_sums, columns, start, 1, 0, np.asarray(target_cells, dtype=np.int64))
+    variance_game[:, 0] = 0.0
+    game[:, :, 0] = 0.0
     return SubsetCohorts(variance_game, sizes, game, feature_sizes)

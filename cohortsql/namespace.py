@@ -3,15 +3,17 @@
 import cohortsql, polars as pl
 res = df.cohort.shapley(prediction="score", similarity={"age": "range:0.1", "sex": "exact"})
 effects = df.cohort.effects(prediction="score", similarity=["age", "sex"])
+privacy = df.cohort.uniqueness(similarity=["age", "sex", "zip"])
 
-The methods take the same arguments, with the same names and defaults, as `cohortsql.cohort_shapley`
-and `cohortsql.shapley_effects`, the frame being the data. This module is imported as soon as polars
+The methods take the same arguments, with the same names and defaults, as `cohortsql.cohort_shapley`,
+`cohortsql.shapley_effects`, `cohortsql.uniqueness_shapley` and `cohortsql.estimate`, the frame being the data. This module is imported as soon as polars
 is (see `cohortsql/__init__.py`), so it loads the computations only when a method is called.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -22,7 +24,9 @@ if TYPE_CHECKING:
     from cohortsql.pace import Plan
     from cohortsql.plan import SimilarityArgument
     from cohortsql.prepare import Targets
+    from cohortsql.outcomes import CohortShapleyResults, ShapleyEffectsResults
     from cohortsql.result import CohortShapleyResult, ShapleyEffects
+    from cohortsql.uniqueness import UniquenessResult
 
 
 class CohortNamespace:
@@ -34,13 +38,16 @@ class CohortNamespace:
     def shapley(
         self,
         *,
-        prediction: str,
+        prediction: str | Sequence[str],
         similarity: SimilarityArgument,
         id: str | None = None,
+        weight: str | None = None,
         targets: Targets = None,
         sample: int | float | None = None,
         method: Method = "exact",
         seed: int | None = None,
+        bootstrap: int = 0,
+        confidence: float = 0.95,
         tolerance: float | None = None,
         max_permutations: int = 200,
         path: CohortPath = "auto",
@@ -48,7 +55,7 @@ class CohortNamespace:
         temp_directory: str | os.PathLike[str] | None = None,
         progress: bool | None = None,
         engine: EngineName | None = None,
-    ) -> CohortShapleyResult:
+    ) -> CohortShapleyResult | CohortShapleyResults:
         """Cohort Shapley values of every feature for every target (`cohortsql.cohort_shapley`)."""
         from cohortsql.api import cohort_shapley
 
@@ -57,10 +64,13 @@ class CohortNamespace:
             prediction=prediction,
             similarity=similarity,
             id=id,
+            weight=weight,
             targets=targets,
             sample=sample,
             method=method,
             seed=seed,
+            bootstrap=bootstrap,
+            confidence=confidence,
             tolerance=tolerance,
             max_permutations=max_permutations,
             path=path,
@@ -73,18 +83,21 @@ class CohortNamespace:
     def effects(
         self,
         *,
-        prediction: str,
+        prediction: str | Sequence[str],
         similarity: SimilarityArgument,
         id: str | None = None,
+        weight: str | None = None,
         targets: Targets = None,
         sample: int | float | None = None,
         seed: int | None = None,
+        bootstrap: int = 0,
+        confidence: float = 0.95,
         path: CohortPath = "auto",
         memory_limit: str | None = None,
         temp_directory: str | os.PathLike[str] | None = None,
         progress: bool | None = None,
         engine: EngineName | None = None,
-    ) -> ShapleyEffects:
+    ) -> ShapleyEffects | ShapleyEffectsResults:
         """Shapley effects: each feature's share of the explained variance (`cohortsql.shapley_effects`)."""
         from cohortsql.api import shapley_effects
 
@@ -93,6 +106,42 @@ class CohortNamespace:
             prediction=prediction,
             similarity=similarity,
             id=id,
+            weight=weight,
+            targets=targets,
+            sample=sample,
+            seed=seed,
+            bootstrap=bootstrap,
+            confidence=confidence,
+            path=path,
+            memory_limit=memory_limit,
+            temp_directory=temp_directory,
+            progress=progress,
+            engine=engine,
+        )
+
+    def uniqueness(
+        self,
+        *,
+        similarity: SimilarityArgument,
+        id: str | None = None,
+        weight: str | None = None,
+        targets: Targets = None,
+        sample: int | float | None = None,
+        seed: int | None = None,
+        path: CohortPath = "auto",
+        memory_limit: str | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
+        progress: bool | None = None,
+        engine: EngineName | None = None,
+    ) -> UniquenessResult:
+        """Uniqueness Shapley: which features make each row identifiable (`cohortsql.uniqueness_shapley`)."""
+        from cohortsql.api import uniqueness_shapley
+
+        return uniqueness_shapley(
+            self._frame,
+            similarity=similarity,
+            id=id,
+            weight=weight,
             targets=targets,
             sample=sample,
             seed=seed,
@@ -106,13 +155,15 @@ class CohortNamespace:
     def estimate(
         self,
         *,
-        prediction: str,
+        prediction: str | Sequence[str],
         similarity: SimilarityArgument,
         id: str | None = None,
+        weight: str | None = None,
         targets: Targets = None,
         sample: int | float | None = None,
         method: Method = "exact",
         seed: int | None = None,
+        bootstrap: int = 0,
         path: CohortPath = "auto",
         engine: EngineName | None = None,
     ) -> Plan:
@@ -124,10 +175,12 @@ class CohortNamespace:
             prediction=prediction,
             similarity=similarity,
             id=id,
+            weight=weight,
             targets=targets,
             sample=sample,
             method=method,
             seed=seed,
+            bootstrap=bootstrap,
             path=path,
             engine=engine,
         )

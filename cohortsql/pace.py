@@ -81,6 +81,9 @@ class Pacer:
     pairs_per_target: int
     """Subject rows each target is compared with (sizes the pilot)."""
     reporter: Reporter
+    sums_per_pair: float = 1.0
+    """How many sums each target-subject pair adds to (weights, outcomes, replicates): the pilot and
+    the small-run threshold count pairs at this cost."""
     remedy: str = "sample the targets (--sample), use bins: instead of windows, or fewer features"
     paced: bool = True
     """False where a batch costs about the same whatever its size (the lattice walk): memory sizes it."""
@@ -112,10 +115,11 @@ class Pacer:
         self.reporter.finish()
 
     def _pilot_size(self) -> int:
-        small = self.total * self.pairs_per_target <= SMALL_RUN_PAIRS
+        work = self.pairs_per_target * self.sums_per_pair
+        small = self.total * work <= SMALL_RUN_PAIRS
         if not self.paced or (small and not self.pilot_only):
             return self.memory_batch
-        return max(1, min(self.memory_batch, PILOT_PAIRS // max(1, self.pairs_per_target)))
+        return max(1, min(self.memory_batch, int(PILOT_PAIRS // max(1.0, work))))
 
     def remaining_seconds(self, done: int) -> float | None:
         """The estimated time for the targets after the first `done`, at the measured rate."""

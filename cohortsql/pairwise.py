@@ -17,9 +17,10 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from cohortsql import compile, kernels, permutation, shapley
-from cohortsql.engines.base import Engine, fetch_numpy, fetch_record
+from cohortsql.engines.base import Engine, fetch_numpy
+from cohortsql.measures import Measures
 from cohortsql.pace import Pacer
-from cohortsql.prepare import Prepared, TargetSet
+from cohortsql.prepare import Prepared, TargetSet, WeightedSubjects, weigh_subjects
 from cohortsql.similarity import SqlPredicate
 
 HISTOGRAM_ROW_BYTES = 64
@@ -28,7 +29,7 @@ sum, sorted copies and unpacked bits); a batch has at most one row per target an
 
 
 def _histograms(
-    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
+    engine: Engine, prepared: Prepared, weighted: WeightedSubjects, targets: TargetSet, pacer: Pacer
 ) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """(first target, number of targets, histogram columns) for consecutive batches of distinct targets."""
     custom = [feature.name for feature in prepared.features if isinstance(feature.kind, SqlPredicate)]
@@ -40,9 +41,10 @@ def _histograms(
             histogram = fetch_numpy(
                 engine,
                 compile.mask_histogram(
-                    prepared.weighted_subjects,
+                    weighted.relation,
                     uploaded,
                     prepared.features,
+                    prepared.measures,
                     engine.dialect,
                     collapsed=prepared.compressed,
                 ),
@@ -53,18 +55,60 @@ def _histograms(
         yield start, batch.num_rows, histogram
 
 
+def game_entries(
+    histogram: dict[str, np.ndarray], measures: Measures
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The histogram's rows as entries of every game: (game row, mask, weight, sum), game row =
+    target * games + game, each game with its outcome's sum and its weighting's weight."""
+    games = measures.games
+    target, mask = histogram["target"], histogram["mask0"]
+    weights = np.stack([histogram[name] for name in measures.weight_names]).astype(np.float64)
+    if games == 1:
+        return target, mask, weights[0], histogram[measures.sum_name(0, 0)]
+    sums = np.stack([histogram[name] for name in measures.sum_names])
+    rows = (target[None, :] * games + np.arange(games)[:, None]).reshape(-1)
+    return rows, np.tile(mask, games), weights[measures.weighting_of_game].reshape(-1), sums.reshape(-1)
+
+
 def exact_values(
-    histogram: dict[str, np.ndarray], rows: int, d: int, centred_mean: float, weights: np.ndarray
+    histogram: dict[str, np.ndarray],
+    rows: int,
+    d: int,
+    measures: Measures,
+    means: np.ndarray,
+    weights: np.ndarray,
 ) -> shapley.CohortShapley:
-    """Exact values of a batch of `rows` targets from their mask histogram (``target`` numbers them 0..rows-1):
-    the compiled kernel where it pays (`cohortsql.kernels`), else numpy with one BLAS thread (the small
-    matrix products of the transforms ran 3.5-5x slower with BLAS threads fighting for busy cores)."""
-    columns = (histogram["target"], histogram["mask0"], histogram["subjects"], histogram["sum_y"])
-    if kernels.worth_compiling(rows, d):
-        return kernels.exact_values(*columns, rows, d, centred_mean, weights)
+    """Exact values of every game of a batch of `rows` targets from their mask histogram (``target``
+    numbers them 0..rows-1): game row r is target r // games, game r % games (`cohortsql.measures`).
+
+    `means` is each game's centred overall mean and `weights[t, g]` what target t counts for in game
+    g's squared games. The compiled kernel runs where it pays (`cohortsql.kernels`), else numpy with
+    one BLAS thread (the small matrix products of the transforms ran 3.5-5x slower with BLAS threads
+    fighting for busy cores)."""
+    games = measures.games
+    entries = game_entries(histogram, measures)
+    row_means = np.tile(np.asarray(means, dtype=np.float64), rows)
+    row_weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+    if kernels.worth_compiling(rows * games, d):
+        return kernels.exact_values(*entries, rows * games, d, row_means, row_weights, games)
     with threadpool_limits(limits=1, user_api="blas"):
-        counts, sums = shapley.scatter_histograms(*columns, rows, d)
-        return shapley.cohort_shapley(counts, sums, centred_mean, weights)
+        return shapley.cohort_shapley_of_histograms(*entries, rows * games, d, row_means, row_weights, games)
+
+
+def uniqueness_values(
+    histogram: dict[str, np.ndarray], rows: int, d: int, measures: Measures, totals: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Uniqueness Shapley values of a batch of targets from their mask histogram: phi (rows, d),
+    -log(|C_{t,1:d}| / n) (rows,) and |C_{t,1:d}| (rows,), under the data's own weighting."""
+    target, mask, weight = histogram["target"], histogram["mask0"], histogram[measures.weight_name(0)]
+    parts = []
+    with threadpool_limits(limits=1, user_api="blas"):
+        for start, stop, (counts,) in shapley.dense_chunks(target, mask, [weight.astype(np.float64)], rows, d):
+            sizes = shapley.superset_sums(counts)
+            phi, value = shapley.uniqueness_values(sizes, np.full(stop - start, totals[0]))
+            parts.append((phi, value, sizes[:, -1]))
+    phi, value, size = (np.concatenate(arrays) for arrays in zip(*parts))
+    return phi, value, size
 
 
 def permutation_values(
@@ -76,12 +120,14 @@ def permutation_values(
     *,
     max_permutations: int,
     tolerance: float | None,
+    sum_column: str = "s0_0",
 ) -> list[permutation.PermutationEstimate]:
-    """Monte Carlo estimates of a batch of `rows` targets from their mask histogram, target i with generator i."""
+    """Monte Carlo estimates of a batch of `rows` targets from their mask histogram, target i with
+    generator i; the outcome is the histogram's `sum_column` (weights are ``w0``)."""
     order = np.argsort(histogram["target"], kind="stable")
     words = [histogram[f"mask{index}"][order] for index in range(math.ceil(d / compile.MASK_WORD_BITS))]
     bits = permutation.unpack_masks(words, d, compile.MASK_WORD_BITS)
-    counts, sums = histogram["subjects"][order].astype(np.float64), histogram["sum_y"][order]
+    counts, sums = histogram["w0"][order].astype(np.float64), histogram[sum_column][order]
     bounds = np.searchsorted(histogram["target"][order], np.arange(rows + 1))
     return [
         permutation.estimate(
@@ -105,23 +151,40 @@ def target_generators(count: int, seed: int | None) -> list[np.random.Generator]
 def pairwise_batches(
     engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
 ) -> Iterator[shapley.CohortShapley]:
-    """Exact cohort Shapley values, one batch of distinct targets at a time (batches from `pacer`)."""
-    for start, rows, histogram in _histograms(engine, prepared, targets, pacer):
-        weights = targets.multiplicity[start : start + rows]
-        yield exact_values(histogram, rows, prepared.d, prepared.centred_mean, weights)
+    """Exact cohort Shapley values of every game, one batch of distinct targets at a time (batches from `pacer`)."""
+    measures = prepared.measures
+    weighted = weigh_subjects(engine, prepared)
+    for start, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
+        weights = targets.multiplicity[start : start + rows][:, measures.weighting_of_game]
+        yield exact_values(histogram, rows, prepared.d, measures, weighted.game_means, weights)
 
 
-def exact_batch_size(prepared: Prepared) -> int:
-    """The most targets whose 2^d cohort values fit the batch memory budget."""
-    return shapley.targets_per_batch(prepared.d, prepared.batch_bytes)
+def uniqueness_batches(
+    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Uniqueness Shapley values (phi, total, cohort size), one batch of distinct targets at a time."""
+    weighted = weigh_subjects(engine, prepared)
+    for _, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
+        yield uniqueness_values(histogram, rows, prepared.d, prepared.measures, weighted.weight_totals)
 
 
-def permutation_batch_size(engine: Engine, prepared: Prepared) -> int:
+def exact_batch_size(prepared: Prepared, path: str) -> int:
+    """The most targets whose arrays fit the batch memory budget: on the pairwise path their histogram
+    entries for every game (at most min(subject rows, 2^d) per target; the dense 2^d arrays are built
+    a cache-sized chunk at a time), on the lattice path their 2^d sizes and values of every game."""
+    measures, d = prepared.measures, prepared.d
+    games, weightings = max(1, measures.games), measures.weightings
+    if path == "grouping_sets":
+        per_target = (weightings + 2 * games) << d
+    else:
+        columns = math.ceil(d / compile.MASK_WORD_BITS) + 1 + weightings + games
+        per_target = min(prepared.subject_rows, 1 << d) * (columns + 8 * games)
+    return max(1, prepared.batch_bytes // (8 * per_target))
+
+
+def permutation_batch_size(prepared: Prepared) -> int:
     """The most targets whose histograms (at most one row per subject row each) fit the budget."""
-    subject_rows = fetch_record(
-        engine, f"SELECT count(*) AS n FROM {prepared.weighted_subjects}", context="counting subjects"
-    )["n"]
-    return max(1, prepared.batch_bytes // HISTOGRAM_ROW_BYTES // max(1, subject_rows))
+    return max(1, prepared.batch_bytes // HISTOGRAM_ROW_BYTES // max(1, prepared.subject_rows))
 
 
 def permutation_batches(
@@ -133,16 +196,24 @@ def permutation_batches(
     seed: int | None,
     max_permutations: int,
     tolerance: float | None,
-) -> Iterator[list[permutation.PermutationEstimate]]:
-    """Monte Carlo estimates, one batch of distinct targets at a time (batches from `pacer`)."""
-    generators = target_generators(targets.distinct.num_rows, seed)
-    for start, rows, histogram in _histograms(engine, prepared, targets, pacer):
-        yield permutation_values(
-            histogram,
-            rows,
-            prepared.d,
-            prepared.centred_mean,
-            generators[start : start + rows],
-            max_permutations=max_permutations,
-            tolerance=tolerance,
-        )
+) -> Iterator[list[list[permutation.PermutationEstimate]]]:
+    """Monte Carlo estimates, one batch of distinct targets at a time (batches from `pacer`): per
+    outcome, one estimate per target. Every outcome draws the same permutations (fresh generators from
+    `seed`), so each equals its own single-outcome run and differences between outcomes are paired."""
+    measures = prepared.measures
+    generators = [target_generators(targets.distinct.num_rows, seed) for _ in range(measures.outcomes)]
+    weighted = weigh_subjects(engine, prepared)
+    for start, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
+        yield [
+            permutation_values(
+                histogram,
+                rows,
+                prepared.d,
+                float(weighted.game_means[measures.game(outcome, 0)]),
+                generators[outcome][start : start + rows],
+                max_permutations=max_permutations,
+                tolerance=tolerance,
+                sum_column=measures.sum_name(outcome, 0),
+            )
+            for outcome in range(measures.outcomes)
+        ]

@@ -120,15 +120,30 @@ class ResolvedFeature:
 def plan_features(
     schema: pa.Schema,
     similarity: SimilarityArgument,
-    prediction: str,
+    outcomes: Sequence[str],
     id: str | None,
+    weight: str | None = None,
 ) -> tuple[Feature, ...]:
-    """Check the columns the caller named against the data's schema."""
+    """Check the columns the caller named against the data's schema: the explained columns
+    (`outcomes`), the id and case-weight columns, and the features."""
     columns = {name: schema.field(name).type for name in schema.names}
-    _require_column(columns, prediction, "prediction")
-    prediction_type = columns[prediction]
-    if not is_numeric(prediction_type) and not pa.types.is_boolean(prediction_type):
-        raise CohortError(f"prediction column {prediction!r} holds {_described(prediction_type)}; it must be numeric")
+    for prediction in outcomes:
+        _require_column(columns, prediction, "prediction")
+        prediction_type = columns[prediction]
+        if not is_numeric(prediction_type) and not pa.types.is_boolean(prediction_type):
+            raise CohortError(
+                f"prediction column {prediction!r} holds {_described(prediction_type)}; it must be numeric"
+            )
+    repeated = sorted({name for name in outcomes if list(outcomes).count(name) > 1})
+    if repeated:
+        raise CohortError(f"prediction column {repeated[0]!r} is listed twice")
+    if weight is not None:
+        _require_column(columns, weight, "weight")
+        if not is_numeric(columns[weight]):
+            raise CohortError(f"weight column {weight!r} holds {_described(columns[weight])}; weights must be numbers")
+        if weight in outcomes or weight == id:
+            role = "the id column" if weight == id else "explained (a prediction)"
+            raise CohortError(f"weight column {weight!r} is {role}; weigh the rows with a column of its own")
     if id is not None:
         _require_column(columns, id, "id")
         if column_kind(columns[id]) is None or column_kind(columns[id]) == "float":
@@ -148,8 +163,10 @@ def plan_features(
         _require_column(columns, name, "feature")
         if name in (feature.name for feature in features):
             raise CohortError(f"feature {name!r} is listed twice")
-        if name == prediction:
+        if name in outcomes:
             raise CohortError(f"feature {name!r} is the column being explained; a prediction cannot explain itself")
+        if name == weight:
+            raise CohortError(f"feature {name!r} is the weight column; weights weigh rows and explain nothing")
         if name == id:
             raise CohortError(
                 f"feature {name!r} is the id column; ids identify rows and explain nothing (drop it from the features)"

@@ -8,7 +8,7 @@ rows as they are in the data are read only by computations that report them (`re
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +20,7 @@ import pyarrow as pa
 from cohortsql import compile
 from cohortsql.engines.base import POSITION_COLUMN, Engine, Input, fetch_record
 from cohortsql.errors import CohortError
+from cohortsql.measures import Measures
 from cohortsql.plan import (
     Feature,
     ResolvedFeature,
@@ -52,39 +53,48 @@ class Prepared:
     """The caller's id column (None: ids are row positions)."""
     id_sql: str
     """SQL of each row's id in the data: the id column, or the position column."""
-    prediction: str
+    outcomes: tuple[str, ...]
+    """The explained columns y_k (none for uniqueness Shapley)."""
+    weight: str | None
+    """The case-weight column (None: every row weighs 1)."""
     features: tuple[ResolvedFeature, ...]
     statistics: dict[str, Any]
-    pilot: float
-    """The explained column is stored as y - pilot, so its sums keep their digits (see ``sql/pilot.sql``)."""
+    pilots: tuple[float, ...]
+    """Each y_k is stored as y_k - pilot_k, so its sums keep their digits (see ``sql/pilot.sql``)."""
     subjects: str
     """The subjects relation (see ``sql/subjects.sql``)."""
-    weighted_subjects: str
-    """The histogram's input: subject rows with ``__cohort_count`` and ``__cohort_sum`` (identical
-    predictor rows collapsed into one when that pays, see `COMPRESS_BELOW`)."""
     target_predicate: str | None
     compressed: bool
-    """Whether identical predictor rows were collapsed before the join."""
+    """Whether identical predictor rows are collapsed before the join (see `COMPRESS_BELOW`)."""
     batch_bytes: int
     """Budget for one batch's numpy arrays: targets per batch are derived from it and d."""
+    measures: Measures
+    """What the histogram sums: outcomes, case weights, bootstrap replicates."""
 
     @property
-    def centred_mean(self) -> float:
-        """ybar - pilot: the mean of the stored y - pilot, what cohort sums are compared with."""
-        return float(self.statistics["mean"])
+    def centred_means(self) -> np.ndarray:
+        """ybar_k - pilot_k for each outcome: the weighted means of the stored values."""
+        return np.array([self.statistics[f"mean:{index}"] for index in range(len(self.outcomes))], dtype=np.float64)
 
     @property
-    def mean(self) -> float:
-        """ybar, the mean of the explained column."""
-        return self.pilot + self.centred_mean
+    def means(self) -> np.ndarray:
+        """ybar_k, the (weighted) mean of each explained column."""
+        return np.asarray(self.pilots, dtype=np.float64) + self.centred_means
 
     @property
-    def variance(self) -> float:
-        return float(self.statistics["variance"])
+    def variances(self) -> np.ndarray:
+        """The (weighted) population variance of each explained column."""
+        return np.array([self.statistics[f"variance:{index}"] for index in range(len(self.outcomes))], dtype=np.float64)
 
     @property
     def subject_count(self) -> int:
+        """How many rows are subjects (rows of positive weight)."""
         return int(self.statistics["subjects"])
+
+    @property
+    def total_weight(self) -> float:
+        """The subjects' total case weight (their number when unweighted)."""
+        return float(self.statistics["total_weight"] if self.weight is not None else self.statistics["subjects"])
 
     @property
     def d(self) -> int:
@@ -111,8 +121,12 @@ class TargetSet:
     """One row per distinct target (targets with identical predictors share every cohort)."""
     group: np.ndarray
     """For each row of `table`, its row in `distinct`."""
+    weights: np.ndarray
+    """Each target's weight under every weighting (its case weight, or 1, then its bootstrap
+    replicate weights), shape (targets, weightings)."""
     multiplicity: np.ndarray
-    """For each distinct target, how many targets it stands for."""
+    """For each distinct target, the total weight of the targets it stands for under every weighting
+    (unweighted: how many they are), shape (distinct targets, weightings)."""
     population: int | None
     """n when the targets are every row or a random sample of them, else None."""
     seed: int | None
@@ -132,77 +146,163 @@ def prepare(
     engine: Engine,
     data: Any,
     *,
-    prediction: str,
+    outcomes: Sequence[str],
     similarity: SimilarityArgument,
     id: str | None,
     target_predicate: str | None,
     max_features: int,
+    weight: str | None = None,
+    replicates: int = 0,
+    seed: int = 0,
 ) -> Prepared:
-    """Register `data`, check the request and its statistics, and define the subjects relations."""
+    """Register `data`, check the request and its statistics, and define the subjects relations.
+
+    With a `weight` column, rows of weight zero are left out everywhere (as if dropped) and every
+    statistic is weighted; `replicates` Bayesian-bootstrap weightings are drawn with `seed`."""
     dialect = engine.dialect
     if target_predicate is not None:
         target_predicate = check_expression(target_predicate, "targets")
     source = engine.register_input(data, positions=id is None)
-    features = plan_features(source.schema, similarity, prediction, id)
+    features = plan_features(source.schema, similarity, outcomes, id, weight)
     if len(features) > max_features:
         raise CohortError(
             f"this computation handles at most {max_features} features; got {len(features)}: drop or merge features"
         )
     id_sql = dialect.quote(POSITION_COLUMN if id is None else id)
-    if engine.memory_budget is not None:
-        dialect = dialect.with_known_quantiles(_sorted_quantiles(engine, source.relation, features))
-    pilot = _pilot(engine, source.relation, prediction)
-    pilot_sql = dialect.number(pilot)
+    relation = source.relation if weight is None else _positive_rows(engine, source.relation, weight, id_sql, id)
+    if engine.memory_budget is not None or weight is not None:
+        dialect = dialect.with_known_quantiles(_sorted_quantiles(engine, relation, features, weight))
+    pilots = tuple(_pilot(engine, relation, outcome) for outcome in outcomes)
+    pilot_sql = [dialect.number(pilot) for pilot in pilots]
     # sql: predicates may read any column of a row: rows can only be merged when none is used.
     mergeable = not any(isinstance(feature.kind, SqlPredicate) for feature in features)
     aggregates = compile.statistics_aggregates(
-        features, prediction, id_sql, pilot_sql, dialect, check_ids=id is not None, distinct_rows=mergeable
+        features, outcomes, id_sql, pilot_sql, weight, dialect, check_ids=id is not None, distinct_rows=mergeable
     )
     statistics = fetch_record(
-        engine, compile.table_statistics(source.relation, aggregates, dialect), context="computing table statistics"
+        engine, compile.table_statistics(relation, aggregates, dialect), context="computing table statistics"
     )
-    _check_table(statistics, prediction, id)
+    _check_table(statistics, outcomes, id)
+    statistics.update(_moments(statistics, len(outcomes), weighted=weight is not None))
     n = int(statistics["subjects"])
     resolved = tuple(
         resolve_feature(feature, _feature_statistics(statistics, feature.index), n) for feature in features
     )
     compress = mergeable and statistics["distinct_rows"] <= COMPRESS_BELOW * n
+    measures = Measures(len(outcomes), weighted=weight is not None, replicates=replicates, seed=seed)
     subjects = engine.create(
         compile.subjects(
-            source.relation, resolved, prediction, id_sql, pilot_sql, target_predicate, not mergeable, dialect
+            relation, resolved, outcomes, pilot_sql, weight, id_sql, target_predicate, not mergeable, dialect
         ),
         "subjects",
         # Read once per batch of targets when not collapsed: store it unless the input is cheap to scan.
         materialize=not compress and not source.rescans_are_cheap,
         context="reading the data" + (f" with targets {target_predicate!r}" if target_predicate else ""),
     )
-    weighted = engine.create(
-        compile.collapsed_subjects(subjects, resolved, dialect) if compress else compile.subjects_as_weighted(subjects),
-        "weighted_subjects",
-        materialize=compress,
-        context="collapsing identical subjects",
-    )
     return Prepared(
         input=source,
         id=id,
         id_sql=id_sql,
-        prediction=prediction,
+        outcomes=tuple(outcomes),
+        weight=weight,
         features=resolved,
         statistics=statistics,
-        pilot=pilot,
+        pilots=pilots,
         subjects=subjects,
-        weighted_subjects=weighted,
         target_predicate=target_predicate,
         compressed=compress,
         batch_bytes=_batch_bytes(engine),
+        measures=measures,
     )
 
 
+@dataclass(frozen=True)
+class WeightedSubjects:
+    """The histogram's input: subject rows with their measures (see ``sql/weighted_subjects.sql``),
+    identical predictor rows collapsed into one when that pays, and the games' overall means."""
+
+    relation: str
+    game_means: np.ndarray
+    """The centred overall mean S_bk(all) / W_b(all) of every game, in the order of `Measures`."""
+    weight_totals: np.ndarray
+    """W_b(all): the total weight of every subject under each weighting (n when unweighted)."""
+
+
+def weigh_subjects(engine: Engine, prepared: Prepared) -> WeightedSubjects:
+    """Define the relation of subjects with their measures (bootstrap draws computed once: an md5 each)."""
+    measures = prepared.measures
+    relation = engine.create(
+        compile.collapsed_subjects(prepared.subjects, prepared.features, measures, engine.dialect)
+        if prepared.compressed
+        else compile.weighted_subjects(prepared.subjects, measures, engine.dialect),
+        "weighted_subjects",
+        materialize=prepared.compressed or measures.replicates > 0,
+        context="collapsing identical subjects" if prepared.compressed else "weighing the subjects",
+    )
+    if not measures.replicates:
+        return WeightedSubjects(relation, prepared.centred_means, np.array([prepared.total_weight]))
+    totals = fetch_record(
+        engine, compile.measure_totals(relation, measures), context="summing the bootstrap replicates"
+    )
+    means, weights = game_means(measures, {name: float(value) for name, value in totals.items()})
+    return WeightedSubjects(relation, means, weights)
+
+
+def game_means(measures: Measures, totals: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Every game's overall mean S_bk(all) / W_b(all) and every weighting's W_b(all), from the totals
+    of the measures' columns."""
+    weights = np.array([totals[name] for name in measures.weight_names], dtype=np.float64)
+    sums = np.array([totals[name] for name in measures.sum_names], dtype=np.float64)
+    return sums / weights[measures.weighting_of_game], weights
+
+
+def _positive_rows(engine: Engine, source: str, weight: str, id_sql: str, id: str | None) -> str:
+    """Check the case-weight column and return the relation of the rows of positive weight."""
+    checks = fetch_record(
+        engine,
+        compile.weight_checks(source, weight, id_sql, engine.dialect),
+        context=f"checking weight column {weight!r}",
+    )
+    if checks["bad_weights"]:
+        where = "row" if id is None else f"{id} ="
+        raise CohortError(
+            f"weight column {weight!r} has {checks['bad_weights']} negative, NULL, NaN or infinite values"
+            f" (the first at {where} {checks['first_bad_weight']!r}); weights must be finite and >= 0"
+        )
+    if not checks["positive_rows"]:
+        total = checks["total_weight"]
+        raise CohortError(
+            f"weight column {weight!r} sums to {0 if total is None else total}: at least one row needs a positive weight"
+        )
+    return engine.create(
+        compile.positive_weights(source, weight, engine.dialect),
+        "weighted_rows",
+        materialize=False,
+        context="weighing rows",
+    )
+
+
+def _moments(statistics: dict[str, Any], outcomes: int, *, weighted: bool) -> dict[str, float]:
+    """Each outcome's centred mean and population variance, weighted when the rows are."""
+    moments: dict[str, float] = {}
+    for index in range(outcomes):
+        if not weighted:
+            moments[f"mean:{index}"] = float(statistics[f"mean:{index}"])
+            moments[f"variance:{index}"] = float(statistics[f"variance:{index}"])
+            continue
+        total = float(statistics["total_weight"])
+        mean = float(statistics[f"weighted_sum:{index}"]) / total
+        moments[f"mean:{index}"] = mean
+        moments[f"variance:{index}"] = max(0.0, float(statistics[f"weighted_squares:{index}"]) / total - mean * mean)
+    return moments
+
+
 def _sorted_quantiles(
-    engine: Engine, source: str, features: tuple[Feature, ...]
+    engine: Engine, source: str, features: tuple[Feature, ...], weight: str | None
 ) -> dict[tuple[str, float], float | None]:
     """The quantiles that quantile windows need, from order statistics (a sort spills; an exact
-    quantile aggregate holds every value in memory and fails under a small memory limit)."""
+    quantile aggregate holds every value in memory and fails under a small memory limit). With case
+    weights, a weight counts as that many repetitions of the row."""
     known: dict[tuple[str, float], float | None] = {}
     for feature in features:
         if not isinstance(feature.kind, QuantileWindow):
@@ -210,11 +310,15 @@ def _sorted_quantiles(
         value = statistic_value(feature.values, engine.dialect.quote(feature.name), engine.dialect)
         probabilities = (feature.kind.p, 1 - feature.kind.p)
         rows = engine.fetch_arrow(
-            compile.order_statistics(source, value, probabilities, engine.dialect),
+            compile.order_statistics(source, value, probabilities, engine.dialect)
+            if weight is None
+            else compile.weighted_order_statistics(source, value, weight, probabilities, engine.dialect),
             context=f"sorting feature {feature.name!r} for its quantiles",
         ).to_pylist()
         for probability in probabilities:
-            known[(value, probability)] = interpolated_quantile(rows, probability)
+            known[(value, probability)] = (
+                interpolated_quantile(rows, probability) if weight is None else weighted_quantile(rows, probability)
+            )
     return known
 
 
@@ -231,6 +335,25 @@ def interpolated_quantile(rows: list[dict[str, Any]], probability: float) -> flo
     return lower + (upper - lower) * (position - low)
 
 
+def weighted_quantile(rows: list[dict[str, Any]], probability: float) -> float | None:
+    """The linear-interpolated quantile of the table with every row repeated `weight` times, from rows
+    of ``value``, ``before``, ``upto`` (the positions it holds) and ``total`` (see ``sql/weighted_order_statistics.sql``)."""
+    if not rows:
+        return None
+    position = (rows[0]["total"] - 1) * probability
+    low = math.floor(position)
+
+    def at(place: float) -> float | None:
+        return next((float(row["value"]) for row in rows if row["before"] <= place < row["upto"]), None)
+
+    lower = at(low)
+    if lower is None:
+        raise RuntimeError(f"no row holds position {low} of the weighted order statistics")
+    upper = at(low + 1)
+    upper = lower if upper is None else upper
+    return lower + (upper - lower) * (position - low)
+
+
 def _pilot(engine: Engine, source: str, prediction: str) -> float:
     rows = engine.fetch_arrow(compile.pilot(source, prediction, engine.dialect), context="reading the data")
     values = [value for value in rows.column("pilot").to_pylist() if value is not None]
@@ -242,15 +365,16 @@ def _batch_bytes(engine: Engine) -> int:
     return BATCH_MEMORY_BYTES if limit is None else min(BATCH_MEMORY_BYTES, limit // 4)
 
 
-def _check_table(statistics: dict[str, Any], prediction: str, id: str | None) -> None:
+def _check_table(statistics: dict[str, Any], outcomes: Sequence[str], id: str | None) -> None:
     if statistics["subjects"] == 0:
         raise CohortError("the data has no rows; cohort Shapley needs at least one subject")
-    if statistics["bad_predictions"]:
-        where = "row" if id is None else f"{id} ="
-        raise CohortError(
-            f"prediction column {prediction!r} has {statistics['bad_predictions']} NULL, NaN or infinite"
-            f" values (the first at {where} {statistics['first_bad_prediction']!r}); drop or fill them"
-        )
+    for index, outcome in enumerate(outcomes):
+        if statistics[f"bad_predictions:{index}"]:
+            where = "row" if id is None else f"{id} ="
+            raise CohortError(
+                f"prediction column {outcome!r} has {statistics[f'bad_predictions:{index}']} NULL, NaN or infinite"
+                f" values (the first at {where} {statistics[f'first_bad_prediction:{index}']!r}); drop or fill them"
+            )
     if id is None:
         return
     if statistics["missing_ids"]:
@@ -294,10 +418,12 @@ def select_targets(
         if population == 0:
             raise CohortError(f"targets {prepared.target_predicate!r} selects no rows; loosen the predicate")
         size = _sample_size(sample, population)
-        sql = compile.sampled_targets(subjects, condition, size, seed, engine.dialect)
+        sql = compile.sampled_targets(subjects, condition, size, seed, prepared.measures, engine.dialect)
         table = engine.fetch_arrow(sql, context="selecting a sample of targets")
     elif targets is None or isinstance(targets, str):
-        table = engine.fetch_arrow(compile.target_rows(subjects, condition), context="selecting targets")
+        table = engine.fetch_arrow(
+            compile.target_rows(subjects, condition, prepared.measures, engine.dialect), context="selecting targets"
+        )
         if table.num_rows == 0:
             raise CohortError(f"targets {prepared.target_predicate!r} selects no rows; loosen the predicate")
         population = prepared.subject_count if targets is None else None
@@ -305,8 +431,13 @@ def select_targets(
     else:
         table = _targets_by_id(engine, prepared, targets)
         seed = None
-    distinct, group, multiplicity = _distinct_targets(table, prepared.features, merge=not prepared.custom)
-    return TargetSet(table, distinct, group, multiplicity, population, seed)
+    weights = np.column_stack(
+        [table.column(f"__cohort_{name}").to_numpy() for name in prepared.measures.weight_names]
+    ).astype(np.float64)
+    distinct, group = _distinct_targets(table, prepared.features, merge=not prepared.custom)
+    multiplicity = np.zeros((distinct.num_rows, weights.shape[1]))
+    np.add.at(multiplicity, group, weights)
+    return TargetSet(table, distinct, group, weights, multiplicity, population, seed)
 
 
 def _count(engine: Engine, subjects: str, condition: str) -> int:
@@ -338,14 +469,16 @@ def _targets_by_id(engine: Engine, prepared: Prepared, targets: Any) -> pa.Table
     with id_membership(engine, "__cohort_id", requested) as membership:
         condition = compile.target_condition(prepared.target_predicate is not None, membership)
         table = engine.fetch_arrow(
-            compile.target_rows(prepared.subjects, condition), context=f"matching target ids to the {column}"
+            compile.target_rows(prepared.subjects, condition, prepared.measures, engine.dialect),
+            context=f"matching target ids to the {column}",
         )
     found = pl.Series(table.column("__cohort_id"))
     missing = pl.Series(requested).filter(~pl.Series(requested).is_in(found.implode())).unique(maintain_order=True)
     if len(missing):
         shown = ", ".join(repr(value) for value in missing.head(5).to_list())
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        raise CohortError(f"target ids not found in the {column}: {shown}{more}")
+        dropped = " (rows of weight 0 are left out)" if prepared.weight is not None else ""
+        raise CohortError(f"target ids not found in the {column}{dropped}: {shown}{more}")
     return table
 
 
@@ -419,11 +552,12 @@ def read_target_data(engine: Engine, prepared: Prepared, targets: TargetSet) -> 
 
 def _distinct_targets(
     target_table: pa.Table, features: tuple[ResolvedFeature, ...], merge: bool
-) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-    """Targets with identical prepared predictors, computed once and fanned out afterwards."""
+) -> tuple[pa.Table, np.ndarray]:
+    """Targets with identical prepared predictors, computed once and fanned out afterwards: the first
+    of each, and each target's group."""
     rows = target_table.num_rows
     if not merge:
-        return target_table, np.arange(rows), np.ones(rows)
+        return target_table, np.arange(rows)
     columns = [feature.column for feature in features]
     prepared = pl.from_arrow(target_table.select(columns))
     assert isinstance(prepared, pl.DataFrame)
@@ -436,5 +570,4 @@ def _distinct_targets(
     members = groups.select("__cohort_position").with_row_index("__cohort_group").explode("__cohort_position")
     target_group = np.empty(rows, dtype=np.int64)
     target_group[members["__cohort_position"].to_numpy()] = members["__cohort_group"].to_numpy()
-    multiplicity = groups["__cohort_position"].list.len().to_numpy().astype(np.float64)
-    return target_table.take(first), target_group, multiplicity
+    return target_table.take(first), target_group

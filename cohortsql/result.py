@@ -17,6 +17,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from cohortsql import bootstrap as bootstrap_module
+from cohortsql.bootstrap import Bootstrap, percentile_interval
 from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.output import write_frame
 from cohortsql.shapley import shapley_values
@@ -31,11 +33,17 @@ VALUE_FIELDS = ("cohort_size", "shapley", "shapley_squared", "path_order", "path
 OPTIONAL_VALUE_FIELDS = ("shapley_se", "shapley_squared_se", "permutations")
 
 
-def value_fields(values: Mapping[str, Any], offset: float) -> dict[str, Any]:
+SIZE_FIELDS = ("cohort_size", "path_size", "feature_cohort_size")
+
+
+def value_fields(values: Mapping[str, Any], offset: float, *, counted: bool = True) -> dict[str, Any]:
     """Result fields from exact values (a `CohortShapley` as a dict) or stacked permutation estimates;
-    cohort means are stored relative to `offset` (the pilot value), which is added back here."""
+    cohort means are stored relative to `offset` (the pilot value), which is added back here. Sizes are
+    whole numbers when `counted` (no case weights), else sums of weights."""
     fields = {name: values[name] for name in VALUE_FIELDS}
     fields.update({name: values[name] for name in OPTIONAL_VALUE_FIELDS if name in values})
+    for name in SIZE_FIELDS:
+        fields[name] = np.rint(fields[name]).astype(np.int64) if counted else np.asarray(fields[name], dtype=np.float64)
     fields["cohort_mean"] = values["cohort_mean"] + offset
     fields["path_mean"] = values["path_mean"] + offset
     return fields
@@ -75,15 +83,16 @@ def diagnostics(
     cohort_size: np.ndarray,
     feature_cohort_size: np.ndarray,
     features: tuple[str, ...],
-    subjects: int,
+    subjects: float,
     weights: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """How much of the explanation rests on tiny cohorts.
 
-    ``singleton_share``: share of targets whose cohort on every feature is the target alone;
-    ``median_cohort_size``: the median of those cohorts' sizes; ``narrow_features``: per feature, the
-    share of targets for which similarity on that feature alone keeps at most 1% of the table.
-    `weights` count how many targets each row stands for (default one each)."""
+    ``singleton_share``: share of targets whose cohort on every feature is the target alone (of size
+    1; with case weights, of weight 1); ``median_cohort_size``: the median of those cohorts' sizes;
+    ``narrow_features``: per feature, the share of targets for which similarity on that feature alone
+    keeps at most 1% of the table (of its `subjects`, their total weight when weighted). `weights`
+    count how many targets each row stands for (default one each)."""
     weights = np.ones(len(cohort_size)) if weights is None else np.asarray(weights, dtype=float)
     total = weights.sum()
     order = np.argsort(cohort_size, kind="stable")
@@ -91,8 +100,8 @@ def diagnostics(
     median = float(cohort_size[order][np.searchsorted(cumulative, total / 2)]) if total else float("nan")
     narrow = feature_cohort_size <= NARROW_SHARE * subjects
     return {
-        "targets": int(round(total)),
-        "subjects": subjects,
+        "targets": int(round(total)) if float(total).is_integer() else float(total),
+        "subjects": int(subjects) if float(subjects).is_integer() else float(subjects),
         "singleton_share": float(weights @ (cohort_size == 1) / total) if total else float("nan"),
         "median_cohort_size": median,
         "narrow_features": {name: float(weights @ narrow[:, index] / total) for index, name in enumerate(features)},
@@ -157,11 +166,30 @@ class CohortShapleyResult:
     """How the cohorts were found: ``pairwise`` or ``grouping_sets``."""
     settings: dict[str, str] = field(default_factory=dict)
     """The run's settings (kinds, method, targets, seed, engine, version): written with every output."""
+    outcome: str | None = None
+    """The explained column (None when assembled from a warehouse's histogram)."""
+    weights: np.ndarray | None = None
+    """Each target's case weight (None: unweighted). Averages over targets are weighted by them."""
+    total_weight: float | None = None
+    """The subjects' total case weight, n of a weighted table (None: unweighted, n = `subjects`)."""
+    bootstrap: Bootstrap | None = None
+    """Bayesian-bootstrap replicates and intervals (``bootstrap=B``), else None."""
+
+    @property
+    def target_weights(self) -> np.ndarray:
+        """Each target's weight in averages over targets: its case weight, or 1."""
+        return np.ones(len(self.ids)) if self.weights is None else self.weights
+
+    @property
+    def population_weight(self) -> float:
+        """n, or the subjects' total weight when weighted: the size of the table cohorts are drawn from."""
+        return float(self.subjects if self.total_weight is None else self.total_weight)
 
     @cached_property
     def local(self) -> pl.DataFrame:
         """One row per (target, feature): ``id``, ``feature``, the target's ``feature_value`` (as text)
-        and ``prediction``, ``shapley``, ``shapley_squared`` (and their standard errors when estimated).
+        and ``prediction``, ``shapley``, ``shapley_squared`` (and their standard errors when estimated;
+        their Bayesian-bootstrap intervals ``shapley_ci_low`` .. ``shapley_squared_ci_high`` with ``bootstrap=B``).
 
         A squared value can be negative: it is the Shapley value of the game v(u)^2, whose increments
         v(u + j)^2 - v(u)^2 are negative whenever adding j moves the cohort mean back towards the
@@ -179,6 +207,11 @@ class CohortShapleyResult:
         if self.shapley_se is not None and self.shapley_squared_se is not None:
             columns["shapley_se"] = self.shapley_se.reshape(-1)
             columns["shapley_squared_se"] = self.shapley_squared_se.reshape(-1)
+        if self.bootstrap is not None:
+            columns["shapley_ci_low"] = self.bootstrap.shapley_low.reshape(-1)
+            columns["shapley_ci_high"] = self.bootstrap.shapley_high.reshape(-1)
+            columns["shapley_squared_ci_low"] = self.bootstrap.shapley_squared_low.reshape(-1)
+            columns["shapley_squared_ci_high"] = self.bootstrap.shapley_squared_high.reshape(-1)
         return pl.DataFrame(columns)
 
     @cached_property
@@ -210,7 +243,9 @@ class CohortShapleyResult:
     @cached_property
     def diagnostics(self) -> dict[str, Any]:
         """How much of the explanation rests on tiny cohorts (see `cohortsql.result.diagnostics`)."""
-        return diagnostics(self.cohort_size, self.feature_cohort_size, self.features, self.subjects)
+        return diagnostics(
+            self.cohort_size, self.feature_cohort_size, self.features, self.population_weight, self.target_weights
+        )
 
     def reasons(self, k: int = 3) -> pl.DataFrame:
         """The top `k` features of each target by |shapley|: ``id``, ``prediction``, ``rank``, ``feature``,
@@ -270,7 +305,7 @@ class CohortShapleyResult:
         targets, d = self.path_order.shape
         names = np.array([None, *self.features], dtype=object)
         order = np.column_stack([np.zeros(targets, dtype=np.int64), self.path_order + 1])
-        sizes = np.column_stack([np.full(targets, self.subjects), self.path_size])
+        sizes = np.column_stack([np.full(targets, self.population_weight), self.path_size])
         means = np.column_stack([np.full(targets, self.mean), self.path_mean])
         return pl.DataFrame(
             {
@@ -284,15 +319,16 @@ class CohortShapleyResult:
 
     @property
     def target_variance(self) -> float:
-        """Mean over the targets of (y_t - ybar)^2: the variance of the explained column when the targets
-        are every row, its estimate for a random sample, and the denominator of `global_`'s shares."""
-        return float(np.mean((self.prediction - self.mean) ** 2))
+        """Mean over the targets (weighted) of (y_t - ybar)^2: the variance of the explained column when
+        the targets are every row, its estimate for a random sample, and the denominator of `global_`'s shares."""
+        return float(np.average((self.prediction - self.mean) ** 2, weights=self.target_weights))
 
     @cached_property
     def global_(self) -> pl.DataFrame:
-        """Per feature, averaged over the targets: ``shapley_effect`` (mean squared cohort Shapley value),
-        its standard error ``shapley_effect_se``, ``share`` = shapley_effect / `target_variance`, and
-        ``mean_abs_shapley``.
+        """Per feature, averaged over the targets (weighted by their case weights): ``shapley_effect``
+        (mean squared cohort Shapley value), its standard error ``shapley_effect_se``, ``share`` =
+        shapley_effect / `target_variance`, and ``mean_abs_shapley``; with ``bootstrap=B``, the
+        interval ``shapley_effect_ci_low`` .. ``_high``.
 
         When the targets are every row, the squared values average to the Shapley effects of
         v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 exactly (paper: additivity of Shapley values), the
@@ -300,36 +336,114 @@ class CohortShapleyResult:
         sample mean's standard error, with the finite-population correction. For targets chosen by id or
         predicate, shares are of those targets' own spread around the overall mean.
         """
-        errors = _standard_error(self.shapley_squared, self.population, self.shapley_squared_se)
-        table = _effects_table(self.features, self.shapley_squared.mean(axis=0), errors, self.target_variance)
-        return table.with_columns(mean_abs_shapley=pl.Series(np.abs(self.shapley).mean(axis=0)))
+        weights = self.target_weights
+        errors = _standard_error(self.shapley_squared, self.population, self.shapley_squared_se, weights)
+        effects = np.average(self.shapley_squared, axis=0, weights=weights)
+        table = _effects_table(self.features, effects, errors, self.target_variance)
+        table = table.with_columns(
+            mean_abs_shapley=pl.Series(np.average(np.abs(self.shapley), axis=0, weights=weights))
+        )
+        if self.bootstrap is None:
+            return table
+        low, high = percentile_interval(self.bootstrap.effects, self.bootstrap.confidence, 0)
+        return table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
 
-    def by(self, column: str) -> pl.DataFrame:
+    def by(self, column: str, reference: object = None) -> pl.DataFrame:
         """Per group of `column` (any column of the data, a model input or not) and feature: the group's
-        number of targets, and the mean and standard error of the cohort Shapley values and their squares.
+        number of targets, and the mean and standard error of the cohort Shapley values and their squares
+        (weighted by case weights).
 
         The audit of the paper's redlining point: e.g. the mean attribution to a protected attribute
         among women versus men. Standard errors treat the group's targets as a sample (no correction).
+
+        With ``bootstrap=B``, each group's mean gets its interval (``shapley_ci_low`` .. ``_high``) and
+        its difference from the `reference` group (default: the first group) a paired interval
+        (``shapley_difference``, ``shapley_difference_ci_low`` .. ``_high``): every group's mean is
+        recomputed under the same replicate weights, so the interval is of the differences.
         """
         if column not in self.targets.columns:
             raise CohortError(
                 f"by({column!r}): no such column in the data; its columns are: {', '.join(self.targets.columns)}"
             )
-        targets, d = self.shapley.shape
-        groups = self.targets[column].gather(np.repeat(np.arange(targets), d))
-        count = pl.len()
-        return (
-            self.local.with_columns(groups)
-            .group_by(column, "feature", maintain_order=True)
-            .agg(
-                targets=count,
-                shapley=pl.col("shapley").mean(),
-                shapley_se=pl.col("shapley").std() / count.sqrt(),
-                shapley_squared=pl.col("shapley_squared").mean(),
-                shapley_squared_se=pl.col("shapley_squared").std() / count.sqrt(),
-            )
-            .sort(column, maintain_order=True, nulls_last=True)
+        keys = self.targets.select(column).with_columns(__cohort_weight=pl.Series(self.target_weights))
+        groups = keys.select(column).unique(maintain_order=True).sort(column, nulls_last=True)
+        number = keys.join(groups.with_row_index("__cohort_group"), on=column, how="left", nulls_equal=True)[
+            "__cohort_group"
+        ].to_numpy()
+        table = self._group_table(column, groups, number)
+        if self.bootstrap is None:
+            return table
+        return table.join(
+            self._group_intervals(column, groups, number, reference),
+            on=[column, "feature"],
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
         )
+
+    def _group_table(self, column: str, groups: pl.DataFrame, number: np.ndarray) -> pl.DataFrame:
+        """Per group and feature: targets, weighted means and standard errors of phi and phi^2."""
+        count = len(groups)
+        weights = self.target_weights
+        rows = []
+        for name, values in (("shapley", self.shapley), ("shapley_squared", self.shapley_squared)):
+            means = bootstrap_module.group_means(values[:, None, :], weights[:, None], number, count)[:, 0]
+            errors = np.stack(
+                [
+                    _standard_error(values[number == group], None, None, weights[number == group])
+                    for group in range(count)
+                ]
+            )
+            rows.append((name, means, errors))
+        d = len(self.features)
+        return pl.DataFrame(
+            {
+                column: groups[column].gather(np.repeat(np.arange(count), d)),
+                "feature": pl.Series(list(self.features) * count, dtype=pl.String),
+                "targets": np.repeat(np.bincount(number, minlength=count), d),
+                **{
+                    key: array.reshape(-1)
+                    for name, means, errors in rows
+                    for key, array in ((name, means), (f"{name}_se", errors))
+                },
+            }
+        )
+
+    def _group_intervals(
+        self, column: str, groups: pl.DataFrame, number: np.ndarray, reference: object
+    ) -> pl.DataFrame:
+        """Per group and feature: bootstrap intervals of the group's mean and of its difference from `reference`."""
+        replicates = self.bootstrap
+        assert replicates is not None
+        if replicates.shapley is None or replicates.shapley_squared is None:
+            raise CohortError(
+                f"by({column!r}) intervals need each target's replicate values, which were not kept for"
+                f" {len(self.ids)} targets x {replicates.replicates} replicates (over"
+                f" {bootstrap_module.KEEP_REPLICATES_BYTES // 2**20} MiB): use fewer targets (sample=) or replicates"
+            )
+        values = groups[column].to_list()
+        if reference is None:
+            position = 0
+        elif reference in values:
+            position = values.index(reference)
+        else:
+            raise CohortError(f"by({column!r}, reference={reference!r}): no such group; the groups are {values!r}")
+        count, d = len(groups), len(self.features)
+        columns: dict[str, Any] = {
+            column: groups[column].gather(np.repeat(np.arange(count), d)),
+            "feature": pl.Series(list(self.features) * count, dtype=pl.String),
+        }
+        confidence = replicates.confidence
+        for name, estimates in (("shapley", replicates.shapley), ("shapley_squared", replicates.shapley_squared)):
+            means = bootstrap_module.group_means(estimates, replicates.target_weights, number, count)
+            low, high = percentile_interval(means, confidence, 1)
+            columns[f"{name}_ci_low"], columns[f"{name}_ci_high"] = low.reshape(-1), high.reshape(-1)
+        main = bootstrap_module.group_means(self.shapley[:, None, :], self.target_weights[:, None], number, count)[:, 0]
+        columns["shapley_difference"] = (main - main[position]).reshape(-1)
+        means = bootstrap_module.group_means(replicates.shapley, replicates.target_weights, number, count)
+        low, high = bootstrap_module.paired_differences(means, position, confidence)
+        columns["shapley_difference_ci_low"], columns["shapley_difference_ci_high"] = low.reshape(-1), high.reshape(-1)
+        return pl.DataFrame(columns)
 
     def to_shap(self, *, squared: bool = False) -> Any:
         """The values as a ``shap.Explanation`` (needs ``pip install 'cohortsql[shap]'``), for SHAP's
@@ -367,9 +481,10 @@ class CohortShapleyResult:
         write_frame(self.local, path, self.settings)
 
     def __repr__(self) -> str:
+        extra = "" if self.bootstrap is None else f", bootstrap={self.bootstrap.replicates}"
         return (
             f"CohortShapleyResult({len(self.ids)} targets x {len(self.features)} features, "
-            f"{self.subjects} subjects, mean={self.mean:.6g}, method={self.method!r}, path={self.path!r})"
+            f"{self.subjects} subjects, mean={self.mean:.6g}, method={self.method!r}, path={self.path!r}{extra})"
         )
 
 
@@ -378,7 +493,8 @@ class ShapleyEffects:
     """Shapley effects of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 (`cohortsql.variance_shapley`)."""
 
     effects: pl.DataFrame
-    """One row per feature: ``feature``, ``shapley_effect``, ``shapley_effect_se``, ``share``."""
+    """One row per feature: ``feature``, ``shapley_effect``, ``shapley_effect_se``, ``share`` (and with
+    ``bootstrap=B`` the interval ``shapley_effect_ci_low`` .. ``_high``)."""
     explained: float
     """v_var(1:d): the variance explained by the cohorts on every feature; the effects add up to it."""
     variance: float
@@ -407,16 +523,24 @@ class ShapleyEffects:
         path: str,
         diagnostics: dict[str, Any],
         settings: dict[str, str],
+        target_weights: np.ndarray | None = None,
+        replicate_games: np.ndarray | None = None,
+        confidence: float = 0.95,
     ) -> ShapleyEffects:
         """Effects = Shapley values of the game v_var; standard errors from the targets' squared values
-        (their mean equals the effects, by linearity), or 0 (None given) where v_var is exact over every subject."""
+        (their mean equals the effects, by linearity), or 0 (None given) where v_var is exact over every
+        subject; with bootstrap replicates of v_var (`replicate_games`, (B, 2^d)), percentile intervals."""
         effects = shapley_values(game)
         if squared_values is None:
             errors = np.zeros(len(features))
         else:
-            errors = _standard_error(squared_values, population)
+            errors = _standard_error(squared_values, population, None, target_weights)
+        table = _effects_table(features, effects, errors, variance)
+        if replicate_games is not None:
+            low, high = percentile_interval(shapley_values(replicate_games), confidence, 0)
+            table = table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
         return cls(
-            effects=_effects_table(features, effects, errors, variance),
+            effects=table,
             explained=float(game[-1]),
             variance=variance,
             subjects=subjects,
@@ -449,19 +573,28 @@ def _effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.nd
     )
 
 
-def _standard_error(values: np.ndarray, population: int | None, monte_carlo_se: np.ndarray | None = None) -> np.ndarray:
+def _standard_error(
+    values: np.ndarray,
+    population: int | None,
+    monte_carlo_se: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+) -> np.ndarray:
     """Standard error of the column means of `values` (targets x features) as estimates of the
     population's means; the finite-population correction applies when `population` is known.
 
-    With Monte Carlo estimates (`monte_carlo_se` per value), the correction only applies to the
-    sampling of targets, so their own error is added back: the mean of the targets' estimates has
-    Monte Carlo variance sum_t se_t^2 / T^2 even when every row is a target."""
+    With case `weights`, the mean is weighted and its variance is estimated as
+    T / (T - 1) sum_t p_t^2 (x_t - xbar)^2 with p_t = w_t / sum w (the unweighted formula when the
+    weights are equal). With Monte Carlo estimates (`monte_carlo_se` per value), the correction only
+    applies to the sampling of targets, so their own error is added back: the mean of the targets'
+    estimates has Monte Carlo variance sum_t se_t^2 / T^2 even when every row is a target."""
     targets = values.shape[0]
     if targets < 2:
         return np.full(values.shape[1], np.nan)
-    variance = values.var(axis=0, ddof=1) / targets
+    shares = np.full(targets, 1.0 / targets) if weights is None else np.asarray(weights, dtype=float) / np.sum(weights)
+    deviations = values - shares @ values
+    variance = targets / (targets - 1) * (shares**2) @ deviations**2
     if population is not None:
         variance *= max(0.0, 1 - targets / population)
         if monte_carlo_se is not None:
-            variance += (monte_carlo_se**2).sum(axis=0) / targets**2
+            variance += (shares**2) @ monte_carlo_se**2
     return np.sqrt(variance)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -124,45 +124,50 @@ def _sums_over_sets_containing(values: np.ndarray) -> np.ndarray:
 
 
 class CohortShapley(NamedTuple):
-    """Exact cohort Shapley values of a batch of targets (arrays have a leading target axis)."""
+    """Exact cohort Shapley values of a batch of games (arrays have a leading axis of game rows).
+
+    A game row is one target's game for one outcome and weighting (see `cohortsql.measures`); with
+    one outcome and no replicates, game rows are targets. Sizes are sums of weights (counts unweighted)."""
 
     shapley: np.ndarray
-    """phi_j of v_CS(t, u) = ybar_{t,u} - ybar, shape (targets, d)."""
+    """phi_j of v_CS(t, u) = ybar_{t,u} - ybar, shape (rows, d)."""
     shapley_squared: np.ndarray
-    """phi_j of v_CS2(t, u) = (ybar_{t,u} - ybar)^2, shape (targets, d)."""
+    """phi_j of v_CS2(t, u) = (ybar_{t,u} - ybar)^2, shape (rows, d)."""
     cohort_size: np.ndarray
-    """|C_{t,1:d}|, shape (targets,)."""
+    """|C_{t,1:d}|, shape (rows,)."""
     cohort_mean: np.ndarray
-    """ybar_{t,1:d}, shape (targets,)."""
+    """ybar_{t,1:d}, shape (rows,)."""
     path_order: np.ndarray
-    """Each target's features by decreasing |phi_j|, shape (targets, d)."""
+    """Each row's features by decreasing |phi_j|, shape (rows, d)."""
     path_size: np.ndarray
-    """|C_{t,u_k}| for u_k = the k + 1 most important features (the refinement path), shape (targets, d)."""
+    """|C_{t,u_k}| for u_k = the k + 1 most important features (the refinement path), shape (rows, d)."""
     path_mean: np.ndarray
-    """ybar_{t,u_k} along the refinement path, shape (targets, d)."""
+    """ybar_{t,u_k} along the refinement path, shape (rows, d)."""
     feature_cohort_size: np.ndarray
-    """|C_{t,{j}}|: the subjects similar to the target on feature j alone, shape (targets, d)."""
+    """|C_{t,{j}}|: the subjects similar to the target on feature j alone, shape (rows, d)."""
     squared_games: np.ndarray
-    """sum over the batch's targets of v_CS(t, u)^2, shape (2^d,): the targets' total of v_var."""
+    """For each of the `slots` games per target, the weighted sum over the batch's targets of
+    v_CS(t, u)^2, shape (slots, 2^d): the targets' total of v_var."""
 
 
-def cohort_games(counts: np.ndarray, sums: np.ndarray, mean: float) -> tuple[np.ndarray, np.ndarray]:
+def cohort_games(counts: np.ndarray, sums: np.ndarray, means: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Cohort sizes |C_{t,u}| and the game v_CS(t,u) = ybar_{t,u} - ybar from mask histograms.
 
-    `counts[t, m]` and `sums[t, m]` are the number of subjects with similarity mask m for target t
-    and the sum of their explained values. v_CS(t, {}) = 0 exactly, since C_{t,{}} is every subject.
+    `counts[r, m]` and `sums[r, m]` are the weight (number) of subjects with similarity mask m in game
+    row r and the (weighted) sum of their explained values; `means` is ybar, one per row or shared.
+    v_CS(t, {}) = 0 exactly, since C_{t,{}} is every subject.
     """
     sizes, game = superset_sums(np.stack([counts, sums]))  # one transform of both: half the passes' overhead
-    if np.any(sizes[..., -1] < 1):
+    if np.any(sizes[..., -1] <= 0):
         raise ValueError("a target is missing from its own cohort: similarity masks are not reflexive")
     game /= sizes
-    game -= mean
+    game -= np.reshape(means, (-1, 1))
     game[..., 0] = 0.0
     return sizes, game
 
 
 CACHE_CHUNK_VALUES = 1 << 17
-"""Values per array in one chunk of targets (1 MiB of float64): every pass of the transforms then
+"""Values per array in one chunk of game rows (1 MiB of float64): every pass of the transforms then
 runs in the CPU cache instead of streaming the whole batch from memory d times."""
 
 _ARRAYS_PER_TARGET = 6
@@ -174,20 +179,67 @@ def targets_per_batch(d: int, budget_bytes: int) -> int:
     return max(1, budget_bytes // (_ARRAYS_PER_TARGET * 8 << d))
 
 
-def cohort_shapley(counts: np.ndarray, sums: np.ndarray, mean: float, weights: np.ndarray) -> CohortShapley:
-    """Exact cohort Shapley values of v_CS and v_CS2 from a batch of targets' mask histograms.
+def cohort_shapley(
+    counts: np.ndarray, sums: np.ndarray, means: float | np.ndarray, weights: np.ndarray, slots: int = 1
+) -> CohortShapley:
+    """Exact cohort Shapley values of v_CS and v_CS2 from game rows' dense mask histograms.
 
-    `weights[t]` is how many targets target t stands for (identical targets are computed once); it
-    only weighs `squared_games`."""
-    return _in_chunks(lambda c, s, w: _of_games(*cohort_games(c, s, mean), mean, w), counts, sums, weights)
+    `weights[r]` is what game row r counts for in `squared_games` (how many targets it stands for);
+    rows come in groups of `slots` games per target, and game row r adds to slot r % slots."""
+    means = np.broadcast_to(np.asarray(means, dtype=np.float64), (len(counts),))
+    return _in_chunks(
+        lambda c, s, m, w: _of_games(*cohort_games(c, s, m), m, w, slots), counts, sums, means, weights, slots
+    )
 
 
-def cohort_shapley_of_games(sizes: np.ndarray, game: np.ndarray, mean: float, weights: np.ndarray) -> CohortShapley:
+def cohort_shapley_of_histograms(
+    row: np.ndarray,
+    mask: np.ndarray,
+    count: np.ndarray,
+    sum_y: np.ndarray,
+    rows: int,
+    d: int,
+    means: np.ndarray,
+    weights: np.ndarray,
+    slots: int = 1,
+) -> CohortShapley:
+    """`cohort_shapley` of sparse histogram entries (game row, mask, weight, sum of y)."""
+    return concatenate(
+        [
+            cohort_shapley(counts, sums, means[start:stop], weights[start:stop], slots)
+            for start, stop, (counts, sums) in dense_chunks(row, mask, [count, sum_y], rows, d, slots)
+        ]
+    )
+
+
+def dense_chunks(
+    row: np.ndarray, mask: np.ndarray, values: list[np.ndarray], rows: int, d: int, slots: int = 1
+) -> Iterator[tuple[int, int, list[np.ndarray]]]:
+    """Sparse entries (game row, mask, values...) as dense (chunk, 2^d) arrays, one cache-sized chunk of
+    game rows at a time (a whole number of targets' `slots` games): never the whole batch at once."""
+    order = np.argsort(row, kind="stable")
+    row, mask = row[order], mask[order]
+    values = [value[order] for value in values]
+    chunk = _chunk_rows(d, slots)
+    for start in range(0, rows, chunk):
+        stop = min(rows, start + chunk)
+        low, high = np.searchsorted(row, [start, stop])
+        yield (
+            start,
+            stop,
+            [_scatter(row[low:high] - start, mask[low:high], value[low:high], stop - start, d) for value in values],
+        )
+
+
+def cohort_shapley_of_games(
+    sizes: np.ndarray, game: np.ndarray, means: float | np.ndarray, weights: np.ndarray, slots: int = 1
+) -> CohortShapley:
     """Exact cohort Shapley values of v_CS and v_CS2 from cohort sizes and v_CS(t, u) for every u."""
-    return _in_chunks(lambda n, v, w: _of_games(n, v, mean, w), sizes, game, weights)
+    means = np.broadcast_to(np.asarray(means, dtype=np.float64), (len(sizes),))
+    return _in_chunks(lambda n, v, m, w: _of_games(n, v, m, w, slots), sizes, game, means, weights, slots)
 
 
-def _of_games(sizes: np.ndarray, game: np.ndarray, mean: float, weights: np.ndarray) -> CohortShapley:
+def _of_games(sizes: np.ndarray, game: np.ndarray, means: np.ndarray, weights: np.ndarray, slots: int) -> CohortShapley:
     squared = game**2
     phi, phi_squared = shapley_values(np.stack([game, squared]))
     order = importance_order(phi)
@@ -196,14 +248,25 @@ def _of_games(sizes: np.ndarray, game: np.ndarray, mean: float, weights: np.ndar
     return CohortShapley(
         shapley=phi,
         shapley_squared=phi_squared,
-        cohort_size=sizes[..., -1].astype(np.int64),
-        cohort_mean=game[..., -1] + mean,
+        cohort_size=sizes[..., -1],
+        cohort_mean=game[..., -1] + means,
         path_order=order,
-        path_size=sizes[rows, subsets].astype(np.int64),
-        path_mean=game[rows, subsets] + mean,
-        feature_cohort_size=sizes[:, 1 << np.arange(game.shape[-1].bit_length() - 1)].astype(np.int64),
-        squared_games=weights @ squared,
+        path_size=sizes[rows, subsets],
+        path_mean=game[rows, subsets] + means[:, None],
+        feature_cohort_size=sizes[:, 1 << np.arange(game.shape[-1].bit_length() - 1)],
+        squared_games=(weights[:, None] * squared).reshape(-1, slots, game.shape[-1]).sum(axis=0),
     )
+
+
+def uniqueness_values(sizes: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Uniqueness Shapley (Seiler, Mase & Owen): phi_j of v_U(t, u) = -log(|C_{t,u}| / n), and
+    v_U(t, 1:d), from cohort sizes of every u, shape (rows, 2^d), and n per row (weighted: W).
+
+    v_U(t, {}) = 0 and the values add up to v_U(t, 1:d) = -log(|C_{t,1:d}| / n) >= 0: how many nats
+    of identifying information the target's predictors carry together."""
+    game = -np.log(sizes / np.reshape(totals, (-1, 1)))
+    game[..., 0] = 0.0
+    return shapley_values(game), game[..., -1]
 
 
 TIE_TOLERANCE = 1e-12
@@ -218,23 +281,35 @@ def importance_order(phi: np.ndarray) -> np.ndarray:
     return np.argsort(-np.floor(size / scale), axis=-1, kind="stable")
 
 
+def _chunk_rows(d: int, slots: int) -> int:
+    """Game rows per chunk: a whole number of targets' `slots` games, about `CACHE_CHUNK_VALUES` values."""
+    return max(1, CACHE_CHUNK_VALUES // (slots << d)) * slots
+
+
 def _in_chunks(
-    function: Callable[[np.ndarray, np.ndarray, np.ndarray], CohortShapley],
+    function: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], CohortShapley],
     first: np.ndarray,
     second: np.ndarray,
+    means: np.ndarray,
     weights: np.ndarray,
+    slots: int,
 ) -> CohortShapley:
-    chunk = max(1, CACHE_CHUNK_VALUES // first.shape[-1])
+    chunk = _chunk_rows(_dimension(first), slots)
     return concatenate(
         [
-            function(first[start : start + chunk], second[start : start + chunk], weights[start : start + chunk])
+            function(
+                first[start : start + chunk],
+                second[start : start + chunk],
+                means[start : start + chunk],
+                weights[start : start + chunk],
+            )
             for start in range(0, len(first), chunk)
         ]
     )
 
 
 def concatenate(parts: list[CohortShapley]) -> CohortShapley:
-    """Join the results of consecutive batches of targets (their squared games add up)."""
+    """Join the results of consecutive batches of game rows (their squared games add up)."""
     *per_target, squared_games = zip(*parts)
     return CohortShapley._make([*(np.concatenate(arrays) for arrays in per_target), np.sum(squared_games, axis=0)])
 
@@ -249,11 +324,13 @@ def scatter_histograms(
     target: np.ndarray, mask: np.ndarray, count: np.ndarray, sum_y: np.ndarray, targets: int, d: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Dense (targets, 2^d) histograms of subject counts and sums of y from sparse (target, mask) rows."""
-    counts = np.zeros((targets, 1 << d))
-    sums = np.zeros((targets, 1 << d))
-    counts[target, mask] = count
-    sums[target, mask] = sum_y
-    return counts, sums
+    return _scatter(target, mask, count, targets, d), _scatter(target, mask, sum_y, targets, d)
+
+
+def _scatter(row: np.ndarray, mask: np.ndarray, value: np.ndarray, rows: int, d: int) -> np.ndarray:
+    dense = np.zeros((rows, 1 << d))
+    dense[row, mask] = value
+    return dense
 
 
 def _dimension(values: np.ndarray) -> int:

@@ -1,5 +1,6 @@
 -- Subjects with identical predictors are indistinguishable to every similarity test, so they are
--- collapsed into one row with their count and sum of y before the join with the targets.
-SELECT {columns}, count(*) AS __cohort_count, sum(__cohort_y) AS __cohort_sum
+-- collapsed into one row before the join with the targets, with the sums of what the histogram
+-- sums over them (their weights and weighted outcomes, see weighted_subjects.sql).
+SELECT {columns}, {sums}
 FROM {subjects}
 GROUP BY {ordinals}

@@ -1,6 +1,7 @@
 -- A random sample of {size} targets among the rows that satisfy the condition, the same on every
--- engine: rows ranked by the md5 hash of the seed and their id, the first {size} kept, in id order.
-SELECT *
+-- engine: rows ranked by the md5 hash of the seed and their id, the first {size} kept, in id order,
+-- with their weight under every weighting (see weighted_subjects.sql).
+SELECT *, {weights}
 FROM (
     SELECT *
     FROM {subjects}

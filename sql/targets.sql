@@ -1,5 +1,6 @@
--- The targets, in id order: the rows whose decisions are explained.
-SELECT *
+-- The targets, in id order: the rows whose decisions are explained, with their weight under every
+-- weighting (__cohort_w0, __cohort_w1, ...: see weighted_subjects.sql).
+SELECT *, {weights}
 FROM {subjects}
 WHERE {condition}
 ORDER BY __cohort_id

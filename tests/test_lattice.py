@@ -25,7 +25,7 @@ def cells(draw):
 def test_every_subset_matches_brute_force(case):
     codes, counts, sums, targets = case
     m, d = codes.shape
-    result = lattice.subset_cohorts(codes, counts, sums, targets)
+    result = lattice.subset_cohorts(codes, counts[:, None], sums[:, None], np.zeros(1, dtype=np.int64), targets)
     for u in range(1 << d):
         keys = [j for j in range(d) if u >> j & 1]
         same = (codes[:, None, keys] == codes[None, :, keys]).all(axis=2)  # cell x cell
@@ -33,10 +33,10 @@ def test_every_subset_matches_brute_force(case):
         cohort_sums = same @ sums
         # v_var(u): every subject t contributes (its cohort's mean centred value)^2
         expected = (counts * (cohort_sums / cohort_sizes) ** 2).sum() / counts.sum() if u else 0.0
-        np.testing.assert_allclose(result.variance_game[u], expected, rtol=1e-9, atol=1e-9)
-        np.testing.assert_allclose(result.sizes[:, u], cohort_sizes[targets])
+        np.testing.assert_allclose(result.variance_game[0, u], expected, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(result.sizes[:, 0, u], cohort_sizes[targets])
         if u:
-            np.testing.assert_allclose(result.game[:, u], cohort_sums[targets] / cohort_sizes[targets], atol=1e-12)
+            np.testing.assert_allclose(result.game[:, 0, u], cohort_sums[targets] / cohort_sizes[targets], atol=1e-12)
 
 
 @settings(max_examples=50, deadline=None)
@@ -57,14 +57,14 @@ def test_cells_alone_leave_the_walk_without_changing_anything():
     counts = rng.integers(1, 4, 200).astype(float)
     sums = rng.normal(size=200)
     targets = np.array([0, 5, 17, 199])
-    result = lattice.subset_cohorts(codes, counts, sums, targets)
+    result = lattice.subset_cohorts(codes, counts[:, None], sums[:, None], np.zeros(1, dtype=np.int64), targets)
     for u in range(1, 1 << 6):
         keys = [j for j in range(6) if u >> j & 1]
         same = (codes[:, None, keys] == codes[None, :, keys]).all(axis=2)
         cohort_sizes, cohort_sums = same @ counts, same @ sums
         expected = (counts * (cohort_sums / cohort_sizes) ** 2).sum() / counts.sum()
-        np.testing.assert_allclose(result.variance_game[u], expected, rtol=1e-12)
-        np.testing.assert_allclose(result.sizes[:, u], cohort_sizes[targets])
-        np.testing.assert_allclose(result.game[:, u], cohort_sums[targets] / cohort_sizes[targets], atol=1e-12)
+        np.testing.assert_allclose(result.variance_game[0, u], expected, rtol=1e-12)
+        np.testing.assert_allclose(result.sizes[:, 0, u], cohort_sizes[targets])
+        np.testing.assert_allclose(result.game[:, 0, u], cohort_sums[targets] / cohort_sizes[targets], atol=1e-12)
         if len(keys) == 1:
             np.testing.assert_allclose(result.feature_sizes[:, keys[0]], cohort_sizes)

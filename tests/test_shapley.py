@@ -124,7 +124,7 @@ def test_cohort_shapley_from_a_histogram():
     np.testing.assert_allclose(result.shapley_squared[0], definition(game**2))
     assert result.cohort_size[0] == 1
     assert result.cohort_mean[0] == pytest.approx(10.0)
-    np.testing.assert_allclose(result.squared_games, 3 * game**2)  # the target stands for three
+    np.testing.assert_allclose(result.squared_games[0], 3 * game**2)  # the target stands for three
 
 
 def test_rejects_games_of_wrong_length():

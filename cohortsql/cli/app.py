@@ -16,6 +16,8 @@ import typer
 
 from cohortsql.cli import options as flags
 from cohortsql.cli.options import (
+    Bootstrap,
+    Confidence,
     Config,
     Data,
     Database,
@@ -45,6 +47,7 @@ from cohortsql.cli.options import (
     Tolerance,
     Top,
     Variant,
+    Weight,
 )
 from cohortsql.errors import CohortError, CohortWarning
 
@@ -58,8 +61,9 @@ INTERRUPTED = 130
 def cohortsql() -> None:
     """Explain decisions in prediction tables with cohort Shapley values (Mase, Owen & Seiler).
 
-    shapley: each target's values; effects: the Shapley effects (variance explained); sql and
-    assemble: the heavy step as SQL for a warehouse, and results from its output; plot: figures.
+    shapley: each target's values; effects: the Shapley effects (variance explained); uniqueness:
+    which features make each row identifiable; sql and assemble: the heavy step as SQL for a
+    warehouse, and results from its output; plot: figures.
     """
 
 
@@ -70,6 +74,8 @@ SHAPLEY_EPILOG = (
     " --similar lstat=quantile:0.1 --similar rm=quantile:0.1 --features chas,rad --out explained.parquet --reasons 3\n\n"
     "  cohortsql shapley 'scores/*.parquet' --prediction score --id loan_id --features age,income"
     " --targets \"region = 'north'\" --sample 1000 --into-table explained --database results.duckdb\n\n"
+    "  cohortsql shapley loans.parquet --prediction score --prediction default --weight w --features age,income"
+    " --target-ids 17,42 --bootstrap 200 --seed 7\n\n"
     "  cohortsql shapley big.parquet --prediction score --features age,income,region --dry-run"
 )
 
@@ -78,12 +84,15 @@ def shapley(
     data: Data = None,
     prediction: Prediction = None,
     id: Id = None,
+    weight: Weight = None,
     similar: flags.Similar = None,
     features: Features = None,
     targets: Targets = None,
     target_ids: TargetIds = None,
     sample: Sample = None,
     seed: Seed = None,
+    bootstrap: Bootstrap = None,
+    confidence: Confidence = None,
     method: MethodOption = None,
     path: PathOption = None,
     tolerance: Tolerance = None,
@@ -114,7 +123,11 @@ def shapley(
         computing = flags.pick(options, "method", "path", "memory_limit", "temp_directory")
         if dry_run:
             typer.echo(
-                str(estimate(options["data"], **request, **computing, **flags.pick(options, "max_permutations")))
+                str(
+                    estimate(
+                        options["data"], **request, **computing, **flags.pick(options, "max_permutations", "bootstrap")
+                    )
+                )
             )
             return
         count = options.get("reasons")
@@ -124,7 +137,7 @@ def shapley(
             options["data"],
             **request,
             **computing,
-            **flags.pick(options, "tolerance", "max_permutations"),
+            **flags.pick(options, "tolerance", "max_permutations", "bootstrap", "confidence"),
             progress=progress,
         )
         tables = {"": result.local, "totals": result.totals, "paths": result.paths}
@@ -138,12 +151,15 @@ def effects(
     data: Data = None,
     prediction: Prediction = None,
     id: Id = None,
+    weight: Weight = None,
     similar: flags.Similar = None,
     features: Features = None,
     targets: Targets = None,
     target_ids: TargetIds = None,
     sample: Sample = None,
     seed: Seed = None,
+    bootstrap: Bootstrap = None,
+    confidence: Confidence = None,
     path: PathOption = None,
     memory_limit: MemoryLimit = None,
     temp_directory: TempDirectory = None,
@@ -170,19 +186,71 @@ def effects(
         if dry_run:
             typer.echo(str(estimate(options["data"], **request, **computing)))
             return
-        result = shapley_effects(options["data"], **request, **computing, progress=progress)
+        result = shapley_effects(
+            options["data"], **request, **computing, **flags.pick(options, "bootstrap", "confidence"), progress=progress
+        )
         written = write(options, {"": result.effects}, result.settings)
         typer.echo(effects_summary(result) + written)
+
+
+def uniqueness(
+    data: Data = None,
+    id: Id = None,
+    weight: Weight = None,
+    similar: flags.Similar = None,
+    features: Features = None,
+    targets: Targets = None,
+    target_ids: TargetIds = None,
+    sample: Sample = None,
+    seed: Seed = None,
+    path: PathOption = None,
+    memory_limit: MemoryLimit = None,
+    temp_directory: TempDirectory = None,
+    out: Out = None,
+    into_table: IntoTable = None,
+    database: Database = None,
+    replace: Replace = False,
+    engine: EngineOption = None,
+    spark_master: SparkMaster = None,
+    config: Config = None,
+    top: Top = 10,
+    progress: Progress = None,
+    debug: Debug = False,
+) -> None:
+    """Uniqueness Shapley: which features make each row identifiable (a privacy audit; no prediction needed)."""
+    with _reported_failures(debug):
+        from cohortsql.api import uniqueness_shapley
+        from cohortsql.cli.outputs import write
+        from cohortsql.cli.summaries import uniqueness_summary
+
+        options = flags.options(locals(), flags.UNIQUENESS_KEYS)
+        request = flags.request(options, explained=False)
+        result = uniqueness_shapley(
+            options["data"],
+            **request,
+            **flags.pick(options, "path", "memory_limit", "temp_directory"),
+            progress=progress,
+        )
+        written = write(options, {"": result.local, "totals": result.totals}, result.settings)
+        typer.echo(uniqueness_summary(result, top) + written)
 
 
 EFFECTS_EPILOG = (
     "Examples:\n\n"
     "  cohortsql effects examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm,chas\n\n"
-    "  cohortsql effects big.parquet --prediction score --features age,income,region --sample 0.01 --seed 1"
+    "  cohortsql effects big.parquet --prediction score --features age,income,region --sample 0.01 --seed 1\n\n"
+    "  cohortsql effects loans.parquet --prediction score --prediction default --weight w --features age,income"
+    " --bootstrap 200 --seed 7"
+)
+UNIQUENESS_EPILOG = (
+    "Examples:\n\n"
+    "  cohortsql uniqueness examples/data/titanic.csv --features sex,age,pclass --out uniqueness.parquet\n\n"
+    "  cohortsql uniqueness patients.parquet --id patient --features zip,birth_year,sex --similar age=exact"
 )
 
 app.command("shapley", epilog=SHAPLEY_EPILOG)(shapley)
 app.command("effects", epilog=EFFECTS_EPILOG)(effects)
+app.command("uniqueness", epilog=UNIQUENESS_EPILOG)(uniqueness)
 app.command("run", epilog=SHAPLEY_EPILOG, help="The earlier name of `shapley`.")(shapley)
 app.command("global", epilog=EFFECTS_EPILOG, help="The earlier name of `effects`.")(effects)
 

@@ -24,7 +24,21 @@ Data = Annotated[
         show_default=False,
     ),
 ]
-Prediction = Annotated[str | None, typer.Option(help="The column to explain (a model's prediction or an outcome).")]
+Prediction = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="The column to explain (a model's prediction or an outcome); repeat it to explain several"
+        " columns over the same cohorts in one pass."
+    ),
+]
+Weight = Annotated[
+    str | None, typer.Option(help="A column of case weights (>= 0; an integer weight counts as that many rows).")
+]
+Bootstrap = Annotated[
+    int | None,
+    typer.Option(help="B Bayesian-bootstrap replicates, in the same pass: intervals of every value (try 200)."),
+]
+Confidence = Annotated[float | None, typer.Option(help="The bootstrap intervals' coverage (default 0.95).")]
 Id = Annotated[
     str | None, typer.Option("--id", help="The column that identifies rows (default: 0-based row position).")
 ]
@@ -44,7 +58,9 @@ Sample = Annotated[
         help="A random sample of the targets (of --targets' rows, or every row): a count (>= 1) or a fraction (< 1)."
     ),
 ]
-Seed = Annotated[int | None, typer.Option(help="Seed for the sample of targets and the permutations.")]
+Seed = Annotated[
+    int | None, typer.Option(help="Seed for the sample of targets, the permutations and the bootstrap replicates.")
+]
 MethodOption = Annotated[str | None, typer.Option("--method", help=f"{' | '.join(METHODS)} (default exact).")]
 PathOption = Annotated[
     str | None, typer.Option("--path", help=f"How exact cohorts are found: {' | '.join(PATHS)} (default auto).")
@@ -100,6 +116,7 @@ REQUEST_KEYS = (
     "data",
     "prediction",
     "id",
+    "weight",
     "similar",
     "features",
     "targets",
@@ -114,18 +131,28 @@ OUTPUT_KEYS = ("out", "into_table", "database", "replace")
 SHAPLEY_KEYS = (
     REQUEST_KEYS
     + ("method", "path", "tolerance", "max_permutations", "memory_limit", "temp_directory", "reasons")
+    + ("bootstrap", "confidence")
     + OUTPUT_KEYS
 )
-EFFECTS_KEYS = REQUEST_KEYS + ("path", "memory_limit", "temp_directory") + OUTPUT_KEYS
-SQL_KEYS = REQUEST_KEYS + ("table", "dialect", "variant")
+EFFECTS_KEYS = REQUEST_KEYS + ("path", "memory_limit", "temp_directory", "bootstrap", "confidence") + OUTPUT_KEYS
+UNIQUENESS_KEYS = tuple(key for key in REQUEST_KEYS if key != "prediction") + (
+    "path",
+    "memory_limit",
+    "temp_directory",
+    *OUTPUT_KEYS,
+)
+SQL_KEYS = tuple(key for key in REQUEST_KEYS if key != "weight") + ("table", "dialect", "variant")
 ASSEMBLE_KEYS = ("similar", "features", "method", "seed", "tolerance", "max_permutations", "config", *OUTPUT_KEYS)
 
 _PATH_KEYS = ("data", "out", "database", "temp_directory")
 
 CONFIG_TYPES: dict[str, tuple[type, ...]] = {
     "data": (str,),
-    "prediction": (str,),
+    "prediction": (str, list),
     "id": (str,),
+    "weight": (str,),
+    "bootstrap": (int,),
+    "confidence": (int, float),
     "similar": (dict,),
     "features": (str, list),
     "targets": (str,),
@@ -168,11 +195,12 @@ def options(arguments: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return _merge_config(arguments.get("config"), flags, keys)
 
 
-def request(options: dict[str, Any]) -> dict[str, Any]:
-    """The arguments every API function takes, from the merged options."""
+def request(options: dict[str, Any], *, explained: bool = True) -> dict[str, Any]:
+    """The arguments every API function takes, from the merged options (with the column(s) to explain
+    when the command is `explained`)."""
     if not options.get("data"):
         raise CohortError("no DATA given: pass a file, FILE.duckdb:TABLE or a SQL query (or data = ... in --config)")
-    if not options.get("prediction"):
+    if explained and not options.get("prediction"):
         raise CohortError("no --prediction given: name the column to explain")
     if options.get("targets") is not None and options.get("target_ids") is not None:
         raise CohortError("give one of --targets and --target-ids, not both")
@@ -183,10 +211,12 @@ def request(options: dict[str, Any]) -> dict[str, Any]:
         raise CohortError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if options.get("spark_master") and engine != "spark":
         raise CohortError("--spark-master needs --engine spark")
+    predictions = {"prediction": _prediction(options["prediction"])} if explained else {}
     return dict(
-        prediction=options["prediction"],
+        **predictions,
         similarity=similarity(options.get("similar"), options.get("features")),
         id=options.get("id"),
+        **pick(options, "weight"),
         targets=options.get("targets") or _target_ids(options.get("target_ids")),
         sample=_sample(options.get("sample")),
         seed=options.get("seed"),
@@ -198,6 +228,13 @@ def request(options: dict[str, Any]) -> dict[str, Any]:
 def pick(options: dict[str, Any], *names: str) -> dict[str, Any]:
     """The options among `names` that were given."""
     return {name: options[name] for name in names if options.get(name) is not None}
+
+
+def _prediction(value: str | list[str]) -> str | list[str]:
+    """--prediction: one column, or (repeated, or a list in the config) several."""
+    if isinstance(value, list) and len(value) == 1:
+        return value[0]
+    return value
 
 
 def _spark_session(master: str | None) -> Any:
@@ -275,8 +312,8 @@ def _check_config_value(config: Path, key: str, value: object) -> None:
     wrong = not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected)
     if key == "similar" and isinstance(value, dict):
         wrong = not all(isinstance(kind, str) for kind in value.values())
-    if key == "features" and isinstance(value, list):
-        wrong = not all(isinstance(item, str) for item in value)
+    if key in ("features", "prediction") and isinstance(value, list):
+        wrong = not value or not all(isinstance(item, str) for item in value)
     if key == "target_ids" and isinstance(value, list):
         wrong = not all(isinstance(item, str | int) and not isinstance(item, bool) for item in value)
     if wrong:

@@ -1,12 +1,15 @@
-"""What the command line prints: results ranked, and the diagnostics in words."""
+"""What the command line prints: results ranked, and the diagnostics in words (loaded when a command runs)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from cohortsql.result import CohortShapleyResult, ShapleyEffects
+
 if TYPE_CHECKING:
-    from cohortsql.result import CohortShapleyResult, ShapleyEffects
+    from cohortsql.outcomes import CohortShapleyResults, ShapleyEffectsResults
+    from cohortsql.uniqueness import UniquenessResult
 
 REASONS_SHOWN = 5
 """How many targets' reasons the summary prints (all of them go to the _reasons file)."""
@@ -27,9 +30,11 @@ def diagnostics_in_words(checks: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def shapley_summary(result: CohortShapleyResult, top: int, reasons: int | None) -> str:
+def shapley_summary(result: CohortShapleyResult | CohortShapleyResults, top: int, reasons: int | None) -> str:
     """The run's size, its diagnostics, the features ranked by mean |value| and by mean squared value,
-    and (with --reasons) the first targets' reasons in words."""
+    and (with --reasons) the first targets' reasons in words; one such summary per explained column."""
+    if not isinstance(result, CohortShapleyResult):
+        return "\n\n".join(f"== {outcome}\n" + shapley_summary(one, top, reasons) for outcome, one in result.items())
     importance = result.global_
     by_value = importance.sort("mean_abs_shapley", descending=True).head(top)
     by_square = importance.sort("shapley_effect", descending=True).head(top)
@@ -44,7 +49,12 @@ def shapley_summary(result: CohortShapleyResult, top: int, reasons: int | None) 
     for left, right in zip(by_value.iter_rows(named=True), by_square.iter_rows(named=True)):
         lines.append(
             f"{left['feature']:<{width}}  {left['mean_abs_shapley']:<10.4g}  "
-            f"{right['feature']:<{width}}  {right['shapley_effect']:.4g}"
+            f"{right['feature']:<{width}}  {right['shapley_effect']:.4g}{_interval(right)}"
+        )
+    if result.bootstrap is not None:
+        lines.append(
+            f"({result.bootstrap.confidence:.0%} intervals from {result.bootstrap.replicates} Bayesian-bootstrap"
+            " replicates; every value's in the shapley_ci_low/high columns)"
         )
     if reasons:
         lines += ["", f"top {reasons} reasons (mean {result.mean:.4g}):"]
@@ -57,8 +67,11 @@ def shapley_summary(result: CohortShapleyResult, top: int, reasons: int | None) 
     return "\n".join(lines)
 
 
-def effects_summary(effects: ShapleyEffects) -> str:
-    """Shapley effects ranked, with their shares of the variance and the diagnostics."""
+def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults) -> str:
+    """Shapley effects ranked, with their shares of the variance (and intervals) and the diagnostics;
+    one such summary per explained column."""
+    if not isinstance(effects, ShapleyEffects):
+        return "\n\n".join(f"== {outcome}\n" + effects_summary(one) for outcome, one in effects.items())
     ranked = effects.effects.sort("shapley_effect", descending=True)
     width = max(len(feature) for feature in ranked["feature"])
     caveat = ""
@@ -75,6 +88,30 @@ def effects_summary(effects: ShapleyEffects) -> str:
     for row in ranked.iter_rows(named=True):
         lines.append(
             f"{row['feature']:<{width}}  {row['shapley_effect']:>10.4g}  {row['shapley_effect_se']:>10.2g}"
-            f"  {row['share']:>7.1%}"
+            f"  {row['share']:>7.1%}{_interval(row)}"
         )
     return "\n".join(lines)
+
+
+def uniqueness_summary(result: UniquenessResult, top: int) -> str:
+    """How many targets are unique, and the features ranked by how much they identify."""
+    checks = result.diagnostics
+    ranked = result.global_.sort("mean_uniqueness", descending=True).head(top)
+    width = max(len(feature) for feature in result.features)
+    lines = [
+        f"{len(result.ids)} targets x {len(result.features)} features, {result.subjects} subjects;"
+        f" {checks['unique_share']:.1%} of the targets are unique on every feature"
+        f" (median cohort {checks['median_cohort_size']:,.0f})",
+        "",
+        f"{'feature':<{width}}  {'mean uniqueness (nats)':>22}  {'share':>7}",
+    ]
+    for row in ranked.iter_rows(named=True):
+        lines.append(f"{row['feature']:<{width}}  {row['mean_uniqueness']:>22.4g}  {row['share']:>7.1%}")
+    return "\n".join(lines)
+
+
+def _interval(row: Mapping[str, Any]) -> str:
+    """ "  [low, high]" for a row with a bootstrap interval of its effect, else nothing."""
+    if row.get("shapley_effect_ci_low") is None:
+        return ""
+    return f"  [{row['shapley_effect_ci_low']:.4g}, {row['shapley_effect_ci_high']:.4g}]"
