@@ -31,7 +31,7 @@ from cohortsql.engines.base import file_format
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.grouping_sets import grouping_sets_batches, uniqueness_of_cells, variance_game
 from cohortsql.outcomes import CohortShapleyResults, ShapleyEffectsResults
-from cohortsql.pace import Pacer, Plan
+from cohortsql.pace import SECONDS_PER_BATCH, WIDE_BATCH_SECONDS, Pacer, Plan
 from cohortsql.pairwise import (
     exact_batch_size,
     pairwise_batches,
@@ -717,6 +717,7 @@ def _pacer(
         pairs_per_target=prepared.subject_rows,
         reporter=report,
         sums_per_pair=(measures.weightings + measures.games + 1) / 3,
+        seconds_per_batch=WIDE_BATCH_SECONDS if measures.replicates else SECONDS_PER_BATCH,
         paced=path != "grouping_sets",
         pilot_only=pilot_only,
     )

@@ -69,39 +69,49 @@ def _key_columns(prepared: Prepared) -> list[str]:
 
 def _cells(engine: Engine, prepared: Prepared) -> tuple[Cells, np.ndarray]:
     """Group the subjects into cells in SQL; the cells and every game's overall (centred) mean."""
-    measures = prepared.measures
+    measures, dialect = prepared.measures, engine.dialect
     keys = _key_columns(prepared)
-    replicates = None
-    if measures.replicates:
-        numbers = pa.table({"replicate": np.arange(measures.weightings, dtype=np.int64)})
-        replicates = engine.upload(numbers, "replicates")
-    try:
-        table = engine.fetch_arrow(
-            compile.equivalence_cells(prepared.subjects, prepared.features, measures, engine.dialect, replicates),
-            context="grouping subjects into cells",
-        )
-    finally:
-        if replicates is not None:
-            engine.drop(replicates)
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-    if measures.replicates:
-        frame = _one_row_per_cell(frame, keys, measures)
+    if not measures.replicates:
+        frame = _frame(engine, compile.equivalence_cells(prepared.subjects, prepared.features, measures, dialect))
+    else:
+        count = compile.draw_group(measures.replicates)[0] + 1
+        groups = engine.upload(pa.table({"__cohort_group": np.arange(count, dtype=np.int64)}), "draw_groups")
+        try:
+            sql = compile.replicate_cells(prepared.subjects, prepared.features, measures, groups, dialect)
+            frame = _one_row_per_cell(_frame(engine, sql), keys, measures)
+        finally:
+            engine.drop(groups)
     totals = frame.select([*measures.weight_names, *measures.sum_names]).sum().row(0, named=True)
     means, _ = game_means(measures, totals)
     return Cells.from_frame(frame, keys, measures, means), means
 
 
+def _frame(engine: Engine, sql: str) -> pl.DataFrame:
+    frame = pl.from_arrow(engine.fetch_arrow(sql, context="grouping subjects into cells"))
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
 def _one_row_per_cell(frame: pl.DataFrame, keys: list[str], measures: Measures) -> pl.DataFrame:
-    """Cells with one row per replicate (``replicate``, ``w``, ``s<k>``) as one row per cell with the
-    columns of every weighting (``w<b>``, ``s<k>_<b>``)."""
-    sums = [f"s{outcome}" for outcome in range(measures.outcomes)]
-    wide = frame.pivot(on="replicate", index=keys, values=["w", *sums], aggregate_function=None)
-    names = {f"w_{b}": measures.weight_name(b) for b in range(measures.weightings)}
-    names |= {
-        f"s{k}_{b}": measures.sum_name(k, b) for k in range(measures.outcomes) for b in range(measures.weightings)
-    }
-    return wide.rename(names)
+    """Cells with one row per hash group of replicates (see ``sql/replicate_cells.sql``) as one row per
+    cell with the columns of every weighting (``w<b>``, ``s<k>_<b>``)."""
+    cells = frame.select(keys).unique(maintain_order=True).with_row_index("__cohort_cell")
+    numbered = frame.join(cells, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    cell = numbered["__cohort_cell"].to_numpy().astype(np.int64)
+    group = numbered["draw_group"].to_numpy().astype(np.int64)
+    columns = {}
+    for outcome in [None, *range(measures.outcomes)]:
+        own, part = ("own_w", "w{part}") if outcome is None else (f"own_s{outcome}", f"s{outcome}_{{part}}")
+        values = np.zeros((cells.height, measures.weightings))
+        np.add.at(values[:, 0], cell, numbered[own].to_numpy())
+        for index in range(compile.DRAWS_PER_HASH):
+            replicate = compile.DRAWS_PER_HASH * group + index + 1
+            kept = replicate <= measures.replicates
+            values[cell[kept], replicate[kept]] = numbered[part.format(part=index)].to_numpy()[kept]
+        for weighting in range(measures.weightings):
+            name = measures.weight_name(weighting) if outcome is None else measures.sum_name(outcome, weighting)
+            columns[name] = values[:, weighting]
+    return cells.drop("__cohort_cell").with_columns(pl.DataFrame(columns))
 
 
 def variance_game(engine: Engine, prepared: Prepared) -> tuple[np.ndarray, dict[str, Any]]:

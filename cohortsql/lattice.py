@@ -56,9 +56,11 @@ def dense(groups: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
 
 def group_totals(groups: np.ndarray, values: np.ndarray, bound: int) -> np.ndarray:
     """Column sums of `values` (cells, m) within each group number in [0, bound), shape (bound, m)."""
-    if values.shape[1] == 1:
-        return np.bincount(groups, weights=values[:, 0], minlength=bound)[:, None]
     columns = values.shape[1]
+    if columns == 0:
+        return np.zeros((bound, 0))
+    if columns == 1:
+        return np.bincount(groups, weights=values[:, 0], minlength=bound)[:, None]
     flat = (groups[:, None] * columns + np.arange(columns)).reshape(-1)
     return np.bincount(flat, weights=values.reshape(-1), minlength=bound * columns).reshape(bound, columns)
 

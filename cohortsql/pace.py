@@ -3,7 +3,8 @@
 The first batch is a small pilot (about `PILOT_PAIRS` target-subject pairs). Its time gives the
 engine's measured rate for this table, so the run's length is estimated before most of the work
 (and said on stderr, with a remedy, when it exceeds `LONG_RUN_SECONDS`); later batches are sized to
-take about `SECONDS_PER_BATCH` each, so that progress moves every couple of seconds, and never hold
+take about `SECONDS_PER_BATCH` each (`WIDE_BATCH_SECONDS` with bootstrap replicates), so that progress
+moves every couple of seconds, and never hold
 more targets than the memory budget allows.
 """
 
@@ -17,6 +18,9 @@ from dataclasses import dataclass, field
 from cohortsql.progress import Reporter
 
 SECONDS_PER_BATCH = 2.0
+WIDE_BATCH_SECONDS = 10.0
+"""Batches whose every pass rescans many measure columns (bootstrap replicates) are paced to this: a
+pass then costs about a second more than its targets."""
 PILOT_PAIRS = 2_000_000
 """Target-subject pairs in the pilot batch: a few hundredths of a second on DuckDB."""
 SMALL_RUN_PAIRS = 100_000_000
@@ -84,6 +88,7 @@ class Pacer:
     sums_per_pair: float = 1.0
     """How many sums each target-subject pair adds to (weights, outcomes, replicates): the pilot and
     the small-run threshold count pairs at this cost."""
+    seconds_per_batch: float = SECONDS_PER_BATCH
     remedy: str = "sample the targets (--sample), use bins: instead of windows, or fewer features"
     paced: bool = True
     """False where a batch costs about the same whatever its size (the lattice walk): memory sizes it."""
@@ -111,7 +116,7 @@ class Pacer:
                 self._say_if_long(start)
             self.reporter.update(start)
             if self.paced:
-                size = min(self.memory_batch, math.ceil(SECONDS_PER_BATCH / max(self.seconds_per_target, 1e-9)))
+                size = min(self.memory_batch, math.ceil(self.seconds_per_batch / max(self.seconds_per_target, 1e-9)))
         self.reporter.finish()
 
     def _pilot_size(self) -> int:

@@ -77,19 +77,53 @@ def exact_values(
     measures: Measures,
     means: np.ndarray,
     weights: np.ndarray,
+    run_targets: int | None = None,
 ) -> shapley.CohortShapley:
     """Exact values of every game of a batch of `rows` targets from their mask histogram (``target``
     numbers them 0..rows-1): game row r is target r // games, game r % games (`cohortsql.measures`).
 
     `means` is each game's centred overall mean and `weights[t, g]` what target t counts for in game
-    g's squared games. The compiled kernel runs where it pays (`cohortsql.kernels`), else numpy with
-    one BLAS thread (the small matrix products of the transforms ran 3.5-5x slower with BLAS threads
-    fighting for busy cores)."""
+    g's squared games. The compiled kernel runs where it pays over the whole run (`run_targets`
+    targets, default this batch's; `cohortsql.kernels`), else numpy with one BLAS thread (the small matrix products of the transforms ran 3.5-5x slower with BLAS threads
+    fighting for busy cores).
+
+    Several games per target (weights, outcomes, replicates) multiply the histogram's entries by
+    the number of games, so those are formed `GAME_ENTRIES` at a time, a run of targets after another."""
+    games = measures.games
+    compiled = kernels.worth_compiling((run_targets or rows) * games, d)
+    if games == 1:
+        return _exact_part(histogram, rows, d, measures, means, weights, compiled)
+    order = np.argsort(histogram["target"], kind="stable")
+    ordered = {name: column[order] for name, column in histogram.items()}
+    bounds = np.searchsorted(ordered["target"], np.arange(rows + 1))
+    step = max(1, GAME_ENTRIES // (games * max(1, int(np.diff(bounds).max(initial=1)))))
+    parts = []
+    for start in range(0, rows, step):
+        stop = min(rows, start + step)
+        part = {name: column[bounds[start] : bounds[stop]] for name, column in ordered.items()}
+        part["target"] = part["target"] - start
+        parts.append(_exact_part(part, stop - start, d, measures, means, weights[start:stop], compiled))
+    return shapley.concatenate(parts)
+
+
+GAME_ENTRIES = 1 << 22
+"""Histogram entries of every game formed at once (four arrays of them: 128 MiB)."""
+
+
+def _exact_part(
+    histogram: dict[str, np.ndarray],
+    rows: int,
+    d: int,
+    measures: Measures,
+    means: np.ndarray,
+    weights: np.ndarray,
+    compiled: bool,
+) -> shapley.CohortShapley:
     games = measures.games
     entries = game_entries(histogram, measures)
     row_means = np.tile(np.asarray(means, dtype=np.float64), rows)
     row_weights = np.asarray(weights, dtype=np.float64).reshape(-1)
-    if kernels.worth_compiling(rows * games, d):
+    if compiled:
         return kernels.exact_values(*entries, rows * games, d, row_means, row_weights, games)
     with threadpool_limits(limits=1, user_api="blas"):
         return shapley.cohort_shapley_of_histograms(*entries, rows * games, d, row_means, row_weights, games)
@@ -156,7 +190,9 @@ def pairwise_batches(
     weighted = weigh_subjects(engine, prepared)
     for start, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
         weights = targets.multiplicity[start : start + rows][:, measures.weighting_of_game]
-        yield exact_values(histogram, rows, prepared.d, measures, weighted.game_means, weights)
+        yield exact_values(
+            histogram, rows, prepared.d, measures, weighted.game_means, weights, targets.distinct.num_rows
+        )
 
 
 def uniqueness_batches(
@@ -177,8 +213,9 @@ def exact_batch_size(prepared: Prepared, path: str) -> int:
     if path == "grouping_sets":
         per_target = (weightings + 2 * games) << d
     else:
+        # The histogram's columns, twice (as fetched and sorted); the games' entries are formed a run at a time.
         columns = math.ceil(d / compile.MASK_WORD_BITS) + 1 + weightings + games
-        per_target = min(prepared.subject_rows, 1 << d) * (columns + 8 * games)
+        per_target = 2 * min(prepared.subject_rows, 1 << d) * columns
     return max(1, prepared.batch_bytes // (8 * per_target))
 
 

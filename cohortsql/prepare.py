@@ -242,7 +242,9 @@ def weigh_subjects(engine: Engine, prepared: Prepared) -> WeightedSubjects:
     if not measures.replicates:
         return WeightedSubjects(relation, prepared.centred_means, np.array([prepared.total_weight]))
     totals = fetch_record(
-        engine, compile.measure_totals(relation, measures), context="summing the bootstrap replicates"
+        engine,
+        compile.measure_totals(relation, measures, "collapsed" if prepared.compressed else "weighted"),
+        context="summing the bootstrap replicates",
     )
     means, weights = game_means(measures, {name: float(value) for name, value in totals.items()})
     return WeightedSubjects(relation, means, weights)

@@ -187,9 +187,7 @@ def cohort_shapley(
     `weights[r]` is what game row r counts for in `squared_games` (how many targets it stands for);
     rows come in groups of `slots` games per target, and game row r adds to slot r % slots."""
     means = np.broadcast_to(np.asarray(means, dtype=np.float64), (len(counts),))
-    return _in_chunks(
-        lambda c, s, m, w: _of_games(*cohort_games(c, s, m), m, w, slots), counts, sums, means, weights, slots
-    )
+    return _in_chunks(lambda c, s, m: _of_games(*cohort_games(c, s, m), m), counts, sums, means, weights, slots)
 
 
 def cohort_shapley_of_histograms(
@@ -236,26 +234,27 @@ def cohort_shapley_of_games(
 ) -> CohortShapley:
     """Exact cohort Shapley values of v_CS and v_CS2 from cohort sizes and v_CS(t, u) for every u."""
     means = np.broadcast_to(np.asarray(means, dtype=np.float64), (len(sizes),))
-    return _in_chunks(lambda n, v, m, w: _of_games(n, v, m, w, slots), sizes, game, means, weights, slots)
+    return _in_chunks(_of_games, sizes, game, means, weights, slots)
 
 
-def _of_games(sizes: np.ndarray, game: np.ndarray, means: np.ndarray, weights: np.ndarray, slots: int) -> CohortShapley:
+def _of_games(sizes: np.ndarray, game: np.ndarray, means: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """The per-row fields of `CohortShapley` (all but `squared_games`) and v_CS(t, u)^2."""
     squared = game**2
     phi, phi_squared = shapley_values(np.stack([game, squared]))
     order = importance_order(phi)
     subsets = np.cumsum(1 << order, axis=1)  # u_k: the first k + 1 features of the order, as bits
     rows = np.arange(len(game))[:, None]
-    return CohortShapley(
-        shapley=phi,
-        shapley_squared=phi_squared,
-        cohort_size=sizes[..., -1],
-        cohort_mean=game[..., -1] + means,
-        path_order=order,
-        path_size=sizes[rows, subsets],
-        path_mean=game[rows, subsets] + means[:, None],
-        feature_cohort_size=sizes[:, 1 << np.arange(game.shape[-1].bit_length() - 1)],
-        squared_games=(weights[:, None] * squared).reshape(-1, slots, game.shape[-1]).sum(axis=0),
-    )
+    fields = [
+        phi,
+        phi_squared,
+        sizes[..., -1],
+        game[..., -1] + means,
+        order,
+        sizes[rows, subsets],
+        game[rows, subsets] + means[:, None],
+        sizes[:, 1 << np.arange(game.shape[-1].bit_length() - 1)],
+    ]
+    return fields, squared
 
 
 def uniqueness_values(sizes: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -282,30 +281,44 @@ def importance_order(phi: np.ndarray) -> np.ndarray:
 
 
 def _chunk_rows(d: int, slots: int) -> int:
-    """Game rows per chunk: a whole number of targets' `slots` games, about `CACHE_CHUNK_VALUES` values."""
+    """Game rows per chunk of dense arrays: a whole number of targets' `slots` games, about
+    `CACHE_CHUNK_VALUES` values (one target's games when those are more)."""
     return max(1, CACHE_CHUNK_VALUES // (slots << d)) * slots
 
 
 def _in_chunks(
-    function: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], CohortShapley],
+    function: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[list[np.ndarray], np.ndarray]],
     first: np.ndarray,
     second: np.ndarray,
     means: np.ndarray,
     weights: np.ndarray,
     slots: int,
 ) -> CohortShapley:
-    chunk = _chunk_rows(_dimension(first), slots)
-    return concatenate(
-        [
-            function(
-                first[start : start + chunk],
-                second[start : start + chunk],
-                means[start : start + chunk],
-                weights[start : start + chunk],
-            )
-            for start in range(0, len(first), chunk)
-        ]
-    )
+    """`function` over cache-sized chunks of rows (whose first row is a target's first game); the
+    weighted squared games of row r add up in slot r % slots."""
+    cells = first.shape[-1]
+    chunk = max(1, CACHE_CHUNK_VALUES // cells)
+    squared_games = np.zeros((slots, cells))
+    parts = []
+    for start in range(0, len(first), chunk):
+        stop = min(len(first), start + chunk)
+        fields, squared = function(first[start:stop], second[start:stop], means[start:stop])
+        _add_by_slot(squared_games, start, weights[start:stop, None] * squared)
+        parts.append(fields)
+    return CohortShapley._make([*(np.concatenate(arrays) for arrays in zip(*parts)), squared_games])
+
+
+def _add_by_slot(totals: np.ndarray, first_row: int, values: np.ndarray) -> None:
+    """Add row r of `values` (game row first_row + r) to slot (first_row + r) % slots of `totals`."""
+    slots = len(totals)
+    if slots == 1:
+        totals[0] += values.sum(axis=0)
+        return
+    slot, start = first_row % slots, 0
+    while start < len(values):
+        count = min(len(values) - start, slots - slot)
+        totals[slot : slot + count] += values[start : start + count]
+        start, slot = start + count, 0
 
 
 def concatenate(parts: list[CohortShapley]) -> CohortShapley:

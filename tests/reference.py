@@ -104,3 +104,29 @@ def cohort_shapley(
                     phi[row, j] += weight * (with_j - without)
                     phi2[row, j] += weight * (with_j**2 - without**2)
     return phi, phi2
+
+
+def uniqueness_shapley(
+    columns: Sequence[Sequence[object]],
+    kinds: Sequence[Callable[[Sequence[object]], Test]],
+    targets: Sequence[int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(phi of v_U(t, u) = -log(|C_{t,u}| / n), |C_{t,1:d}|) for the targets, by the definitions."""
+    n, d = len(columns[0]), len(columns)
+    tests = [kind(column) for kind, column in zip(kinds, columns)]
+    phi = np.zeros((len(targets), d))
+    sizes = np.zeros(len(targets))
+    for row, t in enumerate(targets):
+        value = {}
+        for size in range(d + 1):
+            for u in itertools.combinations(range(d), size):
+                cohort = [i for i in range(n) if all(similar(tests[j], columns[j][i], columns[j][t]) for j in u)]
+                value[frozenset(u)] = -math.log(len(cohort) / n)
+        sizes[row] = math.exp(-value[frozenset(range(d))]) * n
+        for j in range(d):
+            others = [k for k in range(d) if k != j]
+            for size in range(d):
+                weight = math.factorial(size) * math.factorial(d - size - 1) / math.factorial(d)
+                for u in itertools.combinations(others, size):
+                    phi[row, j] += weight * (value[frozenset(u) | {j}] - value[frozenset(u)])
+    return phi, sizes

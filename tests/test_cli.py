@@ -234,3 +234,94 @@ def test_help_has_examples():
     result = invoke("run", "--help")
     assert result.exit_code == 0
     assert "Examples" in result.output and "--similar" in result.output
+
+
+def test_weights_several_predictions_and_a_bootstrap(data, frame):
+    weighted = frame.with_columns(w=pl.Series(np.arange(80) % 3), late=(pl.col("score") > 0.5).cast(pl.Float64))
+    weighted.write_parquet(data / "weighted.parquet")
+    out = data / "explained.parquet"
+    done = invoke(
+        "shapley",
+        data / "weighted.parquet",
+        *RUN,
+        "--prediction",
+        "late",
+        "--weight",
+        "w",
+        "--id",
+        "loan",
+        "--target-ids",
+        "L001,L002",
+        "--bootstrap",
+        "20",
+        "--seed",
+        "3",
+        "--out",
+        out,
+    )
+    assert done.exit_code == 0, done.output
+    assert "== score" in done.output and "== late" in done.output
+    assert "95% intervals from 20 Bayesian-bootstrap replicates" in done.output
+    written = pl.read_parquet(out)
+    assert written["outcome"].unique(maintain_order=True).to_list() == ["score", "late"]
+    assert {"shapley_ci_low", "shapley_ci_high", "shapley_squared_ci_low"} <= set(written.columns)
+    reference = cohortsql.cohort_shapley(
+        weighted,
+        prediction=["score", "late"],
+        similarity={"age": "range:0.1", "region": "exact"},
+        id="loan",
+        weight="w",
+        targets=["L001", "L002"],
+        bootstrap=20,
+        seed=3,
+    )
+    assert_same_local(out, reference.local)
+    np.testing.assert_allclose(written["shapley_ci_low"], reference.local["shapley_ci_low"], atol=1e-12)
+    effects = invoke("effects", data / "weighted.parquet", *RUN, "--weight", "w", "--bootstrap", "20", "--seed", "3")
+    assert effects.exit_code == 0, effects.output
+    reference_effects = cohortsql.shapley_effects(
+        weighted,
+        prediction="score",
+        similarity={"age": "range:0.1", "region": "exact"},
+        weight="w",
+        bootstrap=20,
+        seed=3,
+    ).effects
+    low = reference_effects.filter(pl.col("feature") == "age")["shapley_effect_ci_low"][0]
+    assert f"[{low:.4g}, " in effects.output
+
+
+def test_effects_with_two_predictions_and_intervals(data, frame):
+    frame.with_columns(late=(pl.col("score") > 0.5).cast(pl.Float64)).write_parquet(data / "two.parquet")
+    out = data / "effects.csv"
+    done = invoke("effects", data / "two.parquet", *RUN, "--prediction", "late", "--bootstrap", "30", "--out", out)
+    assert done.exit_code == 0, done.output
+    table = pl.read_csv(out)
+    assert table["outcome"].unique(maintain_order=True).to_list() == ["score", "late"]
+    assert {"shapley_effect_ci_low", "shapley_effect_ci_high"} <= set(table.columns)
+
+
+def test_uniqueness_command(data, frame):
+    out = data / "uniqueness.parquet"
+    done = invoke("uniqueness", data / "scores.parquet", "--features", "region", "--similar", "age=abs:5", "--out", out)
+    assert done.exit_code == 0, done.output
+    assert "of the targets are unique on every feature" in done.output
+    expected = cohortsql.uniqueness_shapley(frame, similarity={"region": None, "age": "abs:5"})
+    written = pl.read_parquet(out)
+    np.testing.assert_allclose(written["uniqueness"], expected.local["uniqueness"], atol=1e-12)
+    assert pl.read_parquet(data / "uniqueness_totals.parquet").columns == ["id", "cohort_size", "uniqueness"]
+
+
+def test_config_lists_several_predictions(data, frame, tmp_path):
+    frame.with_columns(late=(pl.col("score") > 0.5).cast(pl.Float64)).write_parquet(data / "two.parquet")
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'data = "two.parquet"\nprediction = ["score", "late"]\nfeatures = ["region"]\nweight = "age"\nbootstrap = 10\n'
+    )
+    done = invoke("shapley", "--config", config)
+    assert done.exit_code == 0, done.output
+    assert "== late" in done.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text('data = "two.parquet"\nprediction = [1, 2]\nfeatures = ["region"]\n')
+    failed = invoke("shapley", "--config", bad)
+    assert failed.exit_code == 2 and "prediction must be text or a list" in failed.output

@@ -14,30 +14,38 @@ pytest.importorskip("numba", reason="the fast extra (numba) is not installed")
 
 @st.composite
 def histograms(draw):
-    """Sparse mask histograms as SQL returns them: one row per (target, mask), every target with its full mask."""
+    """Sparse mask histograms as SQL returns them: one row per (game row, mask), every game row with its
+    full mask; game rows come in groups of `slots` games per target, each with its own overall mean."""
     d = draw(st.integers(1, 9))
-    targets = draw(st.integers(1, 6))
+    slots = draw(st.integers(1, 3))
+    targets = slots * draw(st.integers(1, 4))
     rows = {(t, (1 << d) - 1) for t in range(targets)}
     rows |= set(draw(st.lists(st.tuples(st.integers(0, targets - 1), st.integers(0, (1 << d) - 1)), max_size=40)))
     target, mask = (np.array(column) for column in zip(*sorted(rows)))
     count = np.array(draw(st.lists(st.integers(1, 5), min_size=len(rows), max_size=len(rows))), dtype=float)
     sum_y = np.array(draw(st.lists(st.floats(-3, 3), min_size=len(rows), max_size=len(rows))))
     weights = np.array(draw(st.lists(st.integers(1, 3), min_size=targets, max_size=targets)), dtype=float)
-    return target, mask, count, sum_y, targets, d, draw(st.floats(-1, 1)), weights
+    means = np.array(draw(st.lists(st.floats(-1, 1), min_size=targets, max_size=targets)))
+    return target, mask, count, sum_y, targets, d, means, weights, slots
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(histograms())
 def test_the_kernel_equals_the_numpy_reference(case):
-    target, mask, count, sum_y, targets, d, mean, weights = case
+    target, mask, count, sum_y, targets, d, means, weights, slots = case
     counts, sums = shapley.scatter_histograms(target, mask, count, sum_y, targets, d)
-    expected = shapley.cohort_shapley(counts, sums, mean, weights)
+    expected = shapley.cohort_shapley(counts, sums, means, weights, slots)
     shuffled = np.random.default_rng(0).permutation(len(target))  # rows may come in any order
     got = kernels.exact_values(
-        target[shuffled], mask[shuffled], count[shuffled], sum_y[shuffled], targets, d, mean, weights
+        target[shuffled], mask[shuffled], count[shuffled], sum_y[shuffled], targets, d, means, weights, slots
     )
+    chunked = shapley.cohort_shapley_of_histograms(
+        target[shuffled], mask[shuffled], count[shuffled], sum_y[shuffled], targets, d, means, weights, slots
+    )
+    assert expected.squared_games.shape == (slots, 1 << d)
     for field in expected._fields:
         np.testing.assert_allclose(getattr(got, field), getattr(expected, field), atol=1e-10, err_msg=field)
+        np.testing.assert_allclose(getattr(chunked, field), getattr(expected, field), atol=1e-10, err_msg=field)
 
 
 def test_the_kernel_is_used_only_where_compiling_pays(monkeypatch):

@@ -68,3 +68,26 @@ def test_cells_alone_leave_the_walk_without_changing_anything():
         np.testing.assert_allclose(result.game[:, 0, u], cohort_sums[targets] / cohort_sizes[targets], atol=1e-12)
         if len(keys) == 1:
             np.testing.assert_allclose(result.feature_sizes[:, keys[0]], cohort_sizes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cells(), st.integers(1, 3), st.integers(0, 2**31))
+def test_every_game_of_every_weighting_matches_brute_force(case, weightings, seed):
+    """Several weightings (bootstrap replicates) and outcomes at once: each game is the walk of its own
+    weights and centred sums."""
+    codes, counts, sums, targets = case
+    m, d = codes.shape
+    rng = np.random.default_rng(seed)
+    weights = counts[:, None] * rng.uniform(0.5, 2.0, size=(m, weightings))
+    weighting = np.array([0, weightings - 1, 0])
+    centered = rng.normal(size=(m, len(weighting)))
+    result = lattice.subset_cohorts(codes, weights, centered, weighting, targets)
+    for u in range(1, 1 << d):
+        keys = [j for j in range(d) if u >> j & 1]
+        same = (codes[:, None, keys] == codes[None, :, keys]).all(axis=2)
+        for game, b in enumerate(weighting):
+            sizes, totals = same @ weights[:, b], same @ centered[:, game]
+            expected = (weights[:, b] * (totals / sizes) ** 2).sum() / weights[:, b].sum()
+            np.testing.assert_allclose(result.variance_game[game, u], expected, rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(result.game[:, game, u], totals[targets] / sizes[targets], atol=1e-12)
+            np.testing.assert_allclose(result.sizes[:, b, u], sizes[targets])

@@ -1,0 +1,229 @@
+"""Bayesian-bootstrap intervals: the draws, the replicates (true reweighted runs, the same on every
+engine and path), the intervals' coverage on a population with known effects, and paired group
+differences."""
+
+import warnings
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import cohortsql
+from cohortsql import bootstrap, compile
+from cohortsql.engines.base import fetch_numpy
+
+SIMILARITY = {"a": "exact", "b": "bins:3"}
+
+
+def table(seed: int, rows: int = 60) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 3, rows)
+    b = rng.uniform(0, 1, rows)
+    y = a + 2 * b + rng.normal(scale=0.5, size=rows)
+    return pl.DataFrame(
+        {"id": np.arange(rows), "a": a, "b": b, "c": rng.normal(size=rows), "y": y, "z": (y > 2).astype(float)}
+    )
+
+
+def quietly(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cohortsql.CohortWarning)
+        return function(*args, **kwargs)
+
+
+def evaluated(engine, ids: range, columns: dict[str, str]) -> dict[str, np.ndarray]:
+    """SQL expressions over ``__cohort_id`` evaluated by the engine for the given ids, in id order."""
+    running = engine.open()
+    try:
+        uploaded = running.upload(pa.table({"__cohort_id": np.array(ids, dtype=np.int64)}), "ids")
+        listed = ", ".join(f"{sql} AS {name}" for name, sql in columns.items())
+        return fetch_numpy(running, f"SELECT {listed} FROM {uploaded} ORDER BY __cohort_id", context="test")
+    finally:
+        running.close()
+
+
+def draws(engine, ids: range, replicates: range, seed: int) -> np.ndarray:
+    """The SQL draws e_b(id), shape (ids, replicates), as the engine computes them."""
+    dialect = engine.open().dialect
+    values = evaluated(engine, ids, {f"e{b}": compile.replicate_draw(b, seed, dialect) for b in replicates})
+    return np.column_stack([values[f"e{b}"] for b in replicates])
+
+
+def test_the_draws_are_exponential_independent_and_the_same_on_every_engine(engine):
+    values = draws(engine, range(400), range(1, 6), seed=5)
+    assert values.min() > 0
+    assert values.mean() == pytest.approx(1.0, abs=0.06)  # 2,000 Exp(1) draws: standard error 0.022
+    assert values.var() == pytest.approx(1.0, abs=0.2)
+    correlations = np.corrcoef(values.T)[np.triu_indices(5, 1)]
+    assert np.abs(correlations).max() < 0.15  # 400 pairs: standard error 0.05
+    reference = draws(type(engine)("duckdb"), range(400), range(1, 6), seed=5)
+    np.testing.assert_allclose(values, reference, rtol=1e-15)
+    dialect = engine.open().dialect
+    hashes = evaluated(  # a hash group given by a column hashes the same text as a literal group
+        engine,
+        range(5),
+        {"literal": compile.draw_hash(3, 5, dialect), "column": compile.draw_hash("(1 + 2)", 5, dialect)},
+    )
+    assert list(hashes["literal"]) == list(hashes["column"])
+
+
+def test_a_replicate_is_the_run_weighted_by_its_draws(engine):
+    data = table(1, rows=40).with_columns(w=pl.Series(np.random.default_rng(2).integers(1, 4, 40)))
+    similarity = {"a": "exact", "b": "abs:0.2", "c": "abs:0.5"}
+    result = quietly(
+        cohortsql.cohort_shapley,
+        data,
+        prediction="y",
+        similarity=similarity,
+        id="id",
+        weight="w",
+        bootstrap=4,
+        seed=9,
+        **engine.options,
+    )
+    assert result.bootstrap is not None and result.bootstrap.shapley is not None
+    drawn = draws(engine, range(40), range(1, 5), seed=9)
+    for replicate in range(4):
+        reweighted = data.with_columns(w=pl.col("w") * pl.Series(drawn[:, replicate]))
+        direct = quietly(
+            cohortsql.cohort_shapley, reweighted, prediction="y", similarity=similarity, id="id", weight="w"
+        )
+        np.testing.assert_allclose(result.bootstrap.shapley[:, replicate], direct.shapley, atol=2e-6)  # float32
+        np.testing.assert_allclose(result.bootstrap.target_weights[:, replicate], reweighted["w"], rtol=1e-12)
+    unweighted = quietly(
+        cohortsql.cohort_shapley, data, prediction="y", similarity=similarity, id="id", weight="w", **engine.options
+    )
+    np.testing.assert_allclose(result.shapley, unweighted.shapley, atol=1e-12)  # replicate 0 is the estimate
+
+
+def test_replicates_agree_across_engines_paths_and_runs(engine):
+    data = table(3)
+    options = dict(prediction=["y", "z"], similarity=SIMILARITY, id="id", bootstrap=30, seed=4)
+    pairwise = quietly(cohortsql.cohort_shapley, data, path="pairwise", **options, **engine.options)
+    lattice = quietly(cohortsql.cohort_shapley, data, path="grouping_sets", **options, **engine.options)
+    again = quietly(cohortsql.cohort_shapley, data, path="pairwise", **options)
+    for outcome in ("y", "z"):
+        for other in (lattice, again):
+            for table_of, column in (
+                (lambda r: r.local, "shapley_ci_low"),
+                (lambda r: r.global_, "shapley_effect_ci_high"),
+            ):
+                np.testing.assert_allclose(
+                    table_of(pairwise[outcome])[column], table_of(other[outcome])[column], atol=1e-10
+                )
+    effects = [
+        quietly(cohortsql.shapley_effects, data, path=path, **options, **engine.options)
+        for path in ("pairwise", "grouping_sets")
+    ]
+    for column in ("shapley_effect", "shapley_effect_ci_low", "shapley_effect_ci_high"):
+        np.testing.assert_allclose(effects[0].effects[column], effects[1].effects[column], atol=1e-10)
+
+
+def test_intervals_surround_the_estimates_and_narrow_with_more_data():
+    small = quietly(
+        cohortsql.shapley_effects, table(5, rows=80), prediction="y", similarity=SIMILARITY, bootstrap=200, seed=1
+    )
+    large = quietly(
+        cohortsql.shapley_effects, table(5, rows=800), prediction="y", similarity=SIMILARITY, bootstrap=200, seed=1
+    )
+    for effects in (small.effects, large.effects):
+        assert (effects["shapley_effect_ci_low"] <= effects["shapley_effect"]).all()
+        assert (effects["shapley_effect"] <= effects["shapley_effect_ci_high"]).all()
+    widths = [
+        (e["shapley_effect_ci_high"] - e["shapley_effect_ci_low"]).to_numpy() for e in (small.effects, large.effects)
+    ]
+    assert (widths[1] < widths[0]).all()
+    local = quietly(
+        cohortsql.cohort_shapley, table(5, rows=80), prediction="y", similarity=SIMILARITY, bootstrap=200, seed=1
+    ).local
+    assert (local["shapley_ci_low"] <= local["shapley_ci_high"]).all()
+    assert local.select(pl.col("^shapley.*$").is_nan().any()).row(0) == (False,) * 6
+
+
+def test_effect_intervals_cover_the_population_value():
+    """2,000 replicates on each of 100 samples from a population whose Shapley effects are known
+    (computed on the whole population): the 95% intervals cover them in 90-99% of the samples."""
+    rng = np.random.default_rng(5)
+    size = 200_000
+    a, b = rng.integers(0, 2, size), rng.integers(0, 2, size)
+    y = a + 0.5 * b + 0.7 * a * b + rng.normal(size=size)
+    population = pl.DataFrame({"a": a, "b": b, "y": y})
+    similarity = {"a": "exact", "b": "exact"}
+    truth = cohortsql.shapley_effects(population, prediction="y", similarity=similarity).effects["shapley_effect"]
+    covered = []
+    for repeat in range(100):
+        sample = population.sample(300, seed=repeat)
+        effects = cohortsql.shapley_effects(sample, prediction="y", similarity=similarity, bootstrap=2000, seed=repeat)
+        low, high = effects.effects["shapley_effect_ci_low"], effects.effects["shapley_effect_ci_high"]
+        covered.append(((low <= truth) & (truth <= high)).to_numpy())
+    coverage = np.mean(covered, axis=0)
+    assert ((0.90 <= coverage) & (coverage <= 0.99)).all(), coverage
+
+
+def test_group_differences_are_paired_replicate_by_replicate(engine):
+    data = table(6, rows=90).with_columns(group=pl.Series(np.random.default_rng(1).integers(0, 3, 90)))
+    result = quietly(
+        cohortsql.cohort_shapley,
+        data,
+        prediction="y",
+        similarity=SIMILARITY,
+        id="id",
+        bootstrap=50,
+        seed=2,
+        **engine.options,
+    )
+    table_by = result.by("group", reference=1)
+    assert table_by.columns[:3] == ["group", "feature", "targets"]
+    replicates = result.bootstrap
+    groups = data["group"].to_numpy()
+    for group in (0, 2):
+        for index, feature in enumerate(SIMILARITY):
+            differences = []
+            for replicate in range(50):
+                weights, values = replicates.target_weights[:, replicate], replicates.shapley[:, replicate, index]
+                means = [np.average(values[groups == g], weights=weights[groups == g]) for g in (group, 1)]
+                differences.append(means[0] - means[1])
+            row = table_by.filter((pl.col("group") == group) & (pl.col("feature") == feature)).row(0, named=True)
+            low, high = np.quantile(differences, [0.025, 0.975])
+            assert row["shapley_difference_ci_low"] == pytest.approx(low, abs=1e-5)
+            assert row["shapley_difference_ci_high"] == pytest.approx(high, abs=1e-5)
+            estimate = result.shapley[:, index]
+            assert row["shapley_difference"] == pytest.approx(
+                estimate[groups == group].mean() - estimate[groups == 1].mean()
+            )
+    reference_rows = table_by.filter(pl.col("group") == 1)
+    assert (reference_rows["shapley_difference"] == 0).all()
+    with pytest.raises(cohortsql.CohortError, match=r"reference=7\): no such group; the groups are \[0, 1, 2\]"):
+        result.by("group", reference=7)
+
+
+def test_by_without_kept_replicates_says_why(monkeypatch):
+    monkeypatch.setattr(bootstrap, "KEEP_REPLICATES_BYTES", 10)
+    result = quietly(cohortsql.cohort_shapley, table(7), prediction="y", similarity=SIMILARITY, bootstrap=20, seed=1)
+    assert result.bootstrap.shapley is None
+    assert "shapley_ci_low" in result.local.columns  # the intervals themselves do not need them
+    with pytest.raises(cohortsql.CohortError, match=r"by\('a'\) intervals need each target's replicate values"):
+        result.by("a")
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (dict(bootstrap=1), "bootstrap=1 gives no interval"),
+        (dict(bootstrap=-3), "bootstrap must be at least 0"),
+        (dict(bootstrap=20, confidence=1.5), "confidence must be a number between 0 and 1"),
+        (dict(bootstrap=20, method="permutation"), "bootstrap intervals need method='exact'"),
+    ],
+)
+def test_bootstrap_arguments_are_checked(arguments, message):
+    with pytest.raises(cohortsql.CohortError, match=message):
+        cohortsql.cohort_shapley(table(8), prediction="y", similarity=SIMILARITY, **arguments)
+
+
+def test_the_seed_of_a_bootstrap_is_recorded():
+    result = quietly(cohortsql.cohort_shapley, table(9), prediction="y", similarity=SIMILARITY, bootstrap=10)
+    seed = int(result.settings["seed"])
+    assert result.bootstrap.seed == seed and result.settings["bootstrap"] == "10"
+    again = quietly(cohortsql.cohort_shapley, table(9), prediction="y", similarity=SIMILARITY, bootstrap=10, seed=seed)
+    np.testing.assert_allclose(again.bootstrap.shapley_low, result.bootstrap.shapley_low)
