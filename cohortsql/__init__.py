@@ -26,6 +26,8 @@ if TYPE_CHECKING:
         variance_shapley,
     )
     from cohortsql.assemble import assemble
+    from cohortsql.baseline_result import BaselineShapleyResult
+    from cohortsql.comparison import baseline_shapley
     from cohortsql.errors import CohortError, CohortWarning
     from cohortsql.outcomes import CohortShapleyResults, ShapleyEffectsResults
     from cohortsql.result import CohortShapleyResult, ShapleyEffects
@@ -50,6 +52,8 @@ _PUBLIC = {
     "estimate": "cohortsql.api",
     "histogram_sql": "cohortsql.api",
     "assemble": "cohortsql.assemble",
+    "baseline_shapley": "cohortsql.comparison",
+    "BaselineShapleyResult": "cohortsql.baseline_result",
     "CohortError": "cohortsql.errors",
     "CohortWarning": "cohortsql.errors",
     "CohortShapleyResult": "cohortsql.result",
@@ -84,7 +88,9 @@ __all__ = [
     "Similarity",
     "SqlPredicate",
     "UniquenessResult",
+    "BaselineShapleyResult",
     "assemble",
+    "baseline_shapley",
     "cohort_shapley",
     "estimate",
     "histogram_sql",

@@ -30,3 +30,16 @@ or (exact and bins only) the equivalence cells, with no join at all."""
 EngineName = Literal["duckdb", "spark"]
 ENGINES: dict[str, str] = {"duckdb": "duckdb", "spark": "pyspark"}
 """Engine name -> the distribution it needs (its extra: ``pip install 'cohortsql[<name>]'``)."""
+
+Baseline = Literal["mean", "all"]
+BASELINES: tuple[Baseline, ...] = ("mean", "all")
+"""Baseline Shapley's baselines: ``mean`` (one point: each numeric feature's mean, each other feature's
+most frequent value) or ``all`` (every subject: all-baseline Shapley); a list of ids picks rows."""
+
+ModelInput = Literal["pandas", "polars", "numpy"]
+MODEL_INPUTS: tuple[ModelInput, ...] = ("pandas", "polars", "numpy")
+"""How the model reads hybrid rows: a pandas or polars frame with the data's column types, or a float array."""
+
+ModelOutput = Literal["prediction", "probability"]
+MODEL_OUTPUTS: tuple[ModelOutput, ...] = ("prediction", "probability")
+"""What of the model is explained: ``predict`` (or the callable itself), or ``predict_proba``'s second column."""

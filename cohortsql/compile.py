@@ -545,3 +545,44 @@ def _standalone_weighted(features: Sequence[ResolvedFeature], dialect: Dialect, 
         return "SELECT *, 1 AS __cohort_count, __cohort_y AS __cohort_sum, __cohort_y * __cohort_y AS __cohort_sum2\nFROM subjects"
     columns = ", ".join(dialect.quote(feature.column) for feature in features)
     return f"SELECT {columns}, count(*) AS __cohort_count, {sums}\nFROM subjects\nGROUP BY {_ordinals(len(features))}"
+
+
+# -- baseline Shapley: the mean baseline and the realism of hybrid points ---------------------
+
+MEAN_BASELINE_VALUES = ("float", "integer", "decimal")
+"""Column kinds whose mean baseline is their mean; every other predictor takes its most frequent value."""
+
+
+def baseline_point(source: str, features: Sequence[ResolvedFeature], dialect: Dialect) -> str:
+    """SELECT the mean baseline over relation `source`: one column per feature under its own name (the
+    mean, or the most frequent value, ties to the smallest) and the same point as the similarity tests
+    compare it, under each feature's prepared column name."""
+    means, values, prepared = [], [], []
+    for feature in features:
+        name = dialect.quote(feature.name)
+        if feature.values in MEAN_BASELINE_VALUES:
+            means.append(f"avg(CAST({prepared_value(feature, dialect)} AS DOUBLE)) AS {name}")
+            values.append(name)
+            prepared.append(f"{name} AS {dialect.quote(feature.column)}")
+        else:
+            mode = template("most_frequent").format(column=name, source=source)
+            values.append(f"({mode}) AS {name}")
+            prepared.append(f"{prepared_value(feature, dialect)} AS {dialect.quote(feature.column)}")
+    return template("baseline_point").format(
+        means="".join(f",\n        {mean}" for mean in means),
+        source=source,
+        values=",\n        ".join(values),
+        prepared=", ".join(prepared),
+    )
+
+
+def subject_rows(subjects: str, features: Sequence[ResolvedFeature], dialect: Dialect) -> str:
+    """SELECT the distinct rows of the subjects' prepared predictors (see ``sql/subject_rows.sql``)."""
+    columns = ", ".join(dialect.quote(feature.column) for feature in features)
+    return template("subject_rows").format(columns=columns, subjects=subjects)
+
+
+def similar_pairs(points: str, subject_rows: str, feature: ResolvedFeature, dialect: Dialect) -> str:
+    """SELECT every (point value, subject row) pair similar on `feature` (see ``sql/similar_pairs.sql``)."""
+    test = similarity_test(feature, literal_parameters(feature, dialect), dialect)
+    return template("similar_pairs").format(points=points, subject_rows=subject_rows, test=test)

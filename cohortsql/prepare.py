@@ -466,13 +466,19 @@ def _targets_by_id(engine: Engine, prepared: Prepared, targets: Any) -> pa.Table
             "targets must be None, a SQL predicate, a sample size or fraction, or a list of id values;"
             f" got {type(targets).__name__}"
         )
-    requested = requested_ids(targets, id_type(prepared), prepared.id)
+    return rows_by_id(engine, prepared, targets, role="target", within_targets=True)
+
+
+def rows_by_id(engine: Engine, prepared: Prepared, ids: Any, *, role: str, within_targets: bool) -> pa.Table:
+    """The subject rows with the given ids, in id order; a `CohortError` names the `role` ids not
+    found. `within_targets`: only among the rows of the caller's targets predicate."""
+    requested = requested_ids(ids, id_type(prepared), prepared.id)
     column = "row positions" if prepared.id is None else f"id column {prepared.id!r}"
     with id_membership(engine, "__cohort_id", requested) as membership:
-        condition = compile.target_condition(prepared.target_predicate is not None, membership)
+        condition = compile.target_condition(within_targets and prepared.target_predicate is not None, membership)
         table = engine.fetch_arrow(
             compile.target_rows(prepared.subjects, condition, prepared.measures, engine.dialect),
-            context=f"matching target ids to the {column}",
+            context=f"matching {role} ids to the {column}",
         )
     found = pl.Series(table.column("__cohort_id"))
     missing = pl.Series(requested).filter(~pl.Series(requested).is_in(found.implode())).unique(maintain_order=True)
@@ -480,7 +486,7 @@ def _targets_by_id(engine: Engine, prepared: Prepared, targets: Any) -> pa.Table
         shown = ", ".join(repr(value) for value in missing.head(5).to_list())
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         dropped = " (rows of weight 0 are left out)" if prepared.weight is not None else ""
-        raise CohortError(f"target ids not found in the {column}{dropped}: {shown}{more}")
+        raise CohortError(f"{role} ids not found in the {column}{dropped}: {shown}{more}")
     return table
 
 
@@ -538,16 +544,22 @@ def id_membership(engine: Engine, column: str, ids: pa.Array) -> Iterator[str]:
 
 def read_target_data(engine: Engine, prepared: Prepared, targets: TargetSet) -> pl.DataFrame:
     """The target rows as they are in the data (every column), in id order, read by id."""
-    with id_membership(engine, prepared.id_sql, targets.table.column("__cohort_id").combine_chunks()) as membership:
-        rows = engine.fetch_arrow(
+    return read_rows(engine, prepared, targets.table)
+
+
+def read_rows(engine: Engine, prepared: Prepared, rows: pa.Table) -> pl.DataFrame:
+    """The data rows (every column, as they are) of `rows` (subject rows in id order), read by id."""
+    ids = rows.column("__cohort_id").combine_chunks()
+    with id_membership(engine, prepared.id_sql, ids) as membership:
+        read = engine.fetch_arrow(
             compile.target_data(
                 prepared.input.relation, prepared.input.schema.names, prepared.id_sql, membership, engine.dialect
             ),
             context="reading the target rows",
         )
-    if not rows.column("__cohort_id").equals(targets.table.column("__cohort_id")):
-        raise RuntimeError("the target rows read back do not match the targets (ids out of order)")
-    frame = pl.from_arrow(rows.drop_columns(["__cohort_id"]))
+    if not read.column("__cohort_id").equals(rows.column("__cohort_id")):
+        raise RuntimeError("the rows read back do not match the requested ids (ids out of order)")
+    frame = pl.from_arrow(read.drop_columns(["__cohort_id"]))
     assert isinstance(frame, pl.DataFrame)
     return frame
 
@@ -573,3 +585,14 @@ def _distinct_targets(
     target_group = np.empty(rows, dtype=np.int64)
     target_group[members["__cohort_position"].to_numpy()] = members["__cohort_group"].to_numpy()
     return target_table.take(first), target_group
+
+
+def every_row(engine: Engine, prepared: Prepared, sample: int | None, seed: int) -> pa.Table:
+    """Every subject row (whatever the targets predicate), in id order, or `sample` of them drawn at
+    random with `seed` the way targets are sampled."""
+    condition = compile.target_condition(False, None)
+    if sample is None:
+        sql = compile.target_rows(prepared.subjects, condition, prepared.measures, engine.dialect)
+    else:
+        sql = compile.sampled_targets(prepared.subjects, condition, sample, seed, prepared.measures, engine.dialect)
+    return engine.fetch_arrow(sql, context="reading the baseline rows")

@@ -361,16 +361,15 @@ class CohortShapleyResult:
         (``shapley_difference``, ``shapley_difference_ci_low`` .. ``_high``): every group's mean is
         recomputed under the same replicate weights, so the interval is of the differences.
         """
-        if column not in self.targets.columns:
-            raise CohortError(
-                f"by({column!r}): no such column in the data; its columns are: {', '.join(self.targets.columns)}"
-            )
-        keys = self.targets.select(column).with_columns(__cohort_weight=pl.Series(self.target_weights))
-        groups = keys.select(column).unique(maintain_order=True).sort(column, nulls_last=True)
-        number = keys.join(groups.with_row_index("__cohort_group"), on=column, how="left", nulls_equal=True)[
-            "__cohort_group"
-        ].to_numpy()
-        table = self._group_table(column, groups, number)
+        groups, number = target_groups(self.targets, column)
+        table = group_table(
+            column,
+            groups,
+            number,
+            self.features,
+            self.target_weights,
+            {"shapley": self.shapley, "shapley_squared": self.shapley_squared},
+        )
         if self.bootstrap is None:
             return table
         return table.join(
@@ -379,34 +378,6 @@ class CohortShapleyResult:
             how="left",
             nulls_equal=True,
             maintain_order="left",
-        )
-
-    def _group_table(self, column: str, groups: pl.DataFrame, number: np.ndarray) -> pl.DataFrame:
-        """Per group and feature: targets, weighted means and standard errors of phi and phi^2."""
-        count = len(groups)
-        weights = self.target_weights
-        rows = []
-        for name, values in (("shapley", self.shapley), ("shapley_squared", self.shapley_squared)):
-            means = bootstrap_module.group_means(values[:, None, :], weights[:, None], number, count)[:, 0]
-            errors = np.stack(
-                [
-                    _standard_error(values[number == group], None, None, weights[number == group])
-                    for group in range(count)
-                ]
-            )
-            rows.append((name, means, errors))
-        d = len(self.features)
-        return pl.DataFrame(
-            {
-                column: groups[column].gather(np.repeat(np.arange(count), d)),
-                "feature": pl.Series(list(self.features) * count, dtype=pl.String),
-                "targets": np.repeat(np.bincount(number, minlength=count), d),
-                **{
-                    key: array.reshape(-1)
-                    for name, means, errors in rows
-                    for key, array in ((name, means), (f"{name}_se", errors))
-                },
-            }
         )
 
     def _group_intervals(
@@ -560,6 +531,46 @@ class ShapleyEffects:
             f"ShapleyEffects({len(self.effects)} features, explained {self.explained:.6g} of variance"
             f" {self.variance:.6g}, {self.targets} targets of {self.subjects} subjects, path={self.path!r})\n{self.effects}"
         )
+
+
+def target_groups(targets: pl.DataFrame, column: str) -> tuple[pl.DataFrame, np.ndarray]:
+    """The sorted distinct values of `column` among the targets, and each target's group number."""
+    if column not in targets.columns:
+        raise CohortError(f"by({column!r}): no such column in the data; its columns are: {', '.join(targets.columns)}")
+    keys = targets.select(column)
+    groups = keys.unique(maintain_order=True).sort(column, nulls_last=True)
+    number = keys.join(groups.with_row_index("__cohort_group"), on=column, how="left", nulls_equal=True)[
+        "__cohort_group"
+    ].to_numpy()
+    return groups, number
+
+
+def group_table(
+    column: str,
+    groups: pl.DataFrame,
+    number: np.ndarray,
+    features: tuple[str, ...],
+    weights: np.ndarray,
+    arrays: Mapping[str, np.ndarray],
+) -> pl.DataFrame:
+    """Per group and feature: the number of targets, and for each (targets, features) array in
+    `arrays` its weighted group mean and standard error (the group's targets treated as a sample)."""
+    count = len(groups)
+    columns: dict[str, Any] = {}
+    for name, values in arrays.items():
+        columns[name] = bootstrap_module.group_means(values[:, None, :], weights[:, None], number, count)[:, 0]
+        columns[f"{name}_se"] = np.stack(
+            [_standard_error(values[number == group], None, None, weights[number == group]) for group in range(count)]
+        )
+    d = len(features)
+    return pl.DataFrame(
+        {
+            column: groups[column].gather(np.repeat(np.arange(count), d)),
+            "feature": pl.Series(list(features) * count, dtype=pl.String),
+            "targets": np.repeat(np.bincount(number, minlength=count), d),
+            **{name: array.reshape(-1) for name, array in columns.items()},
+        }
+    )
 
 
 def _effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.ndarray, variance: float) -> pl.DataFrame:

@@ -1,0 +1,179 @@
+"""The paper's comparison methods: baseline Shapley (BS) and all-baseline Shapley (ABS), with their
+squares and their split into what comes from realistic and from unrealistic hybrid points.
+
+Unlike cohort Shapley these need the model: they evaluate it at hybrid points that mix a target's
+values with a baseline's. Comparing them with cohort Shapley shows how much of a model-based
+explanation rests on points that no subject resembles (paper, Section 5 and Appendix 4).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from cohortsql import arguments, compile
+from cohortsql.api import opened_engine
+from cohortsql.baseline_result import BaselineShapleyResult
+from cohortsql.baseline_run import run_baseline_shapley
+from cohortsql.choices import MODEL_INPUTS, MODEL_OUTPUTS, Baseline, EngineName, ModelInput, ModelOutput
+from cohortsql.engines import Engine
+from cohortsql.errors import CohortError, check_choice
+from cohortsql.models import BATCH_ROWS, model_function, predict
+from cohortsql.plan import SimilarityArgument
+from cohortsql.points import encode_points
+from cohortsql.prepare import Prepared, Targets, every_row, prepare, read_rows, rows_by_id, select_targets
+from cohortsql.progress import reporter
+from cohortsql.realism import subject_bitsets
+from cohortsql.result import run_settings
+
+MAX_BASELINE_FEATURES = 20
+"""Exact baseline Shapley evaluates the model at 2^d hybrid points per target and baseline."""
+
+
+def baseline_shapley(
+    data: Any,
+    *,
+    model: Any,
+    features: SimilarityArgument,
+    baseline: Baseline | Sequence[object] = "mean",
+    baseline_sample: int | None = None,
+    realistic: bool = False,
+    id: str | None = None,
+    targets: Targets = None,
+    sample: int | float | None = None,
+    seed: int | None = None,
+    model_input: ModelInput = "pandas",
+    model_output: ModelOutput = "prediction",
+    batch_rows: int = BATCH_ROWS,
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
+) -> BaselineShapleyResult:
+    """Baseline Shapley (``baseline="mean"``) or all-baseline Shapley (``baseline="all"``) of `model`.
+
+    For target t, baseline x_b and set u of features, the hybrid point z_b(u) = (x_{t,u} : x_{b,-u})
+    and v_b(u) = f(z_b(u)) - f(x_b). The values are phi_j = mean_b sum_{u not containing j}
+    w(|u|) (v_b(u + j) - v_b(u)) and, squared, phi2_j = mean_b of the Shapley values of v_b(u)^2,
+    so that sum_j phi_j = f(x_t) - mean_b f(x_b) and sum_j phi2_j = mean_b (f(x_t) - f(x_b))^2.
+
+    - `model`: a callable f(X) returning one number per row, or an object with ``predict``
+      (``predict_proba``'s second column with ``model_output="probability"``). It is called on
+      batches of at most `batch_rows` distinct hybrid rows, read as `model_input` says: a pandas
+      frame with the data's column types (so fitted scikit-learn pipelines work), a polars frame,
+      or a float numpy array with the columns in feature order.
+    - `features`: the model's inputs, as a list of column names or a mapping to similarity kinds
+      (as `cohort_shapley`'s `similarity`); the kinds decide realism.
+    - `baseline`: ``"mean"`` (one point: each numeric feature's mean, every other feature's most
+      frequent value), ``"all"`` (every row: all-baseline Shapley; `baseline_sample` draws that many
+      rows at random with `seed`), or a list of ids whose rows are the baselines.
+    - `realistic=True`: also split every value into the part from realistic hybrid points (some
+      subject is similar to the point on every feature, under the kinds of `features`, with their
+      whole-table parameters) and the rest: ``shapley_realistic`` and ``shapley_unrealistic``.
+
+    Each distinct hybrid point is evaluated once per chunk of about a million; targets with
+    identical features are computed once. `targets`, `sample`, `id`, `connection`, `engine` are as
+    in `cohort_shapley`.
+    """
+    check_choice("model_input", model_input, MODEL_INPUTS)
+    check_choice("model_output", model_output, MODEL_OUTPUTS)
+    seed = arguments.seed(seed)
+    batch_rows = arguments.whole_number("batch_rows", batch_rows, minimum=1)
+    if baseline_sample is not None:
+        baseline_sample = arguments.whole_number("baseline_sample", baseline_sample, minimum=1)
+        if not (isinstance(baseline, str) and baseline == "all"):
+            raise CohortError("baseline_sample= draws from every row: it needs baseline='all'")
+        if seed is None:
+            seed = int(np.random.default_rng().integers(2**31))
+    if not isinstance(realistic, bool):
+        raise CohortError(f"realistic must be True or False, got {realistic!r}")
+    function = model_function(model, model_output)
+    with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
+        prepared = prepare(
+            running,
+            data,
+            outcomes=(),
+            similarity=features,
+            id=id,
+            target_predicate=targets if isinstance(targets, str) else None,
+            max_features=MAX_BASELINE_FEATURES,
+        )
+        chosen = select_targets(running, prepared, targets, seed, sample)
+        target_data = read_rows(running, prepared, chosen.table)
+        method, baseline_rows = _baselines(running, prepared, baseline, baseline_sample, seed)
+        points = encode_points(prepared.features, (target_data, chosen.table), baseline_rows)
+        bitsets = (
+            subject_bitsets(running, prepared.subjects, prepared.features, points.prepared_values)
+            if realistic
+            else None
+        )
+        run = run_baseline_shapley(
+            points,
+            lambda frame: predict(function, frame, model_input, batch_rows),
+            bitsets,
+            reporter(progress),
+        )
+    names = tuple(feature.name for feature in prepared.features)
+    kinds = {feature.name: str(feature.kind) for feature in prepared.features}
+    return BaselineShapleyResult(
+        ids=pl.Series("id", chosen.table.column("__cohort_id")),
+        features=names,
+        method=method,
+        baselines=len(points.baseline_codes),
+        prediction=run.prediction,
+        baseline_prediction=np.full(chosen.count, run.baseline_prediction),
+        value_squared=run.value_squared,
+        shapley=run.values.shapley,
+        shapley_squared=run.values.shapley_squared,
+        targets=target_data,
+        shapley_realistic=run.values.realistic,
+        shapley_squared_realistic=run.values.realistic_squared,
+        realistic_points=None if run.values.realistic_points is None else run.values.realistic_points.astype(np.int64),
+        similarity=kinds if realistic else {},
+        population=chosen.population,
+        settings=run_settings(
+            engine=running.dialect.name,
+            id=prepared.id,
+            features=list(names),
+            similarity=kinds if realistic else None,
+            method=method,
+            baseline=baseline if isinstance(baseline, str) else f"{len(points.baseline_codes)} ids",
+            baseline_sample=baseline_sample,
+            model_output=model_output,
+            targets="every row"
+            if targets is None
+            else str(targets)
+            if isinstance(targets, (str, int, float))
+            else "ids",
+            sample=sample,
+            seed=chosen.seed if chosen.seed is not None else seed,
+        ),
+    )
+
+
+def _baselines(
+    engine: Engine, prepared: Prepared, baseline: object, sample: int | None, seed: int | None
+) -> tuple[str, tuple[pl.DataFrame, pa.Table]]:
+    """The method's name and its baseline rows, as the data hold them and as the similarity tests compare them."""
+    if isinstance(baseline, str):
+        check_choice("baseline", baseline, ("mean", "all"))
+        if baseline == "mean":
+            point = engine.fetch_arrow(
+                compile.baseline_point(prepared.input.relation, prepared.features, engine.dialect),
+                context="computing the mean baseline",
+            )
+            raw = pl.from_arrow(point.select([feature.name for feature in prepared.features]))
+            assert isinstance(raw, pl.DataFrame)
+            return "baseline", (raw, point)
+        rows = every_row(engine, prepared, sample, seed or 0)
+        return "all-baseline", (read_rows(engine, prepared, rows), rows)
+    if not isinstance(baseline, (Sequence, np.ndarray, pl.Series, pa.Array)):
+        raise CohortError(f"baseline must be 'mean', 'all' or a list of ids, got {baseline!r}")
+    rows = rows_by_id(engine, prepared, baseline, role="baseline", within_targets=False)
+    return "baseline", (read_rows(engine, prepared, rows), rows)

@@ -1,0 +1,283 @@
+"""Baseline and all-baseline Shapley against the definitions, shap, and cohort Shapley (paper, Section 5)."""
+
+import numpy as np
+import polars as pl
+import pytest
+
+import cohortsql
+import reference
+from cohortsql import baseline_run
+from cohortsql.baseline import baseline_shapley_values, realistic_parts
+from cohortsql.shapley import shapley_values
+
+
+def table(seed: int, rows: int = 14) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame(
+        {
+            "id": np.arange(rows) * 10,
+            "a": rng.integers(0, 3, rows),
+            "b": np.round(rng.uniform(0, 10, rows), 1),
+            "c": rng.choice(["x", "y"], rows),
+            "d": rng.normal(size=rows),
+        }
+    )
+
+
+def linear_with_interaction(frame) -> np.ndarray:
+    """A model with an interaction and a text column, reading a pandas frame."""
+    return (
+        frame["a"].to_numpy() * frame["b"].to_numpy()
+        + 2.0 * (frame["c"].to_numpy() == "x")
+        - np.sin(frame["d"].to_numpy())
+    )
+
+
+def row_model(values: list) -> float:
+    a, b, c, d = values
+    return a * b + 2.0 * (c == "x") - np.sin(d)
+
+
+KINDS = {"a": "exact", "b": "abs:1.5", "c": "exact", "d": "range:0.2"}
+REFERENCE_KINDS = [reference.exact(), reference.absolute(1.5), reference.exact(), reference.range_window(0.2)]
+
+
+def rows_of(frame: pl.DataFrame) -> list[list]:
+    return [list(row) for row in frame.select(list(KINDS)).iter_rows()]
+
+
+@pytest.mark.parametrize("baseline", ["mean", "all", "ids"])
+def test_baseline_shapley_equals_the_definition(engine, baseline):
+    data = table(1)
+    columns = [data[name].to_list() for name in KINDS]
+    targets = [0, 30, 70, 130]
+    chosen = [1, 4, 7, 9] if baseline == "ids" else None
+    result = cohortsql.baseline_shapley(
+        data,
+        model=linear_with_interaction,
+        features=KINDS,
+        baseline=[10 * row for row in chosen] if chosen else baseline,
+        realistic=True,
+        id="id",
+        targets=targets,
+        progress=False,
+        **engine.options,
+    )
+    if baseline == "mean":
+        counts = data["c"].value_counts().sort(["count", "c"], descending=[True, False])
+        bases = [[data["a"].mean(), data["b"].mean(), counts["c"][0], data["d"].mean()]]
+    else:
+        rows = rows_of(data)
+        bases = [rows[i] for i in chosen] if chosen else rows
+    expected = reference.baseline_shapley(
+        columns, REFERENCE_KINDS, row_model, [rows_of(data)[t // 10] for t in targets], bases
+    )
+    np.testing.assert_allclose(result.shapley, expected["phi"], atol=1e-12)
+    np.testing.assert_allclose(result.shapley_squared, expected["phi2"], atol=1e-12)
+    np.testing.assert_allclose(result.shapley_realistic, expected["real"], atol=1e-12)
+    np.testing.assert_allclose(result.shapley_squared_realistic, expected["real2"], atol=1e-12)
+    assert result.method == ("all-baseline" if baseline == "all" else "baseline")
+    assert result.baselines == len(bases)
+
+
+def test_efficiency_and_the_split_hold_exactly():
+    data = table(2, rows=40)
+    result = cohortsql.baseline_shapley(
+        data, model=linear_with_interaction, features=KINDS, baseline="all", realistic=True, id="id", progress=False
+    )
+    totals = result.totals
+    np.testing.assert_allclose(result.shapley.sum(axis=1), totals["value"].to_numpy(), atol=1e-12)
+    np.testing.assert_allclose(result.shapley_squared.sum(axis=1), totals["value_squared"].to_numpy(), atol=1e-12)
+    predictions = linear_with_interaction(data.to_pandas())
+    np.testing.assert_allclose(totals["prediction"], predictions, atol=1e-12)
+    np.testing.assert_allclose(totals["baseline_prediction"], predictions.mean(), atol=1e-12)
+    np.testing.assert_allclose(
+        totals["value_squared"], ((predictions[:, None] - predictions[None, :]) ** 2).mean(axis=1), atol=1e-12
+    )
+    local = result.local
+    np.testing.assert_allclose(local["shapley_realistic"] + local["shapley_unrealistic"], local["shapley"], atol=1e-15)
+    assert totals["realistic_points"].max() <= totals["hybrid_points"].min() == 40 * 16
+    # Every baseline and target is itself a subject: those two hybrid points are always realistic.
+    assert totals["realistic_points"].min() >= 2 * 40
+
+
+def test_with_every_point_realistic_the_realistic_part_is_the_whole():
+    rng = np.random.default_rng(3)
+    games = rng.normal(size=(5, 7, 16))
+    games[..., 0] = 0.0
+    real, real2 = realistic_parts(games, np.ones(games.shape, dtype=bool))
+    np.testing.assert_allclose(real, shapley_values(games).mean(axis=1), atol=1e-12)
+    np.testing.assert_allclose(real2, shapley_values(games**2).mean(axis=1), atol=1e-12)
+    values = baseline_shapley_values(games, np.zeros(games.shape, dtype=bool))
+    assert not values.realistic.any() and not values.realistic_squared.any()
+    np.testing.assert_allclose(values.shapley, real, atol=1e-12)
+
+
+def test_a_feature_the_model_ignores_gets_nothing():
+    data = table(4, rows=30)
+    for baseline in ("mean", "all"):
+        result = cohortsql.baseline_shapley(
+            data,
+            model=lambda frame: frame["a"].to_numpy() * frame["b"].to_numpy(),
+            features=["a", "b", "c", "d"],
+            baseline=baseline,
+            progress=False,
+        )
+        # A dummy player: zero up to the rounding of sums of 2^d game values (the values are of order 10).
+        assert np.abs(result.shapley[:, 2:]).max() < 1e-12
+        assert np.abs(result.shapley_squared[:, 2:]).max() < 1e-12
+        assert np.abs(result.shapley[:, :2]).max() > 1
+
+
+def test_all_baseline_and_cohort_shapley_have_the_same_totals():
+    """With a prediction column f(x) and exact similarity, the full cohort's mean is f(x_t), so
+    both methods split f(x_t) - mean f (paper, Section 5)."""
+    data = table(5, rows=60).with_columns(pl.col("b").round(0))
+    data = data.with_columns(prediction=pl.Series(linear_with_interaction(data.to_pandas())))
+    features = {"a": "exact", "b": "exact", "c": "exact"}
+
+    def model(frame):
+        return frame["a"].to_numpy() * frame["b"].to_numpy() + 2.0 * (frame["c"].to_numpy() == "x")
+
+    data = data.with_columns(prediction=pl.Series(model(data.to_pandas())))
+    cohort = cohortsql.cohort_shapley(data, prediction="prediction", similarity=features, progress=False)
+    all_baseline = cohortsql.baseline_shapley(data, model=model, features=features, baseline="all", progress=False)
+    np.testing.assert_allclose(cohort.shapley.sum(axis=1), all_baseline.shapley.sum(axis=1), atol=1e-12)
+
+
+def test_all_baseline_shapley_equals_shaps_exact_explainer_with_the_whole_table():
+    shap = pytest.importorskip("shap")
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(25, 4))
+
+    def model(values):
+        values = np.asarray(values)
+        return values[:, 0] * values[:, 1] + np.exp(values[:, 2] / 3) - values[:, 3] ** 2
+
+    data = pl.DataFrame({f"x{j}": x[:, j] for j in range(4)})
+    result = cohortsql.baseline_shapley(
+        data, model=model, features=list(data.columns), baseline="all", model_input="numpy", progress=False
+    )
+    masker = shap.maskers.Independent(x, max_samples=len(x))
+    explained = shap.explainers.Exact(model, masker)(x)
+    np.testing.assert_allclose(result.shapley, explained.values, atol=1e-10)
+
+
+@pytest.mark.parametrize("model_input", ["pandas", "polars", "numpy"])
+def test_model_inputs_and_outputs(model_input):
+    data = table(7, rows=20)
+    numeric = ["a", "b", "d"]
+
+    class Classifier:
+        def predict_proba(self, rows):
+            frame = pl.DataFrame(np.asarray(rows), schema=numeric) if model_input == "numpy" else pl.DataFrame(rows)
+            score = 1 / (1 + np.exp(-(frame["a"] - frame["b"] / 5 + frame["d"]).to_numpy()))
+            return np.column_stack([1 - score, score])
+
+    result = cohortsql.baseline_shapley(
+        data,
+        model=Classifier(),
+        model_output="probability",
+        model_input=model_input,
+        features=numeric,
+        progress=False,
+    )
+    frame = data.select(numeric)
+    expected = 1 / (1 + np.exp(-(frame["a"] - frame["b"] / 5 + frame["d"]).to_numpy()))
+    np.testing.assert_allclose(result.prediction, expected, atol=1e-12)
+
+
+def test_chunks_of_targets_and_baselines_give_the_same_values(monkeypatch):
+    data = table(8, rows=50)
+    options = dict(model=linear_with_interaction, features=KINDS, baseline="all", realistic=True, progress=False)
+    whole = cohortsql.baseline_shapley(data, **options)
+    calls = []
+
+    def counted(frame):
+        calls.append(len(frame))
+        return linear_with_interaction(frame)
+
+    monkeypatch.setattr(baseline_run, "HYBRID_ROWS", 16 * 7)
+    chunked = cohortsql.baseline_shapley(data, **{**options, "model": counted, "batch_rows": 33})
+    for name in ("shapley", "shapley_squared", "shapley_realistic", "shapley_squared_realistic", "value_squared"):
+        np.testing.assert_allclose(getattr(chunked, name), getattr(whole, name), atol=1e-12)
+    assert max(calls) <= 33 and len(calls) > 50
+    np.testing.assert_array_equal(chunked.realistic_points, whole.realistic_points)
+
+
+def test_identical_targets_are_computed_once_and_the_model_sees_each_hybrid_once():
+    data = pl.concat([table(9, rows=6)] * 3).with_row_index("row")
+    seen = []
+
+    def model(frame):
+        seen.append(frame)
+        return linear_with_interaction(frame)
+
+    result = cohortsql.baseline_shapley(data, model=model, features=KINDS, id="row", progress=False)
+    np.testing.assert_allclose(result.shapley[:6], result.shapley[6:12], atol=0)
+    rows = pl.concat([pl.from_pandas(frame) for frame in seen])
+    assert rows.height == rows.unique().height <= 6 * 16
+
+
+def test_result_tables(tmp_path):
+    data = table(10, rows=20)
+    result = cohortsql.baseline_shapley(
+        data, model=linear_with_interaction, features=KINDS, realistic=True, id="id", targets="a = 1", progress=False
+    )
+    assert result.ids.to_list() == data.filter(pl.col("a") == 1)["id"].to_list()
+    assert result.local.columns[:6] == ["id", "feature", "feature_value", "prediction", "shapley", "shapley_squared"]
+    wide = result.wide("shapley_realistic")
+    np.testing.assert_allclose(wide.drop("id").to_numpy(), result.shapley_realistic)
+    groups = result.by("c")
+    assert set(groups["c"]) <= {"x", "y"} and "shapley_realistic_se" in groups.columns
+    assert result.global_["share"].sum() == pytest.approx(1.0)
+    with pytest.raises(cohortsql.CohortError, match="wide"):
+        result.wide("cohort_mean")
+    path = tmp_path / "bs.parquet"
+    result.write_parquet(path)
+    assert pl.read_parquet(path).equals(result.local)
+    assert "baseline" in repr(result) and "realistic" in repr(result)
+
+
+def bad_models():
+    yield "raised ValueError", lambda frame: (_ for _ in ()).throw(ValueError("broken"))
+    yield "shape", lambda frame: np.zeros(3)
+    yield "nan", lambda frame: np.full(len(frame), np.nan)
+    yield "not numbers", lambda frame: np.array(["high"] * len(frame))
+
+
+@pytest.mark.parametrize(("message", "model"), list(bad_models()))
+def test_a_bad_model_is_one_named_error(message, model):
+    with pytest.raises(cohortsql.CohortError, match=message):
+        cohortsql.baseline_shapley(table(11), model=model, features=["a", "b"], progress=False)
+
+
+def test_bad_arguments_are_named_errors():
+    data = table(12)
+    model = linear_with_interaction
+    with pytest.raises(cohortsql.CohortError, match="'nope'"):
+        cohortsql.baseline_shapley(data, model=model, features=["a", "nope"])
+    with pytest.raises(cohortsql.CohortError, match="baseline ids not found.*999"):
+        cohortsql.baseline_shapley(data, model=model, features=["a"], id="id", baseline=[10, 999])
+    with pytest.raises(cohortsql.CohortError, match="baseline"):
+        cohortsql.baseline_shapley(data, model=model, features=["a"], baseline="median")
+    with pytest.raises(cohortsql.CohortError, match="baseline_sample"):
+        cohortsql.baseline_shapley(data, model=model, features=["a"], baseline_sample=3)
+    with pytest.raises(cohortsql.CohortError, match="model"):
+        cohortsql.baseline_shapley(data, model=42, features=["a"])
+    with pytest.raises(cohortsql.CohortError, match="predict_proba"):
+        cohortsql.baseline_shapley(data, model=model, features=["a"], model_output="probability")
+    with pytest.raises(cohortsql.CohortError, match="model_input"):
+        cohortsql.baseline_shapley(data, model=model, features=["a"], model_input="arrow")
+    with pytest.raises(cohortsql.CohortError, match="numeric"):
+        cohortsql.baseline_shapley(data, model=model, features=["a", "c"], model_input="numpy")
+
+
+def test_sampled_baselines_are_reproducible():
+    data = table(13, rows=40)
+    options = dict(model=linear_with_interaction, features=list(KINDS), baseline="all", progress=False, id="id")
+    first = cohortsql.baseline_shapley(data, **options, baseline_sample=10, seed=4)
+    again = cohortsql.baseline_shapley(data, **options, baseline_sample=10, seed=4)
+    assert first.baselines == 10
+    np.testing.assert_array_equal(first.shapley, again.shapley)
+    assert first.settings["seed"] == "4"
