@@ -29,11 +29,17 @@ PREDICTORS = ["crim", "zn", "indus", "chas", "nox", "rm", "age", "dis", "rad", "
 TARGET = 204  # the paper's subject 205, 1-based
 
 
-def predictions() -> pl.DataFrame:
-    """Boston housing with the predictions of a gradient-boosted regression of medv."""
+def fitted() -> tuple[pl.DataFrame, GradientBoostingRegressor]:
+    """Boston housing, and a gradient-boosted regression of medv on the 13 predictors (numpy input)."""
     boston = pl.read_csv(DATA / "boston.csv")
     model = GradientBoostingRegressor(n_estimators=300, max_depth=3, learning_rate=0.05, random_state=0)
     model.fit(boston.select(PREDICTORS).to_numpy(), boston["medv"].to_numpy())
+    return boston, model
+
+
+def predictions() -> pl.DataFrame:
+    """Boston housing with the predictions of a gradient-boosted regression of medv."""
+    boston, model = fitted()
     return boston.with_columns(prediction=pl.Series(model.predict(boston.select(PREDICTORS).to_numpy())))
 
 

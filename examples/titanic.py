@@ -11,6 +11,7 @@ similar within 10% of its range, the rest exact), prints the top features and th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -30,10 +31,9 @@ FIGURES = HERE / "figures"
 SIMILARITY = {"pclass": "exact", "sex": "exact", "age": "range:0.1", "sibsp": "exact", "parch": "exact"}
 
 
-def predictions() -> pl.DataFrame:
-    """Complete Titanic passengers with a logistic regression's probability of survival."""
-    passengers = pl.read_csv(DATA / "titanic.csv", null_values="NA").drop_nulls()
-    design = np.column_stack(
+def design(passengers: pl.DataFrame) -> np.ndarray:
+    """The logistic regression's inputs: dummies for 2nd and 3rd class and for men, then age, sibsp, parch."""
+    return np.column_stack(
         [
             passengers["pclass"] == "2nd",
             passengers["pclass"] == "3rd",
@@ -41,9 +41,20 @@ def predictions() -> pl.DataFrame:
             passengers.select("age", "sibsp", "parch").to_numpy(),
         ]
     ).astype(float)
+
+
+def fitted() -> tuple[pl.DataFrame, Callable[[pl.DataFrame], np.ndarray]]:
+    """Complete Titanic passengers, and the fitted model: a polars frame of the predictors -> P(survived)."""
+    passengers = pl.read_csv(DATA / "titanic.csv", null_values="NA").drop_nulls()
     survived = (passengers["survived"] == "survived").to_numpy()
-    model = LogisticRegression(max_iter=1000).fit(design, survived)
-    return passengers.with_columns(prediction=pl.Series(model.predict_proba(design)[:, 1]))
+    model = LogisticRegression(max_iter=1000).fit(design(passengers), survived)
+    return passengers, lambda frame: model.predict_proba(design(frame))[:, 1]
+
+
+def predictions() -> pl.DataFrame:
+    """Complete Titanic passengers with a logistic regression's probability of survival."""
+    passengers, survival = fitted()
+    return passengers.with_columns(prediction=pl.Series(survival(passengers)))
 
 
 def main() -> None:
