@@ -59,7 +59,7 @@ def titanic(shap_targets: int) -> None:
     for baseline, name, paper in (("mean", "BS", None), ("all", "ABS", "32.7 s (1045 targets, desktop)")):
         for realistic in (False, True):
             seconds, result = timed(
-                lambda: cohortsql.baseline_shapley(
+                lambda baseline=baseline, realistic=realistic: cohortsql.baseline_shapley(
                     passengers,
                     model=survival,
                     model_input="polars",
@@ -71,18 +71,24 @@ def titanic(shap_targets: int) -> None:
                 3,
             )
             extra = f", realistic share {result.realistic_share:.0%}" if realistic else ""
-            print(f"Titanic {name}, 1046 targets x 5{' with realism' if realistic else ''}: {seconds:.2f} s (median of 3){extra}")
+            print(
+                f"Titanic {name}, 1046 targets x 5{' with realism' if realistic else ''}: {seconds:.2f} s (median of 3){extra}"
+            )
         if paper:
             print(f"    the paper: {paper}")
         if baseline == "all":
             codes = {"pclass": {"1st": 1, "2nd": 2, "3rd": 3}, "sex": {"female": 0, "male": 1}}
-            x = passengers.select(
-                pl.col("pclass").replace_strict(codes["pclass"]),
-                pl.col("sex").replace_strict(codes["sex"]),
-                "age",
-                "sibsp",
-                "parch",
-            ).to_numpy().astype(float)
+            x = (
+                passengers.select(
+                    pl.col("pclass").replace_strict(codes["pclass"]),
+                    pl.col("sex").replace_strict(codes["sex"]),
+                    "age",
+                    "sibsp",
+                    "parch",
+                )
+                .to_numpy()
+                .astype(float)
+            )
 
             def numeric_model(values: np.ndarray) -> np.ndarray:
                 frame = pl.DataFrame(values, schema=["pclass", "sex", "age", "sibsp", "parch"], orient="row")
@@ -93,7 +99,9 @@ def titanic(shap_targets: int) -> None:
                 return survival(frame)
 
             scaled, values = shap_seconds(numeric_model, x, x, shap_targets)
-            print(f"    shap ExactExplainer, whole table as background: {scaled:.1f} s (first {shap_targets} targets, scaled)")
+            print(
+                f"    shap ExactExplainer, whole table as background: {scaled:.1f} s (first {shap_targets} targets, scaled)"
+            )
             print(f"    largest |difference| from shap: {np.abs(values - result.shapley[:shap_targets]).max():.1e}")
 
 
@@ -104,7 +112,7 @@ def boston(shap_targets: int) -> None:
     features = example.PREDICTORS
     for realistic in (False, True):
         seconds, result = timed(
-            lambda: cohortsql.baseline_shapley(
+            lambda realistic=realistic: cohortsql.baseline_shapley(
                 frame,
                 model=model,
                 model_input="numpy",
@@ -115,7 +123,9 @@ def boston(shap_targets: int) -> None:
             3,
         )
         extra = f", realistic share {result.realistic_share:.1%}" if realistic else ""
-        print(f"Boston BS, 506 targets x 13{' with realism' if realistic else ''}: {seconds:.2f} s (median of 3){extra}")
+        print(
+            f"Boston BS, 506 targets x 13{' with realism' if realistic else ''}: {seconds:.2f} s (median of 3){extra}"
+        )
     print("    the paper: 9,490 s")
     x = frame.select(features).to_numpy().astype(float)
     scaled, values = shap_seconds(model.predict, x, x.mean(axis=0, keepdims=True), shap_targets)

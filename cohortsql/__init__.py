@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     )
     from cohortsql.assemble import assemble
     from cohortsql.baseline_result import BaselineShapleyResult
-    from cohortsql.comparison import baseline_shapley
+    from cohortsql.comparison import baseline_shapley, compare
+    from cohortsql.comparison_result import Comparison
     from cohortsql.errors import CohortError, CohortWarning
     from cohortsql.outcomes import CohortShapleyResults, ShapleyEffectsResults
     from cohortsql.result import CohortShapleyResult, ShapleyEffects
@@ -53,6 +54,8 @@ _PUBLIC = {
     "histogram_sql": "cohortsql.api",
     "assemble": "cohortsql.assemble",
     "baseline_shapley": "cohortsql.comparison",
+    "compare": "cohortsql.comparison",
+    "Comparison": "cohortsql.comparison_result",
     "BaselineShapleyResult": "cohortsql.baseline_result",
     "CohortError": "cohortsql.errors",
     "CohortWarning": "cohortsql.errors",
@@ -89,9 +92,11 @@ __all__ = [
     "SqlPredicate",
     "UniquenessResult",
     "BaselineShapleyResult",
+    "Comparison",
     "assemble",
     "baseline_shapley",
     "cohort_shapley",
+    "compare",
     "estimate",
     "histogram_sql",
     "parse_similarity",

@@ -17,9 +17,10 @@ import polars as pl
 import pyarrow as pa
 
 from cohortsql import arguments, compile
-from cohortsql.api import opened_engine
+from cohortsql.api import cohort_shapley, opened_engine
 from cohortsql.baseline_result import BaselineShapleyResult
 from cohortsql.baseline_run import run_baseline_shapley
+from cohortsql.comparison_result import Comparison
 from cohortsql.choices import MODEL_INPUTS, MODEL_OUTPUTS, Baseline, EngineName, ModelInput, ModelOutput
 from cohortsql.engines import Engine
 from cohortsql.errors import CohortError, check_choice
@@ -177,3 +178,63 @@ def _baselines(
         raise CohortError(f"baseline must be 'mean', 'all' or a list of ids, got {baseline!r}")
     rows = rows_by_id(engine, prepared, baseline, role="baseline", within_targets=False)
     return "baseline", (read_rows(engine, prepared, rows), rows)
+
+
+def compare(
+    data: Any,
+    *,
+    model: Any,
+    prediction: str,
+    similarity: SimilarityArgument,
+    id: str | None = None,
+    targets: Targets = None,
+    sample: int | float | None = None,
+    seed: int | None = None,
+    baseline_sample: int | None = None,
+    realistic: bool = True,
+    model_input: ModelInput = "pandas",
+    model_output: ModelOutput = "prediction",
+    batch_rows: int = BATCH_ROWS,
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
+) -> Comparison:
+    """Cohort Shapley (CS), baseline Shapley (BS) and all-baseline Shapley (ABS), each with its squared
+    version, on the same targets (paper, Section 5 and Appendix 4).
+
+    CS explains the `prediction` column (the model's predictions, stored) over subjects similar
+    under `similarity`; BS and ABS evaluate `model` at hybrid points of the same features, and with
+    `realistic` (default) split each value by whether its hybrid points resemble some subject under
+    the same kinds. A random `sample` of targets is drawn once (with `seed`) for all three. Other
+    arguments are those of `cohort_shapley` and `baseline_shapley`.
+    """
+    seed = arguments.seed(seed)
+    if sample is not None and seed is None:
+        seed = int(np.random.default_rng().integers(2**31))
+    shared: dict[str, Any] = dict(
+        id=id,
+        targets=targets,
+        sample=sample,
+        seed=seed,
+        memory_limit=memory_limit,
+        temp_directory=temp_directory,
+        progress=progress,
+        connection=connection,
+        engine=engine,
+    )
+    cohort = cohort_shapley(data, prediction=prediction, similarity=similarity, method="exact", **shared)
+    model_options: dict[str, Any] = dict(
+        model=model,
+        features=similarity,
+        realistic=realistic,
+        model_input=model_input,
+        model_output=model_output,
+        batch_rows=batch_rows,
+    )
+    return Comparison(
+        cohort=cohort,
+        baseline=baseline_shapley(data, **model_options, baseline="mean", **shared),
+        all_baseline=baseline_shapley(data, **model_options, baseline="all", baseline_sample=baseline_sample, **shared),
+    )

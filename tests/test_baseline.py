@@ -281,3 +281,58 @@ def test_sampled_baselines_are_reproducible():
     assert first.baselines == 10
     np.testing.assert_array_equal(first.shapley, again.shapley)
     assert first.settings["seed"] == "4"
+
+
+def test_compare_puts_the_three_methods_side_by_side(tmp_path):
+    data = table(14, rows=30)
+    data = data.with_columns(prediction=pl.Series(linear_with_interaction(data.to_pandas())))
+    comparison = cohortsql.compare(
+        data, model=linear_with_interaction, prediction="prediction", similarity=KINDS, id="id", progress=False
+    )
+    cohort = cohortsql.cohort_shapley(data, prediction="prediction", similarity=KINDS, id="id", progress=False)
+    all_baseline = cohortsql.baseline_shapley(
+        data, model=linear_with_interaction, features=KINDS, baseline="all", realistic=True, id="id", progress=False
+    )
+    np.testing.assert_allclose(comparison.values("CS"), cohort.shapley, atol=1e-12)
+    np.testing.assert_allclose(comparison.values("ABS2"), all_baseline.shapley_squared, atol=1e-12)
+    assert comparison.realistic("CS") is None
+    np.testing.assert_allclose(comparison.realistic("ABS"), all_baseline.shapley_realistic, atol=1e-12)
+    local = comparison.local
+    assert local["method"].unique(maintain_order=True).to_list() == ["CS", "CS2", "BS", "BS2", "ABS", "ABS2"]
+    assert local.height == 6 * 30 * 4
+    assert local.filter(pl.col("method") == "CS")["realistic"].null_count() == 30 * 4
+    # The global CS2 over every row is the Shapley effects.
+    effects = cohortsql.shapley_effects(data, prediction="prediction", similarity=KINDS, id="id", progress=False)
+    cs2 = comparison.global_.filter(pl.col("method") == "CS2")
+    expected = dict(zip(effects.effects["feature"], effects.effects["shapley_effect"]))
+    np.testing.assert_allclose(cs2["importance"], [expected[name] for name in KINDS], atol=1e-12)
+    totals = comparison.totals
+    np.testing.assert_allclose(totals["abs"], totals["model"] - totals["model"].mean(), atol=1e-12)
+    assert {"bs_realistic_share", "abs_realistic_share"} <= set(totals.columns)
+    comparison.write_parquet(tmp_path / "compare.parquet")
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "compare.parquet",
+        "compare_global.parquet",
+        "compare_totals.parquet",
+    ]
+    assert "ABS" in repr(comparison)
+
+
+def test_compare_draws_one_sample_of_targets_for_every_method():
+    data = table(15, rows=40)
+    data = data.with_columns(prediction=pl.Series(linear_with_interaction(data.to_pandas())))
+    comparison = cohortsql.compare(
+        data,
+        model=linear_with_interaction,
+        prediction="prediction",
+        similarity=KINDS,
+        sample=7,
+        baseline_sample=12,
+        realistic=False,
+        progress=False,
+    )
+    ids = comparison.cohort.ids.to_list()
+    assert len(ids) == 7
+    assert comparison.baseline.ids.to_list() == ids == comparison.all_baseline.ids.to_list()
+    assert comparison.all_baseline.baselines == 12
+    assert comparison.local["realistic"].null_count() == comparison.local.height
