@@ -210,6 +210,8 @@ def compare(
     the same kinds. A random `sample` of targets is drawn once (with `seed`) for all three. Other
     arguments are those of `cohort_shapley` and `baseline_shapley`.
     """
+    if not isinstance(prediction, str):
+        raise CohortError(f"compare explains one prediction column (the model's), got {prediction!r}")
     seed = arguments.seed(seed)
     if sample is not None and seed is None:
         seed = int(np.random.default_rng().integers(2**31))

@@ -8,7 +8,10 @@ polars frame, or a float numpy array with the columns in feature order.
 
 from __future__ import annotations
 
+import os
+import pickle
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -95,3 +98,25 @@ def _checked(answer: Any, rows: int) -> np.ndarray:
         bad = values[~np.isfinite(values)][0]
         raise CohortError(f"the model returned {bad} for {np.count_nonzero(~np.isfinite(values))} of {rows} rows")
     return values
+
+
+def load_model(path: str | os.PathLike[str]) -> Any:
+    """A fitted model saved with pickle, or with joblib when the file ends in ``.joblib``.
+
+    Unpickling runs code stored in the file: load only files you trust."""
+    location = Path(path)
+    try:
+        if location.suffix == ".joblib":
+            try:
+                import joblib  # type: ignore[import-untyped]
+            except ImportError:
+                raise CohortError(f"{str(location)!r} is a joblib file: pip install joblib") from None
+            return joblib.load(location)
+        with location.open("rb") as stream:
+            return pickle.load(stream)
+    except CohortError:
+        raise
+    except OSError as error:
+        raise CohortError(f"cannot read model {str(location)!r}: {error.strerror}") from None
+    except Exception as error:  # unpickling runs the file's code: any failure is the file's
+        raise CohortError(f"cannot load model {str(location)!r}: {type(error).__name__}: {error}") from None

@@ -325,3 +325,30 @@ def test_config_lists_several_predictions(data, frame, tmp_path):
     bad.write_text('data = "two.parquet"\nprediction = [1, 2]\nfeatures = ["region"]\n')
     failed = invoke("shapley", "--config", bad)
     assert failed.exit_code == 2 and "prediction must be text or a list" in failed.output
+
+
+def test_compare_command(data, frame, tmp_path):
+    import pickle
+
+    from sklearn.linear_model import LinearRegression
+
+    model = LinearRegression().fit(frame.select("age").to_numpy(), frame["score"].to_numpy())
+    scored = frame.with_columns(prediction=pl.Series(model.predict(frame.select("age").to_numpy())))
+    scored.write_parquet(data / "scored.parquet")
+    saved = tmp_path / "model.pkl"
+    saved.write_bytes(pickle.dumps(model))
+    out = data / "compared.parquet"
+    arguments = ["compare", data / "scored.parquet", "--prediction", "prediction", "--model", saved]
+    done = invoke(*arguments, "--model-input", "numpy", "--similar", "age=abs:5", "--out", out)
+    assert done.exit_code == 0, done.output
+    assert "of the hybrid points are realistic" in done.output and "ABS2" in done.output
+    expected = cohortsql.baseline_shapley(scored, model=model, features={"age": "abs:5"}, model_input="numpy")
+    written = pl.read_parquet(out).filter(pl.col("method") == "BS")
+    np.testing.assert_allclose(written["value"], expected.shapley[:, 0], atol=1e-12)
+    assert (data / "compared_global.parquet").exists() and (data / "compared_totals.parquet").exists()
+    missing = invoke(*arguments[:-2], "--features", "age")
+    assert missing.exit_code == 2 and "--model" in missing.output
+    not_a_model = invoke(*arguments[:-1], data / "scored.parquet", "--features", "age")
+    assert not_a_model.exit_code == 2 and "cannot load model" in not_a_model.output
+    nowhere = invoke(*arguments, "--features", "age", "--out", tmp_path / "no" / "such.parquet")
+    assert nowhere.exit_code == 2 and "does not exist" in nowhere.output

@@ -235,6 +235,60 @@ def uniqueness(
         typer.echo(uniqueness_summary(result, top) + written)
 
 
+def compare(
+    data: Data = None,
+    prediction: Prediction = None,
+    model: flags.ModelFile = None,
+    id: Id = None,
+    similar: flags.Similar = None,
+    features: Features = None,
+    targets: Targets = None,
+    target_ids: TargetIds = None,
+    sample: Sample = None,
+    seed: Seed = None,
+    model_input: flags.ModelInputOption = None,
+    model_output: flags.ModelOutputOption = None,
+    baseline_sample: flags.BaselineSample = None,
+    realistic: flags.Realistic = None,
+    memory_limit: MemoryLimit = None,
+    temp_directory: TempDirectory = None,
+    out: Out = None,
+    into_table: IntoTable = None,
+    database: Database = None,
+    replace: Replace = False,
+    engine: EngineOption = None,
+    spark_master: SparkMaster = None,
+    config: Config = None,
+    top: Top = 10,
+    progress: Progress = None,
+    debug: Debug = False,
+) -> None:
+    """Cohort, baseline and all-baseline Shapley side by side (and squared), with the share of the model-based
+    values that rests on realistic hybrid points. Needs the model (--model) as well as its predictions."""
+    with _reported_failures(debug):
+        from cohortsql.cli.outputs import write
+        from cohortsql.cli.summaries import comparison_summary
+        from cohortsql.comparison import compare as compare_methods
+        from cohortsql.models import load_model
+
+        options = flags.options(locals(), flags.COMPARE_KEYS)
+        request = flags.request(options)
+        if not options.get("model"):
+            raise CohortError("no --model given: name the fitted model's pickle (or .joblib) file")
+        result = compare_methods(
+            options["data"],
+            model=load_model(options["model"]),
+            **request,
+            **flags.pick(
+                options, "model_input", "model_output", "baseline_sample", "realistic", "memory_limit", "temp_directory"
+            ),
+            progress=progress,
+        )
+        tables = {"": result.local, "global": result.global_, "totals": result.totals}
+        written = write(options, tables, result.cohort.settings | {"comparison": "CS, BS, ABS"})
+        typer.echo(comparison_summary(result, top) + written)
+
+
 EFFECTS_EPILOG = (
     "Examples:\n\n"
     "  cohortsql effects examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm,chas\n\n"
@@ -247,10 +301,18 @@ UNIQUENESS_EPILOG = (
     "  cohortsql uniqueness examples/data/titanic.csv --features sex,age,pclass --out uniqueness.parquet\n\n"
     "  cohortsql uniqueness patients.parquet --id patient --features zip,birth_year,sex --similar age=exact"
 )
+COMPARE_EPILOG = (
+    "Examples:\n\n"
+    "  cohortsql compare titanic.parquet --prediction prediction --model titanic.pkl --model-output probability"
+    " --similar age=range:0.1 --features pclass,sex,sibsp,parch --out compared.parquet\n\n"
+    "  cohortsql compare scores.parquet --prediction score --model model.joblib --features age,income"
+    " --sample 500 --baseline-sample 2000 --seed 1"
+)
 
 app.command("shapley", epilog=SHAPLEY_EPILOG)(shapley)
 app.command("effects", epilog=EFFECTS_EPILOG)(effects)
 app.command("uniqueness", epilog=UNIQUENESS_EPILOG)(uniqueness)
+app.command("compare", epilog=COMPARE_EPILOG)(compare)
 app.command("run", epilog=SHAPLEY_EPILOG, help="The earlier name of `shapley`.")(shapley)
 app.command("global", epilog=EFFECTS_EPILOG, help="The earlier name of `effects`.")(effects)
 

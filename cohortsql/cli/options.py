@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cohortsql.choices import DIALECTS, ENGINES, METHODS, PATHS, VARIANTS
+from cohortsql.choices import DIALECTS, ENGINES, METHODS, MODEL_INPUTS, MODEL_OUTPUTS, PATHS, VARIANTS
 from cohortsql.errors import CohortError
 from cohortsql.sqltext import is_query
 
@@ -93,6 +93,29 @@ SparkMaster = Annotated[
 ]
 Config = Annotated[Path | None, typer.Option(help="TOML file with any of these options; flags override it.")]
 Top = Annotated[int, typer.Option(help="How many features the summary lists.")]
+ModelFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--model",
+        help="The fitted model, saved with pickle (or joblib: .joblib). Loading it runs code stored in the file:"
+        " only load files you trust.",
+    ),
+]
+ModelInputOption = Annotated[
+    str | None,
+    typer.Option("--model-input", help=f"How the model reads rows: {' | '.join(MODEL_INPUTS)} (default pandas)."),
+]
+ModelOutputOption = Annotated[
+    str | None,
+    typer.Option("--model-output", help=f"{' | '.join(MODEL_OUTPUTS)}: predict, or predict_proba's second column."),
+]
+BaselineSample = Annotated[
+    int | None, typer.Option(help="All-baseline Shapley over this many rows drawn at random (default: every row).")
+]
+Realistic = Annotated[
+    bool | None,
+    typer.Option("--realistic/--no-realistic", help="Split BS and ABS by realistic hybrid points (default on)."),
+]
 Reasons = Annotated[
     int | None, typer.Option(help="Give each target's top N features in words (printed for the first targets).")
 ]
@@ -141,10 +164,20 @@ UNIQUENESS_KEYS = tuple(key for key in REQUEST_KEYS if key != "prediction") + (
     "temp_directory",
     *OUTPUT_KEYS,
 )
+COMPARE_KEYS = tuple(key for key in REQUEST_KEYS if key != "weight") + (
+    "model",
+    "model_input",
+    "model_output",
+    "baseline_sample",
+    "realistic",
+    "memory_limit",
+    "temp_directory",
+    *OUTPUT_KEYS,
+)
 SQL_KEYS = tuple(key for key in REQUEST_KEYS if key != "weight") + ("table", "dialect", "variant")
 ASSEMBLE_KEYS = ("similar", "features", "method", "seed", "tolerance", "max_permutations", "config", *OUTPUT_KEYS)
 
-_PATH_KEYS = ("data", "out", "database", "temp_directory")
+_PATH_KEYS = ("data", "out", "database", "temp_directory", "model")
 
 CONFIG_TYPES: dict[str, tuple[type, ...]] = {
     "data": (str,),
@@ -175,6 +208,11 @@ CONFIG_TYPES: dict[str, tuple[type, ...]] = {
     "dialect": (str,),
     "variant": (str,),
     "reasons": (int,),
+    "model": (str,),
+    "model_input": (str,),
+    "model_output": (str,),
+    "baseline_sample": (int,),
+    "realistic": (bool,),
 }
 """The type of every value a config file may hold."""
 
@@ -211,6 +249,10 @@ def request(options: dict[str, Any], *, explained: bool = True) -> dict[str, Any
         raise CohortError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if options.get("spark_master") and engine != "spark":
         raise CohortError("--spark-master needs --engine spark")
+    if options.get("out"):
+        from cohortsql.output import check_destination
+
+        check_destination(Path(options["out"]))  # before the work, not after it
     predictions = {"prediction": _prediction(options["prediction"])} if explained else {}
     return dict(
         **predictions,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from cohortsql.result import CohortShapleyResult, ShapleyEffects
 
 if TYPE_CHECKING:
+    from cohortsql.comparison_result import Comparison
     from cohortsql.outcomes import CohortShapleyResults, ShapleyEffectsResults
     from cohortsql.uniqueness import UniquenessResult
 
@@ -115,3 +116,23 @@ def _interval(row: Mapping[str, Any]) -> str:
     if row.get("shapley_effect_ci_low") is None:
         return ""
     return f"  [{row['shapley_effect_ci_low']:.4g}, {row['shapley_effect_ci_high']:.4g}]"
+
+
+def comparison_summary(result: Comparison, top: int) -> str:
+    """The global importance of CS2, BS2 and ABS2 per feature (ranked by CS2), with the realistic share
+    of BS's and ABS's hybrid points: how much of the model-based explanations rest on impossible inputs."""
+    table = result.global_.pivot(on="method", index="feature", values="importance").sort("CS2", descending=True)
+    width = max(len(feature) for feature in result.features)
+    totals = result.totals
+    lines = [
+        f"{len(result.cohort.ids)} targets x {len(result.features)} features; ABS over"
+        f" {result.all_baseline.baselines} baselines",
+    ]
+    for name in ("bs", "abs"):
+        column = f"{name}_realistic_share"
+        if column in totals.columns:
+            lines.append(f"{name.upper()}: {totals[column].to_numpy().mean():.1%} of the hybrid points are realistic")
+    lines += ["", f"{'feature':<{width}}  {'CS2':>10}  {'BS2':>10}  {'ABS2':>10}   (mean squared values)"]
+    for row in table.head(top).iter_rows(named=True):
+        lines.append(f"{str(row['feature']):<{width}}  {row['CS2']:>10.4g}  {row['BS2']:>10.4g}  {row['ABS2']:>10.4g}")
+    return "\n".join(lines)
