@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     )
     from cohortsql.assemble import assemble
     from cohortsql.baseline_result import BaselineShapleyResult
-    from cohortsql.comparison import baseline_shapley, compare
+    from cohortsql.calibration import Calibration
+    from cohortsql.comparison import baseline_shapley, calibrate, compare
     from cohortsql.comparison_result import Comparison
     from cohortsql.errors import CohortError, CohortWarning
     from cohortsql.outcomes import CohortShapleyResults, ShapleyEffectsResults
@@ -55,6 +56,8 @@ _PUBLIC = {
     "assemble": "cohortsql.assemble",
     "baseline_shapley": "cohortsql.comparison",
     "compare": "cohortsql.comparison",
+    "calibrate": "cohortsql.comparison",
+    "Calibration": "cohortsql.calibration",
     "Comparison": "cohortsql.comparison_result",
     "BaselineShapleyResult": "cohortsql.baseline_result",
     "CohortError": "cohortsql.errors",
@@ -92,9 +95,11 @@ __all__ = [
     "SqlPredicate",
     "UniquenessResult",
     "BaselineShapleyResult",
+    "Calibration",
     "Comparison",
     "assemble",
     "baseline_shapley",
+    "calibrate",
     "cohort_shapley",
     "compare",
     "estimate",

@@ -20,6 +20,9 @@ from cohortsql.result import CohortShapleyResult, ShapleyEffects
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from cohortsql.calibration import Calibration
+    from cohortsql.comparison_result import Comparison
+
 Source = CohortShapleyResult | str | os.PathLike[str]
 
 
@@ -199,3 +202,105 @@ def _target_row(totals: pl.DataFrame, id: object) -> dict[str, Any]:
     if rows.height == 0:
         raise CohortError(f"{id!r} is not one of the {totals.height} targets of this result")
     return rows.row(0, named=True)
+
+
+def compare_global(comparison: Comparison, *, squared: bool = True) -> Figure:
+    """Each feature's global importance under CS, BS and ABS side by side (squared: CS2, BS2, ABS2, the
+    mean squared values, with the realistic part of BS2 and ABS2 solid and the rest hatched), after
+    the paper's Appendix 4 bar comparison."""
+    plt = _pyplot()
+    methods = ("CS2", "BS2", "ABS2") if squared else ("CS", "BS", "ABS")
+    table = comparison.global_
+    features = list(comparison.features)
+    figure, axes = plt.subplots(figsize=(max(6, 0.9 * len(features) + 2), 4))
+    width = 0.8 / len(methods)
+    x = np.arange(len(features))
+    for index, method in enumerate(methods):
+        rows = table.filter(pl.col("method") == method)
+        importance = rows["importance"].to_numpy()
+        realistic = rows["realistic"].to_numpy()
+        position = x + (index - 1) * width
+        colour = f"C{index}"
+        if squared and not np.isnan(realistic.astype(float)).all() and method != "CS2":
+            real = realistic.astype(float)
+            axes.bar(position, real, width, color=colour, label=f"{method} realistic")
+            axes.bar(
+                position,
+                importance - real,
+                width,
+                bottom=real,
+                color="white",
+                edgecolor=colour,
+                hatch="//",
+                label=f"{method} unrealistic",
+            )
+        else:
+            axes.bar(position, importance, width, color=colour, label=method)
+    axes.set_xticks(x, features, rotation=45, ha="right")
+    axes.axhline(0, color="grey", linewidth=0.5)
+    axes.set_ylabel("mean squared value" if squared else "mean |value|")
+    axes.legend(fontsize="small", ncol=2)
+    figure.tight_layout()
+    return figure
+
+
+def compare_target(comparison: Comparison, id: object) -> Figure:
+    """One target's values under CS, BS and ABS per feature, the baseline methods split into their
+    realistic (solid) and unrealistic (hatched) parts: the paper's Boston subject figure."""
+    plt = _pyplot()
+    ids = comparison.cohort.ids.to_list()
+    if id not in ids:
+        raise CohortError(f"{id!r} is not one of the {len(ids)} targets of this comparison")
+    row = ids.index(id)
+    features = list(comparison.features)
+    figure, axes = plt.subplots(figsize=(max(6, 0.9 * len(features) + 2), 4))
+    width = 0.27
+    x = np.arange(len(features))
+    for index, method in enumerate(("CS", "BS", "ABS")):
+        values = comparison.values(method)[row]
+        realistic = comparison.realistic(method)
+        position = x + (index - 1) * width
+        if realistic is None:
+            axes.bar(position, values, width, color=f"C{index}", label=method)
+            continue
+        real = realistic[row]
+        axes.bar(position, real, width, color=f"C{index}", label=f"{method} realistic")
+        axes.bar(
+            position,
+            values - real,
+            width,
+            bottom=real,
+            color="white",
+            edgecolor=f"C{index}",
+            hatch="//",
+            label=f"{method} unrealistic",
+        )
+    axes.set_xticks(x, features, rotation=45, ha="right")
+    axes.axhline(0, color="grey", linewidth=0.5)
+    axes.set_ylabel("Shapley value")
+    axes.set_title(f"target {id}")
+    axes.legend(fontsize="small", ncol=2)
+    figure.tight_layout()
+    return figure
+
+
+def calibration(result: Calibration) -> Figure:
+    """The realistic share of held-out rows (each holdout fraction) and of marginal draws against the
+    threshold, mean over the runs with their min-max band, and the recommended threshold (paper, Appendix 5)."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(6, 3.5))
+    for index, (name, rows) in enumerate(result.rates.group_by("points", maintain_order=True)):
+        threshold = rows["threshold"].to_numpy()
+        axes.plot(threshold, rows["mean"].to_numpy(), color=f"C{index}", label=str(name[0]))
+        axes.fill_between(threshold, rows["low"].to_numpy(), rows["high"].to_numpy(), color=f"C{index}", alpha=0.15)
+    axes.axhline(0.95, color="grey", linestyle=":", linewidth=1)
+    if result.recommended is not None:
+        axes.axvline(
+            result.recommended, color="black", linestyle="--", linewidth=1, label=f"recommended {result.recommended:g}"
+        )
+    axes.set_xlabel(f"threshold (share of each feature's {result.kind} width)")
+    axes.set_ylabel("share of realistic points")
+    axes.set_ylim(-0.02, 1.02)
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    return figure

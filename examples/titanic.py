@@ -72,6 +72,22 @@ def main() -> None:
     FIGURES.mkdir(exist_ok=True)
     plot.stacked(result).savefig(FIGURES / "titanic_stacked.png", dpi=100)
     plot.effects(effects).savefig(FIGURES / "titanic_effects.png", dpi=100)
+    passengers, survival = fitted()
+    comparison = cohortsql.compare(
+        table, model=survival, model_input="polars", prediction="prediction", similarity=SIMILARITY
+    )
+    print("\nCohort, baseline and all-baseline Shapley, squared, global (mean over passengers):")
+    print(
+        comparison.global_.filter(pl.col("method").str.ends_with("2")).pivot(
+            on="method", index="feature", values="importance"
+        )
+    )
+    shares = comparison.totals.select(pl.col("bs_realistic_share", "abs_realistic_share").mean())
+    print(f"realistic hybrid points: BS {shares[0, 0]:.1%}, ABS {shares[0, 1]:.1%}")
+    plot.compare_global(comparison).savefig(FIGURES / "titanic_compare.png", dpi=100)
+    calibration = cohortsql.calibrate(table, features=list(SIMILARITY), runs=20, seed=1)
+    print(f"\n{calibration}")
+    plot.calibration(calibration).savefig(FIGURES / "titanic_calibration.png", dpi=100)
     print(f"\nfigures in {FIGURES}")
 
 

@@ -116,3 +116,41 @@ def test_examples_run(name, tmp_path, monkeypatch, capsys):
     if name == "titanic":
         effects_table = output.split("Shapley effects")[1]
         assert effects_table.index("sex") < effects_table.index("pclass")  # sex first, as in the paper
+
+
+def test_comparison_and_calibration_figures(data, tmp_path):
+    small = data.head(60)
+
+    def model(rows):
+        return rows[:, 0] * 0.5 - rows[:, 1] * 2.0
+
+    features = {"lstat": "quantile:0.2", "rm": "quantile:0.2", "chas": "exact"}
+    comparison = cohortsql.compare(
+        small.with_columns(score=pl.Series(model(small.select(list(features)).to_numpy()))),
+        model=model,
+        model_input="numpy",
+        prediction="score",
+        similarity=features,
+        targets=[0, 1, 2],
+    )
+    assert_drawn(plot.compare_global(comparison), tmp_path / "global.png")
+    assert_drawn(plot.compare_global(comparison, squared=False), tmp_path / "global_plain.png")
+    assert_drawn(plot.compare_target(comparison, 1), tmp_path / "target.png")
+    with pytest.raises(cohortsql.CohortError, match="not one of the 3 targets"):
+        plot.compare_target(comparison, 99)
+    calibration = cohortsql.calibrate(small, features=list(features), runs=2, seed=1, thresholds=[0.1, 0.3, 0.6])
+    assert_drawn(plot.calibration(calibration), tmp_path / "calibration.png")
+
+
+def test_calibrate_command(tmp_path):
+    figure, rates = tmp_path / "calibration.png", tmp_path / "rates.parquet"
+    arguments = ["calibrate", BOSTON, "--features", "lstat,rm,chas", "--runs", "3", "--seed", "1"]
+    done = CliRunner().invoke(
+        app, [str(a) for a in [*arguments, "--thresholds", "0.1,0.3", "--plot", figure, "--out", rates]]
+    )
+    assert done.exit_code == 0, done.output
+    assert "recommended threshold" in done.output or "no threshold makes" in done.output
+    assert pl.read_parquet(rates).height == 2 * 4
+    assert imread(figure)[..., :3].std() > 0.05
+    bad = CliRunner().invoke(app, [str(a) for a in [*arguments, "--holdouts", "a,b"]])
+    assert bad.exit_code == 2 and "--holdouts must be comma-separated numbers" in bad.output

@@ -289,6 +289,61 @@ def compare(
         typer.echo(comparison_summary(result, top) + written)
 
 
+def calibrate(
+    data: Data = None,
+    features: Features = None,
+    exact: flags.Exact = None,
+    kind: flags.CalibrationKindOption = None,
+    thresholds: flags.Thresholds = None,
+    holdouts: flags.Holdouts = None,
+    runs: flags.Runs = None,
+    seed: Seed = None,
+    out: Out = None,
+    plot: flags.PlotOut = None,
+    engine: EngineOption = None,
+    spark_master: SparkMaster = None,
+    config: Config = None,
+    debug: Debug = False,
+) -> None:
+    """The similarity threshold at which held-out rows are realistic, beside points drawn from the marginals."""
+    with _reported_failures(debug):
+        from cohortsql.cli.outputs import write
+        from cohortsql.cli.summaries import calibration_summary
+        from cohortsql.comparison import calibrate as calibrate_threshold
+
+        options = flags.options(locals(), flags.CALIBRATE_KEYS)
+        if not options.get("data"):
+            raise CohortError("no DATA given: pass a file, FILE.duckdb:TABLE or a SQL query")
+        chosen = flags.names(options.get("features"))
+        if not chosen:
+            raise CohortError("no features given: use --features a,b,c")
+        lists: dict[str, Any] = {
+            name: values for name in ("thresholds", "holdouts") if (values := flags.numbers(name, options.get(name)))
+        }
+        engine_name = options.get("engine")
+        connection = None
+        if engine_name == "spark":
+            from cohortsql.engines import spark_session
+
+            connection = spark_session(options.get("spark_master"))
+        result = calibrate_threshold(
+            options["data"],
+            features=chosen,
+            exact=flags.names(options.get("exact")),
+            **lists,
+            **flags.pick(options, "kind", "runs", "seed"),
+            engine=engine_name,
+            connection=connection,
+        )
+        written = write(options, {"": result.rates}, result.settings)
+        if options.get("plot"):
+            from cohortsql.plot import calibration
+
+            calibration(result).savefig(options["plot"], dpi=100)
+            written += f"\nwrote {options['plot']}"
+        typer.echo(calibration_summary(result) + written)
+
+
 EFFECTS_EPILOG = (
     "Examples:\n\n"
     "  cohortsql effects examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm,chas\n\n"
@@ -308,11 +363,18 @@ COMPARE_EPILOG = (
     "  cohortsql compare scores.parquet --prediction score --model model.joblib --features age,income"
     " --sample 500 --baseline-sample 2000 --seed 1"
 )
+CALIBRATE_EPILOG = (
+    "Examples:\n\n"
+    "  cohortsql calibrate examples/data/boston_predictions.parquet --features crim,zn,indus,nox,rm,age,dis,tax,lstat"
+    " --runs 20 --seed 1 --plot calibration.png\n\n"
+    "  cohortsql calibrate examples/data/titanic.csv --features pclass,sex,age,sibsp,parch --kind quantile"
+)
 
 app.command("shapley", epilog=SHAPLEY_EPILOG)(shapley)
 app.command("effects", epilog=EFFECTS_EPILOG)(effects)
 app.command("uniqueness", epilog=UNIQUENESS_EPILOG)(uniqueness)
 app.command("compare", epilog=COMPARE_EPILOG)(compare)
+app.command("calibrate", epilog=CALIBRATE_EPILOG)(calibrate)
 app.command("run", epilog=SHAPLEY_EPILOG, help="The earlier name of `shapley`.")(shapley)
 app.command("global", epilog=EFFECTS_EPILOG, help="The earlier name of `effects`.")(effects)
 

@@ -112,6 +112,14 @@ ModelOutputOption = Annotated[
 BaselineSample = Annotated[
     int | None, typer.Option(help="All-baseline Shapley over this many rows drawn at random (default: every row).")
 ]
+Exact = Annotated[str | None, typer.Option(help="Comma-separated numeric features to compare exactly (not by window).")]
+CalibrationKindOption = Annotated[
+    str | None, typer.Option("--kind", help="range | quantile: the width a threshold is a share of (default range).")
+]
+Thresholds = Annotated[str | None, typer.Option(help="Comma-separated thresholds (default 0.05, 0.10, ..., 1.00).")]
+Holdouts = Annotated[str | None, typer.Option(help="Comma-separated shares of rows held out (default 0.1,0.2,0.3).")]
+Runs = Annotated[int | None, typer.Option(help="Random splits (and marginal draws) per holdout share (default 100).")]
+PlotOut = Annotated[Path | None, typer.Option("--plot", help="Save the calibration figure here (.png, .svg, .pdf).")]
 Realistic = Annotated[
     bool | None,
     typer.Option("--realistic/--no-realistic", help="Split BS and ABS by realistic hybrid points (default on)."),
@@ -174,10 +182,12 @@ COMPARE_KEYS = tuple(key for key in REQUEST_KEYS if key != "weight") + (
     "temp_directory",
     *OUTPUT_KEYS,
 )
+CALIBRATE_KEYS: tuple[str, ...] = ("data", "features", "exact", "kind", "thresholds", "holdouts", "runs", "seed")
+CALIBRATE_KEYS += ("config", "engine", "spark_master", "out", "plot")
 SQL_KEYS = tuple(key for key in REQUEST_KEYS if key != "weight") + ("table", "dialect", "variant")
 ASSEMBLE_KEYS = ("similar", "features", "method", "seed", "tolerance", "max_permutations", "config", *OUTPUT_KEYS)
 
-_PATH_KEYS = ("data", "out", "database", "temp_directory", "model")
+_PATH_KEYS = ("data", "out", "database", "temp_directory", "model", "plot")
 
 CONFIG_TYPES: dict[str, tuple[type, ...]] = {
     "data": (str,),
@@ -213,6 +223,12 @@ CONFIG_TYPES: dict[str, tuple[type, ...]] = {
     "model_output": (str,),
     "baseline_sample": (int,),
     "realistic": (bool,),
+    "exact": (str, list),
+    "kind": (str,),
+    "thresholds": (str, list),
+    "holdouts": (str, list),
+    "runs": (int,),
+    "plot": (str,),
 }
 """The type of every value a config file may hold."""
 
@@ -302,6 +318,22 @@ def similarity(similar: dict[str, str] | None, features: str | list[str] | None)
     if not kinds:
         raise CohortError("no features given: use --similar FEATURE=KIND or --features a,b,c")
     return kinds
+
+
+def names(value: str | list[str] | None) -> list[str]:
+    """A comma-separated list (or a config file's list) of names."""
+    listed = value.split(",") if isinstance(value, str) else list(value or [])
+    return [str(name).strip() for name in listed if str(name).strip()]
+
+
+def numbers(name: str, value: str | list[Any] | None) -> list[float] | None:
+    """A comma-separated list (or a config file's list) of numbers, None when not given."""
+    if value is None:
+        return None
+    try:
+        return [float(item) for item in (value.split(",") if isinstance(value, str) else value)]
+    except (TypeError, ValueError):
+        raise CohortError(f"--{name} must be comma-separated numbers, e.g. 0.1,0.2; got {value!r}") from None
 
 
 def _split_similar(text: str) -> tuple[str, str]:

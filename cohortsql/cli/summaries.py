@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from cohortsql.result import CohortShapleyResult, ShapleyEffects
 
 if TYPE_CHECKING:
+    from cohortsql.calibration import Calibration
     from cohortsql.comparison_result import Comparison
     from cohortsql.outcomes import CohortShapleyResults, ShapleyEffectsResults
     from cohortsql.uniqueness import UniquenessResult
@@ -135,4 +136,26 @@ def comparison_summary(result: Comparison, top: int) -> str:
     lines += ["", f"{'feature':<{width}}  {'CS2':>10}  {'BS2':>10}  {'ABS2':>10}   (mean squared values)"]
     for row in table.head(top).iter_rows(named=True):
         lines.append(f"{str(row['feature']):<{width}}  {row['CS2']:>10.4g}  {row['BS2']:>10.4g}  {row['ABS2']:>10.4g}")
+    return "\n".join(lines)
+
+
+def calibration_summary(result: Calibration) -> str:
+    """The realistic shares at every threshold, and the recommended threshold in words."""
+    rates = result.rates
+    lines = [
+        f"{result.rows} rows; windows on {', '.join(result.window_features) or 'no feature'}"
+        f"; exact on {', '.join(result.exact_features) or 'no feature'}",
+        "",
+        "threshold  " + "  ".join(f"{name:>12}" for name in rates["points"].unique(maintain_order=True)),
+    ]
+    for threshold in result.thresholds:
+        shares = rates.filter(rates["threshold"] == threshold)["mean"].to_list()
+        lines.append(f"{threshold:>9g}  " + "  ".join(f"{share:>12.1%}" for share in shares))
+    best = result.recommended
+    lines.append("")
+    lines.append(
+        "no threshold makes 95% of held-out rows realistic: widen the thresholds or compare fewer features"
+        if best is None
+        else f"recommended threshold: {best:g} (the smallest at which 95% of held-out rows are realistic)"
+    )
     return "\n".join(lines)
