@@ -21,7 +21,8 @@ VALUE_ARRAYS = ("shapley", "shapley_squared", "shapley_realistic", "shapley_squa
 class BaselineShapleyResult:
     """phi_j(t) and phi2_j(t) of the games v_b(u) = f(z_b(u)) - f(x_b), averaged over the baselines b.
 
-    For every target, ``shapley`` adds up to ``value`` = f(x_t) - mean_b f(x_b) and
+    For every target (exactly; for the permutation method's all-baseline estimates, in expectation),
+    ``shapley`` adds up to ``value`` = f(x_t) - mean_b f(x_b) and
     ``shapley_squared`` to ``value_squared`` = mean_b (f(x_t) - f(x_b))^2 (efficiency). With
     ``realistic=``, ``shapley_realistic`` is the part of each value made of terms whose two hybrid
     points are both realistic, and ``shapley_unrealistic`` the rest (paper, Appendix 4).
@@ -54,6 +55,14 @@ class BaselineShapleyResult:
     """How many of each target's |B| 2^d hybrid points are realistic."""
     similarity: dict[str, str] = field(default_factory=dict)
     """The similarity kinds that decide realism (empty without ``realistic=``)."""
+    shapley_se: np.ndarray | None = None
+    """Permutation method: the Monte Carlo standard error of each value (None when exact)."""
+    shapley_squared_se: np.ndarray | None = None
+    """Permutation method: the Monte Carlo standard error of each squared value."""
+    permutations: np.ndarray | None = None
+    """Permutation method: how many permutations each target used."""
+    estimation: str = "exact"
+    """``exact`` (every subset) or ``permutation`` (Monte Carlo; totals are exact, values estimates)."""
     population: int | None = None
     """n when the targets are every row or a random sample of them (see `CohortShapleyResult.population`)."""
     settings: dict[str, str] = field(default_factory=dict)
@@ -66,7 +75,7 @@ class BaselineShapleyResult:
     @cached_property
     def local(self) -> pl.DataFrame:
         """One row per (target, feature): ``id``, ``feature``, ``feature_value`` (as text), ``prediction``,
-        ``shapley``, ``shapley_squared``; with realism also ``shapley_realistic``, ``shapley_unrealistic``,
+        ``shapley``, ``shapley_squared`` (and their standard errors when estimated); with realism also ``shapley_realistic``, ``shapley_unrealistic``,
         ``shapley_squared_realistic`` and ``shapley_squared_unrealistic``."""
         targets, d = self.shapley.shape
         rows = np.repeat(np.arange(targets), d)
@@ -79,6 +88,9 @@ class BaselineShapleyResult:
             "shapley": self.shapley.reshape(-1),
             "shapley_squared": self.shapley_squared.reshape(-1),
         }
+        if self.shapley_se is not None and self.shapley_squared_se is not None:
+            columns["shapley_se"] = self.shapley_se.reshape(-1)
+            columns["shapley_squared_se"] = self.shapley_squared_se.reshape(-1)
         if self.shapley_realistic is not None and self.shapley_squared_realistic is not None:
             columns["shapley_realistic"] = self.shapley_realistic.reshape(-1)
             columns["shapley_unrealistic"] = (self.shapley - self.shapley_realistic).reshape(-1)
@@ -99,6 +111,8 @@ class BaselineShapleyResult:
                 "value_squared": self.value_squared,
             }
         )
+        if self.permutations is not None:
+            table = table.with_columns(permutations=pl.Series(self.permutations))
         if self.realistic_points is None:
             return table
         return table.with_columns(
@@ -146,7 +160,7 @@ class BaselineShapleyResult:
     def __repr__(self) -> str:
         realism = "" if self.realistic_points is None else f", {self.realistic_share:.0%} of hybrid points realistic"
         return (
-            f"BaselineShapleyResult({self.method}, {len(self.ids)} targets x {len(self.features)} features,"
+            f"BaselineShapleyResult({self.method}, {self.estimation}, {len(self.ids)} targets x {len(self.features)} features,"
             f" {self.baselines} baseline{'s' if self.baselines != 1 else ''}{realism})"
         )
 

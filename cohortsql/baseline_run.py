@@ -109,3 +109,13 @@ def run_baseline_shapley(
         report.finish()
     run.baseline_prediction = baseline_total / baselines
     return run.fanned_out(group)
+
+
+def baseline_totals(points: Points, model: Model) -> tuple[np.ndarray, float, np.ndarray]:
+    """f(x_t) per target, mean_b f(x_b), and mean_b (f(x_t) - f(x_b))^2 per target: the totals the
+    values add up to, computed exactly (for the permutation method, whose values are estimates)."""
+    unique, inverse = distinct_rows(np.concatenate([points.target_codes, points.baseline_codes]))
+    values = model(points.model_frame(unique))[inverse]
+    targets, baselines = values[: len(points.target_codes)], values[len(points.target_codes) :]
+    mean = float(baselines.mean())
+    return targets, mean, (targets - mean) ** 2 + float(baselines.var())

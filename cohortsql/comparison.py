@@ -20,7 +20,9 @@ import pyarrow as pa
 from cohortsql import arguments, compile
 from cohortsql.api import cohort_shapley, opened_engine
 from cohortsql.baseline_result import BaselineShapleyResult
-from cohortsql.baseline_run import run_baseline_shapley
+from cohortsql.baseline import BaselineValues
+from cohortsql.baseline_permutation import estimate_baseline_shapley
+from cohortsql.baseline_run import baseline_totals, run_baseline_shapley
 from cohortsql.calibration import (
     CALIBRATION_KINDS,
     THRESHOLDS,
@@ -30,7 +32,16 @@ from cohortsql.calibration import (
     marginal_shares,
 )
 from cohortsql.comparison_result import Comparison
-from cohortsql.choices import MODEL_INPUTS, MODEL_OUTPUTS, Baseline, EngineName, ModelInput, ModelOutput
+from cohortsql.choices import (
+    METHODS,
+    MODEL_INPUTS,
+    MODEL_OUTPUTS,
+    Baseline,
+    EngineName,
+    Method,
+    ModelInput,
+    ModelOutput,
+)
 from cohortsql.engines import Engine
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.models import BATCH_ROWS, model_function, predict
@@ -41,8 +52,12 @@ from cohortsql.progress import reporter
 from cohortsql.realism import subject_bitsets
 from cohortsql.result import run_settings
 
-MAX_BASELINE_FEATURES = 20
+MAX_EXACT_BASELINE_FEATURES = 20
 """Exact baseline Shapley evaluates the model at 2^d hybrid points per target and baseline."""
+MAX_FEATURES = 128
+"""The permutation method handles up to this many features."""
+AUTO_EXACT_BASELINE_FEATURES = 12
+"""``method="auto"`` is exact up to this d (4,096 model evaluations per target and baseline)."""
 
 
 def baseline_shapley(
@@ -57,6 +72,9 @@ def baseline_shapley(
     targets: Targets = None,
     sample: int | float | None = None,
     seed: int | None = None,
+    method: Method = "exact",
+    max_permutations: int = 200,
+    tolerance: float | None = None,
     model_input: ModelInput = "pandas",
     model_output: ModelOutput = "prediction",
     batch_rows: int = BATCH_ROWS,
@@ -87,10 +105,19 @@ def baseline_shapley(
       subject is similar to the point on every feature, under the kinds of `features`, with their
       whole-table parameters) and the rest: ``shapley_realistic`` and ``shapley_unrealistic``.
 
+    - `method`: ``exact`` (every subset: |B| 2^d model evaluations per target, d <= 20),
+      ``permutation`` (Monte Carlo: antithetic pairs of random orders, each with a random baseline,
+      d model evaluations per permutation, d <= 128; at most `max_permutations` per target, fewer once
+      every standard error is below `tolerance`; ``shapley_se`` and ``shapley_squared_se`` come with
+      the values, and the totals stay exact), or ``auto`` (exact up to d = 12).
+
     Each distinct hybrid point is evaluated once per chunk of about a million; targets with
     identical features are computed once. `targets`, `sample`, `id`, `connection`, `engine` are as
     in `cohort_shapley`.
     """
+    check_choice("method", method, METHODS)
+    max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
+    tolerance = arguments.positive_number("tolerance", tolerance)
     check_choice("model_input", model_input, MODEL_INPUTS)
     check_choice("model_output", model_output, MODEL_OUTPUTS)
     seed = arguments.seed(seed)
@@ -112,39 +139,65 @@ def baseline_shapley(
             similarity=features,
             id=id,
             target_predicate=targets if isinstance(targets, str) else None,
-            max_features=MAX_BASELINE_FEATURES,
+            max_features=MAX_FEATURES,
         )
+        estimation = _estimation(method, prepared.d)
         chosen = select_targets(running, prepared, targets, seed, sample)
         target_data = read_rows(running, prepared, chosen.table)
-        method, baseline_rows = _baselines(running, prepared, baseline, baseline_sample, seed)
+        variant, baseline_rows = _baselines(running, prepared, baseline, baseline_sample, seed)
         points = encode_points(prepared.features, (target_data, chosen.table), baseline_rows)
         bitsets = (
             subject_bitsets(running, prepared.subjects, prepared.features, points.prepared_values)
             if realistic
             else None
         )
-        run = run_baseline_shapley(
-            points,
-            lambda frame: predict(function, frame, model_input, batch_rows),
-            bitsets,
-            reporter(progress),
-        )
+
+        def evaluate(frame: pl.DataFrame) -> np.ndarray:
+            return predict(function, frame, model_input, batch_rows)
+
+        if estimation == "exact":
+            run = run_baseline_shapley(points, evaluate, bitsets, reporter(progress))
+            values, estimated = run.values, None
+            prediction, baseline_prediction, value_squared = run.prediction, run.baseline_prediction, run.value_squared
+        else:
+            estimated = estimate_baseline_shapley(
+                points,
+                evaluate,
+                bitsets,
+                np.random.default_rng(seed),
+                max_permutations=max_permutations,
+                tolerance=tolerance,
+                report=reporter(progress),
+            )
+            parts = estimated.estimates
+            values = BaselineValues(
+                parts[:, 0],
+                parts[:, 1],
+                parts[:, 2] if realistic else None,
+                parts[:, 3] if realistic else None,
+                None,
+            )
+            prediction, baseline_prediction, value_squared = baseline_totals(points, evaluate)
     names = tuple(feature.name for feature in prepared.features)
     kinds = {feature.name: str(feature.kind) for feature in prepared.features}
     return BaselineShapleyResult(
         ids=pl.Series("id", chosen.table.column("__cohort_id")),
         features=names,
-        method=method,
+        method=variant,
         baselines=len(points.baseline_codes),
-        prediction=run.prediction,
-        baseline_prediction=np.full(chosen.count, run.baseline_prediction),
-        value_squared=run.value_squared,
-        shapley=run.values.shapley,
-        shapley_squared=run.values.shapley_squared,
+        prediction=prediction,
+        baseline_prediction=np.full(chosen.count, baseline_prediction),
+        value_squared=value_squared,
+        shapley=values.shapley,
+        shapley_squared=values.shapley_squared,
         targets=target_data,
-        shapley_realistic=run.values.realistic,
-        shapley_squared_realistic=run.values.realistic_squared,
-        realistic_points=None if run.values.realistic_points is None else run.values.realistic_points.astype(np.int64),
+        shapley_realistic=values.realistic,
+        shapley_squared_realistic=values.realistic_squared,
+        realistic_points=None if values.realistic_points is None else values.realistic_points.astype(np.int64),
+        shapley_se=None if estimated is None else estimated.errors[:, 0],
+        shapley_squared_se=None if estimated is None else estimated.errors[:, 1],
+        permutations=None if estimated is None else estimated.permutations,
+        estimation=estimation,
         similarity=kinds if realistic else {},
         population=chosen.population,
         settings=run_settings(
@@ -152,7 +205,10 @@ def baseline_shapley(
             id=prepared.id,
             features=list(names),
             similarity=kinds if realistic else None,
-            method=method,
+            method=variant,
+            estimation=estimation,
+            max_permutations=max_permutations if estimation == "permutation" else None,
+            tolerance=tolerance,
             baseline=baseline if isinstance(baseline, str) else f"{len(points.baseline_codes)} ids",
             baseline_sample=baseline_sample,
             model_output=model_output,
@@ -165,6 +221,18 @@ def baseline_shapley(
             seed=chosen.seed if chosen.seed is not None else seed,
         ),
     )
+
+
+def _estimation(method: str, d: int) -> str:
+    """``exact`` or ``permutation``, from the caller's `method` and the number of features."""
+    if method == "auto":
+        return "exact" if d <= AUTO_EXACT_BASELINE_FEATURES else "permutation"
+    if method == "exact" and d > MAX_EXACT_BASELINE_FEATURES:
+        raise CohortError(
+            f"exact baseline Shapley handles at most {MAX_EXACT_BASELINE_FEATURES} features (2^d model evaluations"
+            f" per target and baseline); got {d}: use method='permutation' (or 'auto'), or drop features"
+        )
+    return method
 
 
 def _baselines(

@@ -336,3 +336,59 @@ def test_compare_draws_one_sample_of_targets_for_every_method():
     assert comparison.baseline.ids.to_list() == ids == comparison.all_baseline.ids.to_list()
     assert comparison.all_baseline.baselines == 12
     assert comparison.local["realistic"].null_count() == comparison.local.height
+
+
+def interacting(rows) -> np.ndarray:
+    a = np.asarray(rows)
+    return a[:, 0] * a[:, 1] * a[:, 4] + np.sin(a[:, 2] * a[:, 3]) + a[:, 5:].sum(axis=1)
+
+
+@pytest.mark.parametrize("baseline", ["mean", "all"])
+def test_permutation_estimates_lie_within_three_standard_errors_of_exact(baseline):
+    rng = np.random.default_rng(16)
+    x = rng.normal(size=(150, 8))
+    data = pl.DataFrame({f"x{j}": np.round(x[:, j], 1) for j in range(8)})
+    options = dict(
+        model=interacting,
+        model_input="numpy",
+        features={name: "abs:0.5" for name in data.columns},
+        baseline=baseline,
+        realistic=True,
+        progress=False,
+    )
+    exact = cohortsql.baseline_shapley(data, **options)
+    estimated = cohortsql.baseline_shapley(data, **options, method="permutation", max_permutations=400, seed=3)
+    for name, error in (("shapley", "shapley_se"), ("shapley_squared", "shapley_squared_se")):
+        inside = np.abs(getattr(estimated, name) - getattr(exact, name)) <= 3 * getattr(estimated, error) + 1e-12
+        assert inside.mean() >= 0.99, name
+    # The realistic parts are estimated from the same paths: close, without standard errors of their own.
+    assert np.abs(estimated.shapley_realistic - exact.shapley_realistic).mean() < 0.1
+    # Totals are exact whatever the method.
+    np.testing.assert_allclose(estimated.value_squared, exact.value_squared, atol=1e-12)
+    np.testing.assert_allclose(estimated.totals["value"], exact.totals["value"], atol=1e-12)
+    assert (estimated.permutations == 400).all() and estimated.estimation == "permutation"
+    assert {"shapley_se", "shapley_squared_se"} <= set(estimated.local.columns)
+    assert "permutations" in estimated.totals.columns
+    if baseline == "mean":  # one baseline: every permutation's increments add up to the total
+        np.testing.assert_allclose(estimated.shapley.sum(axis=1), estimated.totals["value"], atol=1e-12)
+
+
+def test_permutation_stops_at_the_tolerance_and_auto_chooses_by_d():
+    rng = np.random.default_rng(17)
+    data = pl.DataFrame({f"x{j}": rng.normal(size=60) for j in range(14)})
+
+    def additive(rows):
+        return np.asarray(rows).sum(axis=1)
+
+    options = dict(model=additive, model_input="numpy", features=list(data.columns), progress=False, seed=1)
+    auto = cohortsql.baseline_shapley(data, **options, method="auto", tolerance=1e-9, max_permutations=1000)
+    assert auto.estimation == "permutation"
+    # An additive model has the same increment in every permutation: the standard errors are 0 at once.
+    assert (auto.permutations == 16).all()
+    exact_means = data.select(pl.all().mean()).to_numpy()[0]
+    np.testing.assert_allclose(auto.shapley, data.to_numpy() - exact_means, atol=1e-12)
+    small = cohortsql.baseline_shapley(data.select("x0", "x1"), **{**options, "features": ["x0", "x1"]}, method="auto")
+    assert small.estimation == "exact"
+    wide = pl.DataFrame({f"x{j}": rng.normal(size=5) for j in range(21)})
+    with pytest.raises(cohortsql.CohortError, match="at most 20 features"):
+        cohortsql.baseline_shapley(wide, **{**options, "features": list(wide.columns)}, method="exact")
