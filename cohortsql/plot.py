@@ -66,15 +66,7 @@ def stacked(source: Source, *, squared: bool = False) -> Figure:
     mean = float(np.mean(totals["cohort_mean"].to_numpy() - totals["value"].to_numpy()))
     x = np.arange(values.height)
     figure, axes = plt.subplots(figsize=(10, 4.5))
-    positive_base = np.zeros(values.height)
-    negative_base = np.zeros(values.height)
-    colours = plt.get_cmap("tab20")
-    for index, feature in enumerate(features):
-        height = values[feature].to_numpy()
-        base = np.where(height >= 0, positive_base, negative_base)
-        axes.bar(x, height, bottom=base, width=1.0, color=colours(index % 20), label=feature, linewidth=0)
-        positive_base += np.where(height >= 0, height, 0)
-        negative_base += np.where(height < 0, height, 0)
+    _stacked_bars(plt, axes, values.select(features).to_numpy(), features)
     line = values["prediction"].to_numpy() - mean
     axes.plot(
         x,
@@ -87,6 +79,53 @@ def stacked(source: Source, *, squared: bool = False) -> Figure:
     axes.set_xlabel("targets, ordered by prediction")
     axes.set_ylabel("squared cohort Shapley value" if squared else "cohort Shapley value")
     axes.set_xlim(-0.5, values.height - 0.5)
+    axes.legend(fontsize="small", ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left")
+    figure.tight_layout()
+    return figure
+
+
+def _stacked_bars(plt: Any, axes: Any, values: np.ndarray, features: list[str]) -> None:
+    """Bars of (targets, features) values at x = 0, 1, ...: positive parts stacked up, negative down."""
+    positive_base = np.zeros(len(values))
+    negative_base = np.zeros(len(values))
+    colours = plt.get_cmap("tab20")
+    x = np.arange(len(values))
+    for index, feature in enumerate(features):
+        height = values[:, index]
+        base = np.where(height >= 0, positive_base, negative_base)
+        axes.bar(x, height, bottom=base, width=1.0, color=colours(index % 20), label=feature, linewidth=0)
+        positive_base += np.where(height >= 0, height, 0)
+        negative_base += np.where(height < 0, height, 0)
+
+
+def compare_stacked(comparison: Comparison, method: str = "ABS") -> Figure:
+    """Every target's values under one of CS, CS2, BS, BS2, ABS, ABS2, stacked by feature, targets
+    ordered by the model's prediction, with the method's sum and cohort Shapley's sum (CS or CS2)
+    over them: the paper's per-method figures of Appendix 4."""
+    plt = _pyplot()
+    methods = ("CS", "CS2", "BS", "BS2", "ABS", "ABS2")
+    if method not in methods:
+        raise CohortError(f"compare_stacked draws one of {', '.join(methods)}, not {method!r}")
+    values = comparison.values(method)
+    cohort = comparison.values("CS2" if method.endswith("2") else "CS")
+    order = np.argsort(comparison.baseline.prediction, kind="stable")
+    figure, axes = plt.subplots(figsize=(10, 4.5))
+    _stacked_bars(plt, axes, values[order], list(comparison.features))
+    x = np.arange(len(order))
+    axes.plot(x, values[order].sum(axis=1), color="black", linewidth=1.2, label=f"{method} sum")
+    if not method.startswith("CS"):
+        axes.plot(
+            x,
+            cohort[order].sum(axis=1),
+            color="tab:red",
+            linewidth=1,
+            linestyle="--",
+            label=f"{'CS2' if method.endswith('2') else 'CS'} sum",
+        )
+    axes.axhline(0, color="grey", linewidth=0.5)
+    axes.set_xlabel("targets, ordered by the model's prediction")
+    axes.set_ylabel(f"{method} value")
+    axes.set_xlim(-0.5, len(order) - 0.5)
     axes.legend(fontsize="small", ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left")
     figure.tight_layout()
     return figure

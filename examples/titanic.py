@@ -85,6 +85,7 @@ def main() -> None:
     shares = comparison.totals.select(pl.col("bs_realistic_share", "abs_realistic_share").mean())
     print(f"realistic hybrid points: BS {shares[0, 0]:.1%}, ABS {shares[0, 1]:.1%}")
     plot.compare_global(comparison).savefig(FIGURES / "titanic_compare.png", dpi=100)
+    plot.compare_stacked(comparison, "ABS").savefig(FIGURES / "titanic_abs_stacked.png", dpi=100)
     calibration = cohortsql.calibrate(table, features=list(SIMILARITY), runs=20, seed=1)
     print(f"\n{calibration}")
     plot.calibration(calibration).savefig(FIGURES / "titanic_calibration.png", dpi=100)

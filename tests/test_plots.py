@@ -136,6 +136,10 @@ def test_comparison_and_calibration_figures(data, tmp_path):
     assert_drawn(plot.compare_global(comparison), tmp_path / "global.png")
     assert_drawn(plot.compare_global(comparison, squared=False), tmp_path / "global_plain.png")
     assert_drawn(plot.compare_target(comparison, 1), tmp_path / "target.png")
+    for method in ("CS", "BS2", "ABS"):
+        assert_drawn(plot.compare_stacked(comparison, method), tmp_path / f"stacked_{method}.png")
+    with pytest.raises(cohortsql.CohortError, match="compare_stacked draws one of"):
+        plot.compare_stacked(comparison, "KS")
     with pytest.raises(cohortsql.CohortError, match="not one of the 3 targets"):
         plot.compare_target(comparison, 99)
     calibration = cohortsql.calibrate(small, features=list(features), runs=2, seed=1, thresholds=[0.1, 0.3, 0.6])
