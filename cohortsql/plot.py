@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import polars as pl
 
+from cohortsql.colours import feature_colours
 from cohortsql.errors import CohortError
 from cohortsql.output import read_frame, sibling_path
 from cohortsql.result import CohortShapleyResult, ShapleyEffects
@@ -34,15 +35,16 @@ class Tables(NamedTuple):
     paths: pl.DataFrame
 
 
-def read_tables(source: Source) -> Tables:
-    """The tables of a result object, or of the files ``cohortsql shapley --out FILE`` wrote."""
+def read_tables(source: Source, *, paths: bool = True) -> Tables:
+    """The tables of a result object, or of the files ``cohortsql shapley --out FILE`` wrote (the
+    refinement paths only when `paths`; an empty frame otherwise)."""
     if isinstance(source, CohortShapleyResult):
-        return Tables(source.local, source.totals, source.paths)
+        return Tables(source.local, source.totals, source.paths if paths else pl.DataFrame())
     path = Path(source)
     role = f"plot, from the files `cohortsql shapley --out {path.name}` writes"
-    return Tables(
-        *(read_frame(sibling_path(path, label) if label else path, role) for label in ("", "totals", "paths"))
-    )
+    labels = ("", "totals", "paths") if paths else ("", "totals")
+    frames = [read_frame(sibling_path(path, label) if label else path, role) for label in labels]
+    return Tables(*frames, *([] if paths else [pl.DataFrame()]))
 
 
 def _pyplot() -> Any:
@@ -53,49 +55,76 @@ def _pyplot() -> Any:
     return plt
 
 
+MAX_BARS = 1_000
+"""Beyond this many targets, `stacked` draws bars of neighbouring targets (by prediction): a figure's
+width cannot show more, and each bar is then their mean."""
+
+
 def stacked(source: Source, *, squared: bool = False) -> Figure:
     """Every target's values stacked by feature, targets ordered by prediction, with the line of
-    (prediction - mean) (squared: its square) over them: the paper's per-subject figure."""
+    (prediction - mean) (squared: its square) over them: the paper's per-subject figure.
+
+    Beyond `MAX_BARS` targets, each bar is the mean of neighbouring targets, and the figure says how many."""
     plt = _pyplot()
-    local, totals, _ = read_tables(source)
+    local, totals, _ = read_tables(source, paths=False)
     column = "shapley_squared" if squared else "shapley"
     wide = local.pivot(on="feature", index="id", values=column, maintain_order=True)
     features = [name for name in wide.columns if name != "id"]
-    order = totals.with_row_index("position").sort("prediction")
-    values = wide.join(order.select("id", "prediction"), on="id").sort("prediction")
+    values = wide.join(totals.select("id", "prediction"), on="id").sort("prediction")
     mean = float(np.mean(totals["cohort_mean"].to_numpy() - totals["value"].to_numpy()))
-    x = np.arange(values.height)
-    figure, axes = plt.subplots(figsize=(10, 4.5))
-    _stacked_bars(plt, axes, values.select(features).to_numpy(), features)
     line = values["prediction"].to_numpy() - mean
+    heights, line, per_bar = _binned(values.select(features).to_numpy(), line**2 if squared else line)
+    figure, axes = plt.subplots(figsize=(10, 4.5))
+    _stacked_bars(plt, axes, heights, features)
+    x = np.arange(len(heights))
     axes.plot(
         x,
-        line**2 if squared else line,
+        line,
         color="black",
         linewidth=1.2,
         label="(prediction - mean)²" if squared else "prediction - mean",
     )
     axes.axhline(0, color="grey", linewidth=0.5)
-    axes.set_xlabel("targets, ordered by prediction")
+    binned = f"; each bar is the mean of {per_bar:,} neighbouring targets" if per_bar > 1 else ""
+    axes.set_xlabel(f"{len(values):,} targets, ordered by prediction{binned}")
     axes.set_ylabel("squared cohort Shapley value" if squared else "cohort Shapley value")
-    axes.set_xlim(-0.5, values.height - 0.5)
+    axes.set_xlim(-0.5, len(heights) - 0.5)
     axes.legend(fontsize="small", ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left")
     figure.tight_layout()
     return figure
 
 
+def _binned(values: np.ndarray, line: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """At most `MAX_BARS` rows: consecutive rows averaged in groups of equal size (the last may be
+    smaller), with how many rows each group holds (1: unchanged)."""
+    per_bar = max(1, -(-len(values) // MAX_BARS))
+    if per_bar == 1:
+        return values, line, 1
+    starts = np.arange(0, len(values), per_bar)
+    counts = np.diff(np.append(starts, len(values)))
+    return np.add.reduceat(values, starts, axis=0) / counts[:, None], np.add.reduceat(line, starts) / counts, per_bar
+
+
 def _stacked_bars(plt: Any, axes: Any, values: np.ndarray, features: list[str]) -> None:
-    """Bars of (targets, features) values at x = 0, 1, ...: positive parts stacked up, negative down."""
-    positive_base = np.zeros(len(values))
-    negative_base = np.zeros(len(values))
-    colours = plt.get_cmap("tab20")
-    x = np.arange(len(values))
-    for index, feature in enumerate(features):
-        height = values[:, index]
-        base = np.where(height >= 0, positive_base, negative_base)
-        axes.bar(x, height, bottom=base, width=1.0, color=colours(index % 20), label=feature, linewidth=0)
-        positive_base += np.where(height >= 0, height, 0)
-        negative_base += np.where(height < 0, height, 0)
+    """Bars of (targets, features) values at x = 0, 1, ...: positive parts stacked up, negative down,
+    each feature in its colour (`cohortsql.colours`); two filled step outlines per feature, so
+    drawing costs the same for 50 bars or 5,000."""
+    colours = feature_colours(features)
+    edges = np.arange(len(values) + 1) - 0.5
+    for sign in (1, -1):
+        base = np.zeros(len(values))
+        for index, feature in enumerate(features):
+            part = np.where(sign * values[:, index] > 0, values[:, index], 0.0)
+            axes.stairs(
+                base + part,
+                edges,
+                baseline=base,
+                fill=True,
+                color=colours[feature],
+                label=feature if sign == 1 else None,
+                linewidth=0,
+            )
+            base = base + part
 
 
 def compare_stacked(comparison: Comparison, method: str = "ABS") -> Figure:
@@ -132,27 +161,36 @@ def compare_stacked(comparison: Comparison, method: str = "ABS") -> Figure:
 
 
 def effects(source: ShapleyEffects | Source) -> Figure:
-    """Shapley effects as a bar chart, largest first, with error bars where there are standard errors."""
+    """Shapley effects as a bar chart, largest first, with error bars where there are standard errors.
+
+    `source` is a result, or a file: what ``cohortsql effects --out`` writes, or the long table of
+    ``cohortsql shapley --out`` (whose mean squared values are the effects)."""
     plt = _pyplot()
     if isinstance(source, ShapleyEffects):
         table = source.effects
     elif isinstance(source, CohortShapleyResult):
         table = source.global_
     else:
-        local = read_tables(source).local
-        count = pl.len()
-        table = local.group_by("feature", maintain_order=True).agg(
-            shapley_effect=pl.col("shapley_squared").mean(),
-            shapley_effect_se=pl.col("shapley_squared").std() / count.sqrt(),
-        )
+        table = read_frame(source, "plot --kind effects, from what `cohortsql effects` or `shapley` writes")
+        if "shapley_effect" not in table.columns:
+            local = read_tables(source, paths=False).local
+            table = local.group_by("feature", maintain_order=True).agg(
+                shapley_effect=pl.col("shapley_squared").mean(),
+                shapley_effect_se=pl.col("shapley_squared").std() / pl.len().sqrt(),
+            )
+    if "outcome" in table.columns:
+        raise CohortError("effects plots one explained column: filter the table to one outcome first")
+    colours = feature_colours(table["feature"].to_list())
     table = table.sort("shapley_effect")
-    errors = table["shapley_effect_se"].fill_nan(0).fill_null(0).to_numpy()
+    errors = (
+        table["shapley_effect_se"].fill_nan(0).fill_null(0).to_numpy() if "shapley_effect_se" in table.columns else None
+    )
     figure, axes = plt.subplots(figsize=(6, 0.35 * table.height + 1.2))
     axes.barh(
         table["feature"].to_list(),
         table["shapley_effect"].to_numpy(),
-        xerr=errors if errors.any() else None,
-        color="tab:blue",
+        xerr=errors if errors is not None and errors.any() else None,
+        color=[colours[name] for name in table["feature"].to_list()],
         capsize=3,
     )
     axes.set_xlabel("Shapley effect (mean squared cohort Shapley value)")
@@ -160,23 +198,94 @@ def effects(source: ShapleyEffects | Source) -> Figure:
     return figure
 
 
-def target(source: Source, id: object) -> Figure:
-    """One target's values as ordered bars from the mean to its cohort mean (a waterfall)."""
+BEESWARM_POINTS = 2_000
+"""Points per feature in `beeswarm`: a random sample beyond this (the figure says so)."""
+
+
+def beeswarm(source: Source, *, squared: bool = False, seed: int = 0) -> Figure:
+    """Every target's value per feature as a point (one row per feature, most important on top,
+    jittered vertically), coloured by the target's value of the feature from low (blue) to high
+    (red): how a feature's values drive its attributions, as in shap's beeswarm."""
     plt = _pyplot()
-    local, totals, _ = read_tables(source)
+    local = read_tables(source, paths=False).local
+    column = "shapley_squared" if squared else "shapley"
+    order = (
+        local.group_by("feature", maintain_order=True)
+        .agg(importance=pl.col(column).abs().mean())
+        .sort("importance")["feature"]
+        .to_list()
+    )
+    rng = np.random.default_rng(seed)
+    figure, axes = plt.subplots(figsize=(8, 0.45 * len(order) + 1.5))
+    sampled = False
+    for row, feature in enumerate(order):
+        part = local.filter(pl.col("feature") == feature)
+        if part.height > BEESWARM_POINTS:
+            part = part.sample(BEESWARM_POINTS, seed=seed)
+            sampled = True
+        values = part[column].to_numpy()
+        shown = part["feature_value"].cast(pl.Float64, strict=False)
+        if shown.null_count() == part.height:  # text values: colour by their rank
+            shown = part["feature_value"].rank("dense").cast(pl.Float64)
+        rank = shown.rank("average").to_numpy() / max(shown.len(), 1)
+        axes.scatter(
+            values,
+            row + rng.uniform(-0.3, 0.3, size=len(values)),
+            c=np.nan_to_num(rank, nan=0.5),
+            cmap="coolwarm",
+            s=6,
+            vmin=0,
+            vmax=1,
+            linewidths=0,
+        )
+    axes.set_yticks(np.arange(len(order)), order)
+    axes.axvline(0, color="grey", linewidth=0.5)
+    note = f" (a sample of {BEESWARM_POINTS:,} targets per feature)" if sampled else ""
+    axes.set_xlabel(
+        f"{'squared ' if squared else ''}cohort Shapley value{note}; colour: the feature's value, low to high"
+    )
+    figure.tight_layout()
+    return figure
+
+
+def target(source: Source, id: object) -> Figure:
+    """One target's values as a waterfall from the mean to its cohort mean: features by importance,
+    each labelled with the target's value, its contribution written on the bar, and the size of
+    the cohort once the feature has joined (the refinement path)."""
+    plt = _pyplot()
+    local, totals, paths = read_tables(source)
     row = _target_row(totals, id)
     values = local.filter(pl.col("id") == id).with_columns(size=pl.col("shapley").abs()).sort("size", descending=True)
+    sizes = dict(paths.filter(pl.col("id") == id).select("feature", "cohort_size").iter_rows())
     mean = row["cohort_mean"] - row["value"]
-    starts = mean + np.concatenate([[0.0], np.cumsum(values["shapley"].to_numpy())[:-1]])
     heights = values["shapley"].to_numpy()
-    figure, axes = plt.subplots(figsize=(7, 0.4 * values.height + 1.5))
+    starts = mean + np.concatenate([[0.0], np.cumsum(heights)[:-1]])
+    colours = feature_colours(local["feature"].unique(maintain_order=True).to_list())
+    figure, axes = plt.subplots(figsize=(8, 0.42 * values.height + 1.8))
     positions = np.arange(values.height)[::-1]
-    axes.barh(positions, heights, left=starts, color=np.where(heights >= 0, "tab:red", "tab:blue"))
-    axes.set_yticks(positions, values["feature"].to_list())
+    features = values["feature"].to_list()
+    axes.barh(positions, heights, left=starts, color=[colours[name] for name in features])
+    labels = [
+        f"{name} = {'missing' if shown is None else shown}  (n={sizes.get(name, float('nan')):,.0f})"
+        for name, shown in zip(features, values["feature_value"].to_list())
+    ]
+    axes.set_yticks(positions, labels)
+    for position, start, height in zip(positions, starts, heights):
+        axes.annotate(
+            f"{height:+.3g}",
+            (max(start, start + height), position),
+            xytext=(3, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize="small",
+        )
     axes.axvline(mean, color="grey", linestyle=":", label=f"mean {mean:.4g}")
     axes.axvline(row["cohort_mean"], color="black", linestyle="--", label=f"cohort mean {row['cohort_mean']:.4g}")
-    axes.set_xlabel(f"target {id}: from the mean to the cohort mean")
-    axes.legend(fontsize="small")
+    axes.set_xlabel(f"target {id}: from the mean to the cohort mean (n = cohort size once the feature joins)")
+    axes.legend(fontsize="small", loc="lower right")
+    ends = np.concatenate([starts, starts + heights, [mean, row["cohort_mean"]]])
+    pad = 0.12 * (ends.max() - ends.min() or 1.0)
+    axes.set_xlim(ends.min() - pad, ends.max() + pad)
     figure.tight_layout()
     return figure
 

@@ -337,7 +337,7 @@ class CohortShapleyResult:
         predicate, shares are of those targets' own spread around the overall mean.
         """
         weights = self.target_weights
-        errors = _standard_error(self.shapley_squared, self.population, self.shapley_squared_se, weights)
+        errors = standard_error(self.shapley_squared, self.population, self.shapley_squared_se, weights)
         effects = np.average(self.shapley_squared, axis=0, weights=weights)
         table = _effects_table(self.features, effects, errors, self.target_variance)
         table = table.with_columns(
@@ -434,6 +434,13 @@ class CohortShapleyResult:
             feature_names=list(self.features),
         )
 
+    def report(self, path: str | os.PathLike[str], *, targets: list[Any] | None = None) -> None:
+        """Write a self-contained HTML report (settings, diagnostics, effects, drivers, every target's
+        top reasons, and a waterfall and refinement path for `targets`; see `cohortsql.report`)."""
+        from cohortsql.report import ReportTables, write_report
+
+        write_report(ReportTables.of_result(self), path, targets)
+
     def wide(self, column: str = "shapley") -> pl.DataFrame:
         """One row per target (``id`` first) and one column per feature, holding `column`."""
         if column not in LOCAL_COLUMNS:
@@ -505,7 +512,7 @@ class ShapleyEffects:
         if squared_values is None:
             errors = np.zeros(len(features))
         else:
-            errors = _standard_error(squared_values, population, None, target_weights)
+            errors = standard_error(squared_values, population, None, target_weights)
         table = _effects_table(features, effects, errors, variance)
         if replicate_games is not None:
             low, high = percentile_interval(shapley_values(replicate_games), confidence, 0)
@@ -560,7 +567,7 @@ def group_table(
     for name, values in arrays.items():
         columns[name] = bootstrap_module.group_means(values[:, None, :], weights[:, None], number, count)[:, 0]
         columns[f"{name}_se"] = np.stack(
-            [_standard_error(values[number == group], None, None, weights[number == group]) for group in range(count)]
+            [standard_error(values[number == group], None, None, weights[number == group]) for group in range(count)]
         )
     d = len(features)
     return pl.DataFrame(
@@ -584,7 +591,7 @@ def _effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.nd
     )
 
 
-def _standard_error(
+def standard_error(
     values: np.ndarray,
     population: int | None,
     monte_carlo_se: np.ndarray | None = None,

@@ -24,6 +24,14 @@ BOSTON = ROOT / "examples" / "data" / "boston_predictions.parquet"
 SIMILARITY = {"lstat": "quantile:0.1", "rm": "quantile:0.1", "chas": "exact", "crim": "bins:5"}
 
 
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 @pytest.fixture(scope="module")
 def data():
     return pl.read_parquet(BOSTON)
@@ -158,3 +166,56 @@ def test_calibrate_command(tmp_path):
     assert imread(figure)[..., :3].std() > 0.05
     bad = CliRunner().invoke(app, [str(a) for a in [*arguments, "--holdouts", "a,b"]])
     assert bad.exit_code == 2 and "--holdouts must be comma-separated numbers" in bad.output
+
+
+def test_stacked_draws_a_hundred_thousand_targets_quickly(tmp_path):
+    import time
+
+    rng = np.random.default_rng(3)
+    targets, features = 100_000, [f"x{j}" for j in range(10)]
+    values = rng.normal(size=(targets, len(features)))
+    pl.DataFrame(
+        {
+            "id": np.repeat(np.arange(targets), len(features)),
+            "feature": features * targets,
+            "shapley": values.reshape(-1),
+            "shapley_squared": values.reshape(-1) ** 2,
+        }
+    ).write_parquet(tmp_path / "big.parquet")
+    total = values.sum(axis=1)
+    pl.DataFrame({"id": np.arange(targets), "prediction": total, "cohort_mean": total, "value": total}).write_parquet(
+        tmp_path / "big_totals.parquet"
+    )
+    began = time.perf_counter()
+    figure = plot.stacked(tmp_path / "big.parquet")
+    assert_drawn(figure, tmp_path / "big.png")
+    assert time.perf_counter() - began < 10
+    assert "mean of 100 neighbouring targets" in figure.axes[0].get_xlabel()
+
+
+def test_waterfall_beeswarm_and_effects_from_files(result, tmp_path):
+    figure = plot.target(result, 204)
+    texts = [text.get_text() for text in figure.axes[0].texts]
+    assert len(texts) == len(result.features) and all(text[0] in "+-" for text in texts)
+    labels = [label.get_text() for label in figure.axes[0].get_yticklabels()]
+    assert any(label.startswith("lstat = ") and "(n=" in label for label in labels)
+    assert_drawn(figure, tmp_path / "waterfall.png")
+    assert_drawn(plot.beeswarm(result), tmp_path / "beeswarm.png")
+    assert_drawn(plot.beeswarm(result, squared=True), tmp_path / "beeswarm2.png")
+    effects_file = tmp_path / "effects.parquet"
+    result.global_.write_parquet(effects_file)
+    assert_drawn(plot.effects(effects_file), tmp_path / "effects.png")
+
+
+def test_a_feature_keeps_its_colour_in_every_figure(result):
+    from matplotlib.colors import to_hex
+
+    from cohortsql.colours import feature_colours
+
+    colours = feature_colours(list(result.features))
+    stacked = plot.stacked(result)
+    drawn = {patch.get_label(): to_hex(patch.get_facecolor()) for patch in stacked.axes[0].patches if patch.get_label()}
+    bars = plot.effects(result).axes[0]
+    names = [label.get_text() for label in bars.get_yticklabels()]
+    assert drawn == {name: colours[name] for name in result.features}
+    assert [to_hex(bar.get_facecolor()) for bar in bars.patches] == [colours[name] for name in names]

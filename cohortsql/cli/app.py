@@ -344,6 +344,27 @@ def calibrate(
         typer.echo(calibration_summary(result) + written)
 
 
+def report(
+    result: Annotated[
+        Path, typer.Argument(help="The long table `cohortsql shapley --out` wrote (its _totals and _paths beside it).")
+    ],
+    out: Annotated[Path, typer.Option(help="The report, a self-contained .html file.")],
+    global_: Annotated[
+        Path | None,
+        typer.Option("--global", help="The table `cohortsql effects --out` wrote, for the effects' standard errors."),
+    ] = None,
+    target_ids: TargetIds = None,
+    debug: Debug = False,
+) -> None:
+    """A self-contained HTML report to share: settings, diagnostics, effects, drivers, every target's reasons."""
+    with _reported_failures(debug):
+        from cohortsql.report import ReportTables, write_report
+
+        chosen = [value.strip() for value in target_ids.split(",") if value.strip()] if target_ids else None
+        written = write_report(ReportTables.of_files(result, global_), out, chosen)
+        typer.echo(f"wrote {written}")
+
+
 EFFECTS_EPILOG = (
     "Examples:\n\n"
     "  cohortsql effects examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm,chas\n\n"
@@ -375,6 +396,11 @@ app.command("effects", epilog=EFFECTS_EPILOG)(effects)
 app.command("uniqueness", epilog=UNIQUENESS_EPILOG)(uniqueness)
 app.command("compare", epilog=COMPARE_EPILOG)(compare)
 app.command("calibrate", epilog=CALIBRATE_EPILOG)(calibrate)
+app.command(
+    "report",
+    epilog="Example:\n\n  cohortsql shapley --config examples/boston.toml --out boston.parquet\n\n"
+    "  cohortsql report boston.parquet --target-ids 204 --out boston.html",
+)(report)
 app.command("run", epilog=SHAPLEY_EPILOG, help="The earlier name of `shapley`.")(shapley)
 app.command("global", epilog=EFFECTS_EPILOG, help="The earlier name of `effects`.")(effects)
 
@@ -470,7 +496,7 @@ def assemble(
         typer.echo(shapley_summary(result, top, None) + written)
 
 
-PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path")
+PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path", "beeswarm")
 
 
 @app.command(
@@ -483,14 +509,18 @@ PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path")
 )
 def plot(
     result: Annotated[
-        Path, typer.Argument(help="The long table `cohortsql shapley --out` wrote (its _totals and _paths beside it).")
+        Path,
+        typer.Argument(
+            help="The long table `cohortsql shapley --out` wrote (its _totals and _paths beside it);"
+            " for --kind effects also the table `cohortsql effects --out` wrote."
+        ),
     ],
     kind: Annotated[str, typer.Option(help=f"{' | '.join(PLOT_KINDS)}.")] = "stacked",
     out: Annotated[Path | None, typer.Option(help="Where to write the figure (.png, .svg or .pdf).")] = None,
     id: Annotated[str | None, typer.Option("--id", help="The target, for --kind target and path.")] = None,
     debug: Debug = False,
 ) -> None:
-    """Draw a figure of the results of `cohortsql shapley`."""
+    """Draw a figure of the results of `cohortsql shapley` (or, for --kind effects, `cohortsql effects`)."""
     with _reported_failures(debug):
         from cohortsql import plot as plots
 
@@ -506,6 +536,8 @@ def plot(
             figure = (plots.target if kind == "target" else plots.path)(result, target)
         elif kind == "effects":
             figure = plots.effects(result)
+        elif kind == "beeswarm":
+            figure = plots.beeswarm(result)
         else:
             figure = plots.stacked(result, squared=kind == "stacked-squared")
         if not Path(out).parent.is_dir():

@@ -1,0 +1,17 @@
+"""One colour per feature, the same in every figure and in the report: the feature's place in the
+result's feature order picks a colour of matplotlib's tab20 palette (written out, so the report
+needs no matplotlib)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+PALETTE = (
+    "#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896", "#9467bd", "#c5b0d5",
+    "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#7f7f7f", "#c7c7c7", "#bcbd22", "#dbdb8d", "#17becf", "#9edae5",
+)  # fmt: skip
+
+
+def feature_colours(features: Sequence[str]) -> dict[str, str]:
+    """Each feature's colour (hex), by its place among `features`."""
+    return {feature: PALETTE[index % len(PALETTE)] for index, feature in enumerate(features)}

@@ -1,0 +1,288 @@
+"""A self-contained HTML report of a cohort Shapley run, to send to people who will not run Python.
+
+One file, no network access needed: the styles, the script and every chart (SVG) are inline. It holds
+the run's settings and diagnostics, the Shapley effects with standard errors, the top drivers, a
+table of every target with its top reasons (searchable and sortable with scripts, complete without
+them), and for chosen targets a waterfall from the mean to the cohort mean and the refinement path.
+It is built from the result's tables, so a result object and the files ``cohortsql shapley --out``
+writes give the same report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from html import escape
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+
+from cohortsql.colours import feature_colours
+from cohortsql.errors import CohortError
+from cohortsql.output import read_frame, sibling_path
+from cohortsql.report import svg
+from cohortsql.result import CohortShapleyResult, standard_error
+
+SHOWN_TARGETS = 3
+"""Targets drawn in detail when none are chosen: the lowest, the median and the highest prediction."""
+REASONS = 3
+
+
+@dataclass(frozen=True)
+class ReportTables:
+    """What a report is made of: the long table, per-target totals, refinement paths, effects, settings."""
+
+    local: pl.DataFrame
+    totals: pl.DataFrame
+    paths: pl.DataFrame
+    effects: pl.DataFrame
+    settings: dict[str, str]
+
+    @classmethod
+    def of_result(cls, result: CohortShapleyResult) -> ReportTables:
+        return cls(result.local, result.totals, result.paths, result.global_, dict(result.settings))
+
+    @classmethod
+    def of_files(cls, path: str | os.PathLike[str], effects: str | os.PathLike[str] | None = None) -> ReportTables:
+        """The files ``cohortsql shapley --out PATH`` wrote (PATH, PATH_totals, PATH_paths), and optionally
+        the file ``cohortsql effects --out`` wrote (else the effects are the mean squared values)."""
+        role = f"report, from the files `cohortsql shapley --out {Path(path).name}` writes"
+        local = read_frame(path, role)
+        missing = {"id", "feature", "feature_value", "shapley", "shapley_squared"} - set(local.columns)
+        if missing:
+            raise CohortError(f"{str(path)!r} is not a `cohortsql shapley` output: it has no {sorted(missing)}")
+        totals = read_frame(sibling_path(path, "totals"), role)
+        paths = read_frame(sibling_path(path, "paths"), role)
+        settings = _parquet_settings(path)
+        if effects is None:
+            table = _effects_from_local(local, totals, paths, settings)
+        else:
+            table = read_frame(effects, "report, from the file `cohortsql effects --out` writes")
+            if "shapley_effect" not in table.columns:
+                raise CohortError(f"{str(effects)!r} is not a `cohortsql effects` output: it has no shapley_effect")
+        return cls(local, totals, paths, table, settings)
+
+
+def _effects_from_local(
+    local: pl.DataFrame, totals: pl.DataFrame, paths: pl.DataFrame, settings: dict[str, str]
+) -> pl.DataFrame:
+    """Per feature, as `CohortShapleyResult.global_` computes them: the mean squared value, its
+    standard error (with the finite-population correction when the targets are every row or a
+    sample of them) and its share of the targets' spread around the mean."""
+    wide = local.pivot(on="feature", index="id", values="shapley_squared", maintain_order=True)
+    features = [name for name in wide.columns if name != "id"]
+    squared = wide.select(features).to_numpy()
+    errors = None
+    if "shapley_squared_se" in local.columns:
+        estimated = local.pivot(on="feature", index="id", values="shapley_squared_se", maintain_order=True)
+        errors = estimated.select(features).to_numpy()
+    subjects = paths.filter(pl.col("step") == 0)["cohort_size"]
+    every_row = settings.get("targets", "every row") == "every row" and len(subjects)
+    population = int(subjects[0]) if every_row else None
+    mean = (totals["cohort_mean"] - totals["value"]).to_numpy()
+    spread = float(np.mean((totals["prediction"].to_numpy() - mean) ** 2))
+    effects = squared.mean(axis=0)
+    return pl.DataFrame(
+        {
+            "feature": features,
+            "shapley_effect": effects,
+            "shapley_effect_se": standard_error(squared, population, errors),
+            "share": effects / spread if spread > 0 else np.full(len(features), np.nan),
+        }
+    )
+
+
+def _parquet_settings(path: str | os.PathLike[str]) -> dict[str, str]:
+    if Path(path).suffix.lower() != ".parquet":
+        return {}
+    metadata = pq.read_metadata(Path(path)).metadata or {}
+    return {key.decode(): value.decode() for key, value in metadata.items() if not key.startswith(b"ARROW")}
+
+
+def write_report(
+    tables: ReportTables, path: str | os.PathLike[str], targets: list[Any] | None = None, title: str | None = None
+) -> Path:
+    """Write the report of `tables` to `path` (.html), drawing `targets` (ids) in detail."""
+    target = Path(path)
+    if target.suffix.lower() not in (".html", ".htm"):
+        raise CohortError(f"cannot write {str(target)!r}: a report is an .html file")
+    if not target.parent.is_dir():
+        raise CohortError(f"cannot write {str(target)!r}: the directory {str(target.parent)!r} does not exist")
+    html = report_html(tables, targets, title)
+    temporary = target.with_name(f".{target.name}.tmp")
+    temporary.write_text(html, encoding="utf-8")
+    os.replace(temporary, target)
+    return target
+
+
+def report_html(tables: ReportTables, targets: list[Any] | None = None, title: str | None = None) -> str:
+    """The report as one HTML document."""
+    features = tables.local["feature"].unique(maintain_order=True).to_list()
+    colours = feature_colours(features)
+    chosen = _chosen_targets(tables.totals, targets)
+    mean = float((tables.totals["cohort_mean"] - tables.totals["value"]).mean())  # type: ignore[arg-type]
+    name = title or f"cohort Shapley: {tables.settings.get('prediction', 'prediction').strip(chr(34))}"
+    body = [
+        f"<header><h1>{escape(name)}</h1><p>{_summary(tables, features, mean)}</p></header>",
+        _section("Settings and diagnostics", _settings(tables), "settings"),
+        _section("Shapley effects", _effects(tables.effects, colours), "effects"),
+        _section("Top drivers", _drivers(tables.local, colours), "drivers"),
+        _section("Targets", _targets_table(tables), "targets"),
+        *(_target_section(tables, id, mean, colours) for id in chosen),
+    ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width"><title>{escape(name)}</title>'
+        f"<style>{_asset('report.css')}</style></head><body>{''.join(body)}"
+        f"<script>{_asset('report.js')}</script></body></html>\n"
+    )
+
+
+def _asset(name: str) -> str:
+    return resources.files("cohortsql.report").joinpath(name).read_text(encoding="utf-8")
+
+
+def _section(heading: str, content: str, anchor: str) -> str:
+    return f'<section id="{anchor}"><h2>{escape(heading)}</h2>{content}</section>'
+
+
+def _summary(tables: ReportTables, features: list[str], mean: float) -> str:
+    subjects = tables.paths.filter(pl.col("step") == 0)["cohort_size"]
+    count = int(subjects[0]) if len(subjects) else 0
+    return escape(
+        f"{tables.totals.height:,} targets × {len(features)} features, {count:,} subjects; mean {mean:.4g}."
+        " Each value is how much a feature moves the target's cohort mean (subjects similar to it) away from the mean."
+    )
+
+
+def _settings(tables: ReportTables) -> str:
+    sizes = tables.totals["cohort_size"].to_numpy()
+    rows = sorted(tables.settings.items())
+    rows += [
+        ("targets alone in their cohort", f"{np.mean(sizes <= 1):.1%}"),
+        ("median cohort size", f"{np.median(sizes):,.0f}"),
+    ]
+    if np.mean(sizes <= 1) > 0.5:
+        rows.append(("caution", "more than half of the targets are alone in their cohort: values rest on single rows"))
+    cells = "".join(f"<tr><th>{escape(key)}</th><td>{escape(str(value))}</td></tr>" for key, value in rows)
+    return f'<table class="settings">{cells}</table>'
+
+
+def _effects(effects: pl.DataFrame, colours: dict[str, str]) -> str:
+    table = effects.sort("shapley_effect", descending=True)
+    labels = table["feature"].to_list()
+    errors = (
+        table["shapley_effect_se"].fill_nan(0).fill_null(0).to_list() if "shapley_effect_se" in table.columns else None
+    )
+    chart = svg.bars(labels, table["shapley_effect"].to_list(), errors, [colours.get(f, "#777") for f in labels], "")
+    rows = "".join(
+        f'<tr><td>{escape(row["feature"])}</td><td class="num">{row["shapley_effect"]:.4g}</td>'
+        f'<td class="num">{row.get("shapley_effect_se") or 0:.2g}</td><td class="num">{row.get("share") or 0:.1%}</td></tr>'
+        for row in table.iter_rows(named=True)
+    )
+    return (
+        "<p>Mean squared cohort Shapley value per feature: its share of the variance explained.</p>"
+        + chart
+        + f'<table class="sortable"><thead><tr><th>feature</th><th>effect</th><th>standard error</th><th>share</th></tr>'
+        f"</thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _drivers(local: pl.DataFrame, colours: dict[str, str]) -> str:
+    table = (
+        local.group_by("feature", maintain_order=True)
+        .agg(
+            mean_abs=pl.col("shapley").abs().mean(),
+            raised=(pl.col("shapley") > 0).mean(),
+        )
+        .sort("mean_abs", descending=True)
+    )
+    labels = table["feature"].to_list()
+    chart = svg.bars(labels, table["mean_abs"].to_list(), None, [colours.get(f, "#777") for f in labels], "")
+    notes = "".join(
+        f"<li><b>{escape(row['feature'])}</b>: moves a target's cohort mean by {row['mean_abs']:.3g} on average;"
+        f" raises it for {row['raised']:.0%} of the targets</li>"
+        for row in table.head(5).iter_rows(named=True)
+    )
+    return "<p>Mean |cohort Shapley value| per feature.</p>" + chart + f"<ul>{notes}</ul>"
+
+
+def reasons_table(local: pl.DataFrame, count: int) -> pl.DataFrame:
+    """Each target's top `count` reasons in words, joined: ``id`` and ``reasons``."""
+    ranked = local.with_columns(size=pl.col("shapley").abs()).sort(["id", "size"], descending=[False, True])
+    top = ranked.group_by("id", maintain_order=True).head(count)
+    words = top.with_columns(
+        reason=pl.format(
+            "{} = {} {} by {}",
+            "feature",
+            pl.col("feature_value").fill_null("missing"),
+            pl.when(pl.col("shapley") >= 0).then(pl.lit("raised")).otherwise(pl.lit("lowered")),
+            pl.col("shapley").abs().round_sig_figs(3),
+        )
+    )
+    return words.group_by("id", maintain_order=True).agg(reasons=pl.col("reason").str.join("; "))
+
+
+def _targets_table(tables: ReportTables) -> str:
+    reasons = reasons_table(tables.local, REASONS)
+    table = tables.totals.join(reasons, on="id", how="left", maintain_order="left")
+    rows = "".join(
+        f'<tr><td>{escape(str(row["id"]))}</td><td class="num">{row["prediction"]:.4g}</td>'
+        f'<td class="num">{row["cohort_size"]:,.0f}</td><td class="num">{row["cohort_mean"]:.4g}</td>'
+        f"<td>{escape(row['reasons'] or '')}</td></tr>"
+        for row in table.iter_rows(named=True)
+    )
+    return (
+        '<p class="js-only"><input id="search" type="search" placeholder="Search ids, features, values…"'
+        ' aria-label="search the targets"> <span id="shown"></span></p>'
+        f'<table id="target-table" class="sortable" data-rows="{table.height}"><thead><tr><th>id</th><th>prediction</th>'
+        f"<th>cohort size</th><th>cohort mean</th><th>top {REASONS} reasons</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _chosen_targets(totals: pl.DataFrame, targets: list[Any] | None) -> list[Any]:
+    ids = totals["id"].to_list()
+    if targets is not None:
+        # Ids typed on the command line arrive as text: match them by their text too.
+        known = {**{str(id): id for id in ids}, **{id: id for id in ids}}
+        unknown = [id for id in targets if id not in known]
+        if unknown:
+            raise CohortError(f"report targets {unknown[:5]!r} are not targets of this result")
+        return [known[id] for id in targets]
+    order = np.argsort(totals["prediction"].to_numpy(), kind="stable")
+    picks = [order[0], order[len(order) // 2], order[-1]][: min(SHOWN_TARGETS, len(order))]
+    return list(dict.fromkeys(ids[index] for index in picks))
+
+
+def _target_section(tables: ReportTables, id: Any, mean: float, colours: dict[str, str]) -> str:
+    total = tables.totals.filter(pl.col("id") == id).row(0, named=True)
+    path = tables.paths.filter(pl.col("id") == id).sort("step")
+    values = tables.local.filter(pl.col("id") == id)
+    by_feature = {row["feature"]: row for row in values.iter_rows(named=True)}
+    steps = [
+        (
+            row["feature"],
+            by_feature[row["feature"]]["feature_value"] or "missing",
+            by_feature[row["feature"]]["shapley"],
+            row["cohort_size"],
+        )
+        for row in path.iter_rows(named=True)
+        if row["feature"] is not None
+    ]
+    waterfall = svg.waterfall(mean, steps, total["cohort_mean"], [colours.get(step[0], "#777") for step in steps])
+    labels = ["every subject"] + [f"+ {step[0]}" for step in steps]
+    refinement = svg.refinement(
+        labels, path["cohort_size"].to_list(), path["cohort_mean"].to_list(), total["prediction"]
+    )
+    data = json.dumps({"id": str(id)})
+    return (
+        f"<section class=\"target\" data-target='{escape(data)}'><h2>Target {escape(str(id))}</h2>"
+        f"<p>prediction {total['prediction']:.4g}; cohort of {total['cohort_size']:,.0f} similar subjects with mean"
+        f" {total['cohort_mean']:.4g}; the values add up to {total['value']:.4g}.</p>"
+        f"<h3>From the mean to the cohort mean</h3>{waterfall}<h3>Cohort refinement</h3>{refinement}</section>"
+    )

@@ -1,0 +1,113 @@
+"""Small SVG charts for the report: written out as text, readable without scripts, with a tooltip
+(an SVG ``<title>``) on every mark. Pure functions of numbers and labels."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from html import escape
+
+WIDTH = 640
+ROW = 22
+LABEL = 190
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _scale(low: float, high: float, left: float, right: float):  # type: ignore[no-untyped-def]
+    span = (high - low) or 1.0
+    return lambda value: left + (value - low) / span * (right - left)
+
+
+def bars(
+    labels: Sequence[str], values: Sequence[float], errors: Sequence[float] | None, colours: Sequence[str], unit: str
+) -> str:
+    """Horizontal bars, one per label, with the value printed beside each and an error whisker."""
+    highs = [value + (errors[index] if errors else 0.0) for index, value in enumerate(values)]
+    low, high = min(0.0, *values), max(0.0, *highs) if values else 1.0
+    x = _scale(low, high, LABEL, WIDTH - 70)
+    height = ROW * len(labels) + 10
+    parts = [f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img">']
+    for index, (label, value, colour) in enumerate(zip(labels, values, colours)):
+        y = 5 + index * ROW
+        start, end = sorted((x(0.0), x(value)))
+        tip = f"{label}: {_number(value)}{unit}" + (f" ± {_number(errors[index])}" if errors else "")
+        parts.append(
+            f'<g><title>{escape(tip)}</title><text x="{LABEL - 6}" y="{y + 15}" text-anchor="end">{escape(label)}</text>'
+            f'<rect x="{start:.1f}" y="{y + 3}" width="{max(end - start, 0.5):.1f}" height="{ROW - 6}" fill="{colour}"/>'
+        )
+        if errors:
+            whisker = x(value + errors[index])
+            parts.append(
+                f'<line x1="{x(value - errors[index]):.1f}" x2="{whisker:.1f}" y1="{y + 11}" y2="{y + 11}" class="whisker"/>'
+            )
+        parts.append(f'<text x="{max(end, x(0.0)) + 4:.1f}" y="{y + 15}" class="value">{_number(value)}</text></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def waterfall(start: float, steps: Sequence[tuple[str, str, float, float]], end: float, colours: Sequence[str]) -> str:
+    """From the mean (`start`) to the cohort mean (`end`): one bar per step (feature, its value for the
+    target, the Shapley value, the cohort size once the feature is added), the numbers written on it."""
+    positions = [start]
+    for _, _, value, _ in steps:
+        positions.append(positions[-1] + value)
+    x = _scale(min(positions + [end]), max(positions + [end]), LABEL + 60, WIDTH - 90)
+    height = ROW * (len(steps) + 2) + 10
+    parts = [f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img">']
+    parts.append(
+        f'<text x="{LABEL + 54}" y="17" text-anchor="end">mean</text>'
+        f'<line x1="{x(start):.1f}" x2="{x(start):.1f}" y1="5" y2="{height - 5}" class="guide"/>'
+        f'<text x="{x(start) + 4:.1f}" y="17" class="value">{_number(start)}</text>'
+    )
+    for index, ((feature, shown, value, size), colour) in enumerate(zip(steps, colours)):
+        y = 5 + (index + 1) * ROW
+        left, right = sorted((x(positions[index]), x(positions[index + 1])))
+        sign = "+" if value >= 0 else "−"
+        tip = f"{feature} = {shown}: {sign}{_number(abs(value))}; cohort of {size:,.0f} after this step"
+        parts.append(
+            f"<g><title>{escape(tip)}</title>"
+            f'<text x="{LABEL - 6}" y="{y + 15}" text-anchor="end">{escape(feature)} = {escape(shown)}</text>'
+            f'<text x="{LABEL + 54}" y="{y + 15}" text-anchor="end" class="size">n={size:,.0f}</text>'
+            f'<rect x="{left:.1f}" y="{y + 3}" width="{max(right - left, 0.5):.1f}" height="{ROW - 6}" fill="{colour}"/>'
+            f'<text x="{right + 4:.1f}" y="{y + 15}" class="value">{sign}{_number(abs(value))}</text></g>'
+        )
+    y = 5 + (len(steps) + 1) * ROW
+    parts.append(
+        f'<text x="{LABEL + 54}" y="{y + 15}" text-anchor="end">cohort mean</text>'
+        f'<line x1="{x(end):.1f}" x2="{x(end):.1f}" y1="5" y2="{height - 5}" class="guide strong"/>'
+        f'<text x="{x(end) + 4:.1f}" y="{y + 15}" class="value">{_number(end)}</text></svg>'
+    )
+    return "".join(parts)
+
+
+def refinement(labels: Sequence[str], sizes: Sequence[float], means: Sequence[float], prediction: float) -> str:
+    """The refinement path: cohort size (log scale) and cohort mean as features join, one point per step."""
+    steps = len(labels)
+    x = _scale(0, max(steps - 1, 1), 70, WIDTH - 60)
+    logs = [math.log10(max(size, 1.0)) for size in sizes]
+    size_y = _scale(min(logs), max(logs) or 1.0, 110, 20)
+    mean_y = _scale(min([*means, prediction]), max([*means, prediction]), 230, 140)
+    parts = [f'<svg class="chart" viewBox="0 0 {WIDTH} 290" width="{WIDTH}" height="290" role="img">']
+    parts.append('<text x="8" y="16">cohort size</text><text x="8" y="136">cohort mean</text>')
+    parts.append(
+        f'<line x1="70" x2="{WIDTH - 20}" y1="{mean_y(prediction):.1f}" y2="{mean_y(prediction):.1f}" class="guide"/>'
+        f'<text x="{WIDTH - 20}" y="{mean_y(prediction) - 4:.1f}" text-anchor="end" class="size">prediction'
+        f" {_number(prediction)}</text>"
+    )
+    for series, scale, values, css in ((logs, size_y, sizes, "sizes"), (means, mean_y, means, "means")):
+        points = " ".join(f"{x(step):.1f},{scale(value):.1f}" for step, value in enumerate(series))
+        parts.append(f'<polyline points="{points}" class="{css}"/>')
+        for step, (value, shown) in enumerate(zip(series, values)):
+            tip = f"{labels[step]}: {'cohort of ' if css == 'sizes' else 'mean '}{_number(shown)}"
+            parts.append(
+                f'<circle cx="{x(step):.1f}" cy="{scale(value):.1f}" r="3.5" class="{css}"><title>{escape(tip)}</title></circle>'
+            )
+    for step, label in enumerate(labels):
+        parts.append(
+            f'<text x="{x(step):.1f}" y="250" transform="rotate(35 {x(step):.1f} 250)" class="size">{escape(label)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)

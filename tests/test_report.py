@@ -1,0 +1,169 @@
+"""The HTML report: built from a result or from its files, self-contained, small, and working in a
+real headless Chromium (Debian's chromium and chromium-driver; skipped with the reason where absent)."""
+
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import cohortsql
+from cohortsql.cli import app
+from cohortsql.report import ReportTables, report_html, write_report
+
+ROOT = Path(__file__).parent.parent
+BOSTON = ROOT / "examples" / "data" / "boston_predictions.parquet"
+SIMILARITY = {name: "quantile:0.1" for name in ["crim", "indus", "nox", "rm", "age", "dis", "tax", "lstat"]}
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="module")
+def boston():
+    return cohortsql.cohort_shapley(BOSTON, prediction="prediction", similarity=SIMILARITY, progress=False)
+
+
+@pytest.fixture(scope="module")
+def report(boston, tmp_path_factory):
+    path = tmp_path_factory.mktemp("report") / "boston.html"
+    boston.report(path, targets=[204, 10])
+    return path
+
+
+def test_the_report_holds_every_part_and_needs_no_network(report, boston):
+    html = report.read_text()
+    for anchor in ("settings", "effects", "drivers", "targets"):
+        assert f'<section id="{anchor}">' in html
+    assert html.count('<section class="target"') == 2 and "Target 204" in html
+    assert len(re.findall(r"<tr><td>", html)) >= boston.totals.height  # every target is in the table
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html), "the report must not load anything"
+    assert "<script>" in html and "<style>" in html
+    # The top reason of target 204 is written out in words.
+    top = boston.reasons(1).filter(pl.col("id") == 204).row(0, named=True)
+    assert f"{top['feature']} = {top['feature_value']}" in html
+
+
+def test_files_and_result_give_the_same_report(boston, tmp_path):
+    out = tmp_path / "boston.parquet"
+    done = CliRunner().invoke(
+        app, ["shapley", str(BOSTON), "--prediction", "prediction", *_similar(), "--out", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    made = tmp_path / "files.html"
+    done = CliRunner().invoke(app, ["report", str(out), "--target-ids", "204", "--out", str(made)])
+    assert done.exit_code == 0, done.output
+    from_result = report_html(ReportTables.of_result(boston), [204])
+    strip = re.compile(r"<tr><th>created</th><td>[^<]*</td></tr>")
+    assert strip.sub("", made.read_text()).replace("\n", "") == strip.sub("", from_result).replace("\n", "")
+
+
+def _similar():
+    return [argument for name, kind in SIMILARITY.items() for argument in ("--similar", f"{name}={kind}")]
+
+
+def test_the_effects_file_brings_its_standard_errors(tmp_path):
+    sample = tmp_path / "sample.parquet"
+    effects = tmp_path / "effects.parquet"
+    common = [str(BOSTON), "--prediction", "prediction", *_similar(), "--sample", "100", "--seed", "1"]
+    assert CliRunner().invoke(app, ["shapley", *common, "--out", str(sample)]).exit_code == 0
+    assert CliRunner().invoke(app, ["effects", *common, "--out", str(effects)]).exit_code == 0
+    tables = ReportTables.of_files(sample, effects)
+    assert tables.effects["shapley_effect_se"].min() > 0
+    assert tables.settings["sample"] == "100"
+
+
+def test_ten_thousand_targets_make_a_report_under_five_megabytes(tmp_path):
+    rng = np.random.default_rng(1)
+    data = pl.DataFrame({f"x{j}": rng.integers(0, 6, 10_000) for j in range(6)}).with_columns(
+        y=pl.Series(rng.normal(size=10_000))
+    )
+    result = cohortsql.cohort_shapley(data, prediction="y", similarity=list(data.columns[:6]), progress=False)
+    path = write_report(ReportTables.of_result(result), tmp_path / "big.html")
+    assert path.stat().st_size < 5 * 2**20
+
+
+def test_report_mistakes_are_named(boston, tmp_path):
+    tables = ReportTables.of_result(boston)
+    with pytest.raises(cohortsql.CohortError, match=r"\.html"):
+        write_report(tables, tmp_path / "report.pdf")
+    with pytest.raises(cohortsql.CohortError, match="does not exist"):
+        write_report(tables, tmp_path / "no" / "report.html")
+    with pytest.raises(cohortsql.CohortError, match="not targets of this result"):
+        write_report(tables, tmp_path / "report.html", targets=[99999])
+    effects = tmp_path / "effects.parquet"
+    boston.global_.write_parquet(effects)
+    with pytest.raises(cohortsql.CohortError, match="not a `cohortsql shapley` output"):
+        ReportTables.of_files(effects)
+
+
+# -- in a real browser ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser():
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (dev extra)")
+    if not (shutil.which("chromium") or Path(CHROMIUM).exists()) or not Path(CHROMEDRIVER).exists():
+        pytest.skip("no Chromium: apt-get install chromium chromium-driver (.ci/run does)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1100,1400",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def test_the_report_renders_in_chromium_and_search_filters_the_targets(browser, report, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    browser.get(report.as_uri())
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []
+    assert browser.find_element(By.CSS_SELECTOR, "#effects svg").is_displayed()
+    rows = browser.find_elements(By.CSS_SELECTOR, "#target-table tbody tr")
+    assert len(rows) == 506
+    search = browser.find_element(By.ID, "search")
+    assert search.is_displayed()
+    search.send_keys("tax = 666")
+    visible = [row for row in rows if row.is_displayed()]
+    assert 0 < len(visible) < len(rows)
+    assert all("tax = 666" in row.text for row in visible)
+    assert browser.find_element(By.ID, "shown").text == f"{len(visible)} of 506 targets"
+    header = browser.find_element(By.CSS_SELECTOR, "#target-table thead th:nth-child(2)")
+    search.clear()
+    search.send_keys(" ")
+    header.click()
+    cells = browser.find_elements(By.CSS_SELECTOR, "#target-table tbody td:nth-child(2)")
+    predictions = [float(cell.text) for cell in cells]
+    assert predictions == sorted(predictions)
+    assert browser.save_screenshot(str(tmp_path / "report.png"))
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_the_report_is_readable_without_scripts(browser, report):
+    from selenium.webdriver.common.by import By
+
+    browser.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
+    try:
+        browser.get(report.as_uri())
+        rows = browser.find_elements(By.CSS_SELECTOR, "#target-table tbody tr")
+        assert len(rows) == 506 and all(row.is_displayed() for row in rows[:20])
+        assert not browser.find_element(By.ID, "search").is_displayed()
+        assert browser.find_element(By.CSS_SELECTOR, "section.target svg").is_displayed()
+    finally:
+        browser.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
