@@ -16,6 +16,7 @@ import polars as pl
 from cohortsql.colours import feature_colours
 from cohortsql.errors import CohortError
 from cohortsql.output import read_frame, sibling_path
+from cohortsql.baseline_result import BaselineShapleyResult
 from cohortsql.result import CohortShapleyResult, ShapleyEffects
 
 if TYPE_CHECKING:
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
     from cohortsql.calibration import Calibration
     from cohortsql.comparison_result import Comparison
 
-Source = CohortShapleyResult | str | os.PathLike[str]
+Source = CohortShapleyResult | BaselineShapleyResult | str | os.PathLike[str]
+"""A result, or the file `cohortsql shapley --out` wrote. Baseline Shapley results draw like cohort
+Shapley ones, with f(x_t) for the cohort mean and the mean baseline prediction for the mean."""
 
 
 class Tables(NamedTuple):
@@ -40,6 +43,9 @@ def read_tables(source: Source, *, paths: bool = True) -> Tables:
     refinement paths only when `paths`; an empty frame otherwise)."""
     if isinstance(source, CohortShapleyResult):
         return Tables(source.local, source.totals, source.paths if paths else pl.DataFrame())
+    if isinstance(source, BaselineShapleyResult):
+        totals = source.totals.with_columns(cohort_mean=pl.col("prediction"))
+        return Tables(source.local, totals, pl.DataFrame(schema={"id": totals["id"].dtype, "feature": pl.String}))
     path = Path(source)
     role = f"plot, from the files `cohortsql shapley --out {path.name}` writes"
     labels = ("", "totals", "paths") if paths else ("", "totals")
@@ -170,6 +176,8 @@ def effects(source: ShapleyEffects | Source) -> Figure:
         table = source.effects
     elif isinstance(source, CohortShapleyResult):
         table = source.global_
+    elif isinstance(source, BaselineShapleyResult):
+        table = source.global_.rename({"mean_squared_shapley": "shapley_effect"})
     else:
         table = read_frame(source, "plot --kind effects, from what `cohortsql effects` or `shapley` writes")
         if "shapley_effect" not in table.columns:
@@ -256,7 +264,11 @@ def target(source: Source, id: object) -> Figure:
     local, totals, paths = read_tables(source)
     row = _target_row(totals, id)
     values = local.filter(pl.col("id") == id).with_columns(size=pl.col("shapley").abs()).sort("size", descending=True)
-    sizes = dict(paths.filter(pl.col("id") == id).select("feature", "cohort_size").iter_rows())
+    sizes = (
+        dict(paths.filter(pl.col("id") == id).select("feature", "cohort_size").iter_rows())
+        if "cohort_size" in paths.columns
+        else {}
+    )
     mean = row["cohort_mean"] - row["value"]
     heights = values["shapley"].to_numpy()
     starts = mean + np.concatenate([[0.0], np.cumsum(heights)[:-1]])
@@ -266,7 +278,7 @@ def target(source: Source, id: object) -> Figure:
     features = values["feature"].to_list()
     axes.barh(positions, heights, left=starts, color=[colours[name] for name in features])
     labels = [
-        f"{name} = {'missing' if shown is None else shown}  (n={sizes.get(name, float('nan')):,.0f})"
+        f"{name} = {'missing' if shown is None else shown}" + (f"  (n={sizes[name]:,.0f})" if name in sizes else "")
         for name, shown in zip(features, values["feature_value"].to_list())
     ]
     axes.set_yticks(positions, labels)
@@ -279,9 +291,11 @@ def target(source: Source, id: object) -> Figure:
             va="center",
             fontsize="small",
         )
-    axes.axvline(mean, color="grey", linestyle=":", label=f"mean {mean:.4g}")
-    axes.axvline(row["cohort_mean"], color="black", linestyle="--", label=f"cohort mean {row['cohort_mean']:.4g}")
-    axes.set_xlabel(f"target {id}: from the mean to the cohort mean (n = cohort size once the feature joins)")
+    start, end = ("mean baseline f", "f(x_t)") if isinstance(source, BaselineShapleyResult) else ("mean", "cohort mean")
+    axes.axvline(mean, color="grey", linestyle=":", label=f"{start} {mean:.4g}")
+    axes.axvline(row["cohort_mean"], color="black", linestyle="--", label=f"{end} {row['cohort_mean']:.4g}")
+    sized = " (n = cohort size once the feature joins)" if sizes else ""
+    axes.set_xlabel(f"target {id}: from the {start} to the {end}{sized}")
     axes.legend(fontsize="small", loc="lower right")
     ends = np.concatenate([starts, starts + heights, [mean, row["cohort_mean"]]])
     pad = 0.12 * (ends.max() - ends.min() or 1.0)

@@ -150,6 +150,13 @@ def test_comparison_and_calibration_figures(data, tmp_path):
         plot.compare_stacked(comparison, "KS")
     with pytest.raises(cohortsql.CohortError, match="not one of the 3 targets"):
         plot.compare_target(comparison, 99)
+    for figure in (
+        plot.stacked(comparison.all_baseline),
+        plot.target(comparison.baseline, 1),
+        plot.effects(comparison.all_baseline),
+        plot.beeswarm(comparison.baseline),
+    ):
+        assert_drawn(figure, tmp_path / "baseline.png")
     calibration = cohortsql.calibrate(small, features=list(features), runs=2, seed=1, thresholds=[0.1, 0.3, 0.6])
     assert_drawn(plot.calibration(calibration), tmp_path / "calibration.png")
 
