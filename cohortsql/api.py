@@ -743,14 +743,13 @@ def _local_batches(
 
 
 def _choose_method(method: str, d: int) -> str:
-    if method == "auto":
-        return "exact" if d <= AUTO_EXACT_FEATURES else "permutation"
-    if method == "exact" and d > MAX_EXACT_FEATURES:
-        raise CohortError(
-            f"exact cohort Shapley handles at most {MAX_EXACT_FEATURES} features (2^d cohorts per target);"
-            f" got {d}: use method='permutation' (or 'auto'), or drop features"
-        )
-    return method
+    return arguments.exact_or_permutation(
+        method,
+        d,
+        auto_exact_up_to=AUTO_EXACT_FEATURES,
+        exact_up_to=MAX_EXACT_FEATURES,
+        work="2^d cohorts per target",
+    )
 
 
 def _choose_path(path: str, prepared: Prepared, targets: int) -> str:

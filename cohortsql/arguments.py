@@ -42,3 +42,16 @@ def optional_text(name: str, value: object) -> str | None:
     if value is not None and not isinstance(value, str):
         raise CohortError(f"{name} must be text, got {value!r}")
     return value
+
+
+def exact_or_permutation(method: str, d: int, *, auto_exact_up_to: int, exact_up_to: int, work: str) -> str:
+    """``exact`` or ``permutation`` for `d` features: ``auto`` is exact up to `auto_exact_up_to`; an
+    explicit ``exact`` beyond `exact_up_to` is refused, saying what grows as 2^d (`work`)."""
+    if method == "auto":
+        return "exact" if d <= auto_exact_up_to else "permutation"
+    if method == "exact" and d > exact_up_to:
+        raise CohortError(
+            f"the exact method handles at most {exact_up_to} features ({work}); got {d}:"
+            " use method='permutation' (or 'auto'), or drop features"
+        )
+    return method

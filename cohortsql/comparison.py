@@ -141,7 +141,13 @@ def baseline_shapley(
             target_predicate=targets if isinstance(targets, str) else None,
             max_features=MAX_FEATURES,
         )
-        estimation = _estimation(method, prepared.d)
+        estimation = arguments.exact_or_permutation(
+            method,
+            prepared.d,
+            auto_exact_up_to=AUTO_EXACT_BASELINE_FEATURES,
+            exact_up_to=MAX_EXACT_BASELINE_FEATURES,
+            work="2^d model evaluations per target and baseline",
+        )
         chosen = select_targets(running, prepared, targets, seed, sample)
         target_data = read_rows(running, prepared, chosen.table)
         variant, baseline_rows = _baselines(running, prepared, baseline, baseline_sample, seed)
@@ -221,18 +227,6 @@ def baseline_shapley(
             seed=chosen.seed if chosen.seed is not None else seed,
         ),
     )
-
-
-def _estimation(method: str, d: int) -> str:
-    """``exact`` or ``permutation``, from the caller's `method` and the number of features."""
-    if method == "auto":
-        return "exact" if d <= AUTO_EXACT_BASELINE_FEATURES else "permutation"
-    if method == "exact" and d > MAX_EXACT_BASELINE_FEATURES:
-        raise CohortError(
-            f"exact baseline Shapley handles at most {MAX_EXACT_BASELINE_FEATURES} features (2^d model evaluations"
-            f" per target and baseline); got {d}: use method='permutation' (or 'auto'), or drop features"
-        )
-    return method
 
 
 def _baselines(

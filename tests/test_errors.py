@@ -122,7 +122,7 @@ def test_unreadable_input_type():
 
 def test_too_many_features_for_exact():
     frame = pl.DataFrame({f"x{j}": [0, 1] for j in range(25)} | {"y": [0.0, 1.0]})
-    with pytest.raises(CohortError, match="exact cohort Shapley handles at most 24 features .* got 25"):
+    with pytest.raises(CohortError, match="exact method handles at most 24 features .* got 25"):
         cohortsql.cohort_shapley(frame, prediction="y", similarity=[f"x{j}" for j in range(25)])
 
 

@@ -16,7 +16,8 @@ from cohortsql.report import ReportTables, report_html, write_report
 
 ROOT = Path(__file__).parent.parent
 BOSTON = ROOT / "examples" / "data" / "boston_predictions.parquet"
-SIMILARITY = {name: "quantile:0.1" for name in ["crim", "indus", "nox", "rm", "age", "dis", "tax", "lstat"]}
+PREDICTORS = ["crim", "zn", "indus", "chas", "nox", "rm", "age", "dis", "rad", "tax", "ptratio", "black", "lstat"]
+SIMILARITY = {name: "quantile:0.1" for name in PREDICTORS}  # the Boston example's (examples/boston.toml)
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
