@@ -148,6 +148,8 @@ def baseline_shapley(
             exact_up_to=MAX_EXACT_BASELINE_FEATURES,
             work="2^d model evaluations per target and baseline",
         )
+        if estimation == "permutation" and seed is None:
+            seed = int(np.random.default_rng().integers(2**31))  # recorded, so the run can be repeated
         chosen = select_targets(running, prepared, targets, seed, sample)
         target_data = read_rows(running, prepared, chosen.table)
         variant, baseline_rows = _baselines(running, prepared, baseline, baseline_sample, seed)
