@@ -10,7 +10,6 @@ writes give the same report.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from html import escape
@@ -125,7 +124,7 @@ def report_html(tables: ReportTables, targets: list[Any] | None = None, title: s
     features = tables.local["feature"].unique(maintain_order=True).to_list()
     colours = feature_colours(features)
     chosen = _chosen_targets(tables.totals, targets)
-    mean = float((tables.totals["cohort_mean"] - tables.totals["value"]).mean())  # type: ignore[arg-type]
+    mean = float(np.mean(tables.totals["cohort_mean"].to_numpy() - tables.totals["value"].to_numpy()))
     name = title or f"cohort Shapley: {tables.settings.get('prediction', 'prediction').strip(chr(34))}"
     body = [
         f"<header><h1>{escape(name)}</h1><p>{_summary(tables, features, mean)}</p></header>",
@@ -279,9 +278,8 @@ def _target_section(tables: ReportTables, id: Any, mean: float, colours: dict[st
     refinement = svg.refinement(
         labels, path["cohort_size"].to_list(), path["cohort_mean"].to_list(), total["prediction"]
     )
-    data = json.dumps({"id": str(id)})
     return (
-        f"<section class=\"target\" data-target='{escape(data)}'><h2>Target {escape(str(id))}</h2>"
+        f'<section class="target"><h2>Target {escape(str(id))}</h2>'
         f"<p>prediction {total['prediction']:.4g}; cohort of {total['cohort_size']:,.0f} similar subjects with mean"
         f" {total['cohort_mean']:.4g}; the values add up to {total['value']:.4g}.</p>"
         f"<h3>From the mean to the cohort mean</h3>{waterfall}<h3>Cohort refinement</h3>{refinement}</section>"

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 
 WIDTH = 640
@@ -16,7 +16,8 @@ def _number(value: float) -> str:
     return f"{value:.4g}"
 
 
-def _scale(low: float, high: float, left: float, right: float):  # type: ignore[no-untyped-def]
+def _scale(low: float, high: float, left: float, right: float) -> Callable[[float], float]:
+    """The linear map from [low, high] to [left, right] (a point range maps to its start)."""
     span = (high - low) or 1.0
     return lambda value: left + (value - low) / span * (right - left)
 
