@@ -19,17 +19,13 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
 
 import numpy as np
 import polars as pl
 
+from cohortsql.choices import CalibrationKind
 from cohortsql.output import write_frame
 
-CalibrationKind = Literal["range", "quantile"]
-CALIBRATION_KINDS: tuple[CalibrationKind, ...] = ("range", "quantile")
-THRESHOLDS = tuple(round(0.05 * step, 2) for step in range(1, 21))
-"""0.05, 0.10, ..., 1.00: the thresholds of the paper's calibration figure."""
 REALISTIC_SHARE = 0.95
 QUANTILE_TAIL = 0.05
 CHUNK_ENTRIES = 1 << 23

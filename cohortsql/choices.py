@@ -43,3 +43,10 @@ MODEL_INPUTS: tuple[ModelInput, ...] = ("pandas", "polars", "numpy")
 ModelOutput = Literal["prediction", "probability"]
 MODEL_OUTPUTS: tuple[ModelOutput, ...] = ("prediction", "probability")
 """What of the model is explained: ``predict`` (or the callable itself), or ``predict_proba``'s second column."""
+
+CalibrationKind = Literal["range", "quantile"]
+CALIBRATION_KINDS: tuple[CalibrationKind, ...] = ("range", "quantile")
+"""What a calibration threshold is a share of: each feature's range, or its 5%-95% quantile range."""
+
+CALIBRATION_THRESHOLDS: tuple[float, ...] = tuple(round(0.05 * step, 2) for step in range(1, 21))
+"""0.05, 0.10, ..., 1.00: the thresholds of the paper's calibration figure."""

@@ -23,20 +23,16 @@ from cohortsql.baseline_result import BaselineShapleyResult
 from cohortsql.baseline import BaselineValues
 from cohortsql.baseline_permutation import estimate_baseline_shapley
 from cohortsql.baseline_run import baseline_totals, run_baseline_shapley
-from cohortsql.calibration import (
-    CALIBRATION_KINDS,
-    THRESHOLDS,
-    Calibration,
-    CalibrationKind,
-    holdout_shares,
-    marginal_shares,
-)
+from cohortsql.calibration import Calibration, holdout_shares, marginal_shares
 from cohortsql.comparison_result import Comparison
 from cohortsql.choices import (
+    CALIBRATION_KINDS,
+    CALIBRATION_THRESHOLDS,
     METHODS,
     MODEL_INPUTS,
     MODEL_OUTPUTS,
     Baseline,
+    CalibrationKind,
     EngineName,
     Method,
     ModelInput,
@@ -321,7 +317,7 @@ def calibrate(
     features: Sequence[str],
     exact: Sequence[str] = (),
     kind: CalibrationKind = "range",
-    thresholds: Sequence[float] = THRESHOLDS,
+    thresholds: Sequence[float] = CALIBRATION_THRESHOLDS,
     holdouts: Sequence[float] = (0.1, 0.2, 0.3),
     runs: int = 100,
     marginal_samples: int = 1000,

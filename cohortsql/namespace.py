@@ -4,9 +4,11 @@ import cohortsql, polars as pl
 res = df.cohort.shapley(prediction="score", similarity={"age": "range:0.1", "sex": "exact"})
 effects = df.cohort.effects(prediction="score", similarity=["age", "sex"])
 privacy = df.cohort.uniqueness(similarity=["age", "sex", "zip"])
+both = df.cohort.compare(model=model, prediction="score", similarity=["age", "sex"])
 
 The methods take the same arguments, with the same names and defaults, as `cohortsql.cohort_shapley`,
-`cohortsql.shapley_effects`, `cohortsql.uniqueness_shapley` and `cohortsql.estimate`, the frame being the data. This module is imported as soon as polars
+`cohortsql.shapley_effects`, `cohortsql.uniqueness_shapley`, `cohortsql.estimate`,
+`cohortsql.baseline_shapley`, `cohortsql.compare` and `cohortsql.calibrate`, the frame being the data. This module is imported as soon as polars
 is (see `cohortsql/__init__.py`), so it loads the computations only when a method is called.
 """
 
@@ -18,9 +20,21 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from cohortsql.choices import CohortPath, EngineName, Method
+from cohortsql.choices import (
+    CALIBRATION_THRESHOLDS,
+    Baseline,
+    CalibrationKind,
+    CohortPath,
+    EngineName,
+    Method,
+    ModelInput,
+    ModelOutput,
+)
 
 if TYPE_CHECKING:
+    from cohortsql.baseline_result import BaselineShapleyResult
+    from cohortsql.calibration import Calibration
+    from cohortsql.comparison_result import Comparison
     from cohortsql.pace import Plan
     from cohortsql.plan import SimilarityArgument
     from cohortsql.prepare import Targets
@@ -184,6 +198,81 @@ class CohortNamespace:
             path=path,
             engine=engine,
         )
+
+    def baseline(
+        self,
+        *,
+        model: object,
+        features: SimilarityArgument,
+        baseline: Baseline | Sequence[object] = "mean",
+        baseline_sample: int | None = None,
+        realistic: bool = False,
+        id: str | None = None,
+        targets: Targets = None,
+        sample: int | float | None = None,
+        seed: int | None = None,
+        method: Method = "exact",
+        max_permutations: int = 200,
+        tolerance: float | None = None,
+        model_input: ModelInput = "pandas",
+        model_output: ModelOutput = "prediction",
+        batch_rows: int = 65_536,
+        memory_limit: str | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
+        progress: bool | None = None,
+        engine: EngineName | None = None,
+    ) -> BaselineShapleyResult:
+        """Baseline or all-baseline Shapley of `model` (`cohortsql.baseline_shapley`)."""
+        from cohortsql.comparison import baseline_shapley
+
+        arguments = {name: value for name, value in locals().items() if name not in ("self", "baseline_shapley")}
+        return baseline_shapley(self._frame, **arguments)
+
+    def compare(
+        self,
+        *,
+        model: object,
+        prediction: str,
+        similarity: SimilarityArgument,
+        id: str | None = None,
+        targets: Targets = None,
+        sample: int | float | None = None,
+        seed: int | None = None,
+        baseline_sample: int | None = None,
+        realistic: bool = True,
+        model_input: ModelInput = "pandas",
+        model_output: ModelOutput = "prediction",
+        batch_rows: int = 65_536,
+        memory_limit: str | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
+        progress: bool | None = None,
+        engine: EngineName | None = None,
+    ) -> Comparison:
+        """Cohort, baseline and all-baseline Shapley side by side (`cohortsql.compare`)."""
+        from cohortsql.comparison import compare
+
+        arguments = {name: value for name, value in locals().items() if name not in ("self", "compare")}
+        return compare(self._frame, **arguments)
+
+    def calibrate(
+        self,
+        *,
+        features: Sequence[str],
+        exact: Sequence[str] = (),
+        kind: CalibrationKind = "range",
+        thresholds: Sequence[float] = CALIBRATION_THRESHOLDS,
+        holdouts: Sequence[float] = (0.1, 0.2, 0.3),
+        runs: int = 100,
+        marginal_samples: int = 1000,
+        max_rows: int = 20_000,
+        seed: int | None = None,
+        engine: EngineName | None = None,
+    ) -> Calibration:
+        """The similarity threshold at which held-out rows are realistic (`cohortsql.calibrate`)."""
+        from cohortsql.comparison import calibrate
+
+        arguments = {name: value for name, value in locals().items() if name not in ("self", "calibrate")}
+        return calibrate(self._frame, **arguments)
 
 
 pl.api.register_dataframe_namespace("cohort")(CohortNamespace)

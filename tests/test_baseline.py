@@ -392,3 +392,25 @@ def test_permutation_stops_at_the_tolerance_and_auto_chooses_by_d():
     wide = pl.DataFrame({f"x{j}": rng.normal(size=5) for j in range(21)})
     with pytest.raises(cohortsql.CohortError, match="at most 20 features"):
         cohortsql.baseline_shapley(wide, **{**options, "features": list(wide.columns)}, method="exact")
+
+
+def test_the_polars_namespace_has_the_comparison_methods():
+    import inspect
+
+    frame = table(18, rows=30)
+    for method, function in (
+        (frame.cohort.baseline, cohortsql.baseline_shapley),
+        (frame.cohort.compare, cohortsql.compare),
+        (frame.cohort.calibrate, cohortsql.calibrate),
+    ):
+        expected = {
+            name: parameter.default
+            for name, parameter in inspect.signature(function).parameters.items()
+            if name not in ("data", "connection")
+        }
+        got = {name: parameter.default for name, parameter in inspect.signature(method).parameters.items()}
+        assert got == expected, function.__name__
+    direct = cohortsql.baseline_shapley(frame, model=linear_with_interaction, features=KINDS, progress=False)
+    through = frame.lazy().cohort.baseline(model=linear_with_interaction, features=KINDS, progress=False)
+    np.testing.assert_array_equal(direct.shapley, through.shapley)
+    assert frame.cohort.calibrate(features=["a", "b"], runs=2, seed=1).rows == 30
