@@ -120,11 +120,12 @@ class Pacer:
         self.reporter.finish()
 
     def _pilot_size(self) -> int:
-        work = self.pairs_per_target * self.sums_per_pair
-        small = self.total * work <= SMALL_RUN_PAIRS
+        """`PILOT_PAIRS` pairs of targets and subjects, whatever each pair sums: a query's fixed cost of
+        binding its sums grows with them too, and a pilot of too few targets would charge it to each."""
+        small = self.total * self.pairs_per_target * self.sums_per_pair <= SMALL_RUN_PAIRS
         if not self.paced or (small and not self.pilot_only):
             return self.memory_batch
-        return max(1, min(self.memory_batch, int(PILOT_PAIRS // max(1.0, work))))
+        return max(1, min(self.memory_batch, PILOT_PAIRS // max(1, self.pairs_per_target)))
 
     def remaining_seconds(self, done: int) -> float | None:
         """The estimated time for the targets after the first `done`, at the measured rate."""
