@@ -261,6 +261,9 @@ def compare(
     seed: int | None = None,
     baseline_sample: int | None = None,
     realistic: bool = True,
+    method: Method = "exact",
+    max_permutations: int = 200,
+    tolerance: float | None = None,
     model_input: ModelInput = "pandas",
     model_output: ModelOutput = "prediction",
     batch_rows: int = BATCH_ROWS,
@@ -276,13 +279,14 @@ def compare(
     CS explains the `prediction` column (the model's predictions, stored) over subjects similar
     under `similarity`; BS and ABS evaluate `model` at hybrid points of the same features, and with
     `realistic` (default) split each value by whether its hybrid points resemble some subject under
-    the same kinds. A random `sample` of targets is drawn once (with `seed`) for all three. Other
+    the same kinds. A random `sample` of targets is drawn once (with `seed`) for all three. `method`,
+    `max_permutations` and `tolerance` apply to all three (each method's own ``auto`` rule). Other
     arguments are those of `cohort_shapley` and `baseline_shapley`.
     """
     if not isinstance(prediction, str):
         raise CohortError(f"compare explains one prediction column (the model's), got {prediction!r}")
     seed = arguments.seed(seed)
-    if sample is not None and seed is None:
+    if (sample is not None or method != "exact") and seed is None:
         seed = int(np.random.default_rng().integers(2**31))
     shared: dict[str, Any] = dict(
         id=id,
@@ -294,8 +298,11 @@ def compare(
         progress=progress,
         connection=connection,
         engine=engine,
+        method=method,
+        max_permutations=max_permutations,
+        tolerance=tolerance,
     )
-    cohort = cohort_shapley(data, prediction=prediction, similarity=similarity, method="exact", **shared)
+    cohort = cohort_shapley(data, prediction=prediction, similarity=similarity, **shared)
     model_options: dict[str, Any] = dict(
         model=model,
         features=similarity,

@@ -414,3 +414,19 @@ def test_the_polars_namespace_has_the_comparison_methods():
     through = frame.lazy().cohort.baseline(model=linear_with_interaction, features=KINDS, progress=False)
     np.testing.assert_array_equal(direct.shapley, through.shapley)
     assert frame.cohort.calibrate(features=["a", "b"], runs=2, seed=1).rows == 30
+
+
+def test_compare_by_permutations_for_every_method():
+    data = table(19, rows=40)
+    data = data.with_columns(prediction=pl.Series(linear_with_interaction(data.to_pandas())))
+    options = dict(model=linear_with_interaction, prediction="prediction", similarity=KINDS, progress=False)
+    exact = cohortsql.compare(data, **options, realistic=False)
+    estimated = cohortsql.compare(data, **options, realistic=False, method="permutation", max_permutations=400)
+    assert estimated.cohort.method == "permutation"
+    assert estimated.baseline.estimation == estimated.all_baseline.estimation == "permutation"
+    assert estimated.cohort.settings["seed"] == estimated.all_baseline.settings["seed"] != "null"
+    for method, result in (("CS", estimated.cohort), ("ABS", estimated.all_baseline)):
+        error = result.shapley_se
+        assert error is not None
+        inside = np.abs(estimated.values(method) - exact.values(method)) <= 4 * error + 1e-9
+        assert inside.mean() > 0.98, method

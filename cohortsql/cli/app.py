@@ -250,6 +250,9 @@ def compare(
     model_output: flags.ModelOutputOption = None,
     baseline_sample: flags.BaselineSample = None,
     realistic: flags.Realistic = None,
+    method: MethodOption = None,
+    max_permutations: MaxPermutations = None,
+    tolerance: Tolerance = None,
     memory_limit: MemoryLimit = None,
     temp_directory: TempDirectory = None,
     out: Out = None,
@@ -280,7 +283,16 @@ def compare(
             model=load_model(options["model"]),
             **request,
             **flags.pick(
-                options, "model_input", "model_output", "baseline_sample", "realistic", "memory_limit", "temp_directory"
+                options,
+                "model_input",
+                "model_output",
+                "baseline_sample",
+                "realistic",
+                "method",
+                "max_permutations",
+                "tolerance",
+                "memory_limit",
+                "temp_directory",
             ),
             progress=progress,
         )
