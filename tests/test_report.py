@@ -85,6 +85,18 @@ def test_ten_thousand_targets_make_a_report_under_five_megabytes(tmp_path):
     assert path.stat().st_size < 5 * 2**20
 
 
+def test_the_targets_table_keeps_the_furthest_targets_of_a_large_result(boston, monkeypatch):
+    from cohortsql import report
+
+    monkeypatch.setattr(report, "TABLE_TARGETS", 50)
+    html = report_html(ReportTables.of_result(boston))
+    table = html[html.index('<table id="target-table"') :]
+    rows = re.findall(r"<tr><td>(\d+)</td>", table)
+    assert len(rows) == 50 and "The 50 targets (of 506)" in html
+    furthest = boston.totals.sort(pl.col("value").abs(), descending=True).head(50)["id"].to_list()
+    assert [int(row) for row in rows] == sorted(furthest)
+
+
 def test_report_mistakes_are_named(boston, tmp_path):
     tables = ReportTables.of_result(boston)
     with pytest.raises(cohortsql.CohortError, match=r"\.html"):

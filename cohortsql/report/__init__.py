@@ -30,6 +30,9 @@ from cohortsql.result import CohortShapleyResult, standard_error
 SHOWN_TARGETS = 3
 """Targets drawn in detail when none are chosen: the lowest, the median and the highest prediction."""
 REASONS = 3
+TABLE_TARGETS = 10_000
+"""The targets table lists at most this many targets (those whose values move furthest from the
+mean), so that the file stays a few megabytes; the result's files hold them all."""
 
 
 @dataclass(frozen=True)
@@ -228,15 +231,24 @@ def reasons_table(local: pl.DataFrame, count: int) -> pl.DataFrame:
 
 
 def _targets_table(tables: ReportTables) -> str:
-    reasons = reasons_table(tables.local, REASONS)
-    table = tables.totals.join(reasons, on="id", how="left", maintain_order="left")
+    table = tables.totals
+    note = ""
+    if table.height > TABLE_TARGETS:
+        kept = table.with_row_index("__order").sort(pl.col("value").abs(), descending=True).head(TABLE_TARGETS)
+        table = kept.sort("__order").drop("__order")
+        note = (
+            f"<p>The {TABLE_TARGETS:,} targets (of {tables.totals.height:,}) whose cohort means lie furthest from"
+            " the mean; the result's files hold every target.</p>"
+        )
+    local = tables.local.join(table.select("id"), on="id", how="semi")
+    table = table.join(reasons_table(local, REASONS), on="id", how="left", maintain_order="left")
     rows = "".join(
         f'<tr><td>{escape(str(row["id"]))}</td><td class="num">{row["prediction"]:.4g}</td>'
         f'<td class="num">{row["cohort_size"]:,.0f}</td><td class="num">{row["cohort_mean"]:.4g}</td>'
         f"<td>{escape(row['reasons'] or '')}</td></tr>"
         for row in table.iter_rows(named=True)
     )
-    return (
+    return note + (
         '<p class="js-only"><input id="search" type="search" placeholder="Search ids, features, values…"'
         ' aria-label="search the targets"> <span id="shown"></span></p>'
         f'<table id="target-table" class="sortable" data-rows="{table.height}"><thead><tr><th>id</th><th>prediction</th>'
