@@ -17,11 +17,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from cohortsql.baseline import distinct_rows
-from cohortsql.baseline_run import HYBRID_ROWS, Model
+from cohortsql.baseline_run import Model
 from cohortsql.permutation import MIN_PAIRS, PAIRS_PER_ROUND
 from cohortsql.points import Points
 from cohortsql.progress import Reporter
 from cohortsql.realism import SubjectBitsets
+
+
+CODE_ENTRIES = 1 << 23
+"""Codes of path points held at once (d per point, int64: 64 MB): targets per round are sized by it,
+so that d = 128 costs no more memory than d = 8."""
 
 
 @dataclass
@@ -81,7 +86,7 @@ def estimate_baseline_shapley(
     moments = PairMoments.empty((targets, quantities, d))
     max_pairs = max(1, max_permutations // 2)
     active = np.arange(targets)
-    step = max(1, HYBRID_ROWS // (PAIRS_PER_ROUND * 2 * (d + 1)))
+    step = max(1, CODE_ENTRIES // (PAIRS_PER_ROUND * 2 * (d + 1) * max(d, 1)))
     if report is not None:
         report.start(targets)
     while active.size:
