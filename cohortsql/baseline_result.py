@@ -12,7 +12,7 @@ import polars as pl
 
 from cohortsql.errors import CohortError
 from cohortsql.output import write_frame
-from cohortsql.result import group_table, target_groups
+from cohortsql.result import feature_texts, group_table, target_groups
 
 VALUE_ARRAYS = ("shapley", "shapley_squared", "shapley_realistic", "shapley_squared_realistic")
 
@@ -79,11 +79,11 @@ class BaselineShapleyResult:
         ``shapley_squared_realistic`` and ``shapley_squared_unrealistic``."""
         targets, d = self.shapley.shape
         rows = np.repeat(np.arange(targets), d)
-        values = [self.targets[name].cast(pl.String, strict=False).to_list() for name in self.features]
+        values = feature_texts(self.targets, self.features, targets)
         columns: dict[str, Any] = {
             "id": self.ids.gather(rows),
             "feature": pl.Series(list(self.features) * targets, dtype=pl.String),
-            "feature_value": pl.Series(np.array(values, dtype=object).T.reshape(-1).tolist(), dtype=pl.String),
+            "feature_value": pl.Series(values.reshape(-1).tolist(), dtype=pl.String),
             "prediction": self.prediction[rows],
             "shapley": self.shapley.reshape(-1),
             "shapley_squared": self.shapley_squared.reshape(-1),

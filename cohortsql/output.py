@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from cohortsql.errors import CohortError
 
@@ -40,6 +41,14 @@ def read_frame(path: str | os.PathLike[str], role: str) -> pl.DataFrame:
         return pl.read_parquet(source) if suffix == ".parquet" else pl.read_csv(source)
     except (pl.exceptions.PolarsError, OSError) as error:
         raise CohortError(f"cannot read {str(source)!r} ({role}): {str(error).splitlines()[0]}") from None
+
+
+def parquet_settings(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The run settings a result file carries as Parquet key-value metadata (none for CSV)."""
+    if Path(path).suffix.lower() != ".parquet":
+        return {}
+    metadata = pq.read_metadata(Path(path)).metadata or {}
+    return {key.decode(): value.decode() for key, value in metadata.items() if not key.startswith(b"ARROW")}
 
 
 def check_destination(path: str | os.PathLike[str]) -> Path:

@@ -15,9 +15,9 @@ import polars as pl
 
 from cohortsql.colours import feature_colours
 from cohortsql.errors import CohortError
-from cohortsql.output import read_frame, sibling_path
+from cohortsql.output import parquet_settings, read_frame, sibling_path
 from cohortsql.baseline_result import BaselineShapleyResult
-from cohortsql.result import CohortShapleyResult, ShapleyEffects
+from cohortsql.result import CohortShapleyResult, ShapleyEffects, effects_of_tables
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -181,11 +181,7 @@ def effects(source: ShapleyEffects | Source) -> Figure:
     else:
         table = read_frame(source, "plot --kind effects, from what `cohortsql effects` or `shapley` writes")
         if "shapley_effect" not in table.columns:
-            local = read_tables(source, paths=False).local
-            table = local.group_by("feature", maintain_order=True).agg(
-                shapley_effect=pl.col("shapley_squared").mean(),
-                shapley_effect_se=pl.col("shapley_squared").std() / pl.len().sqrt(),
-            )
+            table = effects_of_tables(*read_tables(source), parquet_settings(source))
     if "outcome" in table.columns:
         raise CohortError("effects plots one explained column: filter the table to one outcome first")
     colours = feature_colours(table["feature"].to_list())

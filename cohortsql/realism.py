@@ -27,9 +27,8 @@ class SubjectBitsets:
     """For each feature j, a (values of j, words) uint64 array: bit i of row k is set when subject row
     i is similar to the feature's k-th point value."""
 
-    def __init__(self, bitsets: Sequence[np.ndarray], subject_rows: int) -> None:
+    def __init__(self, bitsets: Sequence[np.ndarray]) -> None:
         self.bitsets = list(bitsets)
-        self.subject_rows = subject_rows
 
     def realistic(self, codes: np.ndarray) -> np.ndarray:
         """For each point (a row of per-feature value codes, shape (points, d)), whether some subject
@@ -81,4 +80,4 @@ def subject_bitsets(
             bitsets.append(bitset)
     finally:
         engine.drop(subject_table)
-    return SubjectBitsets(bitsets, count)
+    return SubjectBitsets(bitsets)

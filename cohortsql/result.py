@@ -232,13 +232,7 @@ class CohortShapleyResult:
     @cached_property
     def feature_values(self) -> np.ndarray:
         """Each target's value of each feature as text (None when missing or not in `targets`), (targets, features)."""
-        columns = [
-            self.targets[name].cast(pl.String, strict=False).to_list()
-            if name in self.targets.columns
-            else [None] * len(self.ids)
-            for name in self.features
-        ]
-        return np.array(columns, dtype=object).T.reshape(len(self.ids), len(self.features))
+        return feature_texts(self.targets, self.features, len(self.ids))
 
     @cached_property
     def diagnostics(self) -> dict[str, Any]:
@@ -538,6 +532,45 @@ class ShapleyEffects:
             f"ShapleyEffects({len(self.effects)} features, explained {self.explained:.6g} of variance"
             f" {self.variance:.6g}, {self.targets} targets of {self.subjects} subjects, path={self.path!r})\n{self.effects}"
         )
+
+
+def feature_texts(targets: pl.DataFrame, features: tuple[str, ...], count: int) -> np.ndarray:
+    """Each of `count` targets' value of each feature as text (None when missing or not among the
+    columns of `targets`), shape (targets, features)."""
+    columns = [
+        targets[name].cast(pl.String, strict=False).to_list() if name in targets.columns else [None] * count
+        for name in features
+    ]
+    return np.array(columns, dtype=object).T.reshape(count, len(features))
+
+
+def effects_of_tables(
+    local: pl.DataFrame, totals: pl.DataFrame, paths: pl.DataFrame, settings: Mapping[str, str]
+) -> pl.DataFrame:
+    """`CohortShapleyResult.global_`'s effects from the tables `cohortsql shapley --out` writes: per
+    feature the mean squared value, its standard error (with the finite-population correction when
+    the targets are every row or a sample of them) and its share of the targets' spread around the mean."""
+    wide = local.pivot(on="feature", index="id", values="shapley_squared", maintain_order=True)
+    features = [name for name in wide.columns if name != "id"]
+    squared = wide.select(features).to_numpy()
+    errors = None
+    if "shapley_squared_se" in local.columns:
+        estimated = local.pivot(on="feature", index="id", values="shapley_squared_se", maintain_order=True)
+        errors = estimated.select(features).to_numpy()
+    subjects = paths.filter(pl.col("step") == 0)["cohort_size"]
+    every_row = settings.get("targets", "every row") == "every row" and len(subjects)
+    population = int(subjects[0]) if every_row else None
+    mean = (totals["cohort_mean"] - totals["value"]).to_numpy()
+    spread = float(np.mean((totals["prediction"].to_numpy() - mean) ** 2))
+    effects = squared.mean(axis=0)
+    return pl.DataFrame(
+        {
+            "feature": features,
+            "shapley_effect": effects,
+            "shapley_effect_se": standard_error(squared, population, errors),
+            "share": effects / spread if spread > 0 else np.full(len(features), np.nan),
+        }
+    )
 
 
 def target_groups(targets: pl.DataFrame, column: str) -> tuple[pl.DataFrame, np.ndarray]:

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from cohortsql.output import write_frame
-from cohortsql.result import diagnostics
+from cohortsql.result import diagnostics, feature_texts
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,17 +53,12 @@ class UniquenessResult:
         """One row per (target, feature): ``id``, ``feature``, the target's ``feature_value`` (as text) and ``uniqueness``."""
         targets, d = self.uniqueness.shape
         rows = np.repeat(np.arange(targets), d)
-        values = [
-            self.targets[name].cast(pl.String, strict=False).to_list()
-            if name in self.targets.columns
-            else [None] * targets
-            for name in self.features
-        ]
+        values = feature_texts(self.targets, self.features, targets)
         return pl.DataFrame(
             {
                 "id": self.ids.gather(rows),
                 "feature": pl.Series(list(self.features) * targets, dtype=pl.String),
-                "feature_value": pl.Series([values[j][t] for t in range(targets) for j in range(d)], dtype=pl.String),
+                "feature_value": pl.Series(values.reshape(-1).tolist(), dtype=pl.String),
                 "uniqueness": self.uniqueness.reshape(-1),
             }
         )

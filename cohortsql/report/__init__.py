@@ -19,13 +19,12 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
 
 from cohortsql.colours import feature_colours
 from cohortsql.errors import CohortError
-from cohortsql.output import read_frame, sibling_path
+from cohortsql.output import parquet_settings, read_frame, sibling_path
 from cohortsql.report import svg
-from cohortsql.result import CohortShapleyResult, standard_error
+from cohortsql.result import CohortShapleyResult, effects_of_tables
 
 SHOWN_TARGETS = 3
 """Targets drawn in detail when none are chosen: the lowest, the median and the highest prediction."""
@@ -60,50 +59,14 @@ class ReportTables:
             raise CohortError(f"{str(path)!r} is not a `cohortsql shapley` output: it has no {sorted(missing)}")
         totals = read_frame(sibling_path(path, "totals"), role)
         paths = read_frame(sibling_path(path, "paths"), role)
-        settings = _parquet_settings(path)
+        settings = parquet_settings(path)
         if effects is None:
-            table = _effects_from_local(local, totals, paths, settings)
+            table = effects_of_tables(local, totals, paths, settings)
         else:
             table = read_frame(effects, "report, from the file `cohortsql effects --out` writes")
             if "shapley_effect" not in table.columns:
                 raise CohortError(f"{str(effects)!r} is not a `cohortsql effects` output: it has no shapley_effect")
         return cls(local, totals, paths, table, settings)
-
-
-def _effects_from_local(
-    local: pl.DataFrame, totals: pl.DataFrame, paths: pl.DataFrame, settings: dict[str, str]
-) -> pl.DataFrame:
-    """Per feature, as `CohortShapleyResult.global_` computes them: the mean squared value, its
-    standard error (with the finite-population correction when the targets are every row or a
-    sample of them) and its share of the targets' spread around the mean."""
-    wide = local.pivot(on="feature", index="id", values="shapley_squared", maintain_order=True)
-    features = [name for name in wide.columns if name != "id"]
-    squared = wide.select(features).to_numpy()
-    errors = None
-    if "shapley_squared_se" in local.columns:
-        estimated = local.pivot(on="feature", index="id", values="shapley_squared_se", maintain_order=True)
-        errors = estimated.select(features).to_numpy()
-    subjects = paths.filter(pl.col("step") == 0)["cohort_size"]
-    every_row = settings.get("targets", "every row") == "every row" and len(subjects)
-    population = int(subjects[0]) if every_row else None
-    mean = (totals["cohort_mean"] - totals["value"]).to_numpy()
-    spread = float(np.mean((totals["prediction"].to_numpy() - mean) ** 2))
-    effects = squared.mean(axis=0)
-    return pl.DataFrame(
-        {
-            "feature": features,
-            "shapley_effect": effects,
-            "shapley_effect_se": standard_error(squared, population, errors),
-            "share": effects / spread if spread > 0 else np.full(len(features), np.nan),
-        }
-    )
-
-
-def _parquet_settings(path: str | os.PathLike[str]) -> dict[str, str]:
-    if Path(path).suffix.lower() != ".parquet":
-        return {}
-    metadata = pq.read_metadata(Path(path)).metadata or {}
-    return {key.decode(): value.decode() for key, value in metadata.items() if not key.startswith(b"ARROW")}
 
 
 def write_report(
