@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
@@ -149,3 +150,18 @@ def test_no_module_outside_the_engines_imports_an_engine_library():
                 names = [node.module]
             for name in names:
                 assert name.split(".")[0] not in ("duckdb", "pyspark"), f"{path.name} imports {name}"
+
+
+def test_small_arrow_tables_are_cut_into_batches_every_thread_can_scan():
+    """DuckDB scans an Arrow table in tasks of 122,880 rows: a smaller one is cut into 16,384-row slices
+    (same rows, no copy) so that every thread gets work; a large one is left to DuckDB."""
+    from cohortsql.engines import duckdb as duckdb_engine
+
+    small = pa.table({"x": np.arange(100_000, dtype=np.float64)})
+    cut = duckdb_engine.in_parallel_batches(small)
+    assert [len(batch) for batch in cut.to_batches()] == [16_384] * 6 + [1_696]
+    assert cut.equals(small)
+    second = cut.column("x").chunk(1)
+    assert second.offset == 16_384 and second.buffers()[1].address == small.column("x").chunk(0).buffers()[1].address
+    large = pa.table({"x": np.zeros(2 * duckdb_engine.ARROW_TASK_ROWS)})
+    assert duckdb_engine.in_parallel_batches(large) is large
