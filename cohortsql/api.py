@@ -39,7 +39,7 @@ from cohortsql.pairwise import (
     permutation_batches,
     uniqueness_batches,
 )
-from cohortsql.plan import SimilarityArgument
+from cohortsql.plan import SimilarityArgument, portable
 from cohortsql.prepare import Prepared, Targets, TargetSet, prepare, read_target_data, select_targets
 from cohortsql.progress import Reporter, Silent, reporter
 from cohortsql.result import (
@@ -576,7 +576,7 @@ def histogram_sql(
     native = NATIVE_DIALECTS.get(dialect, DUCKDB)
     sql = compile.standalone(
         _standalone_source(data, table, native),
-        prepared.features,
+        [portable(feature) for feature in prepared.features],
         prediction,
         native.quote(id) if id is not None else native.scan_position(),
         prepared.target_predicate,

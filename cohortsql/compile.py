@@ -146,7 +146,9 @@ def prepared_value(feature: ResolvedFeature, dialect: Dialect) -> str:
     """The feature's column as the similarity tests compare it (see `cohortsql.plan.Representation`)."""
     column = dialect.quote(feature.name)
     if feature.representation == "float":
-        return f"nullif(CAST({column} AS DOUBLE), CAST('NaN' AS DOUBLE))"
+        return dialect.nan_as_null(column)
+    if feature.representation == "double":
+        return f"CAST({column} AS DOUBLE)"
     if feature.representation == "bigint":
         return f"CAST({column} AS BIGINT)"
     if feature.representation == "decimal":

@@ -50,6 +50,13 @@ class Dialect:
             raise CohortError(f"cannot use the non-finite number {value} in SQL")
         return f"CAST({value!r} AS DOUBLE)"
 
+    def nan_as_null(self, column: str) -> str:
+        """A column as DOUBLE with NaN read as NULL. Not ``nullif(x, 'NaN')``: on a Parquet column DuckDB
+        2.0 drops that (the file's statistics leave NaN out, so it takes the column to have none) and a
+        window's width came out NaN, which made every row similar."""
+        value = f"CAST({column} AS DOUBLE)"
+        return f"CASE WHEN isnan({value}) THEN NULL ELSE {value} END"
+
     def optional_number(self, value: float | None) -> str:
         """A DOUBLE literal, or a typed NULL for a statistic of a column with no values."""
         return "CAST(NULL AS DOUBLE)" if value is None else self.number(value)

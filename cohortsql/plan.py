@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -40,9 +40,10 @@ SimilarityArgument = Mapping[str, Similarity | str | None] | Sequence[str]
 
 ColumnKind = Literal["integer", "float", "decimal", "boolean", "text", "date", "timestamp"]
 
-Representation = Literal["native", "float", "bigint", "decimal", "days"]
+Representation = Literal["native", "float", "double", "bigint", "decimal", "days"]
 """How a feature's values appear in the subjects relation: as they are; floats as DOUBLE with NaN read
-as NULL; integers widened to BIGINT (or DECIMAL(38, 0) when their range could overflow BIGINT in a
+as NULL (``float``), or as DOUBLE alone when the data hold no NaN (``double``: nothing to replace, which
+spares an expression per subject and batch); integers widened to BIGINT (or DECIMAL(38, 0) when their range could overflow BIGINT in a
 subtraction); dates and timestamps as days since 1970-01-01."""
 
 _NUMERIC: tuple[ColumnKind, ...] = ("integer", "float", "decimal", "date", "timestamp")
@@ -236,7 +237,7 @@ def statistic_value(values: ColumnKind, column: str, dialect: Dialect) -> str:
     if values == "integer":
         return f"CAST({column} AS DECIMAL(38, 0))"
     if values == "float":
-        return f"nullif(CAST({column} AS DOUBLE), CAST('NaN' AS DOUBLE))"
+        return dialect.nan_as_null(column)
     return column
 
 
@@ -248,11 +249,13 @@ def parameter_aggregates(kind: Similarity, values: ColumnKind, column: str, dial
 
 def feature_statistics(feature: Feature, column: str, dialect: Dialect) -> dict[str, str]:
     """Named SQL aggregates over the data's `column` that resolving `feature` needs."""
-    missing = f"{column} IS NULL" + (f" OR isnan({column})" if feature.values == "float" else "")
-    needed = {"missing": f"count_if({missing})"}
+    needed = {"nulls": f"count(*) - count({column})"}
     value = statistic_value(feature.values, column, dialect)
+    if feature.values == "float":
+        needed["nan"] = f"count_if(isnan({column}))"
     if feature.values == "float" and feature.may_be_window:
-        needed["infinite"] = f"count_if(abs({value}) = CAST('Infinity' AS DOUBLE))"
+        # NaN is not infinite on either engine: no need to read it as NULL first (30 ms on 2,000,000 x 12 floats)
+        needed["infinite"] = f"count_if(abs(CAST({column} AS DOUBLE)) = CAST('Infinity' AS DOUBLE))"
     if feature.values == "integer" and feature.may_be_window:
         needed["min"] = f"min({column})"
         needed["max"] = f"max({column})"
@@ -295,14 +298,20 @@ def resolve_feature(feature: Feature, statistics: Mapping[str, Any], rows: int) 
         kind=kind,
         representation=_representation(feature, kind, statistics),
         parameters=parameters if kind.numeric else {},
-        has_missing=bool(statistics["missing"]),
+        has_missing=bool(statistics["nulls"] or statistics.get("nan")),
         levels=None if levels is None else int(levels),
     )
 
 
+def portable(feature: ResolvedFeature) -> ResolvedFeature:
+    """The feature as SQL printed for later runs reads it: floats with NaN read as NULL even when
+    this data holds none (`Representation` ``double`` is a fact about this data only)."""
+    return replace(feature, representation="float") if feature.representation == "double" else feature
+
+
 def _representation(feature: Feature, kind: Similarity, statistics: Mapping[str, Any]) -> Representation:
     if feature.values == "float":
-        return "float"
+        return "float" if statistics["nan"] else "double"
     if not kind.numeric or isinstance(kind, SqlPredicate):
         return "native"
     if feature.values in ("date", "timestamp"):
