@@ -153,7 +153,7 @@ class _Lattice:
 
     def needs_walk(self, subset: int, first_free: int) -> bool:
         """Whether the walk must visit `subset` and the subsets adding keys >= first_free: not when all of
-        them are dense tables that are not roots (their tables come from coarser ones' parents)."""
+        them are dense tables that are not roots (each is summed from its parent's table instead)."""
         largest = subset | ((1 << self.d) - (1 << first_free))
         return not self.is_dense(largest) or self.is_root(largest)
 
@@ -211,10 +211,9 @@ class _Lattice:
         """Record the dense table of `subset` (axes: its keys from the highest, then the columns), then
         those of the subsets whose parent it is: it without one of its keys above its highest missing key."""
         self.record_table(subset, table_weights, table_sums)
-        members = self.members(subset)
-        lowest_removable = self.highest_missing(subset)
-        for axis, key in enumerate(reversed(members)):
-            if key <= lowest_removable:
+        highest_missing = self.highest_missing(subset)
+        for axis, key in enumerate(reversed(self.members(subset))):
+            if key < highest_missing:
                 break
             self.coarsen(subset & ~(1 << key), table_weights.sum(axis=axis), table_sums.sum(axis=axis))
 

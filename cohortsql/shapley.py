@@ -216,7 +216,7 @@ def cohort_shapley_of_histograms(
     def games(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         return _games_of_pair(entries.dense(start, stop, d), means[start:stop])
 
-    return _in_chunks(games, rows, 1 << d, means, weights, slots, _chunk_rows(d, slots))
+    return _in_chunks(games, rows, 1 << d, means, weights, slots)
 
 
 class _SortedEntries(NamedTuple):
@@ -328,12 +328,12 @@ def _in_chunks(
     means: np.ndarray,
     weights: np.ndarray,
     slots: int,
-    chunk: int | None = None,
 ) -> CohortShapley:
     """The values of game rows from `games(start, stop)` (cohort sizes and the stacked v_CS, v_CS^2 of
     those rows), over cache-sized chunks of rows on every core. The weighted squared games of row r
-    add up in slot r % slots, chunk after chunk in order (the same sums whatever the threads do)."""
-    chunk = chunk or max(1, CACHE_CHUNK_VALUES // cells)
+    add up in slot r % slots, chunk after chunk in order (the same sums whatever the threads do); chunks
+    need not hold whole targets."""
+    chunk = max(1, CACHE_CHUNK_VALUES // cells)
 
     def values(start: int) -> tuple[list[np.ndarray], np.ndarray]:
         stop = min(rows, start + chunk)
