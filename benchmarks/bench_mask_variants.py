@@ -53,7 +53,9 @@ def main(rows: int, targets: int) -> None:
     x = rng.uniform(size=(rows, D))
     subjects = pa.table({f"x{j}": x[:, j] for j in range(D)} | {"y": x.sum(axis=1)})
     chosen = {"target": np.arange(targets, dtype=np.int32)} | {f"x{j}": x[:targets, j] for j in range(D)}
-    chosen |= {f"lo{j}": x[:targets, j] - DELTA for j in range(D)} | {f"hi{j}": x[:targets, j] + DELTA for j in range(D)}
+    chosen |= {f"lo{j}": x[:targets, j] - DELTA for j in range(D)} | {
+        f"hi{j}": x[:targets, j] + DELTA for j in range(D)
+    }
     connection = duckdb.connect()
     connection.register("subjects_view", subjects)
     connection.register("targets_view", pa.table(chosen))
