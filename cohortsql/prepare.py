@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -550,7 +550,9 @@ def read_target_data(engine: Engine, prepared: Prepared, targets: TargetSet) -> 
 def read_rows(engine: Engine, prepared: Prepared, rows: pa.Table) -> pl.DataFrame:
     """The data rows (every column, as they are) of `rows` (subject rows in id order), read by id."""
     ids = rows.column("__cohort_id").combine_chunks()
-    with id_membership(engine, prepared.id_sql, ids) as membership:
+    every_row = not prepared.measures.weighted and len(ids) == prepared.subject_count
+    # Every row of the data (ids are distinct): no list of ids to write and parse (5 ms for Boston's 506).
+    with nullcontext("TRUE") if every_row else id_membership(engine, prepared.id_sql, ids) as membership:
         read = engine.fetch_arrow(
             compile.target_data(
                 prepared.input.relation, prepared.input.schema.names, prepared.id_sql, membership, engine.dialect
