@@ -42,9 +42,9 @@ ColumnKind = Literal["integer", "float", "decimal", "boolean", "text", "date", "
 
 Representation = Literal["native", "float", "double", "bigint", "decimal", "days"]
 """How a feature's values appear in the subjects relation: as they are; floats as DOUBLE with NaN read
-as NULL (``float``), or as DOUBLE alone when the data hold no NaN (``double``: nothing to replace, which
-spares an expression per subject and batch); integers widened to BIGINT (or DECIMAL(38, 0) when their range could overflow BIGINT in a
-subtraction); dates and timestamps as days since 1970-01-01."""
+as NULL (``float``), or as DOUBLE alone when the data hold no NaN (``double``: nothing to replace,
+which spares an expression per subject and batch); integers widened to BIGINT (or DECIMAL(38, 0)
+when their range could overflow BIGINT in a subtraction); dates and timestamps as days since 1970-01-01."""
 
 _NUMERIC: tuple[ColumnKind, ...] = ("integer", "float", "decimal", "date", "timestamp")
 _SAFE_BIGINT = 2**62
@@ -304,9 +304,11 @@ def resolve_feature(feature: Feature, statistics: Mapping[str, Any], rows: int) 
 
 
 def portable(feature: ResolvedFeature) -> ResolvedFeature:
-    """The feature as SQL printed for later runs reads it: floats with NaN read as NULL even when
-    this data holds none (`Representation` ``double`` is a fact about this data only)."""
-    return replace(feature, representation="float") if feature.representation == "double" else feature
+    """The feature as SQL printed for later runs reads it: NaN read as NULL and missing values similar
+    to missing ones even when this data holds neither (``double`` and `has_missing` are facts about
+    this data only)."""
+    representation = "float" if feature.representation == "double" else feature.representation
+    return replace(feature, representation=representation, has_missing=True)
 
 
 def _representation(feature: Feature, kind: Similarity, statistics: Mapping[str, Any]) -> Representation:

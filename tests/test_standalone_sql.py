@@ -99,13 +99,14 @@ def test_without_an_id_targets_are_row_positions(engine, parquet):
     same_results(assembled, cohortsql.cohort_shapley(str(parquet), prediction="score", similarity=similarity))
 
 
-def test_printed_sql_reads_nan_as_missing_even_when_the_data_it_was_printed_from_had_none(frame, tmp_path):
-    """The library skips NaN handling for data without NaN; SQL printed for later runs must not."""
+def test_printed_sql_handles_missing_values_even_when_the_data_it_was_printed_from_had_none(frame, tmp_path):
+    """The library skips NaN and NULL handling for columns without them; SQL printed for later runs
+    must not: the same query on the file's later contents equals the library on those."""
     import duckdb
 
     similarity = {"age": "range:0.1", "region": "exact"}
     clean = tmp_path / "clean.parquet"
-    frame.write_parquet(clean)
+    frame.with_columns(pl.col("age").fill_null(40.0)).write_parquet(clean)
     sql = cohortsql.histogram_sql(str(clean), prediction="score", similarity=similarity, id="loan")
     later = frame.with_columns(age=pl.when(pl.col("tenure") == 5).then(float("nan")).otherwise(pl.col("age")))
     later.write_parquet(clean)  # the same file, now with NaN ages as well as NULL ones
