@@ -50,3 +50,7 @@ CALIBRATION_KINDS: tuple[CalibrationKind, ...] = ("range", "quantile")
 
 CALIBRATION_THRESHOLDS: tuple[float, ...] = tuple(round(0.05 * step, 2) for step in range(1, 21))
 """0.05, 0.10, ..., 1.00: the thresholds of the paper's calibration figure."""
+
+BATCH_ROWS = 65_536
+"""Hybrid rows per model call (the default of ``batch_rows``): large enough that a vectorised model
+runs at full speed, small enough that one call's input stays a few megabytes per feature."""

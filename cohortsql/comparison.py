@@ -26,6 +26,7 @@ from cohortsql.baseline_run import baseline_totals, run_baseline_shapley
 from cohortsql.calibration import Calibration, holdout_shares, marginal_shares
 from cohortsql.comparison_result import Comparison
 from cohortsql.choices import (
+    BATCH_ROWS,
     CALIBRATION_KINDS,
     CALIBRATION_THRESHOLDS,
     METHODS,
@@ -40,7 +41,7 @@ from cohortsql.choices import (
 )
 from cohortsql.engines import Engine
 from cohortsql.errors import CohortError, check_choice
-from cohortsql.models import BATCH_ROWS, model_function, predict
+from cohortsql.models import model_function, predict
 from cohortsql.plan import SimilarityArgument
 from cohortsql.points import encode_points
 from cohortsql.prepare import Prepared, Targets, every_row, prepare, read_rows, rows_by_id, select_targets

@@ -17,12 +17,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from cohortsql.choices import ModelInput, ModelOutput
+from cohortsql.choices import BATCH_ROWS, ModelInput, ModelOutput
 from cohortsql.errors import CohortError
-
-BATCH_ROWS = 65_536
-"""Hybrid rows per model call: large enough that a vectorised model runs at full speed, small
-enough that one call's input stays a few megabytes per feature."""
 
 
 def model_function(model: Any, output: ModelOutput) -> Callable[[Any], Any]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from cohortsql.choices import (
+    BATCH_ROWS,
     CALIBRATION_THRESHOLDS,
     Baseline,
     CalibrationKind,
@@ -216,7 +217,7 @@ class CohortNamespace:
         tolerance: float | None = None,
         model_input: ModelInput = "pandas",
         model_output: ModelOutput = "prediction",
-        batch_rows: int = 65_536,
+        batch_rows: int = BATCH_ROWS,
         memory_limit: str | None = None,
         temp_directory: str | os.PathLike[str] | None = None,
         progress: bool | None = None,
@@ -245,7 +246,7 @@ class CohortNamespace:
         tolerance: float | None = None,
         model_input: ModelInput = "pandas",
         model_output: ModelOutput = "prediction",
-        batch_rows: int = 65_536,
+        batch_rows: int = BATCH_ROWS,
         memory_limit: str | None = None,
         temp_directory: str | os.PathLike[str] | None = None,
         progress: bool | None = None,
