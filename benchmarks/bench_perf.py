@@ -30,7 +30,7 @@ from cohortsql.engines.base import fetch_numpy
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_exact import PREDICTORS, definition_loop, quantile_deltas  # noqa: E402
-from common import machine, median_time  # noqa: E402
+from common import compiled_histogram_kernel, machine, median_time  # noqa: E402
 
 BOSTON = Path(__file__).parent.parent / "examples" / "data" / "boston_predictions.parquet"
 warnings.simplefilter("ignore", cohortsql.CohortWarning)
@@ -108,30 +108,12 @@ def aim_c(repeats: int) -> None:
 
 
 def aim_d(repeats: int) -> None:
-    try:
-        from numba import njit, prange
-    except ImportError:
+    kernel = compiled_histogram_kernel()
+    if kernel is None:
         print("(d) needs numba (pip install 'cohortsql[fast]')")
         return
-
-    @njit(parallel=True, cache=True)
-    def kernel(x, y, targets, delta):  # type: ignore[no-untyped-def]
-        d = x.shape[1]
-        counts = np.zeros((targets.shape[0], 1 << d))
-        sums = np.zeros((targets.shape[0], 1 << d))
-        for t in prange(targets.shape[0]):
-            for i in range(x.shape[0]):
-                mask = 0
-                for j in range(d):
-                    if abs(x[i, j] - targets[t, j]) <= delta:
-                        mask |= 1 << j
-                counts[t, mask] += 1.0
-                sums[t, mask] += y[i]
-        return counts, sums
-
     x, y, frame = uniform(2_000_000, 12)
     contiguous = np.ascontiguousarray(x)
-    kernel(contiguous[:100], y[:100], contiguous[:2], 0.1)  # compile outside the timing
     compiled, _ = median_time(lambda: kernel(contiguous, y, contiguous[:100], 0.1), repeats)
     similarity = {f"x{j}": "abs:0.1" for j in range(12)}
     with opened_engine(frame, None, None) as engine:
