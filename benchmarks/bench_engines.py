@@ -1,9 +1,11 @@
-"""DuckDB against Spark (local[2]) on the same computations, in one run.
+"""DuckDB against Spark (local[2]), classic and through Spark Connect, on the same computations, in one run.
 
 Cases: Boston housing (all 506 tracts, 13 `quantile:0.1` windows), Titanic (all 1046 passengers,
 the paper's kinds) and a synthetic Parquet table of 10,000,000 rows with 12 `abs:0.1` windows and
 100 targets (the file `bench_scale.py` writes). Every case runs on both engines in the same process;
-the Spark session is started once, before timing (its start-up time is printed on its own).
+the Spark session is started once, before timing (its start-up time is printed on its own), and
+also serves Spark Connect on a local port: the Connect column is the same Spark seen through gRPC,
+as a cluster's remote clients see it.
 
     python benchmarks/bench_engines.py                # every case
     python benchmarks/bench_engines.py --rows 1000000 # a smaller synthetic table
@@ -12,6 +14,7 @@ the Spark session is started once, before timing (its start-up time is printed o
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 import time
 from pathlib import Path
@@ -56,8 +59,12 @@ def cases(rows: int) -> dict[str, tuple[str, dict, int]]:
 
 def main(rows: int) -> None:
     from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     print(machine())
+    with socket.socket() as probe:
+        probe.bind(("localhost", 0))
+        port = probe.getsockname()[1]
     start = time.perf_counter()
     spark = (
         SparkSession.builder.master("local[2]")
@@ -65,11 +72,15 @@ def main(rows: int) -> None:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "8g")
         .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+        .config("spark.connect.grpc.binding.port", str(port))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    remote = ConnectSession.builder.remote(f"sc://localhost:{port}").getOrCreate()
+    remote.conf.set("spark.sql.shuffle.partitions", "4")
     print(f"Spark {spark.version} local[2] session started in {time.perf_counter() - start:.1f} s (not counted below)")
-    print(f"{'case':<34}{'DuckDB':>10}{'Spark':>10}{'Spark/DuckDB':>14}{'max |diff|':>12}")
+    print(f"{'case':<34}{'DuckDB':>10}{'Spark':>10}{'Connect':>10}{'Spark/DuckDB':>14}{'max |diff|':>12}")
     for name, (data, options, repeats) in cases(rows).items():
         duck_time, duck = median_time(
             lambda data=data, options=options: cohortsql.cohort_shapley(data, **options, progress=False), repeats
@@ -80,9 +91,16 @@ def main(rows: int) -> None:
             ),
             repeats,
         )
-        difference = float(np.abs(duck.shapley - on_spark.shapley).max())
+        connect_time, on_connect = median_time(
+            lambda data=data, options=options: cohortsql.cohort_shapley(
+                data, **options, connection=remote, progress=False
+            ),
+            repeats,
+        )
+        difference = max(float(np.abs(duck.shapley - other.shapley).max()) for other in (on_spark, on_connect))
         print(
-            f"{name:<34}{duck_time:>9.2f}s{spark_time:>9.2f}s{spark_time / duck_time:>13.1f}x{difference:>12.1e}",
+            f"{name:<34}{duck_time:>9.2f}s{spark_time:>9.2f}s{connect_time:>9.2f}s"
+            f"{spark_time / duck_time:>13.1f}x{difference:>12.1e}",
             flush=True,
         )
 

@@ -2,10 +2,12 @@
 
 `engine` is parametrised over DuckDB and Spark: a test that takes it runs once per engine and passes
 ``**engine.options`` to the API. Spark tests share one local session (2 cores, no UI) and are skipped,
-with the reason, where pyspark or Java is missing.
+with the reason, where pyspark or Java is missing. The same JVM also serves Spark Connect on a free
+local port, so `spark_connect` is a remote session on the same Spark, as a cluster's clients see it.
 """
 
 import shutil
+import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,12 +38,15 @@ class EngineUnderTest:
 
 
 @pytest.fixture(scope="session")
-def spark_session():
+def spark_session(tmp_path_factory):
     pytest.importorskip("pyspark", reason="the spark extra is not installed")
     if shutil.which("java") is None:
         pytest.skip("Spark needs a Java runtime (java not found)")
     from pyspark.sql import SparkSession
 
+    with socket.socket() as probe:  # a free port for Spark Connect's server
+        probe.bind(("localhost", 0))
+        port = probe.getsockname()[1]
     session = (
         SparkSession.builder.master("local[2]")
         .appName("cohortsql-tests")
@@ -50,11 +55,34 @@ def spark_session():
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
+        .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+        .config("spark.connect.grpc.binding.port", str(port))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_connect(spark_session):
+    """A Spark Connect session on the shared Spark (skipped without pyspark's connect extra)."""
+    pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect]")
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    port = spark_session.conf.get("spark.connect.grpc.binding.port")
+    session = ConnectSession.builder.remote(f"sc://localhost:{port}").getOrCreate()
+    session.conf.set("spark.sql.shuffle.partitions", "2")
+    session.conf.set("spark.sql.session.timeZone", "UTC")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(params=["classic", "connect"])
+def spark_client(request):
+    """The shared Spark through each kind of session: classic (py4j) and Spark Connect (gRPC)."""
+    return request.getfixturevalue("spark_session" if request.param == "classic" else "spark_connect")
 
 
 @pytest.fixture(params=ENGINES)

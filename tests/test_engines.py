@@ -1,6 +1,8 @@
 """The engine seam: Spark equals DuckDB case by case, inputs only one engine reads, and the import rule."""
 
 import ast
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -48,11 +50,11 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_spark_equals_duckdb(spark_session, case):
+def test_spark_equals_duckdb(spark_client, case):
     frame = table()
     options = CASES[case]
     on_duckdb = cohortsql.cohort_shapley(frame, prediction="y", **options)
-    on_spark = cohortsql.cohort_shapley(frame, prediction="y", connection=spark_session, **options)
+    on_spark = cohortsql.cohort_shapley(frame, prediction="y", connection=spark_client, **options)
     assert on_spark.ids.to_list() == on_duckdb.ids.to_list()
     assert on_spark.similarity == on_duckdb.similarity
     np.testing.assert_allclose(on_spark.shapley, on_duckdb.shapley, atol=1e-12)
@@ -64,20 +66,21 @@ def test_spark_equals_duckdb(spark_session, case):
         np.testing.assert_allclose(on_spark.shapley_se, on_duckdb.shapley_se, atol=1e-12)
 
 
-def test_spark_effects_equal_duckdb(spark_session):
+def test_spark_effects_equal_duckdb(spark_client):
     frame = table(1)
     for similarity in ({"z": "exact", "label": "exact"}, {"x": "abs:1", "z": "exact"}):
         on_duckdb = cohortsql.variance_shapley(frame, prediction="y", similarity=similarity)
-        on_spark = cohortsql.variance_shapley(frame, prediction="y", similarity=similarity, connection=spark_session)
+        on_spark = cohortsql.variance_shapley(frame, prediction="y", similarity=similarity, connection=spark_client)
         assert on_spark.path == on_duckdb.path
         np.testing.assert_allclose(
             on_spark.effects["shapley_effect"], on_duckdb.effects["shapley_effect"], rtol=1e-10, atol=1e-14
         )
 
 
-def test_spark_dataframes_need_an_id(spark_session):
+def test_spark_dataframes_need_an_id(spark_client):
+    """A DataFrame alone runs on the session it belongs to (classic or Connect)."""
     frame = table(2)
-    data = spark_session.createDataFrame(frame.to_arrow())
+    data = spark_client.createDataFrame(frame.to_arrow())
     with pytest.raises(cohortsql.CohortError, match="Spark does not promise a row order.*pass id="):
         cohortsql.cohort_shapley(data, prediction="y", similarity=["x"])
     result = cohortsql.cohort_shapley(data, prediction="y", similarity=["x"], id="key", targets=["k001"])
@@ -85,21 +88,71 @@ def test_spark_dataframes_need_an_id(spark_session):
     np.testing.assert_allclose(result.shapley, expected.shapley, atol=1e-12)
 
 
-def test_spark_tables_by_name_and_csv_files(spark_session, tmp_path):
+def test_spark_tables_by_name_and_csv_files(spark_client, tmp_path):
     frame = table(3)
-    spark_session.createDataFrame(frame.to_arrow()).createOrReplaceTempView("scores")
+    spark_client.createDataFrame(frame.to_arrow()).createOrReplaceTempView("scores")
     result = cohortsql.cohort_shapley(
-        "scores", prediction="y", similarity=["x", "z"], id="key", connection=spark_session
+        "scores", prediction="y", similarity=["x", "z"], id="key", connection=spark_client
     )
     expected = cohortsql.cohort_shapley(frame, prediction="y", similarity=["x", "z"], id="key")
     np.testing.assert_allclose(result.shapley, expected.shapley, atol=1e-12)
     frame.write_csv(tmp_path / "scores.csv")
     with pytest.raises(cohortsql.CohortError, match="pass id="):
-        cohortsql.cohort_shapley(str(tmp_path / "scores.csv"), prediction="y", similarity=["x"], engine="spark")
+        cohortsql.cohort_shapley(
+            str(tmp_path / "scores.csv"), prediction="y", similarity=["x"], connection=spark_client
+        )
     from_csv = cohortsql.cohort_shapley(
-        str(tmp_path / "scores.csv"), prediction="y", similarity=["x", "z"], id="key", engine="spark"
+        str(tmp_path / "scores.csv"), prediction="y", similarity=["x", "z"], id="key", connection=spark_client
     )
     np.testing.assert_allclose(from_csv.shapley, expected.shapley, atol=1e-12)
+    frame.write_parquet(tmp_path / "scores.parquet")  # numbered by file and row index: no id needed
+    from_parquet = cohortsql.cohort_shapley(
+        str(tmp_path / "scores.parquet"), prediction="y", similarity=["x", "z"], connection=spark_client
+    )
+    np.testing.assert_allclose(
+        from_parquet.shapley, cohortsql.cohort_shapley(frame, prediction="y", similarity=["x", "z"]).shapley, atol=1e-12
+    )
+
+
+def test_spark_tables_written_from_the_command_line(spark_client, monkeypatch, tmp_path):
+    """--into-table on Spark (classic, or Connect through SPARK_REMOTE): the tables and the runs log,
+    and no table replaced without --replace."""
+    if type(spark_client).__module__.startswith("pyspark.sql.connect"):
+        port = spark_client.conf.get("spark.connect.grpc.binding.port")
+        monkeypatch.setenv("SPARK_REMOTE", f"sc://localhost:{port}")
+        assert type(cohortsql.engines.spark_session()).__module__.startswith("pyspark.sql.connect")
+    frame = table(5)
+    frame.write_parquet(tmp_path / "scores.parquet")
+    name = f"explained_{type(spark_client).__module__.split('.')[2]}"
+    arguments = ["run", str(tmp_path / "scores.parquet"), "--prediction", "y", "--features", "x,z"]
+    arguments += ["--engine", "spark", "--into-table", name, "--targets", "z >= 2"]
+    try:
+        result = CliRunner().invoke(app, arguments)
+        assert result.exit_code == 0, result.output
+        written = spark_client.table(name).toArrow()
+        expected = cohortsql.cohort_shapley(frame, prediction="y", similarity=["x", "z"], targets="z >= 2")
+        assert written.num_rows == expected.local.height
+        np.testing.assert_allclose(
+            pl.from_arrow(written).sort("id", "feature")["shapley"].to_numpy(),
+            expected.local.sort("id", "feature")["shapley"].to_numpy(),
+            atol=1e-12,
+        )
+        assert spark_client.table(f"{name}_totals").count() == expected.totals.height
+        assert spark_client.table("cohortsql_runs").filter(f"tables LIKE '{name}%'").count() == 1
+        again = CliRunner().invoke(app, arguments)
+        assert again.exit_code == 2 and f"table '{name}' already exists; pass --replace" in again.output
+    finally:
+        for suffix in ("", "_totals"):
+            spark_client.sql(f"DROP TABLE IF EXISTS {name}{suffix}")
+
+
+def test_spark_dataframes_stay_with_their_session(spark_session, spark_connect):
+    frame = table(6)
+    remote = spark_connect.createDataFrame(frame.to_arrow())
+    with pytest.raises(cohortsql.CohortError, match="belongs to another SparkSession than connection="):
+        cohortsql.cohort_shapley(remote, prediction="y", similarity=["x"], id="key", connection=spark_session)
+    with pytest.raises(cohortsql.CohortError, match="connection must be a SparkSession for the spark engine"):
+        cohortsql.cohort_shapley(remote, prediction="y", similarity=["x"], id="key", connection="spark")
 
 
 def test_command_line_on_spark(spark_session, tmp_path):
@@ -165,3 +218,33 @@ def test_small_arrow_tables_are_cut_into_batches_every_thread_can_scan():
     assert second.offset == 16_384 and second.buffers()[1].address == small.column("x").chunk(0).buffers()[1].address
     large = pa.table({"x": np.zeros(2 * duckdb_engine.ARROW_TASK_ROWS)})
     assert duckdb_engine.in_parallel_batches(large) is large
+
+
+def test_spark_queries_fail_in_one_line_and_stop_when_interrupted(spark_client):
+    """A query failing while its rows stream back is one CohortError saying why, and Engine.interrupt
+    (what Ctrl-C calls) stops a running query, on either kind of session."""
+    from cohortsql.engines import open_engine
+
+    engine = open_engine(engine="spark", connection=spark_client)
+    with pytest.raises(cohortsql.CohortError, match=r"^the failing query: .*no such luck") as failed:
+        engine.fetch_arrow("SELECT raise_error('no such luck') FROM range(3)", context="the failing query")
+    assert "\n" not in str(failed.value) and "SQLSTATE" not in str(failed.value)
+    heavy = "SELECT sum(hash(a.id, b.id)) FROM range(300000) AS a CROSS JOIN range(300000) AS b"  # minutes of work
+    failures = []
+
+    def run():
+        try:
+            engine.fetch_arrow(heavy, context="the heavy query")
+        except cohortsql.CohortError as error:
+            failures.append(str(error))
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    time.sleep(2)
+    assert worker.is_alive()
+    interrupted = time.perf_counter()
+    engine.interrupt()
+    worker.join(30)
+    assert not worker.is_alive() and time.perf_counter() - interrupted < 10
+    assert len(failures) == 1 and failures[0].startswith("the heavy query: ") and "cancel" in failures[0], failures
+    engine.close()

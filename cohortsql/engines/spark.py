@@ -21,10 +21,9 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import pyarrow as pa
-import pyspark.sql.functions as F
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
@@ -46,28 +45,52 @@ from cohortsql.sqltext import check_query, is_query
 
 Result = TypeVar("Result")
 
+try:
+    from py4j.protocol import Py4JJavaError
+
+    _SPARK_FAILURES: tuple[type[Exception], ...] = (PySparkException, Py4JJavaError)
+except ImportError:  # pragma: no cover - a Spark Connect client without py4j (pyspark-client)
+    _SPARK_FAILURES = (PySparkException,)
+
 _QUIET_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 """PySpark logs every failed query with its JVM stack; cohortsql reports the failure itself, in one line."""
 
 _FILE_COLUMN, _INDEX_COLUMN, _OFFSET_COLUMN = "__cohort_file", "__cohort_index", "__cohort_offset"
 
 
-def open_engine(connection: Any, settings: EngineSettings) -> SparkEngine:
+def open_engine(connection: Any, settings: EngineSettings, data: Any = None) -> SparkEngine:
+    """An engine on `connection` (a classic or a Spark Connect SparkSession), else on the session a
+    Spark DataFrame `data` belongs to (its temporary views are that session's), else on `start_session`."""
     if settings.memory_limit is not None or settings.temp_directory is not None:
         raise CohortError(
             "memory_limit and temp_directory are DuckDB settings; size Spark in its session's configuration"
         )
-    if connection is not None and not isinstance(connection, SparkSession):
+    own = data.sparkSession if _is_spark(data, "DataFrame") else None
+    if connection is None:
+        return SparkEngine(own if own is not None else start_session(settings.spark_master))
+    if not _is_spark(connection, "SparkSession"):
         raise CohortError(f"connection must be a SparkSession for the spark engine, got {type(connection).__name__}")
-    return SparkEngine(connection if connection is not None else start_session(settings.spark_master))
+    if own is not None and own is not connection:
+        raise CohortError(
+            "the Spark DataFrame belongs to another SparkSession than connection=; pass the DataFrame alone"
+        )
+    return SparkEngine(connection)
 
 
 def start_session(master: str | None = None) -> SparkSession:
-    """The active SparkSession, or a new one: on `master` (default ``local[*]``), or Spark Connect when
-    the ``SPARK_REMOTE`` environment variable is set and no master is given."""
+    """The active SparkSession, or a new one: on `master` (default ``local[*]``), or a Spark Connect
+    session when the ``SPARK_REMOTE`` environment variable is set (e.g. ``sc://host:15002``) and no
+    master is given."""
     remote = os.environ.get("SPARK_REMOTE")
     if remote and master is None:
-        return SparkSession.builder.remote(remote).getOrCreate()
+        try:
+            from pyspark.sql.connect.session import SparkSession as ConnectSession
+        except ImportError as error:
+            raise CohortError(
+                f"SPARK_REMOTE is set but Spark Connect needs {error.name}: pip install 'pyspark[connect]'"
+            ) from None
+        # This class directly: the generic builder refuses a remote session beside a classic one.
+        return ConnectSession.builder.remote(remote).getOrCreate()  # type: ignore[return-value]
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
@@ -90,6 +113,7 @@ class SparkEngine:
     def __init__(self, session: SparkSession) -> None:
         self.session = session
         self._prefix = f"cohortsql_{uuid.uuid4().hex[:8]}"
+        self._remote = _is_connect(session)
         self._views: list[str] = []
         self._cached: set[str] = set()
 
@@ -100,7 +124,7 @@ class SparkEngine:
             data = str(data)
         ordered = False
         cheap = False
-        if isinstance(data, DataFrame) or _is_connect_frame(data):
+        if _is_spark(data, "DataFrame"):
             frame = data
         elif isinstance(data, str):
             if is_query(data):
@@ -154,10 +178,10 @@ class SparkEngine:
         return None
 
     def interrupt(self) -> None:
-        if hasattr(self.session, "interruptAll"):
+        if self._remote:
             self.session.interruptAll()
-        else:  # pragma: no cover - PySpark before 3.5
-            self.session.sparkContext.cancelAllJobs()
+        else:  # the job group of every query, with its running tasks interrupted (see _run)
+            self.session.sparkContext.cancelJobGroup(self._prefix)
 
     def write_tables(
         self,
@@ -208,10 +232,10 @@ class SparkEngine:
 
     def _numbered_parquet(self, frame: DataFrame) -> DataFrame:
         """Rows numbered by file (in path order) and by the file's own row index: no scan order involved."""
-        located = frame.select(
-            "*",
-            F.col("_metadata.file_path").alias(_FILE_COLUMN),
-            F.col("_metadata.row_index").alias(_INDEX_COLUMN),
+        # SQL strings, not pyspark.sql.functions: their columns are the classic or the Connect kind
+        # depending on the process, not on the session the frame belongs to.
+        located = frame.selectExpr(
+            "*", f"_metadata.file_path AS {_FILE_COLUMN}", f"_metadata.row_index AS {_INDEX_COLUMN}"
         )
         counts = self._run(
             lambda: located.groupBy(_FILE_COLUMN).count().collect(), "counting the rows of each Parquet file"
@@ -222,8 +246,8 @@ class SparkEngine:
             start += row["count"]
         table = self.session.createDataFrame(offsets, f"{_FILE_COLUMN} string, {_OFFSET_COLUMN} bigint")
         return (
-            located.join(F.broadcast(table), _FILE_COLUMN)
-            .withColumn(POSITION_COLUMN, F.col(_OFFSET_COLUMN) + F.col(_INDEX_COLUMN))
+            located.join(table.hint("broadcast"), _FILE_COLUMN)
+            .selectExpr("*", f"{_OFFSET_COLUMN} + {_INDEX_COLUMN} AS {POSITION_COLUMN}")
             .drop(_FILE_COLUMN, _INDEX_COLUMN, _OFFSET_COLUMN)
         )
 
@@ -259,16 +283,32 @@ class SparkEngine:
         self.session.catalog.dropTempView(name)
 
     def _run(self, action: Callable[[], Result], context: str) -> Result:
+        """Run `action` so that `interrupt` stops it: a Spark Connect session interrupts its own
+        operations; on a classic session the query's jobs join this engine's job group, whose running
+        tasks are interrupted when it is cancelled (`interruptAll` leaves a long task running there)."""
+
+        def grouped() -> Result:
+            if not self._remote:
+                self.session.sparkContext.setJobGroup(self._prefix, "cohortsql", interruptOnCancel=True)
+            return action()
+
         with _quiet_loggers():
             try:
-                return interruptible(action, self.interrupt)
-            except PySparkException as error:
+                return interruptible(grouped, self.interrupt)
+            except _SPARK_FAILURES as error:
                 raise CohortError(f"{context}: {_message(error)}") from None
 
 
-def _is_connect_frame(data: object) -> bool:
-    """A Spark Connect DataFrame (a different class from the classic one)."""
-    return type(data).__module__.startswith("pyspark.sql.connect") and type(data).__name__ == "DataFrame"
+def _is_connect(value: object) -> bool:
+    """Of a Spark Connect class: these do not derive from the classic ones, and their module needs
+    Connect's own packages, so it is not imported to check."""
+    return type(value).__module__.startswith("pyspark.sql.connect.")
+
+
+def _is_spark(value: object, name: Literal["DataFrame", "SparkSession"]) -> bool:
+    """A classic PySpark DataFrame or SparkSession, or its Spark Connect counterpart."""
+    classic = DataFrame if name == "DataFrame" else SparkSession
+    return isinstance(value, classic) or (_is_connect(value) and type(value).__name__ == name)
 
 
 @contextmanager
@@ -284,8 +324,18 @@ def _quiet_loggers() -> Iterator[None]:
             logger.disabled = disabled
 
 
-def _message(error: PySparkException) -> str:
-    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+def _message(error: Exception) -> str:
+    """The first line of what went wrong, without Spark's SQLSTATE code. A Java exception that PySpark
+    passes on unconverted (a job failing while Arrow batches stream to Python) says only which call
+    failed: its innermost cause says why."""
+    java = getattr(error, "java_exception", None)
+    if java is not None:
+        while java.getCause() is not None:
+            java = java.getCause()
+        text = str(java.getMessage() or java.getClass().getSimpleName())
+    else:
+        text = str(error)
+    text = text.strip().splitlines()[0] if text.strip() else type(error).__name__
     return text.split(" SQLSTATE:")[0].strip()
 
 
