@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import duckdb
@@ -201,6 +202,25 @@ def test_failures_are_one_line_with_status_2_and_no_output(data, arguments, mess
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("cohortsql: error:") and message in lines[0], result.output
     assert sorted(path.name for path in data.iterdir()) == ["scores.csv", "scores.parquet"]
+
+
+def test_a_failure_after_other_warnings_prints_them_once(data, monkeypatch):
+    """A library's warning (here a UserWarning, as PySpark's about pandas) before a failure: printed once,
+    then the error line (printing it while warnings were still recorded recorded it again, without end)."""
+
+    def warns_then_fails(*arguments, **options):
+        warnings.warn("something outside cohortsql", UserWarning, stacklevel=1)
+        warnings.warn("a cohortsql caution", cohortsql.CohortWarning, stacklevel=1)
+        raise cohortsql.CohortError("the engine went away")
+
+    monkeypatch.setattr("cohortsql.api.cohort_shapley", warns_then_fails)
+    with pytest.warns(UserWarning, match="something outside cohortsql"):
+        result = invoke("run", data / "scores.parquet", *RUN)
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "cohortsql: warning: a cohortsql caution",
+        "cohortsql: error: the engine went away",
+    ]
 
 
 def test_failed_run_leaves_an_existing_output_untouched(data):

@@ -1,6 +1,7 @@
 """The engine seam: Spark equals DuckDB case by case, inputs only one engine reads, and the import rule."""
 
 import ast
+import socket
 import threading
 import time
 from pathlib import Path
@@ -144,6 +145,20 @@ def test_spark_tables_written_from_the_command_line(spark_client, monkeypatch, t
     finally:
         for suffix in ("", "_totals"):
             spark_client.sql(f"DROP TABLE IF EXISTS {name}{suffix}")
+
+
+def test_an_unreachable_spark_connect_address_fails_at_once(spark_session, monkeypatch):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("localhost", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("SPARK_REMOTE", f"sc://localhost:{port}/;user_id=analyst")
+    started = time.perf_counter()
+    with pytest.raises(cohortsql.CohortError, match=rf"cannot reach Spark Connect at localhost:{port} \(SPARK_REMOTE="):
+        cohortsql.engines.spark_session()
+    arguments = ["run", "scores.parquet", "--prediction", "y", "--features", "x", "--engine", "spark"]
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 2 and "cannot reach Spark Connect" in result.output
+    assert time.perf_counter() - started < 10
 
 
 def test_spark_dataframes_stay_with_their_session(spark_session, spark_connect):

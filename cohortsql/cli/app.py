@@ -570,22 +570,28 @@ def _typed_id(text: str, dtype: Any) -> Any:
 
 @contextmanager
 def _reported_failures(debug: bool) -> Iterator[None]:
-    """One line on stderr per warning; a failure as one line and status 2, Ctrl-C as one line and 130."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", CohortWarning)
-        try:
+    """One line on stderr per warning; a failure as one line and status 2, Ctrl-C as one line and 130.
+
+    Warnings are printed once their recorder is gone: printing one while it records (as
+    `warnings.showwarning` does for other categories) would record it again, without end."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CohortWarning)
+            # PySpark warns at import that pandas 3 is not fully supported; cohortsql hands it Arrow.
+            warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
             yield
-        except (CohortError, OSError) as error:
-            if debug:
-                raise
-            _print_warnings(caught)
-            typer.echo(f"cohortsql: error: {error}", err=True)
-            raise typer.Exit(2) from None
-        except KeyboardInterrupt:
-            if debug:
-                raise
-            typer.echo("cohortsql: interrupted; nothing was written", err=True)
-            raise typer.Exit(INTERRUPTED) from None
+    except (CohortError, OSError) as error:
+        if debug:
+            raise
+        _print_warnings(caught)
+        typer.echo(f"cohortsql: error: {error}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        typer.echo("cohortsql: interrupted; nothing was written", err=True)
+        raise typer.Exit(INTERRUPTED) from None
     _print_warnings(caught)
 
 

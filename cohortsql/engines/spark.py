@@ -17,6 +17,8 @@ import glob
 import json
 import logging
 import os
+import socket
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -89,6 +91,7 @@ def start_session(master: str | None = None) -> SparkSession:
             raise CohortError(
                 f"SPARK_REMOTE is set but Spark Connect needs {error.name}: pip install 'pyspark[connect]'"
             ) from None
+        _check_reachable(remote)
         # This class directly: the generic builder refuses a remote session beside a classic one.
         return ConnectSession.builder.remote(remote).getOrCreate()  # type: ignore[return-value]
     active = SparkSession.getActiveSession()
@@ -103,6 +106,24 @@ def start_session(master: str | None = None) -> SparkSession:
     )
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+CONNECT_PORT = 15002
+"""Spark Connect's port when ``sc://host`` names none."""
+
+
+def _check_reachable(remote: str, timeout: float = 10.0) -> None:
+    """Fail in seconds when nothing listens at an ``sc://host:port`` address: the Connect client
+    would retry for minutes before saying so. Other forms (``local[*]`` starts a server) pass."""
+    address = urllib.parse.urlparse(remote)
+    if address.scheme != "sc":
+        return
+    host, port = address.hostname or "localhost", address.port or CONNECT_PORT
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise CohortError(f"cannot reach Spark Connect at {host}:{port} (SPARK_REMOTE={remote!r}): {reason}") from None
 
 
 class SparkEngine:
