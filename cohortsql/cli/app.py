@@ -57,14 +57,16 @@ INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
 
 
-@app.callback()
-def cohortsql() -> None:
-    """Explain decisions in prediction tables with cohort Shapley values (Mase, Owen & Seiler).
+APP_HELP = (
+    "Explain decisions in prediction tables with cohort Shapley values (Mase, Owen & Seiler), using only"
+    " rows that exist. Data may be Parquet, CSV or JSON files, a DuckDB table (FILE.duckdb:TABLE)"
+    " or a SQL query; `cohortsql COMMAND --help` shows its options and examples."
+)
 
-    shapley: each target's values; effects: the Shapley effects (variance explained); uniqueness:
-    which features make each row identifiable; sql and assemble: the heavy step as SQL for a
-    warehouse, and results from its output; plot: figures.
-    """
+
+@app.callback(help=APP_HELP)
+def cohortsql() -> None:
+    """The commands' group (its help is APP_HELP: one paragraph, which the terminal wraps)."""
 
 
 SHAPLEY_EPILOG = (
