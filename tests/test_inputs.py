@@ -40,6 +40,7 @@ def same_values(result, expected):
 @pytest.fixture
 def files(tmp_path):
     FRAME.write_csv(tmp_path / "data.csv")
+    FRAME.write_ndjson(tmp_path / "data.json")  # one object per line, as both engines read JSON
     FRAME.head(3).write_parquet(tmp_path / "part-1.parquet")
     FRAME.tail(3).write_parquet(tmp_path / "part-2.parquet")
     FRAME.write_parquet(tmp_path / "data.parquet")
@@ -53,15 +54,18 @@ def test_parquet_paths_and_globs_with_row_positions(files, expected, name, engin
     same_values(result, expected)
 
 
-@pytest.mark.parametrize("name", ["data.csv", "data.parquet", "part-*.parquet"])
+@pytest.mark.parametrize("name", ["data.csv", "data.json", "data.parquet", "part-*.parquet"])
 def test_paths_and_globs_with_an_id(files, expected, name, engine):
     result = explain(str(files / name), id="key", **engine.options)
     assert result.ids.to_list() == list("abcdef")
     same_values(result, expected)
 
 
-def test_csv_row_positions_on_duckdb(files, expected):
-    same_values(explain(str(files / "data.csv")), expected)
+@pytest.mark.parametrize("name", ["data.csv", "data.json"])
+def test_text_file_row_positions_on_duckdb(files, expected, name):
+    result = explain(str(files / name))
+    assert result.ids.to_list() == list(range(6))
+    same_values(result, expected)
 
 
 def test_pathlib_path(files, expected):
