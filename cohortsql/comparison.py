@@ -152,7 +152,9 @@ def baseline_shapley(
         variant, baseline_rows = _baselines(running, prepared, baseline, baseline_sample, seed)
         points = encode_points(prepared.features, (target_data, chosen.table), baseline_rows)
         bitsets = (
-            subject_bitsets(running, prepared.subjects, prepared.features, points.prepared_values)
+            subject_bitsets(
+                running, prepared.subjects, prepared.features, points.prepared_values, distinct=prepared.compressed
+            )
             if realistic
             else None
         )

@@ -578,13 +578,19 @@ def baseline_point(source: str, features: Sequence[ResolvedFeature], dialect: Di
     )
 
 
-def subject_rows(subjects: str, features: Sequence[ResolvedFeature], dialect: Dialect) -> str:
-    """SELECT the distinct rows of the subjects' prepared predictors (see ``sql/subject_rows.sql``)."""
+def subject_rows(subjects: str, features: Sequence[ResolvedFeature], dialect: Dialect, *, distinct: bool) -> str:
+    """SELECT the (`distinct`) rows of the subjects' prepared predictors, numbered (see ``sql/subject_rows.sql``)."""
     columns = ", ".join(dialect.quote(feature.column) for feature in features)
-    return template("subject_rows").format(columns=columns, subjects=subjects)
+    return template("subject_rows").format(
+        columns=columns,
+        numbers=dialect.stable_row_number(columns),
+        distinct="DISTINCT " if distinct else "",
+        subjects=subjects,
+    )
 
 
-def similar_pairs(points: str, subject_rows: str, feature: ResolvedFeature, dialect: Dialect) -> str:
-    """SELECT every (point value, subject row) pair similar on `feature` (see ``sql/similar_pairs.sql``)."""
+def similar_words(points: str, subject_rows: str, feature: ResolvedFeature, dialect: Dialect, *, word_bits: int) -> str:
+    """SELECT the bitset words of the subject rows similar to each point value on `feature`
+    (see ``sql/similar_words.sql``)."""
     test = similarity_test(feature, literal_parameters(feature, dialect), dialect)
-    return template("similar_pairs").format(points=points, subject_rows=subject_rows, test=test)
+    return template("similar_words").format(points=points, subject_rows=subject_rows, test=test, word_bits=word_bits)

@@ -123,6 +123,11 @@ class Dialect:
 
     scan_order: ClassVar[str] = "the order in which the engine reads the table"
 
+    def stable_row_number(self, columns: str) -> str:
+        """0-based numbers of the rows of a relation the engine materializes, the same each time it is
+        read: DuckDB stores the table, so its scan order serves."""
+        return "row_number() OVER () - 1"
+
     def read_file(self, path: str, file_format: str) -> str:
         """A table expression reading a Parquet, CSV or JSON file."""
         return f"read_{file_format}({self.string(path)})"
@@ -177,6 +182,10 @@ class SparkDialect(Dialect):
         return "row_number() OVER (ORDER BY monotonically_increasing_id()) - 1"
 
     scan_order = "Spark's scan order (file order for one file; pass an id for a stable key)"
+
+    def stable_row_number(self, columns: str) -> str:
+        # A cached view may be computed again, its rows in another order: number them by their values.
+        return f"row_number() OVER (ORDER BY {columns}) - 1"
 
     def read_file(self, path: str, file_format: str) -> str:
         if file_format != "parquet":

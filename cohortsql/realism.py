@@ -1,10 +1,12 @@
 """Which hybrid points are realistic: similar to at least one subject on every predictor (paper, Appendix 4).
 
 The engine decides similarity, with the same kinds, whole-table parameters and SQL as cohort
-Shapley: for each predictor it joins the distinct values the points take with the distinct subject
-rows (``sql/similar_pairs.sql``). numpy keeps the answer as one bitset per point value, bit i set
-when subject row i is similar to it; a hybrid point is realistic when the AND of its d bitsets is
-not empty. That is d word operations per 64 subject rows per point, whatever the kinds.
+Shapley: it numbers the subject rows (the distinct ones when many repeat; ``sql/subject_rows.sql``)
+and, for each predictor, joins the distinct values the points take with them and packs the answer
+into bitset words (``sql/similar_words.sql``): bit i of a value's bitset is set when subject row i
+is similar to it. Only those words reach numpy, never the rows or the similar pairs. A hybrid point is realistic when
+the AND of its d bitsets is not empty: d word operations per 63 subject rows per point, whatever the
+kinds.
 """
 
 from __future__ import annotations
@@ -16,11 +18,16 @@ import pyarrow as pa
 
 from cohortsql import compile
 from cohortsql.engines.base import Engine
+from cohortsql.errors import CohortError
 from cohortsql.plan import ResolvedFeature
 
-WORD_BITS = 64
+WORD_BITS = 63
+"""Subject rows per bitset word: the bits a BIGINT holds without its sign, so that each engine builds
+words with the same arithmetic (a sum of distinct powers of two, OR-ed)."""
 CHUNK_BYTES = 64 * 2**20
 """Bitset bytes ANDed at once when testing many points."""
+MAX_BITSET_BYTES = 4 * 2**30
+"""Largest total size of the bitsets (one bit per subject row per point value and predictor)."""
 
 
 class SubjectBitsets:
@@ -46,38 +53,55 @@ class SubjectBitsets:
 
 
 def subject_bitsets(
-    engine: Engine, subjects: str, features: Sequence[ResolvedFeature], point_values: Sequence[pa.Array]
+    engine: Engine,
+    subjects: str,
+    features: Sequence[ResolvedFeature],
+    point_values: Sequence[pa.Array],
+    *,
+    distinct: bool,
 ) -> SubjectBitsets:
-    """Similarity of every distinct subject row to every point value, feature by feature: entry j of
+    """Similarity of every subject row to every point value, feature by feature: entry j of
     `point_values` holds feature j's distinct point values as the similarity tests compare them, in
-    code order."""
+    code order. With `distinct` (worth it when many rows repeat), identical rows count once."""
     dialect = engine.dialect
-    rows = engine.fetch_arrow(compile.subject_rows(subjects, features, dialect), context="reading the subject rows")
-    count = rows.num_rows
-    numbered = rows.append_column("__cohort_row", pa.array(np.arange(count, dtype=np.int64)))
-    subject_table = engine.upload(numbered, "subject_rows")
-    words = max(1, -(-count // WORD_BITS))
-    bitsets = []
+    rows = engine.create(
+        compile.subject_rows(subjects, features, dialect, distinct=distinct),
+        "subject_rows",
+        materialize=True,
+        context="numbering the distinct subject rows",
+    )
     try:
-        for feature, values in zip(features, point_values):
-            points = engine.upload(
-                pa.table({"__cohort_code": pa.array(np.arange(len(values), dtype=np.int64)), feature.column: values}),
-                "point_values",
+        counted = engine.fetch_arrow(f"SELECT count(*) AS rows FROM {rows}", context="counting the subject rows")
+        count = int(counted.column(0)[0].as_py())
+        words = max(1, -(-count // WORD_BITS))
+        values = sum(len(value) for value in point_values)
+        if values * words * 8 > MAX_BITSET_BYTES:
+            raise CohortError(
+                f"testing realism against {count:,} subject rows for {values:,} point values would"
+                f" need {values * words * 8 / 2**30:.1f} GiB of bitsets (at most {MAX_BITSET_BYTES / 2**30:.0f}):"
+                " use fewer targets or baselines (baseline_sample=), or realistic=False"
             )
-            try:
-                pairs = engine.fetch_arrow(
-                    compile.similar_pairs(points, subject_table, feature, dialect),
-                    context=f"testing which hybrid values of {feature.name!r} are realistic",
-                )
-            finally:
-                engine.drop(points)
-            code = pairs.column("__cohort_code").to_numpy()
-            row = pairs.column("__cohort_row").to_numpy()
-            bitset = np.zeros((len(values), words), dtype=np.uint64)
-            np.bitwise_or.at(
-                bitset, (code, row // WORD_BITS), np.left_shift(np.uint64(1), (row % WORD_BITS).astype(np.uint64))
-            )
-            bitsets.append(bitset)
+        return SubjectBitsets(
+            [_feature_bitset(engine, rows, feature, value, words) for feature, value in zip(features, point_values)]
+        )
     finally:
-        engine.drop(subject_table)
-    return SubjectBitsets(bitsets)
+        engine.drop(rows)
+
+
+def _feature_bitset(engine: Engine, rows: str, feature: ResolvedFeature, values: pa.Array, words: int) -> np.ndarray:
+    """The (values, words) bitsets of one feature, from the engine's words with a bit set."""
+    points = engine.upload(
+        pa.table({"__cohort_code": pa.array(np.arange(len(values), dtype=np.int64)), feature.column: values}),
+        "point_values",
+    )
+    try:
+        found = engine.fetch_arrow(
+            compile.similar_words(points, rows, feature, engine.dialect, word_bits=WORD_BITS),
+            context=f"testing which hybrid values of {feature.name!r} are realistic",
+        )
+    finally:
+        engine.drop(points)
+    bitset = np.zeros((len(values), words), dtype=np.uint64)
+    codes, word = (found.column(name).to_numpy() for name in ("__cohort_code", "__cohort_word"))
+    bitset[codes, word] = found.column("__cohort_bits").to_numpy().astype(np.uint64)  # one row per (code, word)
+    return bitset

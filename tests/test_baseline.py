@@ -46,9 +46,10 @@ def rows_of(frame: pl.DataFrame) -> list[list]:
     return [list(row) for row in frame.select(list(KINDS)).iter_rows()]
 
 
-@pytest.mark.parametrize("baseline", ["mean", "all", "ids"])
-def test_baseline_shapley_equals_the_definition(engine, baseline):
-    data = table(1)
+@pytest.mark.parametrize("baseline, rows", [("mean", 14), ("all", 14), ("ids", 14), ("mean", 150)])
+def test_baseline_shapley_equals_the_definition(engine, baseline, rows):
+    """150 rows: realism's bitsets span several words (63 subject rows each)."""
+    data = table(1, rows)
     columns = [data[name].to_list() for name in KINDS]
     targets = [0, 30, 70, 130]
     chosen = [1, 4, 7, 9] if baseline == "ids" else None
@@ -76,6 +77,8 @@ def test_baseline_shapley_equals_the_definition(engine, baseline):
     np.testing.assert_allclose(result.shapley_squared, expected["phi2"], atol=1e-12)
     np.testing.assert_allclose(result.shapley_realistic, expected["real"], atol=1e-12)
     np.testing.assert_allclose(result.shapley_squared_realistic, expected["real2"], atol=1e-12)
+    realistic = result.totals["realistic_points"].to_numpy()
+    assert realistic.sum() > 0 and (realistic < result.totals["hybrid_points"].to_numpy()).any()
     assert result.method == ("all-baseline" if baseline == "all" else "baseline")
     assert result.baselines == len(bases)
 
@@ -430,3 +433,46 @@ def test_compare_by_permutations_for_every_method():
         assert error is not None
         inside = np.abs(estimated.values(method) - exact.values(method)) <= 4 * error + 1e-9
         assert inside.mean() > 0.98, method
+
+
+@pytest.mark.parametrize("copies", [1, 2])
+def test_realism_counts_equal_a_direct_test_of_every_hybrid_point(engine, copies):
+    """Several bitset words (300 subject rows, 63 per word) and selective windows: each target's
+    realistic hybrid points are those with a subject row similar on every feature, tested directly.
+    Two copies of every row: the distinct rows are numbered instead of every row."""
+    rng = np.random.default_rng(3)
+    rows = 300
+    x = np.column_stack([rng.integers(0, 4, rows), np.round(rng.uniform(0, 10, rows), 1), rng.normal(size=rows)])
+    x = np.tile(x, (copies, 1))
+    data = pl.DataFrame({"a": x[:, 0].astype(np.int64), "b": x[:, 1], "c": x[:, 2]})
+    kinds = {"a": "exact", "b": "abs:0.4", "c": "abs:0.15"}
+    widths = np.array([0.0, 0.4, 0.15])
+    targets = [0, 57, 130, 250, 299]
+    result = cohortsql.baseline_shapley(
+        data,
+        model=lambda frame: frame["b"].to_numpy(),
+        features=kinds,
+        baseline="all",
+        realistic=True,
+        targets=targets,
+        progress=False,
+        **engine.options,
+    )
+    subsets = (np.arange(8)[:, None] >> np.arange(3) & 1).astype(bool)  # (2^d, d)
+    expected = []
+    for target in targets:
+        points = np.where(subsets[None, :, :], x[target], x[:, None, :]).reshape(-1, 3)  # every baseline, subset
+        similar = (np.abs(points[:, None, :] - x[None, :rows, :]) <= widths).all(axis=2)  # as the SQL compares
+        expected.append(int(similar.any(axis=1).sum()))
+    assert result.totals["realistic_points"].to_list() == expected
+    assert 0 < min(expected) and max(expected) < result.hybrid_points  # realism decides something
+
+
+def test_realism_beyond_its_memory_says_so_before_building_bitsets(monkeypatch):
+    from cohortsql import realism
+
+    monkeypatch.setattr(realism, "MAX_BITSET_BYTES", 1024)
+    with pytest.raises(cohortsql.CohortError, match=r"testing realism against 300 subject rows for \d+ point"):
+        cohortsql.baseline_shapley(
+            table(2, 300), model=linear_with_interaction, features=KINDS, baseline="all", realistic=True, progress=False
+        )
