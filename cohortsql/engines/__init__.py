@@ -4,9 +4,9 @@ The engine follows from the input (a Spark DataFrame runs on Spark), from ``conn
 connection or a SparkSession), or from ``engine=`` by name; DuckDB is the default. Backends are
 imported only when chosen, so Spark's packages are needed only to run on Spark.
 
-Adding an engine: write ``cohortsql/engines/<name>.py`` with ``open_engine(connection, settings, data)``
-returning an object with the `Engine` methods (`data` is the input, for a backend whose data objects
-belong to a session of their own); add its name and the package its data and connection
+Adding an engine: write ``cohortsql/engines/<name>.py`` with ``open_engine(connection, settings,
+data)`` returning an object with the `Engine` methods (`data` is the input, for backends whose data
+objects belong to a session of their own); add its name and the package its data and connection
 types come from to `ENGINES`; add it to the engine fixture in ``tests/conftest.py`` so that the
 correctness suite runs on it. (`ENGINES` lives in `cohortsql.choices`, which the command line reads
 without loading any engine.)

@@ -48,7 +48,7 @@ _BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2*
 
 def open_engine(connection: Any, settings: EngineSettings, data: Any = None) -> DuckDBEngine:
     """An engine on `connection`, or on the process's in-memory database. `data` plays no part: a
-    relation of another connection is read through Arrow (see `DuckDBEngine.register_input`)."""
+    relation of another connection is copied in (see `DuckDBEngine.register_input`)."""
     if connection is not None and not isinstance(connection, duckdb.DuckDBPyConnection):
         raise CohortError(
             f"connection must be a DuckDB connection for the duckdb engine, got {type(connection).__name__}"
