@@ -118,13 +118,14 @@ def test_spark_tables_by_name_and_csv_files(spark_client, tmp_path):
 def test_spark_tables_written_from_the_command_line(spark_client, monkeypatch, tmp_path):
     """--into-table on Spark (classic, or Connect through SPARK_REMOTE): the tables and the runs log,
     and no table replaced without --replace."""
-    if type(spark_client).__module__.startswith("pyspark.sql.connect"):
+    remote = type(spark_client).__module__.startswith("pyspark.sql.connect")
+    if remote:
         port = spark_client.conf.get("spark.connect.grpc.binding.port")
         monkeypatch.setenv("SPARK_REMOTE", f"sc://localhost:{port}")
         assert type(cohortsql.engines.spark_session()).__module__.startswith("pyspark.sql.connect")
     frame = table(5)
     frame.write_parquet(tmp_path / "scores.parquet")
-    name = f"explained_{type(spark_client).__module__.split('.')[2]}"
+    name = "explained_connect" if remote else "explained_classic"
     arguments = ["run", str(tmp_path / "scores.parquet"), "--prediction", "y", "--features", "x,z"]
     arguments += ["--engine", "spark", "--into-table", name, "--targets", "z >= 2"]
     try:
@@ -147,7 +148,7 @@ def test_spark_tables_written_from_the_command_line(spark_client, monkeypatch, t
             spark_client.sql(f"DROP TABLE IF EXISTS {name}{suffix}")
 
 
-def test_an_unreachable_spark_connect_address_fails_at_once(spark_session, monkeypatch):
+def test_an_unreachable_spark_connect_address_fails_at_once(spark_connect, monkeypatch):
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("localhost", 0))
         port = probe.getsockname()[1]
