@@ -101,6 +101,7 @@ def start_session(master: str | None = None) -> SparkSession:
         SparkSession.builder.master(master or "local[*]")
         .appName("cohortsql")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # cohortsql reports progress itself
         .config("spark.sql.shuffle.partitions", "8")
         .getOrCreate()
     )
