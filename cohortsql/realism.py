@@ -4,9 +4,9 @@ The engine decides similarity, with the same kinds, whole-table parameters and S
 Shapley: it numbers the subject rows (the distinct ones when many repeat; ``sql/subject_rows.sql``)
 and, for each predictor, joins the distinct values the points take with them and packs the answer
 into bitset words (``sql/similar_words.sql``): bit i of a value's bitset is set when subject row i
-is similar to it. Only those words reach numpy, never the rows or the similar pairs. A hybrid point is realistic when
-the AND of its d bitsets is not empty: d word operations per 63 subject rows per point, whatever the
-kinds.
+is similar to it. Only those words reach numpy, never the rows or the similar pairs. A hybrid point
+is realistic when the AND of its d bitsets is not empty: d word operations per 63 subject rows per
+point, whatever the kinds.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from cohortsql.errors import CohortError
 from cohortsql.plan import ResolvedFeature
 
 WORD_BITS = 63
-"""Subject rows per bitset word: the bits a BIGINT holds without its sign, so that each engine builds
-words with the same arithmetic (a sum of distinct powers of two, OR-ed)."""
+"""Subject rows per bitset word: the bits a BIGINT holds without its sign, so that every engine builds
+words with the same arithmetic (powers of two OR-ed together)."""
 CHUNK_BYTES = 64 * 2**20
 """Bitset bytes ANDed at once when testing many points."""
 MAX_BITSET_BYTES = 4 * 2**30
@@ -68,7 +68,7 @@ def subject_bitsets(
         compile.subject_rows(subjects, features, dialect, distinct=distinct),
         "subject_rows",
         materialize=True,
-        context="numbering the distinct subject rows",
+        context="numbering the subject rows",
     )
     try:
         counted = engine.fetch_arrow(f"SELECT count(*) AS rows FROM {rows}", context="counting the subject rows")
