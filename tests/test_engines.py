@@ -149,17 +149,23 @@ def test_spark_tables_written_from_the_command_line(spark_client, monkeypatch, t
 
 
 def test_an_unreachable_spark_connect_address_fails_at_once(spark_connect, monkeypatch):
+    """In a second, not after minutes of retries, and without echoing the address's token."""
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("localhost", 0))
         port = probe.getsockname()[1]
-    monkeypatch.setenv("SPARK_REMOTE", f"sc://localhost:{port}/;user_id=analyst")
+    monkeypatch.setenv("SPARK_REMOTE", f"sc://localhost:{port}/;token=s3cr3t")
     started = time.perf_counter()
-    with pytest.raises(cohortsql.CohortError, match=rf"cannot reach Spark Connect at localhost:{port} \(SPARK_REMOTE="):
+    with pytest.raises(
+        cohortsql.CohortError, match=rf"cannot reach Spark Connect at localhost:{port} \(from SPARK_REMOTE\)"
+    ):
         cohortsql.engines.spark_session()
     arguments = ["run", "scores.parquet", "--prediction", "y", "--features", "x", "--engine", "spark"]
     result = CliRunner().invoke(app, arguments)
-    assert result.exit_code == 2 and "cannot reach Spark Connect" in result.output
+    assert result.exit_code == 2 and "cannot reach Spark Connect" in result.output and "s3cr3t" not in result.output
     assert time.perf_counter() - started < 10
+    monkeypatch.setenv("SPARK_REMOTE", "sc://localhost:port")
+    with pytest.raises(cohortsql.CohortError, match="SPARK_REMOTE names no valid port"):
+        cohortsql.engines.spark_session()
 
 
 def test_spark_dataframes_stay_with_their_session(spark_session, spark_connect):

@@ -115,16 +115,20 @@ CONNECT_PORT = 15002
 
 def _check_reachable(remote: str, timeout: float = 10.0) -> None:
     """Fail in seconds when nothing listens at an ``sc://host:port`` address: the Connect client
-    would retry for minutes before saying so. Other forms (``local[*]`` starts a server) pass."""
+    would retry for minutes before saying so. Other forms (``local[*]`` starts a server) pass.
+    Messages name the host and port only: the rest of the address may hold an access token."""
     address = urllib.parse.urlparse(remote)
     if address.scheme != "sc":
         return
-    host, port = address.hostname or "localhost", address.port or CONNECT_PORT
+    try:
+        host, port = address.hostname or "localhost", address.port or CONNECT_PORT
+    except ValueError:
+        raise CohortError("SPARK_REMOTE names no valid port: write it as sc://host:port") from None
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as error:
         reason = error.strerror or type(error).__name__
-        raise CohortError(f"cannot reach Spark Connect at {host}:{port} (SPARK_REMOTE={remote!r}): {reason}") from None
+        raise CohortError(f"cannot reach Spark Connect at {host}:{port} (from SPARK_REMOTE): {reason}") from None
 
 
 class SparkEngine:
