@@ -327,6 +327,11 @@ def target_rows(subjects: str, condition: str, measures: Measures, dialect: Dial
     return template("targets").format(subjects=subjects, condition=condition, weights=target_weights(measures, dialect))
 
 
+def row_count(relation: str, condition: str = "TRUE") -> str:
+    """SELECT n, the number of rows of `relation` where `condition` holds."""
+    return f"SELECT count(*) AS n FROM {relation} WHERE {condition}"
+
+
 def target_condition(target_predicate: bool, membership: str | None) -> str:
     """Which subjects are targets: all, those of the caller's predicate, and those of an id `membership` test."""
     conditions = ["__cohort_target"] if target_predicate else []

@@ -443,8 +443,7 @@ def select_targets(
 
 
 def _count(engine: Engine, subjects: str, condition: str) -> int:
-    rows = engine.fetch_arrow(f"SELECT count(*) AS n FROM {subjects} WHERE {condition}", context="counting targets")
-    return int(rows.column("n")[0].as_py())
+    return int(fetch_record(engine, compile.row_count(subjects, condition), context="counting targets")["n"])
 
 
 def _sample_size(sample: object, n: int) -> int:

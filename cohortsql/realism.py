@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from cohortsql import compile
-from cohortsql.engines.base import Engine
+from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.errors import CohortError
 from cohortsql.plan import ResolvedFeature
 
@@ -71,8 +71,7 @@ def subject_bitsets(
         context="numbering the subject rows",
     )
     try:
-        counted = engine.fetch_arrow(f"SELECT count(*) AS rows FROM {rows}", context="counting the subject rows")
-        count = int(counted.column(0)[0].as_py())
+        count = int(fetch_record(engine, compile.row_count(rows), context="counting the subject rows")["n"])
         words = max(1, -(-count // WORD_BITS))
         values = sum(len(value) for value in point_values)
         if values * words * 8 > MAX_BITSET_BYTES:
