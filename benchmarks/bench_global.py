@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 import cohortsql
-from cohortsql import shapley
+from cohortsql.numeric import shapley
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import machine, median_time  # noqa: E402

@@ -24,8 +24,10 @@ import numpy as np
 import polars as pl
 
 import cohortsql
-from cohortsql import compile, prepare, shapley
-from cohortsql.api import opened_engine
+from cohortsql.queries import compile
+from cohortsql.run import session as prepare
+from cohortsql.numeric import shapley
+from cohortsql.api.local import opened_engine
 from cohortsql.engines.base import fetch_numpy
 
 sys.path.insert(0, str(Path(__file__).parent))

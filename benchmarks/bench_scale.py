@@ -25,7 +25,8 @@ import numpy as np
 import polars as pl
 
 import cohortsql
-from cohortsql import permutation, shapley
+from cohortsql.numeric import permutation
+from cohortsql.numeric import shapley
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import machine  # noqa: E402

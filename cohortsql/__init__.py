@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cohortsql.api import (
+    from cohortsql.api.local import (
         cohort_shapley,
         estimate,
         histogram_sql,
@@ -25,16 +25,16 @@ if TYPE_CHECKING:
         uniqueness_shapley,
         variance_shapley,
     )
-    from cohortsql.assemble import assemble
-    from cohortsql.baseline_result import BaselineShapleyResult
-    from cohortsql.calibration import Calibration
-    from cohortsql.comparison import baseline_shapley, calibrate, compare
-    from cohortsql.comparison_result import Comparison
+    from cohortsql.api.assemble import assemble
+    from cohortsql.results.baseline import BaselineShapleyResult
+    from cohortsql.games.calibration import Calibration
+    from cohortsql.api.baseline import baseline_shapley, calibrate, compare
+    from cohortsql.results.comparison import Comparison
     from cohortsql.errors import CohortError, CohortWarning
-    from cohortsql.outcomes import CohortShapleyResults, ShapleyEffectsResults
-    from cohortsql.result import CohortShapleyResult, ShapleyEffects
-    from cohortsql.uniqueness import UniquenessResult
-    from cohortsql.similarity import (
+    from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
+    from cohortsql.results.cohort import CohortShapleyResult, ShapleyEffects
+    from cohortsql.results.uniqueness import UniquenessResult
+    from cohortsql.spec.similarity import (
         AbsoluteWindow,
         Bins,
         Exact,
@@ -47,35 +47,35 @@ if TYPE_CHECKING:
     )
 
 _PUBLIC = {
-    "cohort_shapley": "cohortsql.api",
-    "shapley_effects": "cohortsql.api",
-    "variance_shapley": "cohortsql.api",
-    "uniqueness_shapley": "cohortsql.api",
-    "estimate": "cohortsql.api",
-    "histogram_sql": "cohortsql.api",
-    "assemble": "cohortsql.assemble",
-    "baseline_shapley": "cohortsql.comparison",
-    "compare": "cohortsql.comparison",
-    "calibrate": "cohortsql.comparison",
-    "Calibration": "cohortsql.calibration",
-    "Comparison": "cohortsql.comparison_result",
-    "BaselineShapleyResult": "cohortsql.baseline_result",
+    "cohort_shapley": "cohortsql.api.local",
+    "shapley_effects": "cohortsql.api.local",
+    "variance_shapley": "cohortsql.api.local",
+    "uniqueness_shapley": "cohortsql.api.local",
+    "estimate": "cohortsql.api.local",
+    "histogram_sql": "cohortsql.api.local",
+    "assemble": "cohortsql.api.assemble",
+    "baseline_shapley": "cohortsql.api.baseline",
+    "compare": "cohortsql.api.baseline",
+    "calibrate": "cohortsql.api.baseline",
+    "Calibration": "cohortsql.games.calibration",
+    "Comparison": "cohortsql.results.comparison",
+    "BaselineShapleyResult": "cohortsql.results.baseline",
     "CohortError": "cohortsql.errors",
     "CohortWarning": "cohortsql.errors",
-    "CohortShapleyResult": "cohortsql.result",
-    "ShapleyEffects": "cohortsql.result",
-    "CohortShapleyResults": "cohortsql.outcomes",
-    "ShapleyEffectsResults": "cohortsql.outcomes",
-    "UniquenessResult": "cohortsql.uniqueness",
-    "AbsoluteWindow": "cohortsql.similarity",
-    "Bins": "cohortsql.similarity",
-    "Exact": "cohortsql.similarity",
-    "QuantileWindow": "cohortsql.similarity",
-    "RangeWindow": "cohortsql.similarity",
-    "RelativeWindow": "cohortsql.similarity",
-    "Similarity": "cohortsql.similarity",
-    "SqlPredicate": "cohortsql.similarity",
-    "parse_similarity": "cohortsql.similarity",
+    "CohortShapleyResult": "cohortsql.results.cohort",
+    "ShapleyEffects": "cohortsql.results.cohort",
+    "CohortShapleyResults": "cohortsql.results.outcomes",
+    "ShapleyEffectsResults": "cohortsql.results.outcomes",
+    "UniquenessResult": "cohortsql.results.uniqueness",
+    "AbsoluteWindow": "cohortsql.spec.similarity",
+    "Bins": "cohortsql.spec.similarity",
+    "Exact": "cohortsql.spec.similarity",
+    "QuantileWindow": "cohortsql.spec.similarity",
+    "RangeWindow": "cohortsql.spec.similarity",
+    "RelativeWindow": "cohortsql.spec.similarity",
+    "Similarity": "cohortsql.spec.similarity",
+    "SqlPredicate": "cohortsql.spec.similarity",
+    "parse_similarity": "cohortsql.spec.similarity",
 }
 
 __all__ = [
@@ -139,13 +139,13 @@ class _AfterPolars(importlib.abc.MetaPathFinder):
 
         def exec_module(module: ModuleType) -> None:
             original(module)
-            importlib.import_module("cohortsql.namespace")
+            importlib.import_module("cohortsql.polars")
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 
 if "polars" in sys.modules:
-    importlib.import_module("cohortsql.namespace")
+    importlib.import_module("cohortsql.polars")
 elif not any(isinstance(finder, _AfterPolars) for finder in sys.meta_path):
     sys.meta_path.insert(0, _AfterPolars())

@@ -6,9 +6,9 @@ import pytest
 
 import cohortsql
 import reference
-from cohortsql import baseline_run
-from cohortsql.baseline import baseline_shapley_values, realistic_parts
-from cohortsql.shapley import shapley_values
+from cohortsql.games.baseline import exact as baseline_run
+from cohortsql.games.baseline.values import baseline_shapley_values, realistic_parts
+from cohortsql.numeric.shapley import shapley_values
 
 
 def table(seed: int, rows: int = 14) -> pl.DataFrame:
@@ -469,7 +469,7 @@ def test_realism_counts_equal_a_direct_test_of_every_hybrid_point(engine, copies
 
 
 def test_realism_beyond_its_memory_says_so_before_building_bitsets(monkeypatch):
-    from cohortsql import realism
+    from cohortsql.games.baseline import realism
 
     monkeypatch.setattr(realism, "MAX_BITSET_BYTES", 1024)
     with pytest.raises(cohortsql.CohortError, match=r"testing realism against 300 subject rows for \d+ point"):

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 
 import cohortsql
-from cohortsql import bootstrap, compile
+from cohortsql.numeric import bootstrap
+from cohortsql.queries import compile
 from cohortsql.engines.base import fetch_numpy
 
 SIMILARITY = {"a": "exact", "b": "bins:3"}

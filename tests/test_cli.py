@@ -213,7 +213,7 @@ def test_a_failure_after_other_warnings_prints_them_once(data, monkeypatch):
         warnings.warn("a cohortsql caution", cohortsql.CohortWarning, stacklevel=1)
         raise cohortsql.CohortError("the engine went away")
 
-    monkeypatch.setattr("cohortsql.api.cohort_shapley", warns_then_fails)
+    monkeypatch.setattr("cohortsql.api.local.cohort_shapley", warns_then_fails)
     with pytest.warns(UserWarning, match="something outside cohortsql"):
         result = invoke("run", data / "scores.parquet", *RUN)
     assert result.exit_code == 2

@@ -262,11 +262,16 @@ def test_spark_queries_fail_in_one_line_and_stop_when_interrupted(spark_client):
 
     worker = threading.Thread(target=run)
     worker.start()
-    time.sleep(2)
-    assert worker.is_alive()
-    interrupted = time.perf_counter()
-    engine.interrupt()
-    worker.join(30)
-    assert not worker.is_alive() and time.perf_counter() - interrupted < 10
-    assert len(failures) == 1 and failures[0].startswith("the heavy query: ") and "cancel" in failures[0], failures
-    engine.close()
+    try:
+        time.sleep(2)
+        assert worker.is_alive()
+        interrupted = time.perf_counter()
+        engine.interrupt()
+        worker.join(30)
+        assert not worker.is_alive() and time.perf_counter() - interrupted < 10
+        assert len(failures) == 1 and failures[0].startswith("the heavy query: ") and "cancel" in failures[0], failures
+    finally:  # whatever happened, the heavy query must not outlive the test (it would slow every later one)
+        connect = type(spark_client).__module__.startswith("pyspark.sql.connect.")
+        (spark_client.interruptAll if connect else spark_client.sparkContext.cancelAllJobs)()
+        worker.join(30)
+        engine.close()

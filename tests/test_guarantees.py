@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 import cohortsql
-from cohortsql import output
+from cohortsql.results import files as output
 from cohortsql.cli import app
 
 runner = CliRunner()

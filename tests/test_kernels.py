@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cohortsql
-from cohortsql import kernels, shapley
+from cohortsql.numeric import kernels
+from cohortsql.numeric import shapley
 
 pytest.importorskip("numba", reason="the fast extra (numba) is not installed")
 

@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from cohortsql import grouping_sets, lattice
+from cohortsql.run import grouping_sets
+from cohortsql.numeric import lattice
 
 
 @st.composite

@@ -5,7 +5,9 @@ import polars as pl
 import pytest
 
 import cohortsql
-from cohortsql import pairwise, permutation, prepare
+from cohortsql.run import pairwise
+from cohortsql.numeric import permutation
+from cohortsql.run import session as prepare
 
 
 def table(seed, n, d):

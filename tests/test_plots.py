@@ -217,7 +217,7 @@ def test_waterfall_beeswarm_and_effects_from_files(result, tmp_path):
 def test_a_feature_keeps_its_colour_in_every_figure(result):
     from matplotlib.colors import to_hex
 
-    from cohortsql.colours import feature_colours
+    from cohortsql.plot.colours import feature_colours
 
     colours = feature_colours(list(result.features))
     stacked = plot.stacked(result)

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from cohortsql import shapley
+from cohortsql.numeric import shapley
 
 values = st.floats(-100, 100, allow_nan=False, allow_infinity=False)
 

@@ -14,8 +14,8 @@ from cohortsql import (
     SqlPredicate,
     parse_similarity,
 )
-from cohortsql.compile import literal_parameters, similarity_test
-from cohortsql.plan import ResolvedFeature
+from cohortsql.queries.compile import literal_parameters, similarity_test
+from cohortsql.spec.features import ResolvedFeature
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 import cohortsql
-from cohortsql import progress
+from cohortsql.run import progress
 from cohortsql.cli import app
 
 runner = CliRunner()

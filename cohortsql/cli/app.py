@@ -116,7 +116,7 @@ def shapley(
 ) -> None:
     """Cohort Shapley values of every feature for every target; prints the most important features."""
     with _reported_failures(debug):
-        from cohortsql.api import cohort_shapley, estimate
+        from cohortsql.api.local import cohort_shapley, estimate
         from cohortsql.cli.outputs import write
         from cohortsql.cli.summaries import shapley_summary
 
@@ -178,7 +178,7 @@ def effects(
 ) -> None:
     """Shapley effects: how much of the variance of the prediction each feature explains."""
     with _reported_failures(debug):
-        from cohortsql.api import estimate, shapley_effects
+        from cohortsql.api.local import estimate, shapley_effects
         from cohortsql.cli.outputs import write
         from cohortsql.cli.summaries import effects_summary
 
@@ -221,7 +221,7 @@ def uniqueness(
 ) -> None:
     """Uniqueness Shapley: which features make each row identifiable (a privacy audit; no prediction needed)."""
     with _reported_failures(debug):
-        from cohortsql.api import uniqueness_shapley
+        from cohortsql.api.local import uniqueness_shapley
         from cohortsql.cli.outputs import write
         from cohortsql.cli.summaries import uniqueness_summary
 
@@ -273,8 +273,8 @@ def compare(
     with _reported_failures(debug):
         from cohortsql.cli.outputs import write
         from cohortsql.cli.summaries import comparison_summary
-        from cohortsql.comparison import compare as compare_methods
-        from cohortsql.models import load_model
+        from cohortsql.api.baseline import compare as compare_methods
+        from cohortsql.games.baseline.models import load_model
 
         options = flags.options(locals(), flags.COMPARE_KEYS)
         request = flags.request(options)
@@ -323,7 +323,7 @@ def calibrate(
     with _reported_failures(debug):
         from cohortsql.cli.outputs import write
         from cohortsql.cli.summaries import calibration_summary
-        from cohortsql.comparison import calibrate as calibrate_threshold
+        from cohortsql.api.baseline import calibrate as calibrate_threshold
 
         options = flags.options(locals(), flags.CALIBRATE_KEYS)
         if not options.get("data"):
@@ -451,7 +451,7 @@ def sql(
     the values `shapley` gives.
     """
     with _reported_failures(debug):
-        from cohortsql.api import histogram_sql
+        from cohortsql.api.local import histogram_sql
 
         options = flags.options(locals(), flags.SQL_KEYS)
         typer.echo(
@@ -494,7 +494,7 @@ def assemble(
     Name the features as for `cohortsql sql`, in the same order.
     """
     with _reported_failures(debug):
-        from cohortsql.assemble import assemble as assemble_histogram
+        from cohortsql.api.assemble import assemble as assemble_histogram
         from cohortsql.cli.outputs import write
         from cohortsql.cli.summaries import shapley_summary
 

@@ -13,9 +13,9 @@ from typing import Annotated, Any
 
 import typer
 
-from cohortsql.choices import DIALECTS, ENGINES, METHODS, MODEL_INPUTS, MODEL_OUTPUTS, PATHS, VARIANTS
+from cohortsql._typing import DIALECTS, ENGINES, METHODS, MODEL_INPUTS, MODEL_OUTPUTS, PATHS, VARIANTS
 from cohortsql.errors import CohortError
-from cohortsql.sqltext import is_query
+from cohortsql.sql.text import is_query
 
 Data = Annotated[
     str | None,
@@ -269,7 +269,7 @@ def request(options: dict[str, Any], *, explained: bool = True) -> dict[str, Any
     if options.get("spark_master") and engine != "spark":
         raise CohortError("--spark-master needs --engine spark")
     if options.get("out"):
-        from cohortsql.output import check_destination
+        from cohortsql.results.files import check_destination
 
         check_destination(Path(options["out"]))  # before the work, not after it
     predictions = {"prediction": _prediction(options["prediction"])} if explained else {}

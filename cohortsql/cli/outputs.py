@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cohortsql.errors import CohortError
-from cohortsql.sqltext import is_query
+from cohortsql.sql.text import is_query
 
 if TYPE_CHECKING:
     import polars as pl
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: dict[str, str]) -> str:
     """--out (the first table at the path, the others beside it) and --into-table; says what it wrote."""
     from cohortsql.engines import EngineSettings, open_engine
-    from cohortsql.output import sibling_path, write_frames
+    from cohortsql.results.files import sibling_path, write_frames
 
     engine = options.get("engine") or "duckdb"
     if options.get("into_table") and engine == "duckdb" and not options.get("database"):

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from cohortsql.result import CohortShapleyResult, ShapleyEffects
+from cohortsql.results.cohort import CohortShapleyResult, ShapleyEffects
 
 if TYPE_CHECKING:
-    from cohortsql.calibration import Calibration
-    from cohortsql.comparison_result import Comparison
-    from cohortsql.outcomes import CohortShapleyResults, ShapleyEffectsResults
-    from cohortsql.uniqueness import UniquenessResult
+    from cohortsql.games.calibration import Calibration
+    from cohortsql.results.comparison import Comparison
+    from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
+    from cohortsql.results.uniqueness import UniquenessResult
 
 REASONS_SHOWN = 5
 """How many targets' reasons the summary prints (all of them go to the _reasons file)."""

@@ -8,7 +8,7 @@ Adding an engine: write ``cohortsql/engines/<name>.py`` with ``open_engine(conne
 data)`` returning an object with the `Engine` methods (`data` is the input, for backends whose data
 objects belong to a session of their own); add its name and the package its data and connection
 types come from to `ENGINES`; add it to the engine fixture in ``tests/conftest.py`` so that the
-correctness suite runs on it. (`ENGINES` lives in `cohortsql.choices`, which the command line reads
+correctness suite runs on it. (`ENGINES` lives in `cohortsql._typing`, which the command line reads
 without loading any engine.)
 """
 
@@ -18,7 +18,7 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-from cohortsql.choices import ENGINES, EngineName
+from cohortsql._typing import ENGINES, EngineName
 from cohortsql.engines.base import Engine, EngineSettings, Input
 from cohortsql.errors import CohortError
 

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from cohortsql.dialects import Dialect
+from cohortsql.sql.dialects import Dialect
 from cohortsql.errors import CohortError
 
 RUNS_TABLE = "cohortsql_runs"

@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from cohortsql.dialects import DUCKDB
+from cohortsql.sql.dialects import DUCKDB
 from cohortsql.engines.base import (
     POSITION_COLUMN,
     RUNS_TABLE,
@@ -34,7 +34,7 @@ from cohortsql.engines.base import (
     without_positions,
 )
 from cohortsql.errors import CohortError
-from cohortsql.sqltext import check_query, is_query
+from cohortsql.sql.text import check_query, is_query
 
 _GLOB_CHARACTERS = set("*?[")
 _READER_FUNCTIONS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json"}

@@ -18,6 +18,8 @@ import json
 import logging
 import os
 import socket
+import threading
+import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -29,7 +31,7 @@ import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from cohortsql.dialects import SPARK
+from cohortsql.sql.dialects import SPARK
 from cohortsql.engines.base import (
     POSITION_COLUMN,
     RUNS_TABLE,
@@ -43,7 +45,7 @@ from cohortsql.engines.base import (
     without_positions,
 )
 from cohortsql.errors import CohortError
-from cohortsql.sqltext import check_query, is_query
+from cohortsql.sql.text import check_query, is_query
 
 Result = TypeVar("Result")
 
@@ -56,6 +58,10 @@ except ImportError:  # pragma: no cover - a Spark Connect client without py4j (p
 
 _QUIET_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 """PySpark logs every failed query with its JVM stack; cohortsql reports the failure itself, in one line."""
+
+CANCEL_INTERVAL_SECONDS = 0.25
+CANCEL_SECONDS = 60.0
+"""After an interrupt, how often and for how long the cancel is repeated while a query is in flight."""
 
 _FILE_COLUMN, _INDEX_COLUMN, _OFFSET_COLUMN = "__cohort_file", "__cohort_index", "__cohort_offset"
 
@@ -142,6 +148,9 @@ class SparkEngine:
         self._remote = _is_connect(session)
         self._views: list[str] = []
         self._cached: set[str] = set()
+        self._running = 0
+        """How many queries of this engine are in flight (a cancel is repeated until none is)."""
+        self._counting = threading.Lock()
 
     # -- the Engine protocol -------------------------------------------------------------------
 
@@ -204,10 +213,26 @@ class SparkEngine:
         return None
 
     def interrupt(self) -> None:
+        """Cancel this engine's queries, again and again until none is in flight: a query may submit
+        a job after a cancel (a cross join's broadcast job finishes, then the join's own job starts),
+        and a single cancel would miss it (seen on a busy 2-core machine: the join ran for 30 minutes)."""
+        self._cancel()
+        threading.Thread(target=self._cancel_until_idle, name="cohortsql-cancel", daemon=True).start()
+
+    def _cancel(self) -> None:
         if self._remote:
             self.session.interruptAll()
         else:  # the job group of every query, with its running tasks interrupted (see _run)
             self.session.sparkContext.cancelJobGroup(self._prefix)
+
+    def _cancel_until_idle(self) -> None:
+        deadline = time.monotonic() + CANCEL_SECONDS
+        while self._running and time.monotonic() < deadline:
+            time.sleep(CANCEL_INTERVAL_SECONDS)
+            try:
+                self._cancel()
+            except Exception:  # the session may be closing; the next round (or the deadline) ends it
+                continue
 
     def write_tables(
         self,
@@ -314,15 +339,23 @@ class SparkEngine:
         tasks are interrupted when it is cancelled (`interruptAll` leaves a long task running there)."""
 
         def grouped() -> Result:
-            if not self._remote:
-                self.session.sparkContext.setJobGroup(self._prefix, "cohortsql", interruptOnCancel=True)
-            return action()
+            try:
+                if not self._remote:
+                    self.session.sparkContext.setJobGroup(self._prefix, "cohortsql", interruptOnCancel=True)
+                return action()
+            finally:
+                self._count(-1)  # when the query ends, not when the caller stops waiting for it
 
         with _quiet_loggers():
+            self._count(+1)
             try:
                 return interruptible(grouped, self.interrupt)
             except _SPARK_FAILURES as error:
                 raise CohortError(f"{context}: {_message(error)}") from None
+
+    def _count(self, change: int) -> None:
+        with self._counting:
+            self._running += change
 
 
 def _is_connect(value: object) -> bool:

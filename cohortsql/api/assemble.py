@@ -1,0 +1,233 @@
+"""Cohort Shapley values from the result of `cohortsql.histogram_sql`, run in any warehouse.
+
+The standalone query returns either mask histograms (one row per target and similarity mask) or
+equivalence cells (keys, each target a row of its own). Both carry sums of y - mean and of its
+square, so the whole-table mean and variance come back with them; this module runs the same numpy
+stages as `cohortsql.cohort_shapley` on them. Nothing here touches an engine.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from cohortsql.spec import arguments
+from cohortsql.queries import compile
+from cohortsql.numeric import permutation
+from cohortsql.numeric import shapley
+from cohortsql.api.local import AUTO_EXACT_FEATURES, MAX_EXACT_FEATURES, METHODS, Method
+from cohortsql.errors import CohortError, check_choice
+from cohortsql.run.grouping_sets import Cells, values_of_cells
+from cohortsql.spec.measures import Measures
+from cohortsql.results.files import read_frame
+from cohortsql.run.pairwise import exact_values, permutation_values, target_generators
+from cohortsql.spec.features import SimilarityArgument
+from cohortsql.run.session import BATCH_MEMORY_BYTES
+from cohortsql.results.cohort import CohortShapleyResult, run_settings, value_fields
+from cohortsql.spec.similarity import Similarity, as_similarity
+
+_SUMS = ("subjects", "sum_y", "sum_y2", "mean", "target", "prediction")
+
+SINGLE = Measures(outcomes=1)
+"""The standalone queries' sums: one outcome, unweighted."""
+
+
+def assemble(
+    histogram: str | os.PathLike[str] | pa.Table | pl.DataFrame | Any,
+    *,
+    similarity: SimilarityArgument,
+    method: Method = "auto",
+    seed: int | None = None,
+    max_permutations: int = 200,
+    tolerance: float | None = None,
+) -> CohortShapleyResult:
+    """Cohort Shapley values from the output of `cohortsql.histogram_sql` (a file or a frame).
+
+    `similarity` names the features in the order the query used (the same argument as there; its
+    kinds are recorded in the result). ``method`` applies to mask histograms: ``exact`` (d <= 24),
+    ``permutation`` or ``auto`` (exact up to d = 16); cells are always exact.
+    """
+    check_choice("method", method, METHODS)
+    seed = arguments.seed(seed)
+    tolerance = arguments.positive_number("tolerance", tolerance)
+    max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
+    frame = _read(histogram)
+    features, kinds = _features(similarity)
+    d = len(features)
+    missing = [column for column in _SUMS if column not in frame.columns]
+    if missing:
+        raise CohortError(f"the histogram lacks columns {missing}: pass the result of `cohortsql sql` as it is")
+    if "mask0" in frame.columns:
+        return _from_masks(frame, features, kinds, method, seed, max_permutations, tolerance)
+    keys = [f"k{index}" for index in range(d)]
+    if all(key in frame.columns for key in keys) and f"k{d}" not in frame.columns:
+        return _from_cells(frame, features, kinds, keys)
+    raise CohortError(
+        f"the histogram has neither mask columns nor the {d} key columns k0..k{d - 1} of {d} features;"
+        " check that similarity names the same features as the query"
+    )
+
+
+def _read(histogram: Any) -> pl.DataFrame:
+    if isinstance(histogram, (str, Path)):
+        return read_frame(histogram, "assemble, from the result of the `cohortsql sql` query")
+    frame = pl.from_arrow(histogram) if isinstance(histogram, pa.Table) else histogram
+    if not isinstance(frame, pl.DataFrame):
+        try:
+            frame = pl.DataFrame(histogram)
+        except (TypeError, ValueError):
+            raise CohortError(f"cannot read a histogram of type {type(histogram).__name__}") from None
+    return frame
+
+
+def _features(similarity: SimilarityArgument) -> tuple[tuple[str, ...], dict[str, Similarity | None]]:
+    if isinstance(similarity, str) or not isinstance(similarity, (Mapping, list, tuple)) or not similarity:
+        raise CohortError("similarity must name the features in the query's order (a list or a mapping)")
+    if isinstance(similarity, Mapping):
+        return tuple(similarity), {
+            name: None if kind is None else as_similarity(kind) for name, kind in similarity.items()
+        }
+    return tuple(similarity), {name: None for name in similarity}
+
+
+def _moments(totals: pl.DataFrame) -> tuple[float, float, float, int]:
+    """(mean, centred mean, variance, n) from one target's totals over every subject."""
+    row = totals.row(0, named=True)
+    n = int(row["subjects"])
+    centred_mean = row["sum_y"] / n
+    variance = max(0.0, row["sum_y2"] / n - centred_mean**2)
+    return float(row["mean"]), centred_mean, variance, n
+
+
+def _from_masks(
+    frame: pl.DataFrame,
+    features: tuple[str, ...],
+    kinds: dict[str, Similarity | None],
+    method: str,
+    seed: int | None,
+    max_permutations: int,
+    tolerance: float | None,
+) -> CohortShapleyResult:
+    d = len(features)
+    words = [f"mask{index}" for index in range(math.ceil(d / compile.MASK_WORD_BITS))]
+    targets = (
+        frame.group_by("target")
+        .agg(
+            pl.col("prediction").first(),
+            pl.col("subjects").sum(),
+            pl.col("sum_y").sum(),
+            pl.col("sum_y2").sum(),
+            pl.col("mean").first(),
+        )
+        .sort("target")
+    )
+    if targets["subjects"].n_unique() != 1:
+        raise CohortError("the histogram's targets do not all cover the same subjects; it is not one query's result")
+    mean, centred_mean, variance, n = _moments(targets)
+    numbered = frame.join(targets.select("target").with_row_index("__cohort_number"), on="target")
+    chosen = "exact" if method == "auto" and d <= AUTO_EXACT_FEATURES else method
+    if chosen == "auto":
+        chosen = "permutation"
+    if chosen == "exact" and d > MAX_EXACT_FEATURES:
+        raise CohortError(
+            f"exact cohort Shapley handles at most {MAX_EXACT_FEATURES} features; use method='permutation'"
+        )
+    count = targets.height
+    batch = shapley.targets_per_batch(d, BATCH_MEMORY_BYTES)
+    generators = target_generators(count, seed)
+    results: list[Any] = []
+    for start in range(0, count, batch):
+        rows = min(batch, count - start)
+        part = numbered.filter(pl.col("__cohort_number").is_between(start, start + rows - 1))
+        histogram = {
+            "target": (part["__cohort_number"] - start).to_numpy(),
+            SINGLE.weight_name(0): part["subjects"].to_numpy(),
+            SINGLE.sum_name(0, 0): part["sum_y"].to_numpy(),
+            **{word: part[word].to_numpy() for word in words},
+        }
+        if chosen == "exact":
+            results.append(exact_values(histogram, rows, d, SINGLE, np.array([centred_mean]), np.ones((rows, 1))))
+        else:
+            results.extend(
+                permutation_values(
+                    histogram,
+                    rows,
+                    d,
+                    centred_mean,
+                    generators[start : start + rows],
+                    max_permutations=max_permutations,
+                    tolerance=tolerance,
+                )
+            )
+    fields = (
+        shapley.concatenate(results)._asdict() if chosen == "exact" else permutation.stack(results, np.arange(count))
+    )
+    return CohortShapleyResult(
+        **_common(features, kinds, targets, mean, centred_mean, variance, n),
+        **value_fields(fields, mean),  # the histogram's sums are of y - mean
+        method=chosen,
+        path="pairwise",
+        settings=run_settings(similarity=_described(kinds), method=chosen, path="pairwise", seed=seed),
+    )
+
+
+def _from_cells(
+    frame: pl.DataFrame, features: tuple[str, ...], kinds: dict[str, Similarity | None], keys: list[str]
+) -> CohortShapleyResult:
+    totals = frame.select(
+        pl.col("subjects").sum(), pl.col("sum_y").sum(), pl.col("sum_y2").sum(), pl.col("mean").first()
+    )
+    mean, centred_mean, variance, n = _moments(totals)
+    grouped = frame.group_by(keys).agg(
+        pl.col("subjects").sum().alias(SINGLE.weight_name(0)), pl.col("sum_y").sum().alias(SINGLE.sum_name(0, 0))
+    )
+    means = np.array([centred_mean])
+    cells = Cells.from_frame(grouped, keys, SINGLE, means)
+    targets = frame.filter(pl.col("target").is_not_null()).sort("target")
+    if targets.height == 0:
+        raise CohortError("the cells hold no target rows (column `target` is empty)")
+    values = values_of_cells(cells, cells.cells_of(targets.select(keys)), SINGLE, means, np.ones((targets.height, 1)))
+    return CohortShapleyResult(
+        **_common(features, kinds, targets, mean, centred_mean, variance, n),
+        # The cells' sums are of y - the query's mean, so cohort means are relative to it.
+        **value_fields(values._asdict(), mean),
+        method="exact",
+        path="grouping_sets",
+        settings=run_settings(similarity=_described(kinds), method="exact", path="grouping_sets"),
+    )
+
+
+def _described(kinds: dict[str, Similarity | None]) -> dict[str, str]:
+    return {name: "(as in the query)" if kind is None else str(kind) for name, kind in kinds.items()}
+
+
+def _common(
+    features: tuple[str, ...],
+    kinds: dict[str, Similarity | None],
+    targets: pl.DataFrame,
+    mean: float,
+    centred_mean: float,
+    variance: float,
+    n: int,
+) -> dict[str, Any]:
+    ids = targets["target"].alias("id")
+    return dict(
+        ids=ids,
+        features=features,
+        similarity=_described(kinds),
+        kinds={name: kind for name, kind in kinds.items() if kind is not None},
+        feature_statistics={name: {} for name in features},
+        mean=mean + centred_mean,
+        variance=variance,
+        subjects=n,
+        prediction=targets["prediction"].cast(pl.Float64).to_numpy(),
+        targets=pl.DataFrame({"id": ids, "prediction": targets["prediction"]}),
+        population=n if targets.height == n else None,
+    )

@@ -1,0 +1,121 @@
+"""Baseline Shapley for every target: hybrid points in bounded chunks, each distinct point evaluated once.
+
+Targets and baselines go through in chunks of at most `HYBRID_ROWS` hybrid points. In each chunk the
+distinct hybrid points are found (`cohortsql.games.baseline.values.distinct_rows`), the model is called on them
+alone and, with realism, the engine's bitsets say which are realistic; `cohortsql.games.baseline.values` turns
+the values into Shapley values. Values are means over the baselines, so chunks of baselines combine
+by their sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from cohortsql.games.baseline.values import BaselineValues, baseline_games, baseline_shapley_values, distinct_rows, hybrid_codes
+from cohortsql.games.baseline.points import Points
+from cohortsql.run.progress import Reporter
+from cohortsql.games.baseline.realism import SubjectBitsets
+
+HYBRID_ROWS = 1 << 20
+"""Hybrid points per chunk: their codes (d int64 each), the model's input and the games stay near
+100 MB for d = 13."""
+
+Model = Callable[[pl.DataFrame], np.ndarray]
+"""f at each row of a frame of feature values (see `cohortsql.games.baseline.models.predict`)."""
+
+
+@dataclass
+class BaselineRun:
+    """Everything a baseline Shapley run returns per target (targets in the order of `Points`)."""
+
+    values: BaselineValues
+    prediction: np.ndarray
+    """f(x_t)."""
+    value_squared: np.ndarray
+    """mean_b (f(x_t) - f(x_b))^2."""
+    baseline_prediction: float
+    """mean_b f(x_b)."""
+
+    @classmethod
+    def empty(cls, targets: int, d: int, realism: bool) -> BaselineRun:
+        def zeros(*shape: int) -> np.ndarray:
+            return np.zeros(shape)
+
+        return cls(
+            BaselineValues(
+                zeros(targets, d),
+                zeros(targets, d),
+                zeros(targets, d) if realism else None,
+                zeros(targets, d) if realism else None,
+                zeros(targets) if realism else None,
+            ),
+            zeros(targets),
+            zeros(targets),
+            0.0,
+        )
+
+    def fanned_out(self, group: np.ndarray) -> BaselineRun:
+        """One row per entry of `group` (identical targets were computed once)."""
+
+        def rows(array: np.ndarray | None) -> np.ndarray | None:
+            return None if array is None else array[group]
+
+        shapley, squared, realistic, realistic_squared, points = self.values
+        values = BaselineValues(shapley[group], squared[group], rows(realistic), rows(realistic_squared), rows(points))
+        return BaselineRun(values, self.prediction[group], self.value_squared[group], self.baseline_prediction)
+
+
+def run_baseline_shapley(
+    points: Points, model: Model, bitsets: SubjectBitsets | None, report: Reporter | None = None
+) -> BaselineRun:
+    """phi, phi2 (and their realistic parts) of every target of `points` over all its baselines."""
+    distinct, group = distinct_rows(points.target_codes)
+    targets, d = distinct.shape
+    baselines = len(points.baseline_codes)
+    baseline_step = max(1, min(baselines, HYBRID_ROWS >> d))
+    target_step = max(1, HYBRID_ROWS // (baseline_step << d))
+    run = BaselineRun.empty(targets, d, bitsets is not None)
+    baseline_total = 0.0
+    if report is not None:
+        report.start(targets)
+    for first in range(0, targets, target_step):
+        rows = slice(first, first + target_step)
+        for start in range(0, baselines, baseline_step):
+            chunk = points.baseline_codes[start : start + baseline_step]
+            share = len(chunk) / baselines
+            codes = hybrid_codes(distinct[rows], chunk)
+            unique, inverse = distinct_rows(codes.reshape(-1, d))
+            shape = codes.shape[:3]
+            predictions = model(points.model_frame(unique))[inverse].reshape(shape)
+            realistic = None if bitsets is None else bitsets.realistic(unique)[inverse].reshape(shape)
+            games = baseline_games(predictions)
+            part = baseline_shapley_values(games, realistic)
+            for total, piece in zip(run.values[:4], part[:4]):
+                if total is not None and piece is not None:
+                    total[rows] += share * piece
+            if run.values.realistic_points is not None and part.realistic_points is not None:
+                run.values.realistic_points[rows] += part.realistic_points
+            run.value_squared[rows] += share * (games[..., -1] ** 2).mean(axis=1)
+            run.prediction[rows] = predictions[:, 0, -1]
+            if first == 0:
+                baseline_total += predictions[0, :, 0].sum()
+        if report is not None:
+            report.update(min(first + target_step, targets))
+    if report is not None:
+        report.finish()
+    run.baseline_prediction = baseline_total / baselines
+    return run.fanned_out(group)
+
+
+def baseline_totals(points: Points, model: Model) -> tuple[np.ndarray, float, np.ndarray]:
+    """f(x_t) per target, mean_b f(x_b), and mean_b (f(x_t) - f(x_b))^2 per target: the totals the
+    values add up to, computed exactly (for the permutation method, whose values are estimates)."""
+    unique, inverse = distinct_rows(np.concatenate([points.target_codes, points.baseline_codes]))
+    values = model(points.model_frame(unique))[inverse]
+    targets, baselines = values[: len(points.target_codes)], values[len(points.target_codes) :]
+    mean = float(baselines.mean())
+    return targets, mean, (targets - mean) ** 2 + float(baselines.var())

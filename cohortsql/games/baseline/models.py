@@ -1,0 +1,118 @@
+"""Calling the caller's model on hybrid points, in bounded batches, with every failure named.
+
+A model is a callable f(X) -> one number per row, or an object with ``predict`` (``predict_proba``'s
+second column with ``model_output="probability"``). X holds the feature columns by name, as a pandas
+frame with the data's own column types (so fitted scikit-learn pipelines with text columns work), a
+polars frame, or a float numpy array with the columns in feature order.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from cohortsql._typing import BATCH_ROWS, ModelInput, ModelOutput
+from cohortsql.errors import CohortError
+
+
+def model_function(model: Any, output: ModelOutput) -> Callable[[Any], Any]:
+    """The function to call: `model` itself, its ``predict``, or its ``predict_proba`` (second column)."""
+    if output == "probability":
+        if not hasattr(model, "predict_proba"):
+            raise CohortError(f"model_output='probability' needs a model with predict_proba; {model!r} has none")
+        return lambda rows: np.asarray(model.predict_proba(rows))[:, 1]
+    if hasattr(model, "predict"):
+        return model.predict
+    if callable(model):
+        return model
+    raise CohortError(f"model must be a callable f(X) or have a predict method; got {model!r}")
+
+
+def model_rows(frame: pl.DataFrame, model_input: ModelInput) -> Any:
+    """The hybrid rows as the model reads them."""
+    if model_input == "polars":
+        return frame
+    if model_input == "numpy":
+        try:
+            return frame.to_numpy().astype(np.float64)
+        except (ValueError, TypeError) as error:
+            raise CohortError(
+                f"model_input='numpy' needs numeric features; {_text_columns(frame)} are not ({error})"
+            ) from None
+    try:
+        return frame.to_pandas()
+    except ModuleNotFoundError:
+        raise CohortError("model_input='pandas' needs pandas: pip install pandas (or model_input='polars')") from None
+
+
+def _text_columns(frame: pl.DataFrame) -> str:
+    names = [name for name, dtype in frame.schema.items() if not (dtype.is_numeric() or dtype == pl.Boolean)]
+    return ", ".join(names) or "some columns"
+
+
+def predict(
+    function: Callable[[Any], Any], points: pl.DataFrame, model_input: ModelInput, batch_rows: int = BATCH_ROWS
+) -> np.ndarray:
+    """f at every row of `points`, called on batches of at most `batch_rows` rows; checks every answer."""
+    results = np.empty(points.height)
+    for start in range(0, points.height, batch_rows):
+        batch = points.slice(start, batch_rows)
+        try:
+            answer = function(model_rows(batch, model_input))
+        except CohortError:
+            raise
+        except Exception as error:  # the caller's code: any failure becomes one named error
+            raise CohortError(
+                f"the model raised {type(error).__name__} on a batch of {batch.height} hybrid rows: {error}"
+            ) from error
+        results[start : start + batch.height] = _checked(answer, batch.height)
+    return results
+
+
+def _checked(answer: Any, rows: int) -> np.ndarray:
+    """The model's answer as float64, one finite number per row, or a `CohortError` saying what is wrong."""
+    if hasattr(answer, "to_numpy"):
+        answer = answer.to_numpy()
+    values = np.asarray(answer)
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.ndim != 1 or len(values) != rows:
+        raise CohortError(
+            f"the model returned shape {values.shape} for {rows} rows; it must return one number per row"
+            " (for a classifier's probability, pass model_output='probability')"
+        )
+    if not (np.issubdtype(values.dtype, np.number) or values.dtype == np.bool_):
+        raise CohortError(f"the model returned {values.dtype} values, not numbers (e.g. {values[0]!r})")
+    values = values.astype(np.float64)
+    if not np.isfinite(values).all():
+        bad = values[~np.isfinite(values)][0]
+        raise CohortError(f"the model returned {bad} for {np.count_nonzero(~np.isfinite(values))} of {rows} rows")
+    return values
+
+
+def load_model(path: str | os.PathLike[str]) -> Any:
+    """A fitted model saved with pickle, or with joblib when the file ends in ``.joblib``.
+
+    Unpickling runs code stored in the file: load only files you trust."""
+    location = Path(path)
+    try:
+        if location.suffix == ".joblib":
+            try:
+                import joblib  # type: ignore[import-untyped]
+            except ImportError:
+                raise CohortError(f"{str(location)!r} is a joblib file: pip install joblib") from None
+            return joblib.load(location)
+        with location.open("rb") as stream:
+            return pickle.load(stream)
+    except CohortError:
+        raise
+    except OSError as error:
+        raise CohortError(f"cannot read model {str(location)!r}: {error.strerror}") from None
+    except Exception as error:  # unpickling runs the file's code: any failure is the file's
+        raise CohortError(f"cannot load model {str(location)!r}: {type(error).__name__}: {error}") from None

@@ -1,0 +1,145 @@
+"""Bayesian-bootstrap intervals from replicate games (pure numpy, no I/O).
+
+Rubin's Bayesian bootstrap reweights the subjects with independent Exp(1) draws; a replicate's
+cohort Shapley values are those of its reweighted table (`cohortsql.spec.measures`), computed in the same
+pass as the estimate. An interval is the percentile interval of a statistic over the replicates.
+Statistics over targets (Shapley effects, group means) weigh each target by its own replicate
+weight, and every statistic uses the same replicate weights, so differences between groups and
+between outcomes are paired: their intervals come from the replicates' differences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from cohortsql.spec.measures import Measures
+from cohortsql.numeric.shapley import CohortShapley, concatenate, fan_out, shapley_values
+
+KEEP_REPLICATES_BYTES = 512 * 2**20
+"""Each target's replicate values are kept (float32, for `by` intervals) up to this much memory."""
+
+
+def percentile_interval(replicates: np.ndarray, confidence: float, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (1 - confidence) / 2 and (1 + confidence) / 2 quantiles of `replicates` along `axis`:
+    the percentile interval of a (Bayesian) bootstrap."""
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(replicates, [tail, 1.0 - tail], axis=axis)
+    return low, high
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """A result's Bayesian-bootstrap replicates and the intervals they give."""
+
+    replicates: int
+    """B: how many replicate weightings."""
+    confidence: float
+    """The intervals' coverage, e.g. 0.95."""
+    seed: int
+    """Seeds the replicate draws: the same seed gives the same replicates on every engine."""
+    shapley_low: np.ndarray
+    """Lower end of each target's and feature's interval of phi_j, shape (targets, d)."""
+    shapley_high: np.ndarray
+    shapley_squared_low: np.ndarray
+    shapley_squared_high: np.ndarray
+    effects: np.ndarray
+    """Each replicate's Shapley effects (the targets' weighted mean of phi_j^2), shape (B, d)."""
+    target_weights: np.ndarray
+    """Each target's weight in each replicate, shape (targets, B)."""
+    shapley: np.ndarray | None = None
+    """Each target's replicate values, shape (targets, B, d), float32; None when too large to keep."""
+    shapley_squared: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Collected:
+    """The values of every game of the distinct targets, gathered from the batches."""
+
+    values: list[CohortShapley]
+    """Per outcome, the values of its game under the data's own weighting."""
+    intervals: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    """Per outcome (with replicates), the low and high ends for phi and phi^2, each (targets, d)."""
+    replicate_values: list[tuple[np.ndarray, np.ndarray] | None]
+    """Per outcome (with replicates, when kept), each target's replicate phi and phi^2, (targets, B, d)."""
+    squared_games: np.ndarray
+    """The targets' weighted sums of v_CS(t, u)^2 for every game, shape (games, 2^d)."""
+
+    def fanned_out(self, group: np.ndarray) -> Collected:
+        """Per-target arrays for every target from those of the distinct targets."""
+        return Collected(
+            [fan_out(values, group) for values in self.values],
+            [tuple(array[group] for array in interval) for interval in self.intervals],
+            [None if kept is None else (kept[0][group], kept[1][group]) for kept in self.replicate_values],
+            self.squared_games,
+        )
+
+
+def worth_keeping(targets: int, d: int, measures: Measures) -> bool:
+    """Whether every target's replicate values (float32, phi and phi^2) fit `KEEP_REPLICATES_BYTES`."""
+    return targets * measures.outcomes * measures.replicates * d * 2 * 4 <= KEEP_REPLICATES_BYTES
+
+
+def collect(
+    batches: Iterable[CohortShapley], measures: Measures, confidence: float, *, keep: bool, intervals: bool = True
+) -> Collected:
+    """Split each batch's game rows (target-major, `measures`' game order) into outcomes and
+    weightings; reduce the replicates to `intervals` batch by batch, and `keep` them (float32) if asked."""
+    outcomes, weightings = measures.outcomes, measures.weightings
+    parts: list[list[CohortShapley]] = [[] for _ in range(outcomes)]
+    bounds: list[list[tuple[np.ndarray, ...]]] = [[] for _ in range(outcomes)]
+    kept: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(outcomes)]
+    squared = []
+    for batch in batches:
+        *per_row, squared_games = batch
+        squared.append(squared_games)
+        rows = len(batch.cohort_size) // measures.games
+        split = [array.reshape(rows, outcomes, weightings, *array.shape[1:]) for array in per_row]
+        for outcome in range(outcomes):
+            parts[outcome].append(CohortShapley._make([array[:, outcome, 0] for array in split] + [np.zeros(0)]))
+            if measures.replicates and (intervals or keep):
+                phi = batch.shapley.reshape(rows, outcomes, weightings, -1)[:, outcome, 1:]
+                phi2 = batch.shapley_squared.reshape(rows, outcomes, weightings, -1)[:, outcome, 1:]
+                if intervals:
+                    bounds[outcome].append(
+                        (*percentile_interval(phi, confidence, 1), *percentile_interval(phi2, confidence, 1))
+                    )
+                if keep:
+                    kept[outcome].append((phi.astype(np.float32), phi2.astype(np.float32)))
+    total = np.sum(squared, axis=0)
+    return Collected(
+        [concatenate(outcome_parts)._replace(squared_games=np.zeros(0)) for outcome_parts in parts],
+        [tuple(np.concatenate(ends) for ends in zip(*outcome_bounds)) for outcome_bounds in bounds if outcome_bounds],  # type: ignore[misc]
+        [
+            (np.concatenate([a for a, _ in outcome_kept]), np.concatenate([b for _, b in outcome_kept]))
+            if outcome_kept
+            else None
+            for outcome_kept in kept
+        ],
+        total,
+    )
+
+
+def replicate_effects(squared_games: np.ndarray, target_weights: np.ndarray) -> np.ndarray:
+    """Each replicate's Shapley effects: phi_j of v_var^b(u) = sum_t pi_bt v_b(t, u)^2 / sum_t pi_bt,
+    from the replicates' weighted squared games (B, 2^d) and the targets' weights (targets, B)."""
+    return shapley_values(squared_games / target_weights.sum(axis=0)[:, None])
+
+
+def group_means(values: np.ndarray, weights: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
+    """Weighted means of `values` (targets, ..., d) within groups 0..count-1, one weight per target and
+    replicate: `weights` (targets, B) with `values` (targets, B, d) gives (count, B, d)."""
+    totals = np.zeros((count, *weights.shape[1:]))
+    np.add.at(totals, groups, weights)
+    sums = np.zeros((count, *values.shape[1:]))
+    np.add.at(sums, groups, values * weights[..., None])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums / totals[..., None]
+
+
+def paired_differences(replicates: np.ndarray, reference: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals of each group's difference from group `reference`, replicate by replicate:
+    `replicates` (groups, B, d) -> low and high, each (groups, d)."""
+    return percentile_interval(replicates - replicates[reference], confidence, 1)

@@ -1,0 +1,167 @@
+"""Monte Carlo cohort Shapley for many predictors: random permutations over the mask histogram.
+
+Pure numpy, no I/O (DESIGN §2, large d). For one target, SQL gives the distinct similarity masks
+with their subject counts and sums of y. A permutation pi of the predictors defines a chain of
+cohorts C_0 (every subject) > C_1 > ... > C_d, where C_i keeps the subjects similar to the target
+on the first i predictors of pi. A mask group is in C_i when its prefix length L (how many leading
+predictors of pi it contains) is at least i. The increment of v along the chain,
+v(C_i) - v(C_{i-1}), is an unbiased estimate of phi_{pi(i)}; the increments of one permutation add
+up to v(1:d) exactly, so every estimate is efficient. Permutations come in antithetic pairs (pi and
+its reverse); the standard error of each value is that of the mean over pairs.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from cohortsql.numeric.shapley import importance_order
+
+PAIRS_PER_ROUND = 8
+"""Antithetic pairs drawn between two checks of the stopping rule."""
+
+MIN_PAIRS = 8
+"""No stop on `tolerance` before this many pairs: a standard error needs a few of them."""
+
+
+class PermutationEstimate(NamedTuple):
+    """Estimated cohort Shapley values of one target with their standard errors."""
+
+    shapley: np.ndarray
+    shapley_squared: np.ndarray
+    shapley_se: np.ndarray
+    shapley_squared_se: np.ndarray
+    cohort_size: int
+    cohort_mean: float
+    path_order: np.ndarray
+    """Features by decreasing |estimate|."""
+    path_size: np.ndarray
+    """Cohort sizes as the features of `path_order` are added one by one."""
+    path_mean: np.ndarray
+    """Cohort means along the same path."""
+    feature_cohort_size: np.ndarray
+    """|C_{t,{j}}| for each feature j: the subjects similar to the target on j alone."""
+    permutations: int
+
+
+def unpack_masks(words: list[np.ndarray], d: int, word_bits: int) -> np.ndarray:
+    """Similarity masks split into words of `word_bits` bits -> bits, shape (d, masks)."""
+    masks = len(words[0]) if words else 0
+    bits = np.empty((d, masks), dtype=bool)
+    for feature in range(d):
+        word, bit = divmod(feature, word_bits)
+        bits[feature] = (words[word] >> bit) & 1
+    return bits
+
+
+def prefix_lengths(bits: np.ndarray, complete: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """For each mask, how many leading predictors of `order` it contains (d for complete masks).
+
+    Masks drop out of the chain at their first missing predictor, so the loop only touches the
+    masks still in the cohort: cohorts shrink fast, and the cost stays far below masks x d.
+    """
+    d = len(order)
+    lengths = np.full(bits.shape[1], d, dtype=np.int64)
+    alive = np.flatnonzero(~complete)
+    for position, feature in enumerate(order):
+        if alive.size == 0:
+            break
+        keep = bits[feature, alive]
+        lengths[alive[~keep]] = position
+        alive = alive[keep]
+    return lengths
+
+
+def chain_cohorts(lengths: np.ndarray, counts: np.ndarray, sums: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """|C_i| and the sum of y over C_i for i = 0 .. d: C_i holds the masks with prefix length >= i."""
+    sizes = np.bincount(lengths, weights=counts, minlength=d + 1)[::-1].cumsum()[::-1]
+    totals = np.bincount(lengths, weights=sums, minlength=d + 1)[::-1].cumsum()[::-1]
+    return sizes, totals
+
+
+def chain_values(lengths: np.ndarray, counts: np.ndarray, sums: np.ndarray, mean: float, d: int) -> np.ndarray:
+    """v(C_i) = ybar_{C_i} - ybar for i = 0 .. d along one permutation's chain (v(C_0) = 0)."""
+    sizes, totals = chain_cohorts(lengths, counts, sums, d)
+    values = totals / sizes - mean
+    values[0] = 0.0
+    return values
+
+
+def _increments(
+    bits: np.ndarray, complete: np.ndarray, counts: np.ndarray, sums: np.ndarray, mean: float, order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """One permutation's increments of v and of v^2 along its chain, each at its feature's place."""
+    values = chain_values(prefix_lengths(bits, complete, order), counts, sums, mean, len(order))
+    plain = np.empty(len(order))
+    squared = np.empty(len(order))
+    plain[order] = np.diff(values)
+    squared[order] = np.diff(values**2)
+    return plain, squared
+
+
+def estimate(
+    bits: np.ndarray,
+    counts: np.ndarray,
+    sums: np.ndarray,
+    mean: float,
+    rng: np.random.Generator,
+    *,
+    max_permutations: int,
+    tolerance: float | None,
+) -> PermutationEstimate:
+    """Permutation estimate of one target's cohort Shapley values of v_CS and v_CS2.
+
+    `bits` (d, masks), `counts` and `sums` describe the target's distinct similarity masks. Stops
+    after `max_permutations` permutations, or earlier once every standard error (of both games) is
+    at most `tolerance`.
+    """
+    d = bits.shape[0]
+    complete = np.asarray(bits.all(axis=0))
+    pairs = 0
+    mean_pair = np.zeros((2, d))  # running mean and sum of squared deviations (Welford) of the pair averages
+    squares = np.zeros((2, d))
+    max_pairs = max(1, max_permutations // 2)
+    while pairs < max_pairs:
+        for _ in range(min(PAIRS_PER_ROUND, max_pairs - pairs)):
+            order = rng.permutation(d)
+            forward = _increments(bits, complete, counts, sums, mean, order)
+            backward = _increments(bits, complete, counts, sums, mean, order[::-1])
+            pair = (np.array(forward) + np.array(backward)) / 2
+            pairs += 1
+            deviation = pair - mean_pair
+            mean_pair += deviation / pairs
+            squares += deviation * (pair - mean_pair)
+        if tolerance is not None and pairs >= MIN_PAIRS and np.nanmax(_standard_errors(squares, pairs)) <= tolerance:
+            break
+    errors = _standard_errors(squares, pairs)
+    order = importance_order(mean_pair[0])
+    path_sizes, path_sums = chain_cohorts(prefix_lengths(bits, complete, order), counts, sums, d)
+    return PermutationEstimate(
+        shapley=mean_pair[0],
+        shapley_squared=mean_pair[1],
+        shapley_se=errors[0],
+        shapley_squared_se=errors[1],
+        cohort_size=int(path_sizes[-1]),
+        cohort_mean=float(path_sums[-1] / path_sizes[-1]),
+        path_order=order,
+        path_size=path_sizes[1:].astype(np.int64),
+        path_mean=path_sums[1:] / path_sizes[1:],
+        feature_cohort_size=(bits @ counts).astype(np.int64),
+        permutations=2 * pairs,
+    )
+
+
+def stack(estimates: list[PermutationEstimate], group: np.ndarray) -> dict[str, np.ndarray]:
+    """The estimates of the distinct targets as arrays with a leading target axis, fanned out to every target."""
+    return {
+        name: np.array([getattr(estimate, name) for estimate in estimates])[group]
+        for name in PermutationEstimate._fields
+    }
+
+
+def _standard_errors(squares: np.ndarray, pairs: int) -> np.ndarray:
+    """Standard error of a mean of `pairs` values whose squared deviations from their mean sum to `squares`."""
+    if pairs < 2:
+        return np.full(squares.shape, np.nan)
+    return np.sqrt(squares / (pairs - 1) / pairs)

@@ -1,0 +1,651 @@
+"""The results: per-target, per-feature cohort Shapley values (`CohortShapleyResult`) and Shapley
+effects (`ShapleyEffects`), with the diagnostics that say how far to trust them."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from cohortsql.numeric import bootstrap as bootstrap_module
+from cohortsql.numeric.bootstrap import Bootstrap, percentile_interval
+from cohortsql.errors import CohortError, CohortWarning
+from cohortsql.results.files import write_frame
+from cohortsql.numeric.shapley import shapley_values
+from cohortsql.spec.similarity import Similarity
+
+LOCAL_COLUMNS = ("shapley", "shapley_squared")
+
+NARROW_SHARE = 0.01
+"""A feature is narrow for a target when similarity on it alone keeps at most this share of the table."""
+
+VALUE_FIELDS = ("cohort_size", "shapley", "shapley_squared", "path_order", "path_size", "feature_cohort_size")
+OPTIONAL_VALUE_FIELDS = ("shapley_se", "shapley_squared_se", "permutations")
+
+
+SIZE_FIELDS = ("cohort_size", "path_size", "feature_cohort_size")
+
+
+def value_fields(values: Mapping[str, Any], offset: float, *, counted: bool = True) -> dict[str, Any]:
+    """Result fields from exact values (a `CohortShapley` as a dict) or stacked permutation estimates;
+    cohort means are stored relative to `offset` (the pilot value), which is added back here. Sizes are
+    whole numbers when `counted` (no case weights), else sums of weights."""
+    fields = {name: values[name] for name in VALUE_FIELDS}
+    fields.update({name: values[name] for name in OPTIONAL_VALUE_FIELDS if name in values})
+    for name in SIZE_FIELDS:
+        fields[name] = np.rint(fields[name]).astype(np.int64) if counted else np.asarray(fields[name], dtype=np.float64)
+    fields["cohort_mean"] = values["cohort_mean"] + offset
+    fields["path_mean"] = values["path_mean"] + offset
+    return fields
+
+
+SINGLETON_WARNING_SHARE = 0.5
+"""More than this share of targets in a cohort of one row gets a `CohortWarning`."""
+
+
+def warn_about_singletons(checks: Mapping[str, Any]) -> None:
+    """Warn when most targets' cohorts on every feature are the target alone."""
+    share = checks.get("singleton_share", 0.0)
+    if share > SINGLETON_WARNING_SHARE:
+        warnings.warn(
+            f"{share:.0%} of the targets end in a cohort of one row: the explanation then rests on single rows;"
+            " widen windows or use fewer features",
+            CohortWarning,
+            stacklevel=3,
+        )
+
+
+def run_settings(**settings: Any) -> dict[str, str]:
+    """A run's settings as text (JSON for structured values), plus the library's version and the time."""
+    try:
+        version = metadata.version("cohortsql")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+        version = "unknown"
+    text = {name: value if isinstance(value, str) else json.dumps(value) for name, value in settings.items()}
+    return {
+        "cohortsql_version": version,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        **text,
+    }
+
+
+def diagnostics(
+    cohort_size: np.ndarray,
+    feature_cohort_size: np.ndarray,
+    features: tuple[str, ...],
+    subjects: float,
+    weights: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """How much of the explanation rests on tiny cohorts.
+
+    ``singleton_share``: share of targets whose cohort on every feature is the target alone (of size
+    1; with case weights, of weight 1); ``median_cohort_size``: the median of those cohorts' sizes;
+    ``narrow_features``: per feature, the share of targets for which similarity on that feature alone
+    keeps at most 1% of the table (of its `subjects`, their total weight when weighted). `weights`
+    count how many targets each row stands for (default one each)."""
+    weights = np.ones(len(cohort_size)) if weights is None else np.asarray(weights, dtype=float)
+    total = weights.sum()
+    order = np.argsort(cohort_size, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    median = float(cohort_size[order][np.searchsorted(cumulative, total / 2)]) if total else float("nan")
+    narrow = feature_cohort_size <= NARROW_SHARE * subjects
+    return {
+        "targets": int(round(total)) if float(total).is_integer() else float(total),
+        "subjects": int(subjects) if float(subjects).is_integer() else float(subjects),
+        "singleton_share": float(weights @ (cohort_size == 1) / total) if total else float("nan"),
+        "median_cohort_size": median,
+        "narrow_features": {name: float(weights @ narrow[:, index] / total) for index, name in enumerate(features)},
+    }
+
+
+@dataclass(frozen=True, eq=False)
+class CohortShapleyResult:
+    """Cohort Shapley values phi_j(t) of v_CS and v_CS2 for every target t and feature j.
+
+    For every target, ``shapley`` adds up to ``value`` = cohort_mean - mean (efficiency) and
+    ``shapley_squared`` adds up to ``value_squared`` = value^2.
+    """
+
+    ids: pl.Series
+    """The targets' ids, in table order."""
+    features: tuple[str, ...]
+    """The predictors, in the order given."""
+    similarity: dict[str, str]
+    """Each feature's similarity kind in text form, defaults filled in."""
+    kinds: dict[str, Similarity]
+    """Each feature's similarity kind."""
+    feature_statistics: dict[str, dict]
+    """The whole-table statistics each feature's kind used (min, max, quantiles, missing values)."""
+    mean: float
+    """ybar: the mean of the explained column over all subjects."""
+    variance: float
+    """The population variance of the explained column over all subjects (the total that Shapley effects split)."""
+    subjects: int
+    """n: how many subjects (rows) the cohorts were drawn from."""
+    prediction: np.ndarray
+    """y_t for each target."""
+    cohort_size: np.ndarray
+    """|C_{t,1:d}| for each target."""
+    cohort_mean: np.ndarray
+    """ybar_{t,1:d} for each target."""
+    shapley: np.ndarray
+    """phi_j(t) of v_CS, shape (targets, features)."""
+    shapley_squared: np.ndarray
+    """phi_j(t) of v_CS2, shape (targets, features)."""
+    targets: pl.DataFrame
+    """The target rows as they are in the data (every column), in the order of `ids`."""
+    path_order: np.ndarray
+    """Each target's features by decreasing |shapley| (indexes into `features`), shape (targets, features)."""
+    path_size: np.ndarray
+    """Cohort sizes as the features of `path_order` are added one at a time, shape (targets, features)."""
+    path_mean: np.ndarray
+    """Cohort means along the same refinement path, shape (targets, features)."""
+    feature_cohort_size: np.ndarray
+    """|C_{t,{j}}|: how many subjects are similar to the target on feature j alone, shape (targets, features)."""
+    shapley_se: np.ndarray | None = None
+    """Permutation method: the Monte Carlo standard error of each value (None when exact)."""
+    shapley_squared_se: np.ndarray | None = None
+    """Permutation method: the Monte Carlo standard error of each squared value."""
+    permutations: np.ndarray | None = None
+    """Permutation method: how many permutations each target used."""
+    population: int | None = None
+    """How many rows the targets were drawn from, when they are every row or a random sample of the
+    table; None when they were chosen by id or predicate. Sets the finite-population correction."""
+    method: str = "exact"
+    path: str = "pairwise"
+    """How the cohorts were found: ``pairwise`` or ``grouping_sets``."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """The run's settings (kinds, method, targets, seed, engine, version): written with every output."""
+    outcome: str | None = None
+    """The explained column (None when assembled from a warehouse's histogram)."""
+    weights: np.ndarray | None = None
+    """Each target's case weight (None: unweighted). Averages over targets are weighted by them."""
+    total_weight: float | None = None
+    """The subjects' total case weight, n of a weighted table (None: unweighted, n = `subjects`)."""
+    bootstrap: Bootstrap | None = None
+    """Bayesian-bootstrap replicates and intervals (``bootstrap=B``), else None."""
+
+    @property
+    def target_weights(self) -> np.ndarray:
+        """Each target's weight in averages over targets: its case weight, or 1."""
+        return np.ones(len(self.ids)) if self.weights is None else self.weights
+
+    @property
+    def population_weight(self) -> float:
+        """n, or the subjects' total weight when weighted: the size of the table cohorts are drawn from."""
+        return float(self.subjects if self.total_weight is None else self.total_weight)
+
+    @cached_property
+    def local(self) -> pl.DataFrame:
+        """One row per (target, feature): ``id``, ``feature``, the target's ``feature_value`` (as text)
+        and ``prediction``, ``shapley``, ``shapley_squared`` (and their standard errors when estimated;
+        their Bayesian-bootstrap intervals ``shapley_ci_low`` .. ``shapley_squared_ci_high`` with ``bootstrap=B``).
+
+        A squared value can be negative: it is the Shapley value of the game v(u)^2, whose increments
+        v(u + j)^2 - v(u)^2 are negative whenever adding j moves the cohort mean back towards the
+        overall mean (paper, Appendix 4). They add up to value^2 >= 0 over the features."""
+        targets, d = self.shapley.shape
+        rows = np.repeat(np.arange(targets), d)
+        columns = {
+            "id": self.ids.gather(rows),
+            "feature": pl.Series(list(self.features) * targets, dtype=pl.String),
+            "feature_value": pl.Series(self.feature_values.reshape(-1).tolist(), dtype=pl.String),
+            "prediction": self.prediction[rows],
+            "shapley": self.shapley.reshape(-1),
+            "shapley_squared": self.shapley_squared.reshape(-1),
+        }
+        if self.shapley_se is not None and self.shapley_squared_se is not None:
+            columns["shapley_se"] = self.shapley_se.reshape(-1)
+            columns["shapley_squared_se"] = self.shapley_squared_se.reshape(-1)
+        if self.bootstrap is not None:
+            columns["shapley_ci_low"] = self.bootstrap.shapley_low.reshape(-1)
+            columns["shapley_ci_high"] = self.bootstrap.shapley_high.reshape(-1)
+            columns["shapley_squared_ci_low"] = self.bootstrap.shapley_squared_low.reshape(-1)
+            columns["shapley_squared_ci_high"] = self.bootstrap.shapley_squared_high.reshape(-1)
+        return pl.DataFrame(columns)
+
+    @cached_property
+    def totals(self) -> pl.DataFrame:
+        """One row per target: ``id``, ``prediction``, ``cohort_size``, ``cohort_mean``, ``value``, ``value_squared``."""
+        value = self.cohort_mean - self.mean
+        return pl.DataFrame(
+            {
+                "id": self.ids,
+                "prediction": self.prediction,
+                "cohort_size": self.cohort_size,
+                "cohort_mean": self.cohort_mean,
+                "value": value,
+                "value_squared": value**2,
+            }
+        )
+
+    @cached_property
+    def feature_values(self) -> np.ndarray:
+        """Each target's value of each feature as text (None when missing or not in `targets`), (targets, features)."""
+        return feature_texts(self.targets, self.features, len(self.ids))
+
+    @cached_property
+    def diagnostics(self) -> dict[str, Any]:
+        """How much of the explanation rests on tiny cohorts (see `cohortsql.results.cohort.diagnostics`)."""
+        return diagnostics(
+            self.cohort_size, self.feature_cohort_size, self.features, self.population_weight, self.target_weights
+        )
+
+    def reasons(self, k: int = 3) -> pl.DataFrame:
+        """The top `k` features of each target by |shapley|: ``id``, ``prediction``, ``rank``, ``feature``,
+        ``feature_value``, ``shapley`` and a ``reason`` in words, e.g. "sex = male lowered the cohort
+        mean by 0.31" (relative to the mean over every subject)."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise CohortError(f"reasons(k): k must be a whole number >= 1, got {k!r}")
+        targets, d = self.shapley.shape
+        top = self.path_order[:, : min(k, d)]
+        rows = np.repeat(np.arange(targets), top.shape[1])
+        features = top.reshape(-1)
+        values = self.shapley[rows, features]
+        texts = self.feature_values[rows, features]
+        names = np.array(self.features, dtype=object)[features]
+        reasons = [
+            f"{name} = {'missing' if text is None else text} {'raised' if value >= 0 else 'lowered'}"
+            f" the cohort mean by {abs(value):.3g}"
+            for name, text, value in zip(names, texts, values)
+        ]
+        return pl.DataFrame(
+            {
+                "id": self.ids.gather(rows),
+                "prediction": self.prediction[rows],
+                "rank": np.tile(np.arange(1, top.shape[1] + 1), targets),
+                "feature": pl.Series(names.tolist(), dtype=pl.String),
+                "feature_value": pl.Series(texts.tolist(), dtype=pl.String),
+                "shapley": values,
+                "reason": pl.Series(reasons, dtype=pl.String),
+            }
+        )
+
+    def similar_interval(self, id: object, feature: str) -> tuple[float, float] | None:
+        """The values of `feature` similar to target `id`'s (a closed interval), or None when the
+        feature's kind is not an interval (``sql:``) or its value is missing."""
+        if feature not in self.kinds:
+            raise CohortError(
+                f"similar_interval: {feature!r} is not a feature; the features are {', '.join(self.features)}"
+            )
+        value = self.targets[feature][self._row(id)]
+        if value is None or isinstance(value, str):
+            return None
+        return self.kinds[feature].interval(float(value), self.feature_statistics[feature])
+
+    def _row(self, id: object) -> int:
+        """Position of target `id` in `ids`."""
+        matches = np.flatnonzero((self.ids == id).fill_null(False).to_numpy())
+        if len(matches) == 0:
+            raise CohortError(f"{id!r} is not one of the {len(self.ids)} targets of this result")
+        return int(matches[0])
+
+    @cached_property
+    def paths(self) -> pl.DataFrame:
+        """Each target's refinement path (the paper's cohort refinement): one row per (target, step) with
+        ``id``, ``step``, the ``feature`` added at that step (step 0: none, the cohort is every subject;
+        step 1: the most important feature), and the ``cohort_size`` and ``cohort_mean`` of the cohort
+        similar to the target on the features so far."""
+        targets, d = self.path_order.shape
+        names = np.array([None, *self.features], dtype=object)
+        order = np.column_stack([np.zeros(targets, dtype=np.int64), self.path_order + 1])
+        sizes = np.column_stack([np.full(targets, self.population_weight), self.path_size])
+        means = np.column_stack([np.full(targets, self.mean), self.path_mean])
+        return pl.DataFrame(
+            {
+                "id": self.ids.gather(np.repeat(np.arange(targets), d + 1)),
+                "step": np.tile(np.arange(d + 1), targets),
+                "feature": pl.Series(names[order.reshape(-1)].tolist(), dtype=pl.String),
+                "cohort_size": sizes.reshape(-1),
+                "cohort_mean": means.reshape(-1),
+            }
+        )
+
+    @property
+    def target_variance(self) -> float:
+        """Mean over the targets (weighted) of (y_t - ybar)^2: the variance of the explained column when
+        the targets are every row, its estimate for a random sample, and the denominator of `global_`'s shares."""
+        return float(np.average((self.prediction - self.mean) ** 2, weights=self.target_weights))
+
+    @cached_property
+    def global_(self) -> pl.DataFrame:
+        """Per feature, averaged over the targets (weighted by their case weights): ``shapley_effect``
+        (mean squared cohort Shapley value), its standard error ``shapley_effect_se``, ``share`` =
+        shapley_effect / `target_variance`, and ``mean_abs_shapley``; with ``bootstrap=B``, the
+        interval ``shapley_effect_ci_low`` .. ``_high``.
+
+        When the targets are every row, the squared values average to the Shapley effects of
+        v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 exactly (paper: additivity of Shapley values), the
+        shares are of the variance, and the standard error is 0. For a random sample of targets it is the
+        sample mean's standard error, with the finite-population correction. For targets chosen by id or
+        predicate, shares are of those targets' own spread around the overall mean.
+        """
+        weights = self.target_weights
+        errors = standard_error(self.shapley_squared, self.population, self.shapley_squared_se, weights)
+        effects = np.average(self.shapley_squared, axis=0, weights=weights)
+        table = _effects_table(self.features, effects, errors, self.target_variance)
+        table = table.with_columns(
+            mean_abs_shapley=pl.Series(np.average(np.abs(self.shapley), axis=0, weights=weights))
+        )
+        if self.bootstrap is None:
+            return table
+        low, high = percentile_interval(self.bootstrap.effects, self.bootstrap.confidence, 0)
+        return table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
+
+    def by(self, column: str, reference: object = None) -> pl.DataFrame:
+        """Per group of `column` (any column of the data, a model input or not) and feature: the group's
+        number of targets, and the mean and standard error of the cohort Shapley values and their squares
+        (weighted by case weights).
+
+        The audit of the paper's redlining point: e.g. the mean attribution to a protected attribute
+        among women versus men. Standard errors treat the group's targets as a sample (no correction).
+
+        With ``bootstrap=B``, each group's mean gets its interval (``shapley_ci_low`` .. ``_high``) and
+        its difference from the `reference` group (default: the first group) a paired interval
+        (``shapley_difference``, ``shapley_difference_ci_low`` .. ``_high``): every group's mean is
+        recomputed under the same replicate weights, so the interval is of the differences.
+        """
+        groups, number = target_groups(self.targets, column)
+        table = group_table(
+            column,
+            groups,
+            number,
+            self.features,
+            self.target_weights,
+            {"shapley": self.shapley, "shapley_squared": self.shapley_squared},
+        )
+        if self.bootstrap is None:
+            return table
+        return table.join(
+            self._group_intervals(column, groups, number, reference),
+            on=[column, "feature"],
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        )
+
+    def _group_intervals(
+        self, column: str, groups: pl.DataFrame, number: np.ndarray, reference: object
+    ) -> pl.DataFrame:
+        """Per group and feature: bootstrap intervals of the group's mean and of its difference from `reference`."""
+        replicates = self.bootstrap
+        assert replicates is not None
+        if replicates.shapley is None or replicates.shapley_squared is None:
+            raise CohortError(
+                f"by({column!r}) intervals need each target's replicate values, which were not kept for"
+                f" {len(self.ids)} targets x {replicates.replicates} replicates (over"
+                f" {bootstrap_module.KEEP_REPLICATES_BYTES // 2**20} MiB): use fewer targets (sample=) or replicates"
+            )
+        values = groups[column].to_list()
+        if reference is None:
+            position = 0
+        elif reference in values:
+            position = values.index(reference)
+        else:
+            raise CohortError(f"by({column!r}, reference={reference!r}): no such group; the groups are {values!r}")
+        count, d = len(groups), len(self.features)
+        columns: dict[str, Any] = {
+            column: groups[column].gather(np.repeat(np.arange(count), d)),
+            "feature": pl.Series(list(self.features) * count, dtype=pl.String),
+        }
+        confidence = replicates.confidence
+        for name, estimates in (("shapley", replicates.shapley), ("shapley_squared", replicates.shapley_squared)):
+            means = bootstrap_module.group_means(estimates, replicates.target_weights, number, count)
+            low, high = percentile_interval(means, confidence, 1)
+            columns[f"{name}_ci_low"], columns[f"{name}_ci_high"] = low.reshape(-1), high.reshape(-1)
+        main = bootstrap_module.group_means(self.shapley[:, None, :], self.target_weights[:, None], number, count)[:, 0]
+        columns["shapley_difference"] = (main - main[position]).reshape(-1)
+        means = bootstrap_module.group_means(replicates.shapley, replicates.target_weights, number, count)
+        low, high = bootstrap_module.paired_differences(means, position, confidence)
+        columns["shapley_difference_ci_low"], columns["shapley_difference_ci_high"] = low.reshape(-1), high.reshape(-1)
+        return pl.DataFrame(columns)
+
+    def to_shap(self, *, squared: bool = False) -> Any:
+        """The values as a ``shap.Explanation`` (needs ``pip install 'cohortsql[shap]'``), for SHAP's
+        waterfall, beeswarm and bar plots. ``base_values`` is the mean, so base + sum of values is
+        each target's cohort mean (its prediction when the cohort is the target alone)."""
+        try:
+            import shap
+        except ImportError:
+            raise CohortError("to_shap() needs shap: pip install 'cohortsql[shap]'") from None
+        values = self.shapley_squared if squared else self.shapley
+        data = self.targets.select(self.features)
+        numeric = all(dtype.is_numeric() or dtype == pl.Boolean for dtype in data.dtypes)
+        return shap.Explanation(
+            values=values,
+            base_values=np.full(len(values), 0.0 if squared else self.mean),
+            data=data.to_numpy().astype(float) if numeric else data.to_numpy(),
+            feature_names=list(self.features),
+        )
+
+    def report(self, path: str | os.PathLike[str], *, targets: list[Any] | None = None) -> None:
+        """Write a self-contained HTML report (settings, diagnostics, effects, drivers, every target's
+        top reasons, and a waterfall and refinement path for `targets`; see `cohortsql.report`)."""
+        from cohortsql.report import ReportTables, write_report
+
+        write_report(ReportTables.of_result(self), path, targets)
+
+    def wide(self, column: str = "shapley") -> pl.DataFrame:
+        """One row per target (``id`` first) and one column per feature, holding `column`."""
+        if column not in LOCAL_COLUMNS:
+            raise CohortError(f"wide() shows one of {', '.join(LOCAL_COLUMNS)}, not {column!r}")
+        values = getattr(self, column)
+        return pl.DataFrame({"id": self.ids}).with_columns(
+            pl.Series(feature, values[:, index]) for index, feature in enumerate(self.features)
+        )
+
+    def to_arrow(self) -> pa.Table:
+        """The long table `local` as Arrow."""
+        return self.local.to_arrow()
+
+    def write_parquet(self, path: str | os.PathLike[str]) -> None:
+        """Write the long table `local` to a Parquet file, atomically, with the run's settings as metadata."""
+        write_frame(self.local, path, self.settings)
+
+    def __repr__(self) -> str:
+        extra = "" if self.bootstrap is None else f", bootstrap={self.bootstrap.replicates}"
+        return (
+            f"CohortShapleyResult({len(self.ids)} targets x {len(self.features)} features, "
+            f"{self.subjects} subjects, mean={self.mean:.6g}, method={self.method!r}, path={self.path!r}{extra})"
+        )
+
+
+@dataclass(frozen=True)
+class ShapleyEffects:
+    """Shapley effects of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 (`cohortsql.variance_shapley`)."""
+
+    effects: pl.DataFrame
+    """One row per feature: ``feature``, ``shapley_effect``, ``shapley_effect_se``, ``share`` (and with
+    ``bootstrap=B`` the interval ``shapley_effect_ci_low`` .. ``_high``)."""
+    explained: float
+    """v_var(1:d): the variance explained by the cohorts on every feature; the effects add up to it."""
+    variance: float
+    """Mean over the targets of (y_t - ybar)^2: the variance of the explained column when every row is a
+    target (its estimate for a sample); ``share`` = shapley_effect / variance."""
+    subjects: int
+    targets: int
+    """How many targets v_var averages over (every subject, unless a sample or subset was asked for)."""
+    path: str
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    """How much of v_var rests on tiny cohorts (see `cohortsql.results.cohort.diagnostics`)."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """The run's settings: written with every output."""
+
+    @classmethod
+    def from_game(
+        cls,
+        *,
+        features: tuple[str, ...],
+        game: np.ndarray,
+        variance: float,
+        subjects: int,
+        targets: int,
+        squared_values: np.ndarray | None,
+        population: int | None,
+        path: str,
+        diagnostics: dict[str, Any],
+        settings: dict[str, str],
+        target_weights: np.ndarray | None = None,
+        replicate_games: np.ndarray | None = None,
+        confidence: float = 0.95,
+    ) -> ShapleyEffects:
+        """Effects = Shapley values of the game v_var; standard errors from the targets' squared values
+        (their mean equals the effects, by linearity), or 0 (None given) where v_var is exact over every
+        subject; with bootstrap replicates of v_var (`replicate_games`, (B, 2^d)), percentile intervals."""
+        effects = shapley_values(game)
+        if squared_values is None:
+            errors = np.zeros(len(features))
+        else:
+            errors = standard_error(squared_values, population, None, target_weights)
+        table = _effects_table(features, effects, errors, variance)
+        if replicate_games is not None:
+            low, high = percentile_interval(shapley_values(replicate_games), confidence, 0)
+            table = table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
+        return cls(
+            effects=table,
+            explained=float(game[-1]),
+            variance=variance,
+            subjects=subjects,
+            targets=targets,
+            path=path,
+            diagnostics=diagnostics,
+            settings=settings,
+        )
+
+    @property
+    def explained_share(self) -> float:
+        """v_var(1:d) / variance: the fraction of the variance the cohorts explain."""
+        return self.explained / self.variance if self.variance > 0 else float("nan")
+
+    def __repr__(self) -> str:
+        return (
+            f"ShapleyEffects({len(self.effects)} features, explained {self.explained:.6g} of variance"
+            f" {self.variance:.6g}, {self.targets} targets of {self.subjects} subjects, path={self.path!r})\n{self.effects}"
+        )
+
+
+def feature_texts(targets: pl.DataFrame, features: tuple[str, ...], count: int) -> np.ndarray:
+    """Each of `count` targets' value of each feature as text (None when missing or not among the
+    columns of `targets`), shape (targets, features)."""
+    columns = [
+        targets[name].cast(pl.String, strict=False).to_list() if name in targets.columns else [None] * count
+        for name in features
+    ]
+    return np.array(columns, dtype=object).T.reshape(count, len(features))
+
+
+def effects_of_tables(
+    local: pl.DataFrame, totals: pl.DataFrame, paths: pl.DataFrame, settings: Mapping[str, str]
+) -> pl.DataFrame:
+    """`CohortShapleyResult.global_`'s effects from the tables `cohortsql shapley --out` writes: per
+    feature the mean squared value, its standard error (with the finite-population correction when
+    the targets are every row or a sample of them) and its share of the targets' spread around the mean."""
+    wide = local.pivot(on="feature", index="id", values="shapley_squared", maintain_order=True)
+    features = [name for name in wide.columns if name != "id"]
+    squared = wide.select(features).to_numpy()
+    errors = None
+    if "shapley_squared_se" in local.columns:
+        estimated = local.pivot(on="feature", index="id", values="shapley_squared_se", maintain_order=True)
+        errors = estimated.select(features).to_numpy()
+    subjects = paths.filter(pl.col("step") == 0)["cohort_size"]
+    every_row = settings.get("targets", "every row") == "every row" and len(subjects)
+    population = int(subjects[0]) if every_row else None
+    mean = (totals["cohort_mean"] - totals["value"]).to_numpy()
+    spread = float(np.mean((totals["prediction"].to_numpy() - mean) ** 2))
+    effects = squared.mean(axis=0)
+    return pl.DataFrame(
+        {
+            "feature": features,
+            "shapley_effect": effects,
+            "shapley_effect_se": standard_error(squared, population, errors),
+            "share": effects / spread if spread > 0 else np.full(len(features), np.nan),
+        }
+    )
+
+
+def target_groups(targets: pl.DataFrame, column: str) -> tuple[pl.DataFrame, np.ndarray]:
+    """The sorted distinct values of `column` among the targets, and each target's group number."""
+    if column not in targets.columns:
+        raise CohortError(f"by({column!r}): no such column in the data; its columns are: {', '.join(targets.columns)}")
+    keys = targets.select(column)
+    groups = keys.unique(maintain_order=True).sort(column, nulls_last=True)
+    number = keys.join(groups.with_row_index("__cohort_group"), on=column, how="left", nulls_equal=True)[
+        "__cohort_group"
+    ].to_numpy()
+    return groups, number
+
+
+def group_table(
+    column: str,
+    groups: pl.DataFrame,
+    number: np.ndarray,
+    features: tuple[str, ...],
+    weights: np.ndarray,
+    arrays: Mapping[str, np.ndarray],
+) -> pl.DataFrame:
+    """Per group and feature: the number of targets, and for each (targets, features) array in
+    `arrays` its weighted group mean and standard error (the group's targets treated as a sample)."""
+    count = len(groups)
+    columns: dict[str, Any] = {}
+    for name, values in arrays.items():
+        columns[name] = bootstrap_module.group_means(values[:, None, :], weights[:, None], number, count)[:, 0]
+        columns[f"{name}_se"] = np.stack(
+            [standard_error(values[number == group], None, None, weights[number == group]) for group in range(count)]
+        )
+    d = len(features)
+    return pl.DataFrame(
+        {
+            column: groups[column].gather(np.repeat(np.arange(count), d)),
+            "feature": pl.Series(list(features) * count, dtype=pl.String),
+            "targets": np.repeat(np.bincount(number, minlength=count), d),
+            **{name: array.reshape(-1) for name, array in columns.items()},
+        }
+    )
+
+
+def _effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.ndarray, variance: float) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "feature": list(features),
+            "shapley_effect": effects,
+            "shapley_effect_se": errors,
+            "share": effects / variance if variance > 0 else np.full(len(effects), np.nan),
+        }
+    )
+
+
+def standard_error(
+    values: np.ndarray,
+    population: int | None,
+    monte_carlo_se: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+) -> np.ndarray:
+    """Standard error of the column means of `values` (targets x features) as estimates of the
+    population's means; the finite-population correction applies when `population` is known.
+
+    With case `weights`, the mean is weighted and its variance is estimated as
+    T / (T - 1) sum_t p_t^2 (x_t - xbar)^2 with p_t = w_t / sum w (the unweighted formula when the
+    weights are equal). With Monte Carlo estimates (`monte_carlo_se` per value), the correction only
+    applies to the sampling of targets, so their own error is added back: the mean of the targets'
+    estimates has Monte Carlo variance sum_t se_t^2 / T^2 even when every row is a target."""
+    targets = values.shape[0]
+    if targets < 2:
+        return np.full(values.shape[1], np.nan)
+    shares = np.full(targets, 1.0 / targets) if weights is None else np.asarray(weights, dtype=float) / np.sum(weights)
+    deviations = values - shares @ values
+    variance = targets / (targets - 1) * (shares**2) @ deviations**2
+    if population is not None:
+        variance *= max(0.0, 1 - targets / population)
+        if monte_carlo_se is not None:
+            variance += (shares**2) @ monte_carlo_se**2
+    return np.sqrt(variance)

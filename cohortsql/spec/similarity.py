@@ -1,0 +1,325 @@
+"""Similarity kinds: the target-specific tests z_tj(x_ij) of the paper (DESIGN §1).
+
+Each kind is a small immutable object that renders, for a SQL dialect, a boolean comparing a subject
+value with a target value (``s."col"`` and ``t."col"``). Data-dependent kinds (``range``, ``quantile``,
+``bins``) first name their whole-table parameters as SQL aggregates (`parameters`); the predicate
+then refers to those parameters as SQL text, which is either a literal (the library computes the
+parameters first) or a column of a statistics CTE (the standalone query computes them in place).
+Rendering is a pure function of the kind, the dialect and its arguments; it never mutates the kind.
+
+Numeric kinds compare numbers: integers, decimals and floats as they are, dates and timestamps as
+days since 1970-01-01 (so ``abs:7`` on a date column is a week; ``abs:12h`` a duration).
+
+The predicates here only see non-NULL values: NULL handling (NULL is similar only to NULL, so a
+target is always in its own cohorts) is added once, in `cohortsql.queries.compile`.
+
+Short text forms (`parse_similarity`)::
+
+    exact                  x_i = x_t
+    abs:<delta>[unit]      |x_i - x_t| <= delta (unit for dates and timestamps: w, d, h, min, s)
+    relative:<delta>       |x_i - x_t| <= delta * |x_t|
+    range:<r>              |x_i - x_t| <= r * (max - min)
+    quantile:<r>[:<p>]     |x_i - x_t| <= r * (q_{1-p} - q_p), p = 0.05 by default
+    bins:<k>               same bin of k equal-width bins over [min, max]
+    sql:<expression>       any SQL boolean over s.<col> (subject) and t.<col> (target)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from cohortsql.sql.dialects import Dialect
+from cohortsql.errors import CohortError
+from cohortsql.sql.text import check_expression
+
+ParameterValues = Mapping[str, float | None]
+"""Whole-table parameters of a kind as Python numbers (None when the column has no values)."""
+
+ParameterSql = Mapping[str, str]
+"""The same parameters as SQL text: literals, or columns of a statistics CTE."""
+
+DURATION_DAYS = {"w": 7.0, "d": 1.0, "h": 1 / 24, "min": 1 / 1440, "s": 1 / 86400}
+"""Units an ``abs:`` window may carry for a date or timestamp column, in days."""
+
+
+class Similarity(ABC):
+    """A similarity test z_tj between a subject value and a target value of one predictor."""
+
+    numeric: ClassVar[bool] = True
+    """Whether the predictor must be numeric (numbers, dates and timestamps)."""
+
+    equivalence: ClassVar[bool] = False
+    """Whether the test is an equivalence relation (then every cohort is a GROUP BY cell)."""
+
+    def parameters(self, value: str, dialect: Dialect) -> dict[str, str]:
+        """Named whole-table aggregates over the numeric `value` that the predicate needs (none by default).
+
+        `value` has a type whose differences are exact (see `cohortsql.spec.features.statistic_value`);
+        subtract before casting to DOUBLE."""
+        return {}
+
+    @abstractmethod
+    def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
+        """SQL boolean that is true when the subject value is similar to the target value."""
+
+    def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float] | None:
+        """The numeric values similar to `target`, as a closed interval (None when not an interval)."""
+        return None
+
+
+def _check_non_negative(name: str, value: float) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise CohortError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise CohortError(f"{name} must be a finite number >= 0, got {value:g}")
+    return value
+
+
+def _window(subject: str, target: str, delta: str) -> str:
+    return f"abs({subject} - {target}) <= {delta}"
+
+
+def _window_interval(target: float, delta: float | None) -> tuple[float, float]:
+    width = delta or 0.0
+    return (target - width, target + width)
+
+
+@dataclass(frozen=True)
+class Exact(Similarity):
+    """x_i = x_t, compared in the column's own type."""
+
+    numeric: ClassVar[bool] = False
+    equivalence: ClassVar[bool] = True
+
+    def key(self, value: str, parameters: ParameterSql) -> str:
+        """SQL expression of the value's equivalence class."""
+        return value
+
+    def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
+        return f"{subject} = {target}"
+
+    def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
+        return (target, target)
+
+    def __str__(self) -> str:
+        return "exact"
+
+
+@dataclass(frozen=True)
+class AbsoluteWindow(Similarity):
+    """|x_i - x_t| <= delta; for dates and timestamps delta is in days, or in `unit` (w, d, h, min, s)."""
+
+    delta: float
+    unit: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "delta", _check_non_negative("abs delta", self.delta))
+        if self.unit is not None and self.unit not in DURATION_DAYS:
+            raise CohortError(f"abs window unit must be one of {', '.join(DURATION_DAYS)}, got {self.unit!r}")
+
+    @property
+    def width(self) -> float:
+        """The half-width in the column's numeric scale (days for dates and timestamps)."""
+        return self.delta * DURATION_DAYS.get(self.unit or "d", 1.0)
+
+    def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
+        return _window(subject, target, dialect.number(self.width))
+
+    def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
+        return _window_interval(target, self.width)
+
+    def __str__(self) -> str:
+        return f"abs:{self.delta:g}{self.unit or ''}"
+
+
+@dataclass(frozen=True)
+class RelativeWindow(Similarity):
+    """|x_i - x_t| <= delta * |x_t| (not symmetric in i and t; the paper allows that)."""
+
+    delta: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "delta", _check_non_negative("relative delta", self.delta))
+
+    def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
+        return f"abs({subject} - {target}) <= {dialect.number(self.delta)} * abs({target})"
+
+    def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
+        return _window_interval(target, self.delta * abs(target))
+
+    def __str__(self) -> str:
+        return f"relative:{self.delta:g}"
+
+
+@dataclass(frozen=True)
+class RangeWindow(Similarity):
+    """|x_i - x_t| <= r * (max - min): the paper's Titanic choice with r = 0.1."""
+
+    fraction: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fraction", _check_non_negative("range fraction", self.fraction))
+
+    def parameters(self, value: str, dialect: Dialect) -> dict[str, str]:
+        spread = f"CAST(coalesce(max({value}) - min({value}), 0) AS DOUBLE)"
+        return {"delta": f"{dialect.number(self.fraction)} * {spread}"}
+
+    def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
+        return _window(subject, target, parameters["delta"])
+
+    def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
+        return _window_interval(target, parameters["delta"])
+
+    def __str__(self) -> str:
+        return f"range:{self.fraction:g}"
+
+
+@dataclass(frozen=True)
+class QuantileWindow(Similarity):
+    """|x_i - x_t| <= r * (q_{1-p} - q_p), linear-interpolated quantiles: the paper's Boston choice."""
+
+    fraction: float
+    p: float = 0.05
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fraction", _check_non_negative("quantile fraction", self.fraction))
+        p = _check_non_negative("quantile p", self.p)
+        if not p < 0.5:
+            raise CohortError(f"quantile p must be in [0, 0.5), got {self.p}")
+        object.__setattr__(self, "p", p)
+
+    def parameters(self, value: str, dialect: Dialect) -> dict[str, str]:
+        spread = f"{dialect.quantile(value, 1 - self.p)} - {dialect.quantile(value, self.p)}"
+        return {"delta": f"{dialect.number(self.fraction)} * coalesce({spread}, CAST(0 AS DOUBLE))"}
+
+    def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
+        return _window(subject, target, parameters["delta"])
+
+    def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
+        return _window_interval(target, parameters["delta"])
+
+    def __str__(self) -> str:
+        suffix = "" if self.p == 0.05 else f":{self.p:g}"
+        return f"quantile:{self.fraction:g}{suffix}"
+
+
+@dataclass(frozen=True)
+class Bins(Similarity):
+    """Same bin of k equal-width bins over [min, max]: bin = min(floor((x - min) / (max - min) * k), k - 1)."""
+
+    k: int
+    equivalence: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        valid = isinstance(self.k, (int, float)) and not isinstance(self.k, bool) and math.isfinite(self.k)
+        if not valid or int(self.k) != self.k or self.k < 1:
+            raise CohortError(f"bins needs a whole number of bins >= 1, got {self.k}")
+        object.__setattr__(self, "k", int(self.k))
+
+    def parameters(self, value: str, dialect: Dialect) -> dict[str, str]:
+        # The low edge keeps the column's type, so x - low is exact before it becomes DOUBLE.
+        return {"low": f"min({value})", "range": f"CAST(max({value}) - min({value}) AS DOUBLE)"}
+
+    def key(self, value: str, parameters: ParameterSql) -> str:
+        """SQL expression of the value's bin number (NULL for NULL; one bin when the column is constant)."""
+        low, width = parameters["low"], parameters["range"]
+        bin_number = f"floor(CAST({value} - {low} AS DOUBLE) / {width} * {self.k})"
+        # Not least(): it skips NULLs, which would put missing values in the last bin.
+        capped = f"CASE WHEN {bin_number} > {self.k - 1} THEN {self.k - 1} ELSE {bin_number} END"
+        return f"(CASE WHEN {width} > 0 THEN {capped} ELSE {value} - {value} END)"
+
+    def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
+        return f"{self.key(subject, parameters)} = {self.key(target, parameters)}"
+
+    def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
+        low, width = parameters["low"], parameters["range"]
+        if low is None or width is None or width <= 0:
+            return (target, target)
+        number = min(math.floor((target - low) / width * self.k), self.k - 1)
+        return (low + number * width / self.k, low + (number + 1) * width / self.k)
+
+    def __str__(self) -> str:
+        return f"bins:{self.k}"
+
+
+@dataclass(frozen=True)
+class SqlPredicate(Similarity):
+    """Any SQL boolean over the subject row ``s`` and the target row ``t``, in the engine's dialect.
+
+    Subjects with the target's own value are always similar, so the target stays in its own
+    cohorts whatever the expression says; a NULL result counts as not similar.
+    """
+
+    expression: str
+    numeric: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.expression, str) or not self.expression.strip():
+            raise CohortError("sql: similarity needs a SQL boolean expression, e.g. sql:abs(s.age - t.age) <= 5")
+        object.__setattr__(self, "expression", check_expression(self.expression, "sql: similarity"))
+
+    def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
+        return f"({self.expression})"
+
+    def __str__(self) -> str:
+        return f"sql:{self.expression}"
+
+
+_USAGE = "exact, abs:<delta>[unit], relative:<delta>, range:<r>, quantile:<r>[:<p>], bins:<k> or sql:<expression>"
+_DURATION = re.compile(r"^\s*([0-9.eE+-]+)\s*(w|d|h|min|s)\s*$")
+
+
+def _numbers(arguments: str, count: range) -> list[float]:
+    parts = arguments.split(":") if arguments else []
+    if len(parts) not in count:
+        raise ValueError
+    return [float(part) for part in parts]
+
+
+def _absolute(arguments: str) -> AbsoluteWindow:
+    duration = _DURATION.match(arguments)
+    if duration:
+        return AbsoluteWindow(float(duration[1]), duration[2])
+    (delta,) = _numbers(arguments, range(1, 2))
+    return AbsoluteWindow(delta)
+
+
+def parse_similarity(text: str) -> Similarity:
+    """Parse the short text form of a similarity kind, e.g. ``"range:0.1"`` or ``"sql:s.a = t.a"``."""
+    if not isinstance(text, str):
+        raise CohortError(f"a similarity kind must be a Similarity object or text like 'range:0.1', got {text!r}")
+    kind, _, arguments = text.strip().partition(":")
+    kind = kind.strip().lower()
+    try:
+        if kind == "sql":
+            return SqlPredicate(arguments.strip())
+        if kind == "exact" and not arguments:
+            return Exact()
+        if kind in ("abs", "absolute"):
+            return _absolute(arguments)
+        if kind == "relative":
+            return RelativeWindow(*_numbers(arguments, range(1, 2)))
+        if kind == "range":
+            return RangeWindow(*_numbers(arguments, range(1, 2)))
+        if kind == "quantile":
+            return QuantileWindow(*_numbers(arguments, range(1, 3)))
+        if kind == "bins":
+            (k,) = _numbers(arguments, range(1, 2))
+            return Bins(k)  # type: ignore[arg-type]  # Bins checks that k is whole
+    except CohortError as error:
+        raise CohortError(f"malformed similarity {text!r}: {error}") from None
+    except ValueError:
+        pass
+    raise CohortError(f"malformed similarity {text!r}: expected {_USAGE}")
+
+
+def as_similarity(kind: Similarity | str) -> Similarity:
+    """A Similarity object as given, or parsed from its short text form."""
+    return kind if isinstance(kind, Similarity) else parse_similarity(kind)
