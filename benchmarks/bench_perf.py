@@ -24,11 +24,11 @@ import numpy as np
 import polars as pl
 
 import cohortsql
-from cohortsql.queries import compile
-from cohortsql.run import session as prepare
-from cohortsql.numeric import shapley
-from cohortsql.api.local import opened_engine
+from cohortsql import queries
 from cohortsql.engines.base import fetch_numpy
+from cohortsql.numeric import shapley
+from cohortsql.run import session as prepare
+from cohortsql.run.session import opened_engine
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_exact import PREDICTORS, definition_loop, quantile_deltas  # noqa: E402
@@ -125,7 +125,7 @@ def aim_d(repeats: int) -> None:
         targets = prepare.select_targets(engine, prepared, list(range(100)), None)
         weighted = prepare.weigh_subjects(engine, prepared)
         uploaded = engine.upload(targets.numbered(), "targets")
-        sql = compile.mask_histogram(
+        sql = queries.histogram.mask_histogram(
             weighted.relation,
             uploaded,
             prepared.features,

@@ -25,8 +25,7 @@ import numpy as np
 import polars as pl
 
 import cohortsql
-from cohortsql.numeric import permutation
-from cohortsql.numeric import shapley
+from cohortsql.numeric import permutation, shapley
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import machine  # noqa: E402

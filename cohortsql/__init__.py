@@ -17,56 +17,58 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cohortsql.api.local import (
-        cohort_shapley,
-        estimate,
-        histogram_sql,
-        shapley_effects,
-        uniqueness_shapley,
-        variance_shapley,
-    )
-    from cohortsql.api.assemble import assemble
-    from cohortsql.results.baseline import BaselineShapleyResult
-    from cohortsql.games.calibration import Calibration
-    from cohortsql.api.baseline import baseline_shapley, calibrate, compare
-    from cohortsql.results.comparison import Comparison
-    from cohortsql.errors import CohortError, CohortWarning
-    from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
-    from cohortsql.results.cohort import CohortShapleyResult, ShapleyEffects
-    from cohortsql.results.uniqueness import UniquenessResult
-    from cohortsql.spec.similarity import (
-        AbsoluteWindow,
-        Bins,
-        Exact,
-        QuantileWindow,
-        RangeWindow,
-        RelativeWindow,
-        Similarity,
-        SqlPredicate,
-        parse_similarity,
-    )
+    from cohortsql.api.assemble import assemble as assemble
+    from cohortsql.api.baseline import baseline_shapley as baseline_shapley
+    from cohortsql.api.calibrate import calibrate as calibrate
+    from cohortsql.api.compare import compare as compare
+    from cohortsql.api.effects import shapley_effects as shapley_effects
+    from cohortsql.api.effects import variance_shapley as variance_shapley
+    from cohortsql.api.estimate import estimate as estimate
+    from cohortsql.api.local import cohort_shapley as cohort_shapley
+    from cohortsql.api.sql import histogram_sql as histogram_sql
+    from cohortsql.api.uniqueness import uniqueness_shapley as uniqueness_shapley
+    from cohortsql.errors import CohortError as CohortError
+    from cohortsql.errors import CohortWarning as CohortWarning
+    from cohortsql.results.baseline import BaselineShapleyResult as BaselineShapleyResult
+    from cohortsql.results.calibration import Calibration as Calibration
+    from cohortsql.results.cohort import CohortShapleyResult as CohortShapleyResult
+    from cohortsql.results.comparison import Comparison as Comparison
+    from cohortsql.results.effects import ShapleyEffects as ShapleyEffects
+    from cohortsql.results.outcomes import CohortShapleyResults as CohortShapleyResults
+    from cohortsql.results.outcomes import ShapleyEffectsResults as ShapleyEffectsResults
+    from cohortsql.results.uniqueness import UniquenessResult as UniquenessResult
+    from cohortsql.spec.similarity import AbsoluteWindow as AbsoluteWindow
+    from cohortsql.spec.similarity import Bins as Bins
+    from cohortsql.spec.similarity import Exact as Exact
+    from cohortsql.spec.similarity import QuantileWindow as QuantileWindow
+    from cohortsql.spec.similarity import RangeWindow as RangeWindow
+    from cohortsql.spec.similarity import RelativeWindow as RelativeWindow
+    from cohortsql.spec.similarity import Similarity as Similarity
+    from cohortsql.spec.similarity import SqlPredicate as SqlPredicate
+    from cohortsql.spec.similarity import parse_similarity as parse_similarity
 
 _PUBLIC = {
+    # the methods, one module each
     "cohort_shapley": "cohortsql.api.local",
-    "shapley_effects": "cohortsql.api.local",
-    "variance_shapley": "cohortsql.api.local",
-    "uniqueness_shapley": "cohortsql.api.local",
-    "estimate": "cohortsql.api.local",
-    "histogram_sql": "cohortsql.api.local",
-    "assemble": "cohortsql.api.assemble",
+    "shapley_effects": "cohortsql.api.effects",
+    "variance_shapley": "cohortsql.api.effects",
+    "uniqueness_shapley": "cohortsql.api.uniqueness",
     "baseline_shapley": "cohortsql.api.baseline",
-    "compare": "cohortsql.api.baseline",
-    "calibrate": "cohortsql.api.baseline",
-    "Calibration": "cohortsql.games.calibration",
-    "Comparison": "cohortsql.results.comparison",
-    "BaselineShapleyResult": "cohortsql.results.baseline",
-    "CohortError": "cohortsql.errors",
-    "CohortWarning": "cohortsql.errors",
+    "compare": "cohortsql.api.compare",
+    "calibrate": "cohortsql.api.calibrate",
+    "estimate": "cohortsql.api.estimate",
+    "histogram_sql": "cohortsql.api.sql",
+    "assemble": "cohortsql.api.assemble",
+    # their results
     "CohortShapleyResult": "cohortsql.results.cohort",
-    "ShapleyEffects": "cohortsql.results.cohort",
     "CohortShapleyResults": "cohortsql.results.outcomes",
+    "ShapleyEffects": "cohortsql.results.effects",
     "ShapleyEffectsResults": "cohortsql.results.outcomes",
     "UniquenessResult": "cohortsql.results.uniqueness",
+    "BaselineShapleyResult": "cohortsql.results.baseline",
+    "Comparison": "cohortsql.results.comparison",
+    "Calibration": "cohortsql.results.calibration",
+    # similarity kinds
     "AbsoluteWindow": "cohortsql.spec.similarity",
     "Bins": "cohortsql.spec.similarity",
     "Exact": "cohortsql.spec.similarity",
@@ -76,39 +78,13 @@ _PUBLIC = {
     "Similarity": "cohortsql.spec.similarity",
     "SqlPredicate": "cohortsql.spec.similarity",
     "parse_similarity": "cohortsql.spec.similarity",
+    # errors
+    "CohortError": "cohortsql.errors",
+    "CohortWarning": "cohortsql.errors",
 }
+"""Every public name and the module that defines it: loaded on first use (PEP 562)."""
 
-__all__ = [
-    "AbsoluteWindow",
-    "Bins",
-    "CohortError",
-    "CohortShapleyResult",
-    "CohortShapleyResults",
-    "CohortWarning",
-    "Exact",
-    "QuantileWindow",
-    "RangeWindow",
-    "RelativeWindow",
-    "ShapleyEffects",
-    "ShapleyEffectsResults",
-    "Similarity",
-    "SqlPredicate",
-    "UniquenessResult",
-    "BaselineShapleyResult",
-    "Calibration",
-    "Comparison",
-    "assemble",
-    "baseline_shapley",
-    "calibrate",
-    "cohort_shapley",
-    "compare",
-    "estimate",
-    "histogram_sql",
-    "parse_similarity",
-    "shapley_effects",
-    "uniqueness_shapley",
-    "variance_shapley",
-]
+__all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name: str) -> Any:

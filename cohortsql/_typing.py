@@ -1,12 +1,22 @@
-"""The options' vocabularies, shared by the Python API, the command line and the polars namespace.
+"""Every option a user chooses, declared once: the `Literal` vocabularies with their tuples of choices,
+and the aliases of the inputs the public functions accept. The Python API, the command line and the
+polars namespace all read them from here.
 
-Kept free of heavy imports, so that the command line can describe itself (``--help``) without
-loading numpy, polars, pyarrow or an engine.
+Kept free of heavy imports (numpy, polars and pyarrow are named for type checkers only), so that the
+command line can describe itself (``--help``) without loading them or an engine.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    import numpy as np
+    import polars as pl
+    import pyarrow as pa
+
+    from cohortsql.spec.similarity import Similarity
 
 Method = Literal["exact", "permutation", "auto"]
 METHODS: tuple[Method, ...] = ("exact", "permutation", "auto")
@@ -54,3 +64,16 @@ CALIBRATION_THRESHOLDS: tuple[float, ...] = tuple(round(0.05 * step, 2) for step
 BATCH_ROWS = 65_536
 """Hybrid rows per model call (the default of ``batch_rows``): large enough that a vectorised model
 runs at full speed, small enough that one call's input stays a few megabytes per feature."""
+
+
+Targets: TypeAlias = "None | str | int | float | Sequence[Any] | np.ndarray | pl.Series | pa.Array"
+"""None (every row), a SQL predicate, a sample size (int) or fraction (float), or a list of ids."""
+
+
+SimilarityArgument: TypeAlias = "Mapping[str, Similarity | str | None] | Sequence[str]"
+"""Feature -> similarity kind (an object or its text form, None for the default), or a list of
+feature names that get default kinds; its order is the feature order."""
+
+
+Prediction: TypeAlias = "str | Sequence[str]"
+"""One explained column, or several explained over the same cohorts in one pass."""

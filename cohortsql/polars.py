@@ -33,15 +33,15 @@ from cohortsql._typing import (
 )
 
 if TYPE_CHECKING:
+    from cohortsql._typing import SimilarityArgument, Targets
     from cohortsql.results.baseline import BaselineShapleyResult
-    from cohortsql.games.calibration import Calibration
+    from cohortsql.results.calibration import Calibration
+    from cohortsql.results.cohort import CohortShapleyResult
     from cohortsql.results.comparison import Comparison
-    from cohortsql.run.pace import Plan
-    from cohortsql.spec.features import SimilarityArgument
-    from cohortsql.run.session import Targets
+    from cohortsql.results.effects import ShapleyEffects
     from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
-    from cohortsql.results.cohort import CohortShapleyResult, ShapleyEffects
     from cohortsql.results.uniqueness import UniquenessResult
+    from cohortsql.run.pace import Plan
 
 
 class CohortNamespace:
@@ -114,7 +114,7 @@ class CohortNamespace:
         engine: EngineName | None = None,
     ) -> ShapleyEffects | ShapleyEffectsResults:
         """Shapley effects: each feature's share of the explained variance (`cohortsql.shapley_effects`)."""
-        from cohortsql.api.local import shapley_effects
+        from cohortsql.api.effects import shapley_effects
 
         return shapley_effects(
             self._frame,
@@ -150,7 +150,7 @@ class CohortNamespace:
         engine: EngineName | None = None,
     ) -> UniquenessResult:
         """Uniqueness Shapley: which features make each row identifiable (`cohortsql.uniqueness_shapley`)."""
-        from cohortsql.api.local import uniqueness_shapley
+        from cohortsql.api.uniqueness import uniqueness_shapley
 
         return uniqueness_shapley(
             self._frame,
@@ -183,7 +183,7 @@ class CohortNamespace:
         engine: EngineName | None = None,
     ) -> Plan:
         """What `shapley` would do and how long it should take, from a timed pilot batch (`cohortsql.estimate`)."""
-        from cohortsql.api.local import estimate
+        from cohortsql.api.estimate import estimate
 
         return estimate(
             self._frame,
@@ -253,7 +253,7 @@ class CohortNamespace:
         engine: EngineName | None = None,
     ) -> Comparison:
         """Cohort, baseline and all-baseline Shapley side by side (`cohortsql.compare`)."""
-        from cohortsql.api.baseline import compare
+        from cohortsql.api.compare import compare
 
         arguments = {name: value for name, value in locals().items() if name not in ("self", "compare")}
         return compare(self._frame, **arguments)
@@ -273,7 +273,7 @@ class CohortNamespace:
         engine: EngineName | None = None,
     ) -> Calibration:
         """The similarity threshold at which held-out rows are realistic (`cohortsql.calibrate`)."""
-        from cohortsql.api.baseline import calibrate
+        from cohortsql.api.calibrate import calibrate
 
         arguments = {name: value for name, value in locals().items() if name not in ("self", "calibrate")}
         return calibrate(self._frame, **arguments)

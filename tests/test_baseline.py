@@ -3,9 +3,9 @@
 import numpy as np
 import polars as pl
 import pytest
+import reference
 
 import cohortsql
-import reference
 from cohortsql.games.baseline import exact as baseline_run
 from cohortsql.games.baseline.values import baseline_shapley_values, realistic_parts
 from cohortsql.numeric.shapley import shapley_values

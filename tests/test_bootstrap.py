@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 
 import cohortsql
-from cohortsql.numeric import bootstrap
-from cohortsql.queries import compile
+from cohortsql import queries
 from cohortsql.engines.base import fetch_numpy
+from cohortsql.numeric import bootstrap
 
 SIMILARITY = {"a": "exact", "b": "bins:3"}
 
@@ -47,7 +47,7 @@ def evaluated(engine, ids: range, columns: dict[str, str]) -> dict[str, np.ndarr
 def draws(engine, ids: range, replicates: range, seed: int) -> np.ndarray:
     """The SQL draws e_b(id), shape (ids, replicates), as the engine computes them."""
     dialect = engine.open().dialect
-    values = evaluated(engine, ids, {f"e{b}": compile.replicate_draw(b, seed, dialect) for b in replicates})
+    values = evaluated(engine, ids, {f"e{b}": queries.measures.replicate_draw(b, seed, dialect) for b in replicates})
     return np.column_stack([values[f"e{b}"] for b in replicates])
 
 
@@ -64,7 +64,10 @@ def test_the_draws_are_exponential_independent_and_the_same_on_every_engine(engi
     hashes = evaluated(  # a hash group given by a column hashes the same text as a literal group
         engine,
         range(5),
-        {"literal": compile.draw_hash(3, 5, dialect), "column": compile.draw_hash("(1 + 2)", 5, dialect)},
+        {
+            "literal": queries.measures.draw_hash(3, 5, dialect),
+            "column": queries.measures.draw_hash("(1 + 2)", 5, dialect),
+        },
     )
     assert list(hashes["literal"]) == list(hashes["column"])
 

@@ -3,12 +3,12 @@
 import numpy as np
 import polars as pl
 import pytest
+import reference
+from conftest import EngineUnderTest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cohortsql
-import reference
-from conftest import EngineUnderTest
 
 KINDS = {
     "exact": ("exact", reference.exact()),

@@ -5,9 +5,9 @@ import itertools
 import numpy as np
 import polars as pl
 import pytest
+import reference
 
 import cohortsql
-import reference
 
 
 def window_table(seed, n=120):

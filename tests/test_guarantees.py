@@ -19,8 +19,8 @@ import pytest
 from typer.testing import CliRunner
 
 import cohortsql
-from cohortsql.results import files as output
 from cohortsql.cli import app
+from cohortsql.results import files as output
 
 runner = CliRunner()
 

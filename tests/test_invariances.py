@@ -8,11 +8,11 @@ values by c^2.
 
 import numpy as np
 import polars as pl
+from conftest import EngineUnderTest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cohortsql
-from conftest import EngineUnderTest
 
 KINDS = ["exact", "abs:1", "range:0.3", "bins:2", "quantile:0.4"]
 EQUIVALENCES = ["exact", "bins:2"]

@@ -7,8 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cohortsql
-from cohortsql.numeric import kernels
-from cohortsql.numeric import shapley
+from cohortsql.numeric import kernels, shapley
 
 pytest.importorskip("numba", reason="the fast extra (numba) is not installed")
 

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from cohortsql.run import grouping_sets
 from cohortsql.numeric import lattice
+from cohortsql.run import grouping_sets
 
 
 @st.composite

@@ -5,9 +5,9 @@ import polars as pl
 import pytest
 
 import cohortsql
-from cohortsql.run import pairwise
 from cohortsql.numeric import permutation
 from cohortsql.run import session as prepare
+from cohortsql.run import strategy
 
 
 def table(seed, n, d):
@@ -71,7 +71,7 @@ def test_seeded_runs_repeat_and_do_not_depend_on_batching(monkeypatch):
         prediction="y", similarity=[f"x{j}" for j in range(20)], targets=list(range(6)), method="permutation", seed=11
     )
     first = cohortsql.cohort_shapley(frame, **options)
-    monkeypatch.setattr(prepare, "BATCH_MEMORY_BYTES", 150 * pairwise.HISTOGRAM_ROW_BYTES)  # one target per batch
+    monkeypatch.setattr(prepare, "BATCH_MEMORY_BYTES", 150 * strategy.HISTOGRAM_ROW_BYTES)  # one target per batch
     second = cohortsql.cohort_shapley(frame, **options)
     np.testing.assert_allclose(first.shapley, second.shapley, atol=1e-14)  # sums in another order
     other = cohortsql.cohort_shapley(frame, **(options | {"seed": 12}))

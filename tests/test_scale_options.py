@@ -8,11 +8,10 @@ import polars as pl
 import pytest
 
 import cohortsql
-from cohortsql.run import pace
-from cohortsql.run import session as prepare
-from cohortsql.run import progress
-from cohortsql.numeric import shapley
 from cohortsql.engines import EngineSettings, open_engine
+from cohortsql.numeric import shapley
+from cohortsql.run import pace, progress
+from cohortsql.run import session as prepare
 
 FRAME = pl.DataFrame({"x": np.arange(40) % 7 * 1.0, "z": np.arange(40) % 3, "y": np.arange(40) / 10})
 

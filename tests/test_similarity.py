@@ -3,10 +3,13 @@
 import pyarrow as pa
 import pytest
 
-from cohortsql import (
+from cohortsql import CohortError
+from cohortsql.queries.histogram import similarity_test
+from cohortsql.queries.statistics import literal_parameters
+from cohortsql.spec.features import ResolvedFeature
+from cohortsql.spec.similarity import (
     AbsoluteWindow,
     Bins,
-    CohortError,
     Exact,
     QuantileWindow,
     RangeWindow,
@@ -14,8 +17,6 @@ from cohortsql import (
     SqlPredicate,
     parse_similarity,
 )
-from cohortsql.queries.compile import literal_parameters, similarity_test
-from cohortsql.spec.features import ResolvedFeature
 
 
 @pytest.mark.parametrize(

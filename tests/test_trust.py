@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 import cohortsql
-from cohortsql.run import progress
 from cohortsql.cli import app
+from cohortsql.run import progress
 
 runner = CliRunner()
 

@@ -6,9 +6,9 @@ import warnings
 import numpy as np
 import polars as pl
 import pytest
+import reference
 
 import cohortsql
-import reference
 
 
 def records(seed: int, rows: int = 30) -> pl.DataFrame:

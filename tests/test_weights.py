@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import cohortsql
-from cohortsql.run.session import weighted_quantile
+from cohortsql.numeric.quantiles import weighted_quantile
 
 WINDOWS = {"a": "exact", "b": "bins:3", "c": "quantile:0.2", "d": "range:0.15"}
 """Every kind whose parameters depend on the data (bins, quantiles, ranges): weights must enter them."""

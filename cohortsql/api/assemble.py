@@ -18,19 +18,19 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cohortsql.spec import arguments
-from cohortsql.queries import compile
-from cohortsql.numeric import permutation
-from cohortsql.numeric import shapley
-from cohortsql.api.local import AUTO_EXACT_FEATURES, MAX_EXACT_FEATURES, METHODS, Method
+from cohortsql import queries
+from cohortsql._typing import METHODS, Method, SimilarityArgument
 from cohortsql.errors import CohortError, check_choice
-from cohortsql.run.grouping_sets import Cells, values_of_cells
-from cohortsql.spec.measures import Measures
+from cohortsql.games.cohort import exact_values, permutation_values, target_generators
+from cohortsql.numeric import permutation, shapley
+from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.files import read_frame
-from cohortsql.run.pairwise import exact_values, permutation_values, target_generators
-from cohortsql.spec.features import SimilarityArgument
+from cohortsql.results.tables import run_settings
+from cohortsql.run.grouping_sets import Cells, values_of_cells
 from cohortsql.run.session import BATCH_MEMORY_BYTES
-from cohortsql.results.cohort import CohortShapleyResult, run_settings, value_fields
+from cohortsql.run.strategy import AUTO_EXACT_FEATURES, MAX_EXACT_FEATURES
+from cohortsql.spec import arguments
+from cohortsql.spec.measures import Measures
 from cohortsql.spec.similarity import Similarity, as_similarity
 
 _SUMS = ("subjects", "sum_y", "sum_y2", "mean", "target", "prediction")
@@ -116,7 +116,7 @@ def _from_masks(
     tolerance: float | None,
 ) -> CohortShapleyResult:
     d = len(features)
-    words = [f"mask{index}" for index in range(math.ceil(d / compile.MASK_WORD_BITS))]
+    words = [f"mask{index}" for index in range(math.ceil(d / queries.histogram.MASK_WORD_BITS))]
     targets = (
         frame.group_by("target")
         .agg(

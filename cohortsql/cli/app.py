@@ -116,7 +116,8 @@ def shapley(
 ) -> None:
     """Cohort Shapley values of every feature for every target; prints the most important features."""
     with _reported_failures(debug):
-        from cohortsql.api.local import cohort_shapley, estimate
+        from cohortsql.api.estimate import estimate
+        from cohortsql.api.local import cohort_shapley
         from cohortsql.cli.outputs import write
         from cohortsql.cli.summaries import shapley_summary
 
@@ -178,7 +179,8 @@ def effects(
 ) -> None:
     """Shapley effects: how much of the variance of the prediction each feature explains."""
     with _reported_failures(debug):
-        from cohortsql.api.local import estimate, shapley_effects
+        from cohortsql.api.effects import shapley_effects
+        from cohortsql.api.estimate import estimate
         from cohortsql.cli.outputs import write
         from cohortsql.cli.summaries import effects_summary
 
@@ -221,7 +223,7 @@ def uniqueness(
 ) -> None:
     """Uniqueness Shapley: which features make each row identifiable (a privacy audit; no prediction needed)."""
     with _reported_failures(debug):
-        from cohortsql.api.local import uniqueness_shapley
+        from cohortsql.api.uniqueness import uniqueness_shapley
         from cohortsql.cli.outputs import write
         from cohortsql.cli.summaries import uniqueness_summary
 
@@ -271,9 +273,9 @@ def compare(
     """Cohort, baseline and all-baseline Shapley side by side (and squared), with the share of the model-based
     values that rests on realistic hybrid points. Needs the model (--model) as well as its predictions."""
     with _reported_failures(debug):
+        from cohortsql.api.compare import compare as compare_methods
         from cohortsql.cli.outputs import write
         from cohortsql.cli.summaries import comparison_summary
-        from cohortsql.api.baseline import compare as compare_methods
         from cohortsql.games.baseline.models import load_model
 
         options = flags.options(locals(), flags.COMPARE_KEYS)
@@ -321,9 +323,9 @@ def calibrate(
 ) -> None:
     """The similarity threshold at which held-out rows are realistic, beside points drawn from the marginals."""
     with _reported_failures(debug):
+        from cohortsql.api.calibrate import calibrate as calibrate_threshold
         from cohortsql.cli.outputs import write
         from cohortsql.cli.summaries import calibration_summary
-        from cohortsql.api.baseline import calibrate as calibrate_threshold
 
         options = flags.options(locals(), flags.CALIBRATE_KEYS)
         if not options.get("data"):
@@ -451,7 +453,7 @@ def sql(
     the values `shapley` gives.
     """
     with _reported_failures(debug):
-        from cohortsql.api.local import histogram_sql
+        from cohortsql.api.sql import histogram_sql
 
         options = flags.options(locals(), flags.SQL_KEYS)
         typer.echo(

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from cohortsql.results.cohort import CohortShapleyResult, ShapleyEffects
+from cohortsql.results.cohort import CohortShapleyResult
+from cohortsql.results.effects import ShapleyEffects
 
 if TYPE_CHECKING:
-    from cohortsql.games.calibration import Calibration
+    from cohortsql.results.calibration import Calibration
     from cohortsql.results.comparison import Comparison
     from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
     from cohortsql.results.uniqueness import UniquenessResult

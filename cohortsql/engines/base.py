@@ -19,8 +19,8 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from cohortsql.sql.dialects import Dialect
 from cohortsql.errors import CohortError
+from cohortsql.sql.dialects import Dialect
 
 RUNS_TABLE = "cohortsql_runs"
 """Where `Engine.write_tables` records each run that wrote tables: when, which tables, its settings (JSON)."""

@@ -19,7 +19,6 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from cohortsql.sql.dialects import DUCKDB
 from cohortsql.engines.base import (
     POSITION_COLUMN,
     RUNS_TABLE,
@@ -28,12 +27,13 @@ from cohortsql.engines.base import (
     as_arrow,
     check_writable,
     database_table,
-    interruptible,
     file_format,
+    interruptible,
     with_positions,
     without_positions,
 )
 from cohortsql.errors import CohortError
+from cohortsql.sql.dialects import DUCKDB
 from cohortsql.sql.text import check_query, is_query
 
 _GLOB_CHARACTERS = set("*?[")

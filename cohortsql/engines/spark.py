@@ -31,7 +31,6 @@ import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from cohortsql.sql.dialects import SPARK
 from cohortsql.engines.base import (
     POSITION_COLUMN,
     RUNS_TABLE,
@@ -45,6 +44,7 @@ from cohortsql.engines.base import (
     without_positions,
 )
 from cohortsql.errors import CohortError
+from cohortsql.sql.dialects import SPARK
 from cohortsql.sql.text import check_query, is_query
 
 Result = TypeVar("Result")

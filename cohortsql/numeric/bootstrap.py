@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cohortsql.spec.measures import Measures
 from cohortsql.numeric.shapley import CohortShapley, concatenate, fan_out, shapley_values
+from cohortsql.spec.measures import Measures
 
 KEEP_REPLICATES_BYTES = 512 * 2**20
 """Each target's replicate values are kept (float32, for `by` intervals) up to this much memory."""

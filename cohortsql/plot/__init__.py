@@ -13,16 +13,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import polars as pl
 
-from cohortsql.plot.colours import feature_colours
 from cohortsql.errors import CohortError
-from cohortsql.results.files import parquet_settings, read_frame, sibling_path
+from cohortsql.plot.colours import feature_colours
 from cohortsql.results.baseline import BaselineShapleyResult
-from cohortsql.results.cohort import CohortShapleyResult, ShapleyEffects, effects_of_tables
+from cohortsql.results.cohort import CohortShapleyResult
+from cohortsql.results.effects import ShapleyEffects, effects_of_tables
+from cohortsql.results.files import parquet_settings, read_frame, sibling_path
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from cohortsql.games.calibration import Calibration
+    from cohortsql.results.calibration import Calibration
     from cohortsql.results.comparison import Comparison
 
 Source = CohortShapleyResult | BaselineShapleyResult | str | os.PathLike[str]

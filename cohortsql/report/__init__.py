@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from cohortsql.plot.colours import feature_colours
 from cohortsql.errors import CohortError
-from cohortsql.results.files import parquet_settings, read_frame, sibling_path
+from cohortsql.plot.colours import feature_colours
 from cohortsql.report import svg
-from cohortsql.results.cohort import CohortShapleyResult, effects_of_tables
+from cohortsql.results.cohort import CohortShapleyResult
+from cohortsql.results.effects import effects_of_tables
+from cohortsql.results.files import parquet_settings, read_frame, sibling_path
 
 SHOWN_TARGETS = 3
 """Targets drawn in detail when none are chosen: the lowest, the median and the highest prediction."""

@@ -12,7 +12,7 @@ import polars as pl
 
 from cohortsql.errors import CohortError
 from cohortsql.results.files import write_frame
-from cohortsql.results.cohort import feature_texts, group_table, target_groups
+from cohortsql.results.tables import feature_texts, group_table, target_groups
 
 VALUE_ARRAYS = ("shapley", "shapley_squared", "shapley_realistic", "shapley_squared_realistic")
 

@@ -3,31 +3,26 @@ effects (`ShapleyEffects`), with the diagnostics that say how far to trust them.
 
 from __future__ import annotations
 
-import datetime
-import json
 import os
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from importlib import metadata
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from cohortsql.errors import CohortError
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import Bootstrap, percentile_interval
-from cohortsql.errors import CohortError, CohortWarning
+from cohortsql.results.effects import _effects_table
 from cohortsql.results.files import write_frame
-from cohortsql.numeric.shapley import shapley_values
+from cohortsql.results.tables import diagnostics, feature_texts, group_table, standard_error, target_groups
 from cohortsql.spec.similarity import Similarity
 
 LOCAL_COLUMNS = ("shapley", "shapley_squared")
 
-NARROW_SHARE = 0.01
-"""A feature is narrow for a target when similarity on it alone keeps at most this share of the table."""
 
 VALUE_FIELDS = ("cohort_size", "shapley", "shapley_squared", "path_order", "path_size", "feature_cohort_size")
 OPTIONAL_VALUE_FIELDS = ("shapley_se", "shapley_squared_se", "permutations")
@@ -47,65 +42,6 @@ def value_fields(values: Mapping[str, Any], offset: float, *, counted: bool = Tr
     fields["cohort_mean"] = values["cohort_mean"] + offset
     fields["path_mean"] = values["path_mean"] + offset
     return fields
-
-
-SINGLETON_WARNING_SHARE = 0.5
-"""More than this share of targets in a cohort of one row gets a `CohortWarning`."""
-
-
-def warn_about_singletons(checks: Mapping[str, Any]) -> None:
-    """Warn when most targets' cohorts on every feature are the target alone."""
-    share = checks.get("singleton_share", 0.0)
-    if share > SINGLETON_WARNING_SHARE:
-        warnings.warn(
-            f"{share:.0%} of the targets end in a cohort of one row: the explanation then rests on single rows;"
-            " widen windows or use fewer features",
-            CohortWarning,
-            stacklevel=3,
-        )
-
-
-def run_settings(**settings: Any) -> dict[str, str]:
-    """A run's settings as text (JSON for structured values), plus the library's version and the time."""
-    try:
-        version = metadata.version("cohortsql")
-    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-        version = "unknown"
-    text = {name: value if isinstance(value, str) else json.dumps(value) for name, value in settings.items()}
-    return {
-        "cohortsql_version": version,
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        **text,
-    }
-
-
-def diagnostics(
-    cohort_size: np.ndarray,
-    feature_cohort_size: np.ndarray,
-    features: tuple[str, ...],
-    subjects: float,
-    weights: np.ndarray | None = None,
-) -> dict[str, Any]:
-    """How much of the explanation rests on tiny cohorts.
-
-    ``singleton_share``: share of targets whose cohort on every feature is the target alone (of size
-    1; with case weights, of weight 1); ``median_cohort_size``: the median of those cohorts' sizes;
-    ``narrow_features``: per feature, the share of targets for which similarity on that feature alone
-    keeps at most 1% of the table (of its `subjects`, their total weight when weighted). `weights`
-    count how many targets each row stands for (default one each)."""
-    weights = np.ones(len(cohort_size)) if weights is None else np.asarray(weights, dtype=float)
-    total = weights.sum()
-    order = np.argsort(cohort_size, kind="stable")
-    cumulative = np.cumsum(weights[order])
-    median = float(cohort_size[order][np.searchsorted(cumulative, total / 2)]) if total else float("nan")
-    narrow = feature_cohort_size <= NARROW_SHARE * subjects
-    return {
-        "targets": int(round(total)) if float(total).is_integer() else float(total),
-        "subjects": int(subjects) if float(subjects).is_integer() else float(subjects),
-        "singleton_share": float(weights @ (cohort_size == 1) / total) if total else float("nan"),
-        "median_cohort_size": median,
-        "narrow_features": {name: float(weights @ narrow[:, index] / total) for index, name in enumerate(features)},
-    }
 
 
 @dataclass(frozen=True, eq=False)
@@ -458,194 +394,3 @@ class CohortShapleyResult:
             f"CohortShapleyResult({len(self.ids)} targets x {len(self.features)} features, "
             f"{self.subjects} subjects, mean={self.mean:.6g}, method={self.method!r}, path={self.path!r}{extra})"
         )
-
-
-@dataclass(frozen=True)
-class ShapleyEffects:
-    """Shapley effects of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 (`cohortsql.variance_shapley`)."""
-
-    effects: pl.DataFrame
-    """One row per feature: ``feature``, ``shapley_effect``, ``shapley_effect_se``, ``share`` (and with
-    ``bootstrap=B`` the interval ``shapley_effect_ci_low`` .. ``_high``)."""
-    explained: float
-    """v_var(1:d): the variance explained by the cohorts on every feature; the effects add up to it."""
-    variance: float
-    """Mean over the targets of (y_t - ybar)^2: the variance of the explained column when every row is a
-    target (its estimate for a sample); ``share`` = shapley_effect / variance."""
-    subjects: int
-    targets: int
-    """How many targets v_var averages over (every subject, unless a sample or subset was asked for)."""
-    path: str
-    diagnostics: dict[str, Any] = field(default_factory=dict)
-    """How much of v_var rests on tiny cohorts (see `cohortsql.results.cohort.diagnostics`)."""
-    settings: dict[str, str] = field(default_factory=dict)
-    """The run's settings: written with every output."""
-
-    @classmethod
-    def from_game(
-        cls,
-        *,
-        features: tuple[str, ...],
-        game: np.ndarray,
-        variance: float,
-        subjects: int,
-        targets: int,
-        squared_values: np.ndarray | None,
-        population: int | None,
-        path: str,
-        diagnostics: dict[str, Any],
-        settings: dict[str, str],
-        target_weights: np.ndarray | None = None,
-        replicate_games: np.ndarray | None = None,
-        confidence: float = 0.95,
-    ) -> ShapleyEffects:
-        """Effects = Shapley values of the game v_var; standard errors from the targets' squared values
-        (their mean equals the effects, by linearity), or 0 (None given) where v_var is exact over every
-        subject; with bootstrap replicates of v_var (`replicate_games`, (B, 2^d)), percentile intervals."""
-        effects = shapley_values(game)
-        if squared_values is None:
-            errors = np.zeros(len(features))
-        else:
-            errors = standard_error(squared_values, population, None, target_weights)
-        table = _effects_table(features, effects, errors, variance)
-        if replicate_games is not None:
-            low, high = percentile_interval(shapley_values(replicate_games), confidence, 0)
-            table = table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
-        return cls(
-            effects=table,
-            explained=float(game[-1]),
-            variance=variance,
-            subjects=subjects,
-            targets=targets,
-            path=path,
-            diagnostics=diagnostics,
-            settings=settings,
-        )
-
-    @property
-    def explained_share(self) -> float:
-        """v_var(1:d) / variance: the fraction of the variance the cohorts explain."""
-        return self.explained / self.variance if self.variance > 0 else float("nan")
-
-    def __repr__(self) -> str:
-        return (
-            f"ShapleyEffects({len(self.effects)} features, explained {self.explained:.6g} of variance"
-            f" {self.variance:.6g}, {self.targets} targets of {self.subjects} subjects, path={self.path!r})\n{self.effects}"
-        )
-
-
-def feature_texts(targets: pl.DataFrame, features: tuple[str, ...], count: int) -> np.ndarray:
-    """Each of `count` targets' value of each feature as text (None when missing or not among the
-    columns of `targets`), shape (targets, features)."""
-    columns = [
-        targets[name].cast(pl.String, strict=False).to_list() if name in targets.columns else [None] * count
-        for name in features
-    ]
-    return np.array(columns, dtype=object).T.reshape(count, len(features))
-
-
-def effects_of_tables(
-    local: pl.DataFrame, totals: pl.DataFrame, paths: pl.DataFrame, settings: Mapping[str, str]
-) -> pl.DataFrame:
-    """`CohortShapleyResult.global_`'s effects from the tables `cohortsql shapley --out` writes: per
-    feature the mean squared value, its standard error (with the finite-population correction when
-    the targets are every row or a sample of them) and its share of the targets' spread around the mean."""
-    wide = local.pivot(on="feature", index="id", values="shapley_squared", maintain_order=True)
-    features = [name for name in wide.columns if name != "id"]
-    squared = wide.select(features).to_numpy()
-    errors = None
-    if "shapley_squared_se" in local.columns:
-        estimated = local.pivot(on="feature", index="id", values="shapley_squared_se", maintain_order=True)
-        errors = estimated.select(features).to_numpy()
-    subjects = paths.filter(pl.col("step") == 0)["cohort_size"]
-    every_row = settings.get("targets", "every row") == "every row" and len(subjects)
-    population = int(subjects[0]) if every_row else None
-    mean = (totals["cohort_mean"] - totals["value"]).to_numpy()
-    spread = float(np.mean((totals["prediction"].to_numpy() - mean) ** 2))
-    effects = squared.mean(axis=0)
-    return pl.DataFrame(
-        {
-            "feature": features,
-            "shapley_effect": effects,
-            "shapley_effect_se": standard_error(squared, population, errors),
-            "share": effects / spread if spread > 0 else np.full(len(features), np.nan),
-        }
-    )
-
-
-def target_groups(targets: pl.DataFrame, column: str) -> tuple[pl.DataFrame, np.ndarray]:
-    """The sorted distinct values of `column` among the targets, and each target's group number."""
-    if column not in targets.columns:
-        raise CohortError(f"by({column!r}): no such column in the data; its columns are: {', '.join(targets.columns)}")
-    keys = targets.select(column)
-    groups = keys.unique(maintain_order=True).sort(column, nulls_last=True)
-    number = keys.join(groups.with_row_index("__cohort_group"), on=column, how="left", nulls_equal=True)[
-        "__cohort_group"
-    ].to_numpy()
-    return groups, number
-
-
-def group_table(
-    column: str,
-    groups: pl.DataFrame,
-    number: np.ndarray,
-    features: tuple[str, ...],
-    weights: np.ndarray,
-    arrays: Mapping[str, np.ndarray],
-) -> pl.DataFrame:
-    """Per group and feature: the number of targets, and for each (targets, features) array in
-    `arrays` its weighted group mean and standard error (the group's targets treated as a sample)."""
-    count = len(groups)
-    columns: dict[str, Any] = {}
-    for name, values in arrays.items():
-        columns[name] = bootstrap_module.group_means(values[:, None, :], weights[:, None], number, count)[:, 0]
-        columns[f"{name}_se"] = np.stack(
-            [standard_error(values[number == group], None, None, weights[number == group]) for group in range(count)]
-        )
-    d = len(features)
-    return pl.DataFrame(
-        {
-            column: groups[column].gather(np.repeat(np.arange(count), d)),
-            "feature": pl.Series(list(features) * count, dtype=pl.String),
-            "targets": np.repeat(np.bincount(number, minlength=count), d),
-            **{name: array.reshape(-1) for name, array in columns.items()},
-        }
-    )
-
-
-def _effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.ndarray, variance: float) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "feature": list(features),
-            "shapley_effect": effects,
-            "shapley_effect_se": errors,
-            "share": effects / variance if variance > 0 else np.full(len(effects), np.nan),
-        }
-    )
-
-
-def standard_error(
-    values: np.ndarray,
-    population: int | None,
-    monte_carlo_se: np.ndarray | None = None,
-    weights: np.ndarray | None = None,
-) -> np.ndarray:
-    """Standard error of the column means of `values` (targets x features) as estimates of the
-    population's means; the finite-population correction applies when `population` is known.
-
-    With case `weights`, the mean is weighted and its variance is estimated as
-    T / (T - 1) sum_t p_t^2 (x_t - xbar)^2 with p_t = w_t / sum w (the unweighted formula when the
-    weights are equal). With Monte Carlo estimates (`monte_carlo_se` per value), the correction only
-    applies to the sampling of targets, so their own error is added back: the mean of the targets'
-    estimates has Monte Carlo variance sum_t se_t^2 / T^2 even when every row is a target."""
-    targets = values.shape[0]
-    if targets < 2:
-        return np.full(values.shape[1], np.nan)
-    shares = np.full(targets, 1.0 / targets) if weights is None else np.asarray(weights, dtype=float) / np.sum(weights)
-    deviations = values - shares @ values
-    variance = targets / (targets - 1) * (shares**2) @ deviations**2
-    if population is not None:
-        variance *= max(0.0, 1 - targets / population)
-        if monte_carlo_se is not None:
-            variance += (shares**2) @ monte_carlo_se**2
-    return np.sqrt(variance)

@@ -11,8 +11,8 @@ import numpy as np
 import polars as pl
 
 from cohortsql.results.baseline import BaselineShapleyResult
-from cohortsql.results.files import sibling_path, write_frames
 from cohortsql.results.cohort import CohortShapleyResult
+from cohortsql.results.files import sibling_path, write_frames
 
 METHODS = ("CS", "CS2", "BS", "BS2", "ABS", "ABS2")
 """Cohort, baseline and all-baseline Shapley, each with its squared version."""

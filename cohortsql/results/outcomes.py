@@ -15,8 +15,9 @@ import polars as pl
 import pyarrow as pa
 
 from cohortsql.errors import CohortError
+from cohortsql.results.cohort import CohortShapleyResult
+from cohortsql.results.effects import ShapleyEffects
 from cohortsql.results.files import write_frame
-from cohortsql.results.cohort import CohortShapleyResult, ShapleyEffects
 
 R = TypeVar("R", CohortShapleyResult, ShapleyEffects)
 

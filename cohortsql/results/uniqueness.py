@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from cohortsql.results.files import write_frame
-from cohortsql.results.cohort import diagnostics, feature_texts
+from cohortsql.results.tables import diagnostics, feature_texts
 
 
 @dataclass(frozen=True, eq=False)

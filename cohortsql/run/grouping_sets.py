@@ -14,14 +14,14 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cohortsql.queries import compile
-from cohortsql.numeric import lattice
-from cohortsql.numeric import shapley
-from cohortsql.spec.measures import Measures
+from cohortsql import queries
 from cohortsql.engines.base import Engine
+from cohortsql.numeric import lattice, shapley
+from cohortsql.results.tables import diagnostics
 from cohortsql.run.pace import Pacer
-from cohortsql.run.session import Prepared, TargetSet, game_means
-from cohortsql.results.cohort import diagnostics
+from cohortsql.run.session import Prepared, game_means
+from cohortsql.run.targets import TargetSet
+from cohortsql.spec.measures import Measures
 
 
 class Cells(NamedTuple):
@@ -84,12 +84,12 @@ def _cells(engine: Engine, prepared: Prepared) -> tuple[Cells, np.ndarray]:
     measures, dialect = prepared.measures, engine.dialect
     keys = _key_columns(prepared)
     if not measures.replicates:
-        frame = _frame(engine, compile.equivalence_cells(prepared.subjects, prepared.features, measures, dialect))
+        frame = _frame(engine, queries.cells.equivalence_cells(prepared.subjects, prepared.features, measures, dialect))
     else:
-        count = compile.draw_group(measures.replicates)[0] + 1
+        count = queries.measures.draw_group(measures.replicates)[0] + 1
         groups = engine.upload(pa.table({"__cohort_group": np.arange(count, dtype=np.int64)}), "draw_groups")
         try:
-            sql = compile.replicate_cells(prepared.subjects, prepared.features, measures, groups, dialect)
+            sql = queries.cells.replicate_cells(prepared.subjects, prepared.features, measures, groups, dialect)
             frame = _one_row_per_cell(_frame(engine, sql), keys, measures)
         finally:
             engine.drop(groups)
@@ -116,8 +116,8 @@ def _one_row_per_cell(frame: pl.DataFrame, keys: list[str], measures: Measures) 
         own, part = ("own_w", "w{part}") if outcome is None else (f"own_s{outcome}", f"s{outcome}_{{part}}")
         values = np.zeros((cells.height, measures.weightings))
         np.add.at(values[:, 0], cell, numbered[own].to_numpy())
-        for index in range(compile.DRAWS_PER_HASH):
-            replicate = compile.DRAWS_PER_HASH * group + index + 1
+        for index in range(queries.measures.DRAWS_PER_HASH):
+            replicate = queries.measures.DRAWS_PER_HASH * group + index + 1
             kept = replicate <= measures.replicates
             values[cell[kept], replicate[kept]] = numbered[part.format(part=index)].to_numpy()[kept]
         for weighting in range(measures.weightings):
@@ -140,7 +140,7 @@ def variance_game(engine: Engine, prepared: Prepared) -> tuple[np.ndarray, dict[
 def _target_cells(engine: Engine, prepared: Prepared, cells: Cells, batch: str) -> np.ndarray:
     """The cell of every target of an uploaded batch."""
     table = engine.fetch_arrow(
-        compile.target_keys(batch, prepared.features, engine.dialect), context="finding the targets' cells"
+        queries.cells.target_keys(batch, prepared.features, engine.dialect), context="finding the targets' cells"
     )
     targets = pl.from_arrow(table)
     assert isinstance(targets, pl.DataFrame)

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
+
+import numpy as np
 
 from cohortsql.errors import CohortError
+from cohortsql.spec import arguments
 
 
 def whole_number(name: str, value: object, *, minimum: int) -> int:
@@ -55,3 +59,35 @@ def exact_or_permutation(method: str, d: int, *, auto_exact_up_to: int, exact_up
             " use method='permutation' (or 'auto'), or drop features"
         )
     return method
+
+
+def explained_columns(prediction: object, *, several: bool = True) -> tuple[str, ...]:
+    """The explained columns: one name, or (where `several` are allowed) a non-empty list of names."""
+    if isinstance(prediction, str):
+        return (prediction,)
+    if several and isinstance(prediction, Sequence) and prediction:
+        for name in prediction:
+            if not isinstance(name, str):
+                raise CohortError(f"prediction must list column names (text), got {name!r}")
+        return tuple(prediction)
+    wanted = "the name of a column (text) or a list of them" if several else "the name of a column (text)"
+    raise CohortError(f"prediction must be {wanted}, got {prediction!r}")
+
+
+def check_names(id: object, weight: object, memory_limit: object) -> None:
+    arguments.optional_text("id", id)
+    arguments.optional_text("weight", weight)
+    arguments.optional_text("memory_limit", memory_limit)
+
+
+def bootstrap_arguments(bootstrap: object, confidence: object, seed: int | None) -> tuple[int, float, int | None]:
+    """B, the confidence level, and the seed (drawn when replicates need one and none was given)."""
+    replicates = arguments.whole_number("bootstrap", bootstrap, minimum=0)
+    if replicates == 1:
+        raise CohortError("bootstrap=1 gives no interval; ask for 0 (none) or at least 2 replicates (200 or more)")
+    level = arguments.positive_number("confidence", confidence)
+    if level is None or level >= 1:
+        raise CohortError(f"confidence must be a number between 0 and 1, e.g. 0.95; got {confidence!r}")
+    if replicates and seed is None:
+        seed = int(np.random.default_rng().integers(2**31))
+    return replicates, level, seed

@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from cohortsql.sql.dialects import Dialect
 from cohortsql.errors import CohortError
+from cohortsql.sql.dialects import Dialect
 from cohortsql.sql.text import check_expression
 
 ParameterValues = Mapping[str, float | None]

@@ -15,10 +15,16 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from cohortsql.games.baseline.values import BaselineValues, baseline_games, baseline_shapley_values, distinct_rows, hybrid_codes
 from cohortsql.games.baseline.points import Points
-from cohortsql.run.progress import Reporter
 from cohortsql.games.baseline.realism import SubjectBitsets
+from cohortsql.games.baseline.values import (
+    BaselineValues,
+    baseline_games,
+    baseline_shapley_values,
+    distinct_rows,
+    hybrid_codes,
+)
+from cohortsql.run.progress import Reporter
 
 HYBRID_ROWS = 1 << 20
 """Hybrid points per chunk: their codes (d int64 each), the model's input and the games stay near

@@ -16,13 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cohortsql.games.baseline.values import distinct_rows
 from cohortsql.games.baseline.exact import Model
-from cohortsql.numeric.permutation import MIN_PAIRS, PAIRS_PER_ROUND
 from cohortsql.games.baseline.points import Points
-from cohortsql.run.progress import Reporter
 from cohortsql.games.baseline.realism import SubjectBitsets
-
+from cohortsql.games.baseline.values import distinct_rows
+from cohortsql.numeric.permutation import MIN_PAIRS, PAIRS_PER_ROUND
+from cohortsql.run.progress import Reporter
 
 CODE_ENTRIES = 1 << 23
 """Codes of path points held at once (d per point, int64: 64 MB): targets per round are sized by it,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from cohortsql.queries import compile
+from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.errors import CohortError
 from cohortsql.spec.features import ResolvedFeature
@@ -65,13 +65,13 @@ def subject_bitsets(
     code order. With `distinct` (worth it when many rows repeat), identical rows count once."""
     dialect = engine.dialect
     rows = engine.create(
-        compile.subject_rows(subjects, features, dialect, distinct=distinct),
+        queries.baseline.subject_rows(subjects, features, dialect, distinct=distinct),
         "subject_rows",
         materialize=True,
         context="numbering the subject rows",
     )
     try:
-        count = int(fetch_record(engine, compile.row_count(rows), context="counting the subject rows")["n"])
+        count = int(fetch_record(engine, queries.targets.row_count(rows), context="counting the subject rows")["n"])
         words = max(1, -(-count // WORD_BITS))
         values = sum(len(value) for value in point_values)
         if values * words * 8 > MAX_BITSET_BYTES:
@@ -95,7 +95,7 @@ def _feature_bitset(engine: Engine, rows: str, feature: ResolvedFeature, values:
     )
     try:
         found = engine.fetch_arrow(
-            compile.similar_words(points, rows, feature, engine.dialect, word_bits=WORD_BITS),
+            queries.baseline.similar_words(points, rows, feature, engine.dialect, word_bits=WORD_BITS),
             context=f"testing which hybrid values of {feature.name!r} are realistic",
         )
     finally:

@@ -1,0 +1,177 @@
+"""TODO"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, overload
+
+import numpy as np
+
+from cohortsql._typing import PATHS, CohortPath, EngineName, Prediction, SimilarityArgument, Targets
+from cohortsql.errors import check_choice
+from cohortsql.numeric import bootstrap as bootstrap_module
+from cohortsql.results.effects import ShapleyEffects
+from cohortsql.results.outcomes import ShapleyEffectsResults
+from cohortsql.results.tables import diagnostics, warn_about_singletons
+from cohortsql.run.grouping_sets import variance_game
+from cohortsql.run.progress import reporter
+from cohortsql.run.session import described_settings, opened_engine, prepare_call
+from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, local_batches, make_pacer
+from cohortsql.run.targets import select_targets
+from cohortsql.spec import arguments
+from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns
+
+
+@overload
+def shapley_effects(
+    data: Any,
+    *,
+    prediction: str,
+    similarity: SimilarityArgument,
+    id: str | None = None,
+    weight: str | None = None,
+    targets: Targets = None,
+    sample: int | float | None = None,
+    seed: int | None = None,
+    bootstrap: int = 0,
+    confidence: float = 0.95,
+    path: CohortPath = "auto",
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
+) -> ShapleyEffects: ...
+
+
+@overload
+def shapley_effects(
+    data: Any,
+    *,
+    prediction: Sequence[str],
+    similarity: SimilarityArgument,
+    id: str | None = None,
+    weight: str | None = None,
+    targets: Targets = None,
+    sample: int | float | None = None,
+    seed: int | None = None,
+    bootstrap: int = 0,
+    confidence: float = 0.95,
+    path: CohortPath = "auto",
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
+) -> ShapleyEffectsResults: ...
+
+
+def shapley_effects(
+    data: Any,
+    *,
+    prediction: Prediction,
+    similarity: SimilarityArgument,
+    id: str | None = None,
+    weight: str | None = None,
+    targets: Targets = None,
+    sample: int | float | None = None,
+    seed: int | None = None,
+    bootstrap: int = 0,
+    confidence: float = 0.95,
+    path: CohortPath = "auto",
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    connection: Any = None,
+    engine: EngineName | None = None,
+) -> ShapleyEffects | ShapleyEffectsResults:
+    """Shapley effects: the exact Shapley values of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2.
+
+    They split the variance explained by the cohorts on all d predictors, v_var(1:d), over the
+    predictors; ``share`` divides by the variance of the explained column. With every row as a
+    target this is exact. With a sample of targets (``sample=`` a count or a fraction, drawn with
+    `seed`) v_var is the sample mean over the sampled targets and every effect gets a standard error.
+    With case weights, v_var averages over the targets weighted by them; with ``bootstrap=B``, each
+    effect gets a percentile interval from B Bayesian-bootstrap replicates of the whole table.
+    Arguments are those of `cohort_shapley`; `variance_shapley` is the same function.
+    """
+    outcomes = explained_columns(prediction)
+    check_choice("path", path, PATHS)
+    seed = arguments.seed(seed)
+    replicates, confidence, seed = bootstrap_arguments(bootstrap, confidence, seed)
+    check_names(id, weight, memory_limit)
+    with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
+        prepared = prepare_call(
+            running, data, outcomes, similarity, id, weight, targets, MAX_EXACT_FEATURES, replicates, seed
+        )
+        measures = prepared.measures
+        features = tuple(feature.name for feature in prepared.features)
+        settings = described_settings(
+            running,
+            prepared,
+            None,
+            method="exact",
+            path=path,
+            targets=targets,
+            sample=sample,
+            seed=seed,
+            bootstrap=replicates,
+            confidence=confidence,
+        )
+        if (
+            targets is None
+            and sample is None
+            and choose_path(path, prepared, prepared.subject_count) == "grouping_sets"
+        ):
+            (games, checks), squared, target_weights = variance_game(running, prepared), None, None
+            count, population, chosen_path = prepared.subject_count, None, "grouping_sets"
+            variances = prepared.variances
+        else:
+            chosen = select_targets(running, prepared, targets, seed, sample)
+            count, population = chosen.count, chosen.population
+            chosen_path = choose_path(path, prepared, count)
+            pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, reporter(progress))
+            batches = local_batches(running, prepared, chosen, "exact", chosen_path, pacer, seed, 2, None)
+            collected = bootstrap_module.collect(batches, measures, confidence, keep=False, intervals=False).fanned_out(
+                chosen.group
+            )
+            weights = chosen.weights[:, measures.weighting_of_game]
+            games = collected.squared_games / weights.sum(axis=0)[:, None]
+            squared = [values.shapley_squared for values in collected.values]
+            target_weights = chosen.weights[:, 0]
+            centred = (
+                np.column_stack(
+                    [chosen.table.column(f"__cohort_y{index}").to_numpy() for index in range(len(outcomes))]
+                )
+                - prepared.centred_means
+            )
+            variances = np.average(centred**2, axis=0, weights=target_weights)
+            first = collected.values[0]
+            checks = diagnostics(
+                first.cohort_size, first.feature_cohort_size, features, prepared.total_weight, target_weights
+            )
+    warn_about_singletons(checks)
+    results = {
+        outcome: ShapleyEffects.from_game(
+            features=features,
+            game=games[measures.game(index, 0)],
+            variance=float(variances[index]),
+            subjects=prepared.subject_count,
+            targets=count,
+            squared_values=None if squared is None else squared[index],
+            population=population,
+            path=chosen_path,
+            diagnostics=checks,
+            settings={**settings, "prediction": outcome, "path": chosen_path},
+            target_weights=target_weights if prepared.weight is not None else None,
+            replicate_games=games[measures.game(index, 1) : measures.game(index + 1, 0)] if replicates else None,
+            confidence=confidence,
+        )
+        for index, outcome in enumerate(outcomes)
+    }
+    return next(iter(results.values())) if isinstance(prediction, str) else ShapleyEffectsResults(results)
+
+
+variance_shapley = shapley_effects
+"""The earlier name of `shapley_effects`."""

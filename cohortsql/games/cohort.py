@@ -1,0 +1,123 @@
+"""TODO"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from cohortsql import queries
+from cohortsql.numeric import kernels, permutation, shapley
+from cohortsql.spec.measures import Measures
+
+
+def game_entries(
+    histogram: dict[str, np.ndarray], measures: Measures
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The histogram's rows as entries of every game: (game row, mask, weight, sum), game row =
+    target * games + game, each game with its outcome's sum and its weighting's weight."""
+    games = measures.games
+    target, mask = histogram["target"], histogram["mask0"]
+    weights = np.stack([histogram[name] for name in measures.weight_names]).astype(np.float64)
+    if games == 1:
+        return target, mask, weights[0], histogram[measures.sum_name(0, 0)]
+    sums = np.stack([histogram[name] for name in measures.sum_names])
+    rows = (target[None, :] * games + np.arange(games)[:, None]).reshape(-1)
+    return rows, np.tile(mask, games), weights[measures.weighting_of_game].reshape(-1), sums.reshape(-1)
+
+
+def exact_values(
+    histogram: dict[str, np.ndarray],
+    rows: int,
+    d: int,
+    measures: Measures,
+    means: np.ndarray,
+    weights: np.ndarray,
+    run_targets: int | None = None,
+) -> shapley.CohortShapley:
+    """Exact values of every game of a batch of `rows` targets from their mask histogram (``target``
+    numbers them 0..rows-1): game row r is target r // games, game r % games (`cohortsql.spec.measures`).
+
+    `means` is each game's centred overall mean and `weights[t, g]` what target t counts for in game
+    g's squared games. The compiled kernel runs where it pays over the whole run (`run_targets`
+    targets, default this batch's; `cohortsql.numeric.kernels`), else numpy with one BLAS thread (the small matrix products of the transforms ran 3.5-5x slower with BLAS threads
+    fighting for busy cores).
+
+    Several games per target (weights, outcomes, replicates) multiply the histogram's entries by
+    the number of games, so those are formed `GAME_ENTRIES` at a time, a run of targets after another."""
+    games = measures.games
+    compiled = kernels.worth_compiling((run_targets or rows) * games, d)
+    if games == 1:
+        return _exact_part(histogram, rows, d, measures, means, weights, compiled)
+    order = np.argsort(histogram["target"], kind="stable")
+    ordered = {name: column[order] for name, column in histogram.items()}
+    bounds = np.searchsorted(ordered["target"], np.arange(rows + 1))
+    step = max(1, GAME_ENTRIES // (games * max(1, int(np.diff(bounds).max(initial=1)))))
+    parts = []
+    for start in range(0, rows, step):
+        stop = min(rows, start + step)
+        part = {name: column[bounds[start] : bounds[stop]] for name, column in ordered.items()}
+        part["target"] = part["target"] - start
+        parts.append(_exact_part(part, stop - start, d, measures, means, weights[start:stop], compiled))
+    return shapley.concatenate(parts)
+
+
+GAME_ENTRIES = 1 << 22
+"""Histogram entries of every game formed at once (four arrays of them: 128 MiB)."""
+
+
+def _exact_part(
+    histogram: dict[str, np.ndarray],
+    rows: int,
+    d: int,
+    measures: Measures,
+    means: np.ndarray,
+    weights: np.ndarray,
+    compiled: bool,
+) -> shapley.CohortShapley:
+    games = measures.games
+    entries = game_entries(histogram, measures)
+    row_means = np.tile(np.asarray(means, dtype=np.float64), rows)
+    row_weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+    if compiled:
+        return kernels.exact_values(*entries, rows * games, d, row_means, row_weights, games)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return shapley.cohort_shapley_of_histograms(*entries, rows * games, d, row_means, row_weights, games)
+
+
+def permutation_values(
+    histogram: dict[str, np.ndarray],
+    rows: int,
+    d: int,
+    centred_mean: float,
+    generators: list[np.random.Generator],
+    *,
+    max_permutations: int,
+    tolerance: float | None,
+    sum_column: str = "s0_0",
+) -> list[permutation.PermutationEstimate]:
+    """Monte Carlo estimates of a batch of `rows` targets from their mask histogram, target i with
+    generator i; the outcome is the histogram's `sum_column` (weights are ``w0``)."""
+    order = np.argsort(histogram["target"], kind="stable")
+    words = [histogram[f"mask{index}"][order] for index in range(math.ceil(d / queries.histogram.MASK_WORD_BITS))]
+    bits = permutation.unpack_masks(words, d, queries.histogram.MASK_WORD_BITS)
+    counts, sums = histogram["w0"][order].astype(np.float64), histogram[sum_column][order]
+    bounds = np.searchsorted(histogram["target"][order], np.arange(rows + 1))
+    return [
+        permutation.estimate(
+            bits[:, low:high],
+            counts[low:high],
+            sums[low:high],
+            centred_mean,
+            generators[target],
+            max_permutations=max_permutations,
+            tolerance=tolerance,
+        )
+        for target, (low, high) in enumerate(zip(bounds[:-1], bounds[1:]))
+    ]
+
+
+def target_generators(count: int, seed: int | None) -> list[np.random.Generator]:
+    """One random generator per distinct target, children of `seed`: estimates do not depend on batching."""
+    return [np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(count)]

@@ -1,0 +1,78 @@
+"""Equivalence keys and the cells of equivalence similarities (exact, bins): the grouping-sets path,
+where every cohort is a GROUP BY cell and no target is joined with subjects (DESIGN: docs/design.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cohortsql.queries.common import SUBJECT_ALIAS, TARGET_ALIAS, ordinals
+from cohortsql.queries.measures import DRAWS_PER_HASH, draw_from_hash, draw_hash, measure_sums
+from cohortsql.queries.statistics import literal_parameters, statistics_parameters
+from cohortsql.spec.features import ResolvedFeature
+from cohortsql.spec.measures import Measures
+from cohortsql.spec.similarity import Bins, Exact, ParameterSql
+from cohortsql.sql.dialects import Dialect
+from cohortsql.sql.text import template
+
+
+def equivalence_key(feature: ResolvedFeature, alias: str, parameters: ParameterSql, dialect: Dialect) -> str:
+    """SQL of the equivalence class of the feature's value in row `alias` (exact and bins only)."""
+    kind = feature.kind
+    if not isinstance(kind, (Exact, Bins)):
+        raise TypeError(f"{kind} is not an equivalence")
+    return kind.key(f"{alias}.{dialect.quote(feature.column)}", parameters)
+
+
+def key_columns(
+    features: Sequence[ResolvedFeature], alias: str, dialect: Dialect, statistics: str | None = None
+) -> str:
+    return ",\n    ".join(
+        f"{equivalence_key(feature, alias, _parameters(feature, dialect, statistics), dialect)} AS k{feature.index}"
+        for feature in features
+    )
+
+
+def _parameters(feature: ResolvedFeature, dialect: Dialect, statistics: str | None) -> dict[str, str]:
+    if statistics is None:
+        return literal_parameters(feature, dialect)
+    return statistics_parameters(feature, statistics, dialect)
+
+
+def equivalence_cells(subjects: str, features: Sequence[ResolvedFeature], measures: Measures, dialect: Dialect) -> str:
+    """SELECT the finest cells of equivalence similarities: keys k0.. and the sums of `measures` over the
+    subjects (without bootstrap replicates; see `replicate_cells`)."""
+    return template("equivalence_cells").format(
+        keys=key_columns(features, SUBJECT_ALIAS, dialect),
+        sums=measure_sums(measures, "subjects"),
+        subjects=subjects,
+        ordinals=ordinals(len(features)),
+    )
+
+
+def replicate_cells(
+    subjects: str, features: Sequence[ResolvedFeature], measures: Measures, groups: str, dialect: Dialect
+) -> str:
+    """SELECT the finest cells under every bootstrap replicate, one row per cell and hash group (the
+    ``__cohort_group`` column of relation `groups`): see ``sql/replicate_cells.sql``."""
+    weight = "s.__cohort_weight" if measures.weighted else "CAST(1 AS DOUBLE)"
+    own = f"CASE WHEN s.__cohort_group = 0 THEN {weight} ELSE CAST(0 AS DOUBLE) END"
+    sums = [f"sum({own}) AS own_w"]
+    sums += [f"sum({own} * s.__cohort_y{k}) AS own_s{k}" for k in range(measures.outcomes)]
+    for part in range(DRAWS_PER_HASH):
+        replicate = f"{weight} * {draw_from_hash('s.__cohort_hash', part, dialect)}"
+        sums.append(f"sum({replicate}) AS w{part}")
+        sums += [f"sum({replicate} * s.__cohort_y{k}) AS s{k}_{part}" for k in range(measures.outcomes)]
+    return template("replicate_cells").format(
+        keys=key_columns(features, SUBJECT_ALIAS, dialect),
+        sums=",\n    ".join(sums),
+        hash=draw_hash("g.__cohort_group", measures.seed, dialect),
+        subjects=subjects,
+        groups=groups,
+        ordinals=ordinals(len(features) + 1),
+    )
+
+
+def target_keys(targets: str, features: Sequence[ResolvedFeature], dialect: Dialect) -> str:
+    """SELECT the equivalence keys k0.. of every target of a batch, in batch order."""
+    return template("target_keys").format(keys=key_columns(features, TARGET_ALIAS, dialect), targets=targets)

@@ -1,0 +1,82 @@
+"""Similarity tests and the mask histogram, the pairwise path's one step that touches every subject:
+for a batch of targets, m = sum_j z_tj(x_sj) << j per subject, then GROUP BY target, mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cohortsql.queries.common import SUBJECT_ALIAS, TARGET_ALIAS, ordinals
+from cohortsql.queries.measures import measure_sums
+from cohortsql.queries.statistics import literal_parameters
+from cohortsql.spec.features import ResolvedFeature
+from cohortsql.spec.measures import Measures
+from cohortsql.spec.similarity import ParameterSql, SqlPredicate
+from cohortsql.sql.dialects import Dialect
+from cohortsql.sql.text import template
+
+MASK_WORD_BITS = 63
+"""Similarity masks are split into BIGINT words of 63 bits (never negative), so any d fits, on any engine."""
+
+
+def similarity_test(feature: ResolvedFeature, parameters: ParameterSql, dialect: Dialect) -> str:
+    """SQL boolean z_tj(x_sj) for one feature, NULL-safe: NULL is similar to NULL only.
+
+    Columns without missing values get the kind's bare predicate (3x faster in DuckDB than the
+    guarded form, measured on 1e8 pairs). Custom ``sql:`` predicates always count subjects with the
+    target's own value as similar, so a target is in all of its cohorts whatever the expression says.
+    """
+    subject = f"{SUBJECT_ALIAS}.{dialect.quote(feature.column)}"
+    target = f"{TARGET_ALIAS}.{dialect.quote(feature.column)}"
+    test = feature.kind.predicate(subject, target, parameters, dialect)
+    if isinstance(feature.kind, SqlPredicate):
+        return f"({subject} IS NOT DISTINCT FROM {target} OR coalesce({test}, FALSE))"
+    if feature.has_missing:
+        return f"coalesce({test}, {subject} IS NULL AND {target} IS NULL)"
+    return test
+
+
+def mask_words(features: Sequence[ResolvedFeature], parameters: Sequence[ParameterSql], dialect: Dialect) -> list[str]:
+    """m = sum_j z_tj << j as sums of CASE expressions (faster in DuckDB than casts and shifts),
+    one expression per word of `MASK_WORD_BITS` predictors: word w holds predictors 63w .. 63w + 62."""
+    words = []
+    for first in range(0, len(features), MASK_WORD_BITS):
+        chunk = list(zip(features[first : first + MASK_WORD_BITS], parameters[first : first + MASK_WORD_BITS]))
+        # The narrowest integer type that holds the word: DuckDB then knows the mask's range.
+        kind = "SMALLINT" if len(chunk) <= 15 else "INTEGER" if len(chunk) <= 31 else "BIGINT"
+        words.append(
+            "\n        + ".join(
+                f"CASE WHEN {similarity_test(feature, values, dialect)} THEN CAST({1 << bit} AS {kind})"
+                f" ELSE CAST(0 AS {kind}) END"
+                for bit, (feature, values) in enumerate(chunk)
+            )
+        )
+    return words
+
+
+def mask_histogram(
+    subjects: str,
+    targets: str,
+    features: Sequence[ResolvedFeature],
+    measures: Measures,
+    dialect: Dialect,
+    *,
+    collapsed: bool,
+) -> str:
+    """GROUP BY target, mask words -> the sums of `measures` for every target in relation `targets`.
+
+    `subjects` has the measure columns: collapsed identical subjects, or (not `collapsed`) every
+    subject on its own."""
+    parameters = [literal_parameters(feature, dialect) for feature in features]
+    words = mask_words(features, parameters, dialect)
+    return template("mask_histogram").format(
+        masks=aliased_masks(words),
+        sums=measure_sums(measures, "collapsed" if collapsed else "weighted"),
+        subjects=subjects,
+        targets=targets,
+        ordinals=ordinals(len(words) + 1),
+    )
+
+
+def aliased_masks(words: Sequence[str]) -> str:
+    return ",\n    ".join(f"{word} AS mask{index}" for index, word in enumerate(words))

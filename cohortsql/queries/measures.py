@@ -1,0 +1,135 @@
+"""What the histogram and the cells sum over a cohort (see `cohortsql.spec.measures`): each subject's
+weight under every weighting (case weights, Bayesian-bootstrap draws from an md5 hash) and its
+weighted explained values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from cohortsql.queries.common import SUBJECT_ALIAS, ordinals
+from cohortsql.spec.features import ResolvedFeature
+from cohortsql.spec.measures import Measures
+from cohortsql.sql.dialects import Dialect
+from cohortsql.sql.text import template
+
+DRAWS_PER_HASH = 4
+"""An md5 hash holds four 32-bit numbers: replicates 4g + 1 .. 4g + 4 share the hash of group g."""
+
+
+def draw_group(replicate: int) -> tuple[int, int]:
+    """The hash group g and part r of replicate b >= 1: b = 4g + r + 1."""
+    return divmod(replicate - 1, DRAWS_PER_HASH)
+
+
+def draw_hash(group: int | str, seed: int, dialect: Dialect) -> str:
+    """SQL of md5('<seed>:<group>:<id>') for subject ``__cohort_id``: `group` a number, or the SQL of an
+    integer column holding it (the same text either way)."""
+    text = dialect.text_type
+    if isinstance(group, int):
+        key = dialect.string(f"{int(seed)}:{group}:")
+    else:
+        key = f"{dialect.string(f'{int(seed)}:')} || CAST({group} AS {text}) || ':'"
+    return dialect.md5_hash(f"{key} || CAST(__cohort_id AS {text})")
+
+
+def draw_from_hash(hash_sql: str, part: int, dialect: Dialect) -> str:
+    """SQL of the Exp(1) draw -ln(U) from 32-bit part `part` of a hash, U = (part + 1/2) / 2^32."""
+    return f"-ln(({dialect.md5_part(hash_sql, part)} + 0.5) / {dialect.number(2.0**32)})"
+
+
+def replicate_draw(replicate: int, seed: int, dialect: Dialect) -> str:
+    """SQL of subject ``__cohort_id``'s Exp(1) draw for bootstrap replicate `replicate` >= 1, hash
+    included (see ``sql/replicate_draws.sql``)."""
+    group, part = draw_group(replicate)
+    return draw_from_hash(draw_hash(group, seed, dialect), part, dialect)
+
+
+MeasureSource = Literal["subjects", "weighted", "collapsed"]
+"""Where the sums of the measures come from: the subjects' own columns (weights computed), the
+weighted subjects (their weights stored, see `weighted_subjects`), or collapsed subjects (every sum stored)."""
+
+
+def row_measures(measures: Measures, *, stored_weights: bool, alias: str = "") -> dict[str, str]:
+    """What each subject row adds to each sum, by column name: its weight under every weighting (the
+    stored ``__cohort_w<b>`` columns, or computed from the case weight and the draws ``__cohort_e<b>``)
+    and that weight times each outcome. A weight that is 1 (no case weights, no replicate) is left out."""
+    columns = {}
+    for weighting in range(measures.weightings):
+        name = measures.weight_name(weighting)
+        factors = [f"{alias}__cohort_weight"] if measures.weighted else []
+        if weighting:
+            factors.append(f"{alias}__cohort_e{weighting}")
+        if stored_weights and factors:
+            factors = [f"{alias}__cohort_{name}"]
+        weight = " * ".join(factors)
+        columns[f"__cohort_{name}"] = weight or "CAST(1 AS DOUBLE)"
+        for outcome in range(measures.outcomes):
+            value = f"{alias}__cohort_y{outcome}"
+            columns[f"__cohort_{measures.sum_name(outcome, weighting)}"] = f"{weight} * {value}" if weight else value
+    return columns
+
+
+def drawn(subjects: str, measures: Measures, dialect: Dialect) -> str:
+    """The subjects with their bootstrap draws ``__cohort_e1`` .. (the relation itself without replicates)."""
+    if not measures.replicates:
+        return subjects
+    groups = draw_group(measures.replicates)[0] + 1
+    hashes = ", ".join(f"{draw_hash(group, measures.seed, dialect)} AS __cohort_h{group}" for group in range(groups))
+    draws = ", ".join(
+        f"{draw_from_hash(f'__cohort_h{draw_group(replicate)[0]}', draw_group(replicate)[1], dialect)}"
+        f" AS __cohort_e{replicate}"
+        for replicate in range(1, measures.weightings)
+    )
+    return "(" + template("replicate_draws").format(draws=draws, hashes=hashes, subjects=subjects) + ") AS drawn"
+
+
+def weighted_subjects(subjects: str, measures: Measures, dialect: Dialect) -> str:
+    """SELECT every subject with its weight under every weighting (see ``sql/weighted_subjects.sql``);
+    the histogram multiplies them by the outcomes as it sums (as fast as stored products, half the memory)."""
+    computed = row_measures(measures, stored_weights=False)
+    listed = ", ".join(f"{computed[f'__cohort_{name}']} AS __cohort_{name}" for name in measures.weight_names)
+    return template("weighted_subjects").format(measures=listed, subjects=drawn(subjects, measures, dialect))
+
+
+def collapsed_subjects(subjects: str, features: Sequence[ResolvedFeature], measures: Measures, dialect: Dialect) -> str:
+    """SELECT identical predictor rows collapsed into one with the sums of their measures."""
+    columns = ", ".join(dialect.quote(feature.column) for feature in features)
+    sums = ", ".join(f"sum({sql}) AS {name}" for name, sql in row_measures(measures, stored_weights=False).items())
+    return template("collapsed_subjects").format(
+        columns=columns, sums=sums, subjects=drawn(subjects, measures, dialect), ordinals=ordinals(len(features))
+    )
+
+
+def target_weights(measures: Measures, dialect: Dialect) -> str:
+    """The select list of a target's weight under every weighting, ``__cohort_w0`` .. ``__cohort_w<B>``."""
+    weights = []
+    for weighting in range(measures.weightings):
+        weight = "__cohort_weight" if measures.weighted else "CAST(1 AS DOUBLE)"
+        if weighting:
+            weight = f"{weight} * {replicate_draw(weighting, measures.seed, dialect)}"
+        weights.append(f"{weight} AS __cohort_{measures.weight_name(weighting)}")
+    return ", ".join(weights)
+
+
+def measure_sums(measures: Measures, source: MeasureSource) -> str:
+    """The histogram's (and the cells') sums of the subjects' measures, over relation `SUBJECT_ALIAS`
+    of kind `source`. Without weights or replicates W_0 counts rows, with count(*) where each row is
+    one subject (DuckDB's perfect-hash aggregate keeps that cheap)."""
+    alias = f"{SUBJECT_ALIAS}."
+    computed = row_measures(measures, stored_weights=source == "weighted", alias=alias)
+    sums = []
+    for name in [*measures.weight_names, *measures.sum_names]:
+        if name == measures.weight_name(0) and source != "collapsed" and measures.counted:
+            sums.append(f"CAST(count(*) AS DOUBLE) AS {name}")
+        elif source == "collapsed":
+            sums.append(f"sum({alias}__cohort_{name}) AS {name}")
+        else:
+            sums.append(f"sum({computed[f'__cohort_{name}']}) AS {name}")
+    return ",\n    ".join(sums)
+
+
+def measure_totals(subjects: str, measures: Measures, source: MeasureSource) -> str:
+    """SELECT W_b and S_bk over every subject (see ``sql/measure_totals.sql``)."""
+    return template("measure_totals").format(sums=measure_sums(measures, source), subjects=subjects)

@@ -1,0 +1,169 @@
+"""Whole-table statistics, computed once per call: the number of subjects, moments of each explained
+column, checks on it, the ids and the weights, and the parameters data-dependent similarity kinds
+need (window widths from ranges or quantiles, bin edges), in one pass; quantiles by a sort under a
+memory limit. Deltas are computed over the whole table, never per target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from cohortsql.queries.common import select_list
+from cohortsql.spec.features import _NUMERIC, DEFAULT_WINDOW, ColumnKind, Feature, ResolvedFeature
+from cohortsql.spec.similarity import Similarity
+from cohortsql.sql.dialects import Dialect
+from cohortsql.sql.text import template
+
+_BAD_Y = "NOT coalesce(abs(CAST({y} AS DOUBLE)) < CAST('Infinity' AS DOUBLE), FALSE)"
+"""True for a NULL, NaN or infinite value of the explained column."""
+
+
+def pilot(source: str, prediction: str, dialect: Dialect) -> str:
+    """SELECT any one finite value of the explained column (see ``sql/pilot.sql``)."""
+    return template("pilot").format(source=source, prediction=dialect.quote(prediction))
+
+
+def order_statistics(source: str, value: str, probabilities: Sequence[float], dialect: Dialect) -> str:
+    """SELECT the ranks, values and count that linear-interpolated quantiles at `probabilities` need."""
+    ranks = []
+    for probability in probabilities:
+        low = f"CAST(floor((n - 1) * {dialect.number(probability)}) AS BIGINT)"
+        ranks.append(f"order_index = {low} OR order_index = {low} + 1")
+    return template("order_statistics").format(value=value, source=source, ranks=" OR ".join(ranks))
+
+
+def weighted_order_statistics(
+    source: str, value: str, weight: str, probabilities: Sequence[float], dialect: Dialect
+) -> str:
+    """SELECT the rows holding the positions that quantiles at `probabilities` need when each row
+    stands for `weight` repetitions (see ``sql/weighted_order_statistics.sql``)."""
+    positions = []
+    for probability in probabilities:
+        low = f"floor((total - 1) * {dialect.number(probability)})"
+        positions.append(f"(upto - weight <= {low} + 1 AND upto > {low})")
+    return template("weighted_order_statistics").format(
+        value=value, weight=dialect.quote(weight), source=source, positions=" OR ".join(positions)
+    )
+
+
+def statistic_alias(feature_index: int, name: str) -> str:
+    """Column name, in the statistics row, of statistic `name` of feature number `feature_index`."""
+    return f"{feature_index}:{name}"
+
+
+def statistics_aggregates(
+    features: Sequence[Feature],
+    outcomes: Sequence[str],
+    id: str,
+    pilots: Sequence[str],
+    weight: str | None,
+    dialect: Dialect,
+    *,
+    check_ids: bool,
+    distinct_rows: bool,
+) -> dict[str, str]:
+    """The whole-table aggregates by name: n, moments of each y_k - pilot_k, checks, and each feature's needs.
+
+    `id` is the SQL of each row's id (the id column, or the row position); `check_ids` counts missing
+    and distinct ids (an id column must identify rows). With a `weight` column, the moments are its
+    weighted sums (`weighted_moments` turns them into the mean and variance)."""
+    aggregates = {"subjects": "count(*)"}
+    weights = None if weight is None else f"CAST({dialect.quote(weight)} AS DOUBLE)"
+    if weights is not None:
+        aggregates["total_weight"] = f"sum({weights})"
+    for index, (outcome, pilot_value) in enumerate(zip(outcomes, pilots)):
+        y = dialect.quote(outcome)
+        bad_y = _BAD_Y.format(y=y)
+        centred = f"CASE WHEN {bad_y} THEN NULL ELSE CAST({y} AS DOUBLE) - {pilot_value} END"
+        if weights is None:
+            aggregates[f"mean:{index}"] = f"avg({centred})"
+            aggregates[f"variance:{index}"] = f"var_pop({centred})"
+        else:
+            aggregates[f"weighted_sum:{index}"] = f"sum({weights} * {centred})"
+            aggregates[f"weighted_squares:{index}"] = f"sum({weights} * {centred} * {centred})"
+        aggregates[f"bad_predictions:{index}"] = f"count_if({bad_y})"
+        aggregates[f"first_bad_prediction:{index}"] = f"min(CASE WHEN {bad_y} THEN {id} END)"
+    if check_ids:
+        aggregates["missing_ids"] = f"count_if({id} IS NULL)"
+        aggregates["distinct_ids"] = f"count(DISTINCT {id})"
+    if distinct_rows:
+        columns = ", ".join(dialect.quote(feature.name) for feature in features)
+        aggregates["distinct_rows"] = f"approx_count_distinct(hash({columns}))"
+    for feature in features:
+        for name, sql in feature_statistics(feature, dialect.quote(feature.name), dialect).items():
+            aggregates[statistic_alias(feature.index, name)] = sql
+    return aggregates
+
+
+def weight_checks(source: str, weight: str, id: str, dialect: Dialect) -> str:
+    """One row of checks on the case-weight column over every row (see ``sql/weight_checks.sql``)."""
+    value = f"CAST({dialect.quote(weight)} AS DOUBLE)"
+    bad = f"NOT coalesce({value} >= 0 AND {value} < CAST('Infinity' AS DOUBLE), FALSE)"
+    return template("weight_checks").format(bad=bad, id=id, weight=value, source=source)
+
+
+def positive_weights(source: str, weight: str, dialect: Dialect) -> str:
+    """SELECT the rows of positive case weight (see ``sql/positive_weights.sql``)."""
+    return template("positive_weights").format(source=source, weight=dialect.quote(weight))
+
+
+def table_statistics(source: str, aggregates: Mapping[str, str], dialect: Dialect) -> str:
+    """One row of whole-table statistics (see ``sql/table_statistics.sql``)."""
+    return template("table_statistics").format(source=source, aggregates=select_list(aggregates, dialect))
+
+
+def literal_parameters(feature: ResolvedFeature, dialect: Dialect) -> dict[str, str]:
+    """A feature's whole-table parameters as SQL literals."""
+    return {name: dialect.parameter(value) for name, value in feature.parameters.items()}
+
+
+def statistics_parameters(feature: ResolvedFeature, statistics: str, dialect: Dialect) -> dict[str, str]:
+    """A feature's whole-table parameters as columns of the statistics row aliased `statistics`."""
+    return {
+        name: f"{statistics}.{dialect.quote(statistic_alias(feature.index, 'parameter:' + name))}"
+        for name in feature.parameters
+    }
+
+
+def statistic_value(values: ColumnKind, column: str, dialect: Dialect) -> str:
+    """A column's values for whole-table parameters (ranges, quantiles, bins), in a type whose
+    differences are exact: integers as DECIMAL(38, 0) (never a lossy DOUBLE: 40 distinct int64
+    values near 2^60 would have one range), decimals as they are, floats with NaN read as NULL,
+    dates and timestamps as days. Parameters become DOUBLE only after the subtraction."""
+    if values == "date" or values == "timestamp":
+        return dialect.epoch_days(column, values)
+    if values == "integer":
+        return f"CAST({column} AS DECIMAL(38, 0))"
+    if values == "float":
+        return dialect.nan_as_null(column)
+    return column
+
+
+def parameter_aggregates(kind: Similarity, values: ColumnKind, column: str, dialect: Dialect) -> dict[str, str]:
+    """A kind's whole-table parameters as named aggregates over `column`."""
+    value = statistic_value(values, column, dialect)
+    return {f"parameter:{name}": sql for name, sql in kind.parameters(value, dialect).items()}
+
+
+def feature_statistics(feature: Feature, column: str, dialect: Dialect) -> dict[str, str]:
+    """Named SQL aggregates over the data's `column` that resolving `feature` needs."""
+    needed = {"nulls": f"count(*) - count({column})"}
+    value = statistic_value(feature.values, column, dialect)
+    if feature.values == "float":
+        needed["nan"] = f"count_if(isnan({column}))"
+    if feature.values == "float" and feature.may_be_window:
+        # NaN is not infinite on either engine: no need to read it as NULL first (30 ms on 2,000,000 x 12 floats)
+        needed["infinite"] = f"count_if(abs(CAST({column} AS DOUBLE)) = CAST('Infinity' AS DOUBLE))"
+    if feature.values == "integer" and feature.may_be_window:
+        needed["min"] = f"min({column})"
+        needed["max"] = f"max({column})"
+    if feature.kind is None:
+        if feature.values in ("integer", "float", "decimal"):
+            needed["distinct"] = f"count(DISTINCT {value})"
+        if feature.values in _NUMERIC:
+            needed.update(parameter_aggregates(DEFAULT_WINDOW, feature.values, column, dialect))
+    else:
+        needed.update(parameter_aggregates(feature.kind, feature.values, column, dialect))
+    if not feature.may_be_window or feature.kind is None:
+        needed["levels"] = f"approx_count_distinct({column})"
+    return needed

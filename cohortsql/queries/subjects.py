@@ -1,0 +1,70 @@
+"""The subjects relation: every input row with its id, its explained values (minus a pilot value),
+its case weight, whether it is a target, and each predictor as the similarity tests compare it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cohortsql.spec.features import ResolvedFeature
+from cohortsql.sql.dialects import Dialect
+from cohortsql.sql.text import template
+
+
+def prepared_value(feature: ResolvedFeature, dialect: Dialect) -> str:
+    """The feature's column as the similarity tests compare it (see `cohortsql.spec.features.Representation`)."""
+    column = dialect.quote(feature.name)
+    if feature.representation == "float":
+        return dialect.nan_as_null(column)
+    if feature.representation == "double":
+        return f"CAST({column} AS DOUBLE)"
+    if feature.representation == "bigint":
+        return f"CAST({column} AS BIGINT)"
+    if feature.representation == "decimal":
+        return f"CAST({column} AS DECIMAL(38, 0))"
+    if feature.representation == "days":
+        return dialect.epoch_days(column, "timestamp" if feature.values == "timestamp" else "date")
+    return column
+
+
+def subject_fields(
+    features: Sequence[ResolvedFeature],
+    id: str,
+    target_predicate: str | None,
+    keep_data_columns: bool,
+    dialect: Dialect,
+) -> dict[str, str]:
+    """The template fields that define a subject row: id, target flag, prepared predictors."""
+    return dict(
+        id=id,
+        is_target="TRUE" if target_predicate is None else f"coalesce(({target_predicate}), FALSE)",
+        predictors=",\n    ".join(
+            f"{prepared_value(feature, dialect)} AS {dialect.quote(feature.column)}" for feature in features
+        ),
+        data_columns=",\n    *" if keep_data_columns else "",
+    )
+
+
+def subjects(
+    source: str,
+    features: Sequence[ResolvedFeature],
+    outcomes: Sequence[str],
+    pilots: Sequence[str],
+    weight: str | None,
+    id: str,
+    target_predicate: str | None,
+    keep_data_columns: bool,
+    dialect: Dialect,
+) -> str:
+    """SELECT the subjects from `source` (see ``sql/subjects.sql``); `id` is the SQL of each row's id."""
+    values = [
+        f"CAST({dialect.quote(outcome)} AS DOUBLE) - {pilot_value} AS __cohort_y{index}"
+        for index, (outcome, pilot_value) in enumerate(zip(outcomes, pilots))
+    ]
+    if weight is not None:
+        values.append(f"CAST({dialect.quote(weight)} AS DOUBLE) AS __cohort_weight")
+    return template("subjects").format(
+        source=source,
+        values="".join(f"{value},\n    " for value in values),
+        **subject_fields(features, id, target_predicate, keep_data_columns, dialect),
+    )

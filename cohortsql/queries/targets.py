@@ -1,0 +1,54 @@
+"""Choosing and reading target rows: every row, a predicate's, a seeded random sample, or by id."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cohortsql.queries.measures import target_weights
+from cohortsql.spec.measures import Measures
+from cohortsql.sql.dialects import Dialect
+from cohortsql.sql.text import template
+
+
+def target_rows(subjects: str, condition: str, measures: Measures, dialect: Dialect) -> str:
+    """The subject rows that satisfy `condition` (every column and their weights), in id order."""
+    return template("targets").format(subjects=subjects, condition=condition, weights=target_weights(measures, dialect))
+
+
+def row_count(relation: str, condition: str = "TRUE") -> str:
+    """SELECT n, the number of rows of `relation` where `condition` holds."""
+    return f"SELECT count(*) AS n FROM {relation} WHERE {condition}"
+
+
+def target_condition(target_predicate: bool, membership: str | None) -> str:
+    """Which subjects are targets: all, those of the caller's predicate, and those of an id `membership` test."""
+    conditions = ["__cohort_target"] if target_predicate else []
+    if membership is not None:
+        conditions.append(membership)
+    return " AND ".join(conditions) or "TRUE"
+
+
+def id_membership(column: str, ids: Sequence[object] | None, table: str | None, dialect: Dialect) -> str:
+    """`column` IN the given `ids` (as literals), or IN the ``id`` column of relation `table`."""
+    if ids is not None:
+        return f"{column} IN ({', '.join(dialect.literal(value) for value in ids)})"
+    return f"{column} IN (SELECT id FROM {table})"
+
+
+def sampled_targets(subjects: str, condition: str, size: int, seed: int, measures: Measures, dialect: Dialect) -> str:
+    """`size` targets drawn at random among the rows satisfying `condition`, identically on every engine."""
+    return template("sampled_targets").format(
+        weights=target_weights(measures, dialect),
+        subjects=subjects,
+        condition=condition,
+        size=int(size),
+        seed=dialect.string(f"{int(seed)}:"),
+        text=dialect.text_type,
+    )
+
+
+def target_data(source: str, columns: Sequence[str], id: str, membership: str, dialect: Dialect) -> str:
+    """The rows of `source` (the given columns, as they are) passing the id `membership` test, in id order."""
+    return template("target_data").format(
+        columns=", ".join(dialect.quote(column) for column in columns), source=source, id=id, membership=membership
+    )

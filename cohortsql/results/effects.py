@@ -1,0 +1,128 @@
+"""TODO"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from cohortsql.numeric.bootstrap import percentile_interval
+from cohortsql.numeric.shapley import shapley_values
+from cohortsql.results.tables import standard_error
+
+
+@dataclass(frozen=True)
+class ShapleyEffects:
+    """Shapley effects of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 (`cohortsql.variance_shapley`)."""
+
+    effects: pl.DataFrame
+    """One row per feature: ``feature``, ``shapley_effect``, ``shapley_effect_se``, ``share`` (and with
+    ``bootstrap=B`` the interval ``shapley_effect_ci_low`` .. ``_high``)."""
+    explained: float
+    """v_var(1:d): the variance explained by the cohorts on every feature; the effects add up to it."""
+    variance: float
+    """Mean over the targets of (y_t - ybar)^2: the variance of the explained column when every row is a
+    target (its estimate for a sample); ``share`` = shapley_effect / variance."""
+    subjects: int
+    targets: int
+    """How many targets v_var averages over (every subject, unless a sample or subset was asked for)."""
+    path: str
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    """How much of v_var rests on tiny cohorts (see `cohortsql.results.cohort.diagnostics`)."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """The run's settings: written with every output."""
+
+    @classmethod
+    def from_game(
+        cls,
+        *,
+        features: tuple[str, ...],
+        game: np.ndarray,
+        variance: float,
+        subjects: int,
+        targets: int,
+        squared_values: np.ndarray | None,
+        population: int | None,
+        path: str,
+        diagnostics: dict[str, Any],
+        settings: dict[str, str],
+        target_weights: np.ndarray | None = None,
+        replicate_games: np.ndarray | None = None,
+        confidence: float = 0.95,
+    ) -> ShapleyEffects:
+        """Effects = Shapley values of the game v_var; standard errors from the targets' squared values
+        (their mean equals the effects, by linearity), or 0 (None given) where v_var is exact over every
+        subject; with bootstrap replicates of v_var (`replicate_games`, (B, 2^d)), percentile intervals."""
+        effects = shapley_values(game)
+        if squared_values is None:
+            errors = np.zeros(len(features))
+        else:
+            errors = standard_error(squared_values, population, None, target_weights)
+        table = _effects_table(features, effects, errors, variance)
+        if replicate_games is not None:
+            low, high = percentile_interval(shapley_values(replicate_games), confidence, 0)
+            table = table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
+        return cls(
+            effects=table,
+            explained=float(game[-1]),
+            variance=variance,
+            subjects=subjects,
+            targets=targets,
+            path=path,
+            diagnostics=diagnostics,
+            settings=settings,
+        )
+
+    @property
+    def explained_share(self) -> float:
+        """v_var(1:d) / variance: the fraction of the variance the cohorts explain."""
+        return self.explained / self.variance if self.variance > 0 else float("nan")
+
+    def __repr__(self) -> str:
+        return (
+            f"ShapleyEffects({len(self.effects)} features, explained {self.explained:.6g} of variance"
+            f" {self.variance:.6g}, {self.targets} targets of {self.subjects} subjects, path={self.path!r})\n{self.effects}"
+        )
+
+
+def effects_of_tables(
+    local: pl.DataFrame, totals: pl.DataFrame, paths: pl.DataFrame, settings: Mapping[str, str]
+) -> pl.DataFrame:
+    """`CohortShapleyResult.global_`'s effects from the tables `cohortsql shapley --out` writes: per
+    feature the mean squared value, its standard error (with the finite-population correction when
+    the targets are every row or a sample of them) and its share of the targets' spread around the mean."""
+    wide = local.pivot(on="feature", index="id", values="shapley_squared", maintain_order=True)
+    features = [name for name in wide.columns if name != "id"]
+    squared = wide.select(features).to_numpy()
+    errors = None
+    if "shapley_squared_se" in local.columns:
+        estimated = local.pivot(on="feature", index="id", values="shapley_squared_se", maintain_order=True)
+        errors = estimated.select(features).to_numpy()
+    subjects = paths.filter(pl.col("step") == 0)["cohort_size"]
+    every_row = settings.get("targets", "every row") == "every row" and len(subjects)
+    population = int(subjects[0]) if every_row else None
+    mean = (totals["cohort_mean"] - totals["value"]).to_numpy()
+    spread = float(np.mean((totals["prediction"].to_numpy() - mean) ** 2))
+    effects = squared.mean(axis=0)
+    return pl.DataFrame(
+        {
+            "feature": features,
+            "shapley_effect": effects,
+            "shapley_effect_se": standard_error(squared, population, errors),
+            "share": effects / spread if spread > 0 else np.full(len(features), np.nan),
+        }
+    )
+
+
+def _effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.ndarray, variance: float) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "feature": list(features),
+            "shapley_effect": effects,
+            "shapley_effect_se": errors,
+            "share": effects / variance if variance > 0 else np.full(len(effects), np.nan),
+        }
+    )

@@ -1,0 +1,128 @@
+"""TODO"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from cohortsql import queries
+from cohortsql._typing import PATHS
+from cohortsql.engines.base import Engine
+from cohortsql.errors import CohortError, check_choice
+from cohortsql.run.grouping_sets import grouping_sets_batches
+from cohortsql.run.pace import SECONDS_PER_BATCH, WIDE_BATCH_SECONDS, Pacer
+from cohortsql.run.pairwise import pairwise_batches, permutation_batches
+from cohortsql.run.progress import Reporter
+from cohortsql.run.session import Prepared
+from cohortsql.run.targets import TargetSet
+from cohortsql.spec import arguments
+
+ENGINE_GROUP_BYTES = 96
+"""What the engine holds per histogram group while it aggregates and hands the result over as Arrow,
+beyond the numpy arrays (measured on DuckDB 2.0: 41 targets x 100,000 masks at d = 20 peaked 700 MB
+above the process's 355 MB, about 170 bytes per group, 64 of them the numpy arrays)."""
+
+
+HISTOGRAM_ROW_BYTES = 64
+"""Memory one histogram row takes in numpy for the permutation method (target, mask words, count and
+sum, sorted copies and unpacked bits); a batch has at most one row per target and subject row."""
+
+
+def exact_batch_size(prepared: Prepared, path: str) -> int:
+    """The most targets whose arrays fit the batch memory budget: on the pairwise path their histogram
+    entries for every game (at most min(subject rows, 2^d) per target; the dense 2^d arrays are built
+    a cache-sized chunk at a time), on the lattice path their 2^d sizes and values of every game."""
+    measures, d = prepared.measures, prepared.d
+    games, weightings = max(1, measures.games), measures.weightings
+    if path == "grouping_sets":
+        per_target = 8 * ((weightings + 2 * games) << d)
+    else:
+        # The histogram's columns, twice (as fetched and sorted), and the engine's own copy while it
+        # aggregates; the games' entries are formed a run at a time.
+        columns = math.ceil(d / queries.histogram.MASK_WORD_BITS) + 1 + weightings + games
+        per_target = min(prepared.subject_rows, 1 << d) * (2 * 8 * columns + ENGINE_GROUP_BYTES)
+    return max(1, prepared.batch_bytes // per_target)
+
+
+def permutation_batch_size(prepared: Prepared) -> int:
+    """The most targets whose histograms (at most one row per subject row each) fit the budget."""
+    return max(1, prepared.batch_bytes // HISTOGRAM_ROW_BYTES // max(1, prepared.subject_rows))
+
+
+MAX_EXACT_FEATURES = 24
+"""Exact cohort Shapley keeps 2^d values per target; beyond this d it needs more memory than it is worth."""
+
+
+MAX_FEATURES = 128
+"""The permutation method handles up to this many features."""
+
+
+AUTO_EXACT_FEATURES = 16
+"""``method="auto"`` is exact up to this d (at most 65,536 cohorts per target), permutation above."""
+
+
+def make_pacer(
+    engine: Engine,
+    prepared: Prepared,
+    targets: TargetSet,
+    method: str,
+    path: str,
+    report: Reporter,
+    pilot_only: bool = False,
+) -> Pacer:
+    """Batches of targets for a computation: bounded by memory, paced by time (not the lattice walk)."""
+    memory = permutation_batch_size(prepared) if method == "permutation" else exact_batch_size(prepared, path)
+    measures = prepared.measures
+    return Pacer(
+        total=targets.distinct.num_rows,
+        memory_batch=memory,
+        pairs_per_target=prepared.subject_rows,
+        reporter=report,
+        sums_per_pair=(measures.weightings + measures.games + 1) / 3,
+        seconds_per_batch=WIDE_BATCH_SECONDS if measures.replicates else SECONDS_PER_BATCH,
+        paced=path != "grouping_sets",
+        pilot_only=pilot_only,
+    )
+
+
+def local_batches(
+    engine: Engine,
+    prepared: Prepared,
+    targets: TargetSet,
+    method: str,
+    path: str,
+    pacer: Pacer,
+    seed: int | None,
+    max_permutations: int,
+    tolerance: float | None,
+) -> Iterator[Any]:
+    """The batches of values of the chosen method and path (exact `CohortShapley`, or lists of estimates)."""
+    if method == "permutation":
+        return permutation_batches(
+            engine, prepared, targets, pacer, seed=seed, max_permutations=max_permutations, tolerance=tolerance
+        )
+    return (grouping_sets_batches if path == "grouping_sets" else pairwise_batches)(engine, prepared, targets, pacer)
+
+
+def choose_method(method: str, d: int) -> str:
+    return arguments.exact_or_permutation(
+        method,
+        d,
+        auto_exact_up_to=AUTO_EXACT_FEATURES,
+        exact_up_to=MAX_EXACT_FEATURES,
+        work="2^d cohorts per target",
+    )
+
+
+def choose_path(path: str, prepared: Prepared, targets: int) -> str:
+    check_choice("path", path, PATHS)
+    windows = [str(feature.name) for feature in prepared.features if not feature.kind.equivalence]
+    if path == "grouping_sets" and windows:
+        raise CohortError(
+            f"path='grouping_sets' needs exact or bins similarity for every feature; {windows} are not"
+            " equivalences (use path='pairwise' or 'auto')"
+        )
+    if path == "auto":
+        return "grouping_sets" if not windows and targets >= 1 << (prepared.d - 1) else "pairwise"
+    return path
