@@ -27,8 +27,8 @@ import cohortsql
 from cohortsql import queries
 from cohortsql.engines.base import fetch_numpy
 from cohortsql.numeric import shapley
-from cohortsql.run import session as prepare
-from cohortsql.run.session import opened_engine
+from cohortsql.run import preparation as prepare
+from cohortsql.run.preparation import opened_engine
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_exact import PREDICTORS, definition_loop, quantile_deltas  # noqa: E402

@@ -8,8 +8,9 @@ command line can describe itself (``--help``) without loading them or an engine.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,3 +78,26 @@ feature names that get default kinds; its order is the feature order."""
 
 Prediction: TypeAlias = "str | Sequence[str]"
 """One explained column, or several explained over the same cohorts in one pass."""
+
+
+class RunOptions(TypedDict, total=False):
+    """Where and how a call runs, the same for every method: the ``**options`` every public function
+    and `df.cohort` method takes (the command line's flags of the same names)."""
+
+    memory_limit: str | None
+    """DuckDB's memory limit while computing, e.g. ``"1GB"``; beyond it DuckDB spills to disk."""
+    temp_directory: str | os.PathLike[str] | None
+    """Where DuckDB spills."""
+    progress: bool | None
+    """Report progress on stderr; None reports on long runs when stderr is a terminal."""
+    connection: Any
+    """A DuckDB connection or a SparkSession to run on (needed to read its tables by name)."""
+    engine: EngineName | None
+    """``"duckdb"`` or ``"spark"``; by default the one the data or connection belongs to, else DuckDB."""
+    spark_master: str | None
+    """Spark: the master URL of a session cohortsql starts (default ``local[*]``; with ``SPARK_REMOTE``
+    set and no master, a Spark Connect session)."""
+
+
+RUN_OPTIONS: tuple[str, ...] = tuple(RunOptions.__annotations__)
+"""The names of `RunOptions`, for checks and for the command line."""

@@ -14,9 +14,8 @@ is (see `cohortsql/__init__.py`), so it loads the computations only when a metho
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 import polars as pl
 
@@ -26,10 +25,10 @@ from cohortsql._typing import (
     Baseline,
     CalibrationKind,
     CohortPath,
-    EngineName,
     Method,
     ModelInput,
     ModelOutput,
+    RunOptions,
 )
 
 if TYPE_CHECKING:
@@ -66,10 +65,7 @@ class CohortNamespace:
         tolerance: float | None = None,
         max_permutations: int = 200,
         path: CohortPath = "auto",
-        memory_limit: str | None = None,
-        temp_directory: str | os.PathLike[str] | None = None,
-        progress: bool | None = None,
-        engine: EngineName | None = None,
+        **options: Unpack[RunOptions],
     ) -> CohortShapleyResult | CohortShapleyResults:
         """Cohort Shapley values of every feature for every target (`cohortsql.cohort_shapley`)."""
         from cohortsql.api.local import cohort_shapley
@@ -89,10 +85,7 @@ class CohortNamespace:
             tolerance=tolerance,
             max_permutations=max_permutations,
             path=path,
-            memory_limit=memory_limit,
-            temp_directory=temp_directory,
-            progress=progress,
-            engine=engine,
+            **options,
         )
 
     def effects(
@@ -108,10 +101,7 @@ class CohortNamespace:
         bootstrap: int = 0,
         confidence: float = 0.95,
         path: CohortPath = "auto",
-        memory_limit: str | None = None,
-        temp_directory: str | os.PathLike[str] | None = None,
-        progress: bool | None = None,
-        engine: EngineName | None = None,
+        **options: Unpack[RunOptions],
     ) -> ShapleyEffects | ShapleyEffectsResults:
         """Shapley effects: each feature's share of the explained variance (`cohortsql.shapley_effects`)."""
         from cohortsql.api.effects import shapley_effects
@@ -128,10 +118,7 @@ class CohortNamespace:
             bootstrap=bootstrap,
             confidence=confidence,
             path=path,
-            memory_limit=memory_limit,
-            temp_directory=temp_directory,
-            progress=progress,
-            engine=engine,
+            **options,
         )
 
     def uniqueness(
@@ -144,10 +131,7 @@ class CohortNamespace:
         sample: int | float | None = None,
         seed: int | None = None,
         path: CohortPath = "auto",
-        memory_limit: str | None = None,
-        temp_directory: str | os.PathLike[str] | None = None,
-        progress: bool | None = None,
-        engine: EngineName | None = None,
+        **options: Unpack[RunOptions],
     ) -> UniquenessResult:
         """Uniqueness Shapley: which features make each row identifiable (`cohortsql.uniqueness_shapley`)."""
         from cohortsql.api.uniqueness import uniqueness_shapley
@@ -161,10 +145,7 @@ class CohortNamespace:
             sample=sample,
             seed=seed,
             path=path,
-            memory_limit=memory_limit,
-            temp_directory=temp_directory,
-            progress=progress,
-            engine=engine,
+            **options,
         )
 
     def estimate(
@@ -180,7 +161,7 @@ class CohortNamespace:
         seed: int | None = None,
         bootstrap: int = 0,
         path: CohortPath = "auto",
-        engine: EngineName | None = None,
+        **options: Unpack[RunOptions],
     ) -> Plan:
         """What `shapley` would do and how long it should take, from a timed pilot batch (`cohortsql.estimate`)."""
         from cohortsql.api.estimate import estimate
@@ -197,7 +178,7 @@ class CohortNamespace:
             seed=seed,
             bootstrap=bootstrap,
             path=path,
-            engine=engine,
+            **options,
         )
 
     def baseline(
@@ -218,16 +199,15 @@ class CohortNamespace:
         model_input: ModelInput = "pandas",
         model_output: ModelOutput = "prediction",
         batch_rows: int = BATCH_ROWS,
-        memory_limit: str | None = None,
-        temp_directory: str | os.PathLike[str] | None = None,
-        progress: bool | None = None,
-        engine: EngineName | None = None,
+        **options: Unpack[RunOptions],
     ) -> BaselineShapleyResult:
         """Baseline or all-baseline Shapley of `model` (`cohortsql.baseline_shapley`)."""
         from cohortsql.api.baseline import baseline_shapley
 
-        arguments = {name: value for name, value in locals().items() if name not in ("self", "baseline_shapley")}
-        return baseline_shapley(self._frame, **arguments)
+        arguments = {
+            name: value for name, value in locals().items() if name not in ("self", "baseline_shapley", "options")
+        }
+        return baseline_shapley(self._frame, **arguments, **options)
 
     def compare(
         self,
@@ -247,16 +227,13 @@ class CohortNamespace:
         model_input: ModelInput = "pandas",
         model_output: ModelOutput = "prediction",
         batch_rows: int = BATCH_ROWS,
-        memory_limit: str | None = None,
-        temp_directory: str | os.PathLike[str] | None = None,
-        progress: bool | None = None,
-        engine: EngineName | None = None,
+        **options: Unpack[RunOptions],
     ) -> Comparison:
         """Cohort, baseline and all-baseline Shapley side by side (`cohortsql.compare`)."""
         from cohortsql.api.compare import compare
 
-        arguments = {name: value for name, value in locals().items() if name not in ("self", "compare")}
-        return compare(self._frame, **arguments)
+        arguments = {name: value for name, value in locals().items() if name not in ("self", "compare", "options")}
+        return compare(self._frame, **arguments, **options)
 
     def calibrate(
         self,
@@ -270,13 +247,13 @@ class CohortNamespace:
         marginal_samples: int = 1000,
         max_rows: int = 20_000,
         seed: int | None = None,
-        engine: EngineName | None = None,
+        **options: Unpack[RunOptions],
     ) -> Calibration:
         """The similarity threshold at which held-out rows are realistic (`cohortsql.calibrate`)."""
         from cohortsql.api.calibrate import calibrate
 
-        arguments = {name: value for name, value in locals().items() if name not in ("self", "calibrate")}
-        return calibrate(self._frame, **arguments)
+        arguments = {name: value for name, value in locals().items() if name not in ("self", "calibrate", "options")}
+        return calibrate(self._frame, **arguments, **options)
 
 
 pl.api.register_dataframe_namespace("cohort")(CohortNamespace)

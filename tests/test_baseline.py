@@ -476,3 +476,37 @@ def test_realism_beyond_its_memory_says_so_before_building_bitsets(monkeypatch):
         cohortsql.baseline_shapley(
             table(2, 300), model=linear_with_interaction, features=KINDS, baseline="all", realistic=True, progress=False
         )
+
+
+def test_compare_reads_the_data_once_and_explains_one_sample(engine, monkeypatch):
+    """One session serves the three methods: the input is registered once (its statistics computed
+    once), and CS, BS and ABS explain the same random sample of targets."""
+    import importlib
+
+    module = importlib.import_module(f"cohortsql.engines.{engine.name}")
+    backend = module.DuckDBEngine if engine.name == "duckdb" else module.SparkEngine
+    registered = []
+    original = backend.register_input
+
+    def counting(self, data, *, positions):
+        registered.append(data)
+        return original(self, data, positions=positions)
+
+    monkeypatch.setattr(backend, "register_input", counting)
+    frame = table(21, rows=40).with_columns(prediction=pl.Series(linear_with_interaction(table(21, rows=40))))
+    both = cohortsql.compare(
+        frame,
+        model=linear_with_interaction,
+        prediction="prediction",
+        similarity=KINDS,
+        sample=12,
+        seed=3,
+        **engine.options,
+    )
+    assert len(registered) == 1
+    ids = both.cohort.ids.to_list()
+    assert len(ids) == 12 and both.baseline.ids.to_list() == ids == both.all_baseline.ids.to_list()
+    alone = cohortsql.cohort_shapley(
+        frame, prediction="prediction", similarity=KINDS, sample=12, seed=3, **engine.options
+    )
+    np.testing.assert_allclose(both.cohort.shapley, alone.shapley, atol=1e-12)

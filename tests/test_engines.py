@@ -115,6 +115,13 @@ def test_spark_tables_by_name_and_csv_files(spark_client, tmp_path):
     )
 
 
+def start_session():
+    """The session the command line starts on Spark (imported here: pyspark is an extra)."""
+    from cohortsql.engines.spark import start_session as started
+
+    return started()
+
+
 def test_spark_tables_written_from_the_command_line(spark_client, monkeypatch, tmp_path):
     """--into-table on Spark (classic, or Connect through SPARK_REMOTE): the tables and the runs log,
     and no table replaced without --replace."""
@@ -122,7 +129,7 @@ def test_spark_tables_written_from_the_command_line(spark_client, monkeypatch, t
     if remote:
         port = spark_client.conf.get("spark.connect.grpc.binding.port")
         monkeypatch.setenv("SPARK_REMOTE", f"sc://localhost:{port}")
-        assert type(cohortsql.engines.spark_session()).__module__.startswith("pyspark.sql.connect")
+        assert type(start_session()).__module__.startswith("pyspark.sql.connect")
     frame = table(5)
     frame.write_parquet(tmp_path / "scores.parquet")
     name = "explained_connect" if remote else "explained_classic"
@@ -158,14 +165,14 @@ def test_an_unreachable_spark_connect_address_fails_at_once(spark_connect, monke
     with pytest.raises(
         cohortsql.CohortError, match=rf"cannot reach Spark Connect at localhost:{port} \(from SPARK_REMOTE\)"
     ):
-        cohortsql.engines.spark_session()
+        start_session()
     arguments = ["run", "scores.parquet", "--prediction", "y", "--features", "x", "--engine", "spark"]
     result = CliRunner().invoke(app, arguments)
     assert result.exit_code == 2 and "cannot reach Spark Connect" in result.output and "s3cr3t" not in result.output
     assert time.perf_counter() - started < 10
     monkeypatch.setenv("SPARK_REMOTE", "sc://localhost:port")
     with pytest.raises(cohortsql.CohortError, match="SPARK_REMOTE names no valid port"):
-        cohortsql.engines.spark_session()
+        start_session()
 
 
 def test_spark_dataframes_stay_with_their_session(spark_session, spark_connect):

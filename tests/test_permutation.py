@@ -6,7 +6,7 @@ import pytest
 
 import cohortsql
 from cohortsql.numeric import permutation
-from cohortsql.run import session as prepare
+from cohortsql.run import preparation as prepare
 from cohortsql.run import strategy
 
 

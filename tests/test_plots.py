@@ -226,3 +226,41 @@ def test_a_feature_keeps_its_colour_in_every_figure(result):
     names = [label.get_text() for label in bars.get_yticklabels()]
     assert drawn == {name: colours[name] for name in result.features}
     assert [to_hex(bar.get_facecolor()) for bar in bars.patches] == [colours[name] for name in names]
+
+
+def test_a_result_of_two_outcomes_draws_each_outcome_or_names_the_choice(tmp_path):
+    """Every plot kind and the report on the files of a run with two explained columns: without
+    --outcome one line naming it (no traceback), with --outcome each column drawn on its own."""
+    data = pl.read_parquet(BOSTON).with_columns(doubled=pl.col("prediction") * 2)
+    data.write_parquet(tmp_path / "boston.parquet")
+    out = tmp_path / "explained.parquet"
+    runner = CliRunner()
+    arguments = ["shapley", str(tmp_path / "boston.parquet"), "--prediction", "prediction", "--prediction", "doubled"]
+    ran = runner.invoke(app, [*arguments, "--features", "lstat,rm,chas", "--out", str(out)])
+    assert ran.exit_code == 0, ran.output
+    kinds = ("stacked", "stacked-squared", "effects", "target", "path", "beeswarm")
+    for kind in kinds:
+        figure = tmp_path / f"{kind}.png"
+        unchosen = runner.invoke(app, ["plot", str(out), "--kind", kind, "--id", "204", "--out", str(figure)])
+        assert unchosen.exit_code == 2, unchosen.output
+        assert "2 explained columns (prediction, doubled)" in unchosen.output and "--outcome" in unchosen.output
+        assert len(unchosen.output.strip().splitlines()) == 1
+        for outcome in ("prediction", "doubled"):
+            drawn = runner.invoke(
+                app, ["plot", str(out), "--kind", kind, "--id", "204", "--outcome", outcome, "--out", str(figure)]
+            )
+            assert drawn.exit_code == 0, drawn.output
+            assert imread(figure)[..., :3].std() > 0.05
+    unknown = runner.invoke(app, ["plot", str(out), "--outcome", "nope", "--out", str(tmp_path / "x.png")])
+    assert unknown.exit_code == 2 and "no outcome 'nope'" in unknown.output
+    page = tmp_path / "report.html"
+    unchosen = runner.invoke(app, ["report", str(out), "--out", str(page)])
+    assert unchosen.exit_code == 2 and "--outcome" in unchosen.output and not page.exists()
+    reported = runner.invoke(app, ["report", str(out), "--outcome", "doubled", "--out", str(page)])
+    assert reported.exit_code == 0, reported.output
+    assert "cohort Shapley: doubled" in page.read_text()
+    both = cohortsql.cohort_shapley(data, prediction=["prediction", "doubled"], similarity=["lstat", "rm", "chas"])
+    with pytest.raises(cohortsql.CohortError, match="draw one with outcome="):
+        plot.stacked(both)
+    single = plot.stacked(both, outcome="doubled")
+    assert_drawn(single, tmp_path / "single.png")

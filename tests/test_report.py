@@ -180,3 +180,15 @@ def test_the_report_is_readable_without_scripts(browser, report):
         assert browser.find_element(By.CSS_SELECTOR, "section.target svg").is_displayed()
     finally:
         browser.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
+
+
+def test_the_report_never_follows_a_planted_link(boston, tmp_path):
+    """The report's temporary file is created afresh under a random name: a link planted where the
+    earlier version wrote (``.NAME.tmp``) is left alone, and so is the file it points to."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (tmp_path / ".report.html.tmp").symlink_to(victim)
+    write_report(ReportTables.of_result(boston), tmp_path / "report.html")
+    assert victim.read_text() == "keep me"
+    assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".report.html.tmp", "report.html", "victim.txt"]

@@ -11,7 +11,7 @@ import cohortsql
 from cohortsql.engines import EngineSettings, open_engine
 from cohortsql.numeric import shapley
 from cohortsql.run import pace, progress
-from cohortsql.run import session as prepare
+from cohortsql.run import preparation as prepare
 
 FRAME = pl.DataFrame({"x": np.arange(40) % 7 * 1.0, "z": np.arange(40) % 3, "y": np.arange(40) / 10})
 

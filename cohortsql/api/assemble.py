@@ -27,7 +27,7 @@ from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.files import read_frame
 from cohortsql.results.tables import run_settings
 from cohortsql.run.grouping_sets import Cells, values_of_cells
-from cohortsql.run.session import BATCH_MEMORY_BYTES
+from cohortsql.run.preparation import BATCH_MEMORY_BYTES
 from cohortsql.run.strategy import AUTO_EXACT_FEATURES, MAX_EXACT_FEATURES
 from cohortsql.spec import arguments
 from cohortsql.spec.measures import Measures

@@ -9,9 +9,8 @@ explanation rests on points that no subject resembles (paper, Section 5 and Appe
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import polars as pl
@@ -24,16 +23,16 @@ from cohortsql._typing import (
     MODEL_INPUTS,
     MODEL_OUTPUTS,
     Baseline,
-    EngineName,
     Method,
     ModelInput,
     ModelOutput,
+    RunOptions,
     SimilarityArgument,
     Targets,
 )
 from cohortsql.engines import Engine
 from cohortsql.errors import CohortError, check_choice
-from cohortsql.games.baseline.exact import baseline_totals, run_baseline_shapley
+from cohortsql.games.baseline.exact import Model, baseline_totals, run_baseline_shapley
 from cohortsql.games.baseline.models import model_function, predict
 from cohortsql.games.baseline.permutation import estimate_baseline_shapley
 from cohortsql.games.baseline.points import encode_points
@@ -41,9 +40,9 @@ from cohortsql.games.baseline.realism import subject_bitsets
 from cohortsql.games.baseline.values import BaselineValues
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.tables import run_settings
-from cohortsql.run.progress import reporter
-from cohortsql.run.session import Prepared, opened_engine, prepare
-from cohortsql.run.targets import every_row, read_rows, rows_by_id, select_targets
+from cohortsql.run.preparation import Prepared
+from cohortsql.run.session import Session, open_session
+from cohortsql.run.targets import TargetSet, every_row, read_rows, rows_by_id
 from cohortsql.spec import arguments
 
 MAX_EXACT_BASELINE_FEATURES = 20
@@ -72,11 +71,7 @@ def baseline_shapley(
     model_input: ModelInput = "pandas",
     model_output: ModelOutput = "prediction",
     batch_rows: int = BATCH_ROWS,
-    memory_limit: str | None = None,
-    temp_directory: str | os.PathLike[str] | None = None,
-    progress: bool | None = None,
-    connection: Any = None,
-    engine: EngineName | None = None,
+    **options: Unpack[RunOptions],
 ) -> BaselineShapleyResult:
     """Baseline Shapley (``baseline="mean"``) or all-baseline Shapley (``baseline="all"``) of `model`.
 
@@ -106,84 +101,132 @@ def baseline_shapley(
       the values, and the totals stay exact), or ``auto`` (exact up to d = 12).
 
     Each distinct hybrid point is evaluated once per chunk of about a million; targets with
-    identical features are computed once. `targets`, `sample`, `id`, `connection`, `engine` are as
-    in `cohort_shapley`.
+    identical features are computed once. `targets`, `sample`, `id` and ``**options`` (where and how
+    it runs) are as in `cohort_shapley`.
     """
-    check_choice("method", method, METHODS)
-    max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
-    tolerance = arguments.positive_number("tolerance", tolerance)
-    check_choice("model_input", model_input, MODEL_INPUTS)
-    check_choice("model_output", model_output, MODEL_OUTPUTS)
-    seed = arguments.seed(seed)
-    batch_rows = arguments.whole_number("batch_rows", batch_rows, minimum=1)
-    if baseline_sample is not None:
-        baseline_sample = arguments.whole_number("baseline_sample", baseline_sample, minimum=1)
-        if not (isinstance(baseline, str) and baseline == "all"):
-            raise CohortError("baseline_sample= draws from every row: it needs baseline='all'")
-        if seed is None:
-            seed = int(np.random.default_rng().integers(2**31))
-    if not isinstance(realistic, bool):
-        raise CohortError(f"realistic must be True or False, got {realistic!r}")
-    function = model_function(model, model_output)
-    with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
-        prepared = prepare(
-            running,
-            data,
-            outcomes=(),
-            similarity=features,
-            id=id,
-            target_predicate=targets if isinstance(targets, str) else None,
-            max_features=MAX_FEATURES,
-        )
-        estimation = arguments.exact_or_permutation(
-            method,
-            prepared.d,
-            auto_exact_up_to=AUTO_EXACT_BASELINE_FEATURES,
-            exact_up_to=MAX_EXACT_BASELINE_FEATURES,
-            work="2^d model evaluations per target and baseline",
-        )
+    max_permutations, tolerance, seed = estimation_arguments(method, max_permutations, tolerance, seed)
+    seed = baseline_sample_arguments(baseline, baseline_sample, seed)
+    function, batch_rows = model_arguments(model, model_input, model_output, batch_rows, realistic)
+    with open_session(
+        data, options, outcomes=(), similarity=features, id=id, targets=targets, max_features=MAX_FEATURES
+    ) as session:
+        estimation = baseline_estimation(method, session.prepared.d)
         if estimation == "permutation" and seed is None:
             seed = int(np.random.default_rng().integers(2**31))  # recorded, so the run can be repeated
-        chosen = select_targets(running, prepared, targets, seed, sample)
-        target_data = read_rows(running, prepared, chosen.table)
-        variant, baseline_rows = _baselines(running, prepared, baseline, baseline_sample, seed)
-        points = encode_points(prepared.features, (target_data, chosen.table), baseline_rows)
-        bitsets = (
-            subject_bitsets(
-                running, prepared.subjects, prepared.features, points.prepared_values, distinct=prepared.compressed
-            )
-            if realistic
-            else None
+        chosen = session.select(targets, seed, sample)
+        return explain_with_model(
+            session,
+            chosen,
+            function,
+            baseline=baseline,
+            baseline_sample=baseline_sample,
+            realistic=realistic,
+            seed=seed,
+            estimation=estimation,
+            max_permutations=max_permutations,
+            tolerance=tolerance,
+            model_input=model_input,
+            batch_rows=batch_rows,
+            asked=dict(model_output=model_output, targets=targets, sample=sample),
         )
 
-        def evaluate(frame: pl.DataFrame) -> np.ndarray:
-            return predict(function, frame, model_input, batch_rows)
 
-        if estimation == "exact":
-            run = run_baseline_shapley(points, evaluate, bitsets, reporter(progress))
-            values, estimated = run.values, None
-            prediction, baseline_prediction, value_squared = run.prediction, run.baseline_prediction, run.value_squared
-        else:
-            estimated = estimate_baseline_shapley(
-                points,
-                evaluate,
-                bitsets,
-                np.random.default_rng(seed),
-                max_permutations=max_permutations,
-                tolerance=tolerance,
-                report=reporter(progress),
-            )
-            parts = estimated.estimates
-            values = BaselineValues(
-                parts[:, 0],
-                parts[:, 1],
-                parts[:, 2] if realistic else None,
-                parts[:, 3] if realistic else None,
-                None,
-            )
-            prediction, baseline_prediction, value_squared = baseline_totals(points, evaluate)
+def estimation_arguments(
+    method: object, max_permutations: object, tolerance: object, seed: object
+) -> tuple[int, float | None, int | None]:
+    """The checked permutation budget, tolerance and seed (`method` checked among `METHODS`)."""
+    check_choice("method", method, METHODS)
+    budget = arguments.whole_number("max_permutations", max_permutations, minimum=2)
+    return budget, arguments.positive_number("tolerance", tolerance), arguments.seed(seed)
+
+
+def model_arguments(
+    model: Any, model_input: object, model_output: ModelOutput, batch_rows: object, realistic: object
+) -> tuple[Model, int]:
+    """The model as a function of a frame of feature values, and the checked batch size."""
+    check_choice("model_input", model_input, MODEL_INPUTS)
+    check_choice("model_output", model_output, MODEL_OUTPUTS)
+    if not isinstance(realistic, bool):
+        raise CohortError(f"realistic must be True or False, got {realistic!r}")
+    return model_function(model, model_output), arguments.whole_number("batch_rows", batch_rows, minimum=1)
+
+
+def baseline_sample_arguments(baseline: object, sample: object, seed: int | None) -> int | None:
+    """The seed, drawn when a sample of baselines needs one; the sample size is checked."""
+    if sample is None:
+        return seed
+    arguments.whole_number("baseline_sample", sample, minimum=1)
+    if not (isinstance(baseline, str) and baseline == "all"):
+        raise CohortError("baseline_sample= draws from every row: it needs baseline='all'")
+    return seed if seed is not None else int(np.random.default_rng().integers(2**31))
+
+
+def baseline_estimation(method: str, d: int) -> str:
+    """``exact`` or ``permutation`` for baseline Shapley of `d` features (``auto``: exact up to d = 12)."""
+    return arguments.exact_or_permutation(
+        method,
+        d,
+        auto_exact_up_to=AUTO_EXACT_BASELINE_FEATURES,
+        exact_up_to=MAX_EXACT_BASELINE_FEATURES,
+        work="2^d model evaluations per target and baseline",
+    )
+
+
+def explain_with_model(
+    session: Session,
+    chosen: TargetSet,
+    function: Model,
+    *,
+    baseline: Baseline | Sequence[object],
+    baseline_sample: int | None,
+    realistic: bool,
+    seed: int | None,
+    estimation: str,
+    max_permutations: int,
+    tolerance: float | None,
+    model_input: ModelInput,
+    batch_rows: int,
+    asked: dict[str, Any],
+) -> BaselineShapleyResult:
+    """Baseline or all-baseline Shapley of the model `function` for the `chosen` targets of the session;
+    `asked` is what the caller asked for (model output, targets, sample), recorded in the settings."""
+    running, prepared = session.engine, session.prepared
+    target_data = session.target_data(chosen)
+    variant, baseline_rows = _baselines(running, prepared, baseline, baseline_sample, seed)
+    points = encode_points(prepared.features, (target_data, chosen.table), baseline_rows)
+    bitsets = (
+        subject_bitsets(
+            running, prepared.subjects, prepared.features, points.prepared_values, distinct=prepared.compressed
+        )
+        if realistic
+        else None
+    )
+
+    def evaluate(frame: pl.DataFrame) -> np.ndarray:
+        return predict(function, frame, model_input, batch_rows)
+
+    if estimation == "exact":
+        run = run_baseline_shapley(points, evaluate, bitsets, session.reporter())
+        values, estimated = run.values, None
+        prediction, baseline_prediction, value_squared = run.prediction, run.baseline_prediction, run.value_squared
+    else:
+        estimated = estimate_baseline_shapley(
+            points,
+            evaluate,
+            bitsets,
+            np.random.default_rng(seed),
+            max_permutations=max_permutations,
+            tolerance=tolerance,
+            report=session.reporter(),
+        )
+        parts = estimated.estimates
+        values = BaselineValues(
+            parts[:, 0], parts[:, 1], parts[:, 2] if realistic else None, parts[:, 3] if realistic else None, None
+        )
+        prediction, baseline_prediction, value_squared = baseline_totals(points, evaluate)
     names = tuple(feature.name for feature in prepared.features)
     kinds = {feature.name: str(feature.kind) for feature in prepared.features}
+    targets = asked.get("targets")
     return BaselineShapleyResult(
         ids=pl.Series("id", chosen.table.column("__cohort_id")),
         features=names,
@@ -215,13 +258,13 @@ def baseline_shapley(
             tolerance=tolerance,
             baseline=baseline if isinstance(baseline, str) else f"{len(points.baseline_codes)} ids",
             baseline_sample=baseline_sample,
-            model_output=model_output,
+            model_output=asked.get("model_output"),
             targets="every row"
             if targets is None
             else str(targets)
             if isinstance(targets, (str, int, float))
             else "ids",
-            sample=sample,
+            sample=asked.get("sample"),
             seed=chosen.seed if chosen.seed is not None else seed,
         ),
     )

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cohortsql._typing import CALIBRATION_KINDS, CALIBRATION_THRESHOLDS, CalibrationKind, EngineName
+from cohortsql._typing import CALIBRATION_KINDS, CALIBRATION_THRESHOLDS, CalibrationKind, RunOptions
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.games.calibration import holdout_shares, marginal_shares
 from cohortsql.results.calibration import Calibration
 from cohortsql.results.tables import run_settings
-from cohortsql.run.session import opened_engine, prepare
+from cohortsql.run.preparation import prepare
+from cohortsql.run.session import opened_engine
 from cohortsql.run.targets import every_row
 from cohortsql.spec import arguments
 
@@ -31,8 +32,7 @@ def calibrate(
     marginal_samples: int = 1000,
     max_rows: int = 20_000,
     seed: int | None = None,
-    connection: Any = None,
-    engine: EngineName | None = None,
+    **options: Unpack[RunOptions],
 ) -> Calibration:
     """The similarity threshold at which real rows count as realistic (paper, Appendix 5).
 
@@ -59,7 +59,7 @@ def calibrate(
         raise CohortError(f"exact names columns that are not among the features: {unknown}")
     if seed is None:
         seed = int(np.random.default_rng().integers(2**31))
-    with opened_engine(data, engine, connection, None, None) as running:
+    with opened_engine(data, options) as running:
         kinds = {name: "exact" if name in exact else None for name in features}
         prepared = prepare(
             running, data, outcomes=(), similarity=kinds, id=None, target_predicate=None, max_features=1 << 10

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-import os
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
-from cohortsql._typing import BATCH_ROWS, EngineName, Method, ModelInput, ModelOutput, SimilarityArgument, Targets
-from cohortsql.api.baseline import baseline_shapley
-from cohortsql.api.local import cohort_shapley
+from cohortsql._typing import BATCH_ROWS, Method, ModelInput, ModelOutput, RunOptions, SimilarityArgument, Targets
+from cohortsql.api.baseline import (
+    baseline_estimation,
+    baseline_sample_arguments,
+    estimation_arguments,
+    explain_with_model,
+    model_arguments,
+)
+from cohortsql.api.local import explain_targets
 from cohortsql.errors import CohortError
 from cohortsql.results.comparison import Comparison
-from cohortsql.spec import arguments
+from cohortsql.results.tables import warn_about_singletons
+from cohortsql.run.session import open_session
+from cohortsql.run.strategy import MAX_FEATURES
+from cohortsql.spec.arguments import check_names
 
 
 def compare(
@@ -33,11 +41,7 @@ def compare(
     model_input: ModelInput = "pandas",
     model_output: ModelOutput = "prediction",
     batch_rows: int = BATCH_ROWS,
-    memory_limit: str | None = None,
-    temp_directory: str | os.PathLike[str] | None = None,
-    progress: bool | None = None,
-    connection: Any = None,
-    engine: EngineName | None = None,
+    **options: Unpack[RunOptions],
 ) -> Comparison:
     """Cohort Shapley (CS), baseline Shapley (BS) and all-baseline Shapley (ABS), each with its squared
     version, on the same targets (paper, Section 5 and Appendix 4).
@@ -51,34 +55,47 @@ def compare(
     """
     if not isinstance(prediction, str):
         raise CohortError(f"compare explains one prediction column (the model's), got {prediction!r}")
-    seed = arguments.seed(seed)
+    max_permutations, tolerance, seed = estimation_arguments(method, max_permutations, tolerance, seed)
+    seed = baseline_sample_arguments("all", baseline_sample, seed)
+    function, batch_rows = model_arguments(model, model_input, model_output, batch_rows, realistic)
+    check_names(id, None, options.get("memory_limit"))
     if (sample is not None or method != "exact") and seed is None:
         seed = int(np.random.default_rng().integers(2**31))
-    shared: dict[str, Any] = dict(
+    with open_session(
+        data,
+        options,
+        outcomes=(prediction,),
+        similarity=similarity,
         id=id,
         targets=targets,
-        sample=sample,
-        seed=seed,
-        memory_limit=memory_limit,
-        temp_directory=temp_directory,
-        progress=progress,
-        connection=connection,
-        engine=engine,
-        method=method,
-        max_permutations=max_permutations,
-        tolerance=tolerance,
-    )
-    cohort = cohort_shapley(data, prediction=prediction, similarity=similarity, **shared)
-    model_options: dict[str, Any] = dict(
-        model=model,
-        features=similarity,
-        realistic=realistic,
-        model_input=model_input,
-        model_output=model_output,
-        batch_rows=batch_rows,
-    )
-    return Comparison(
-        cohort=cohort,
-        baseline=baseline_shapley(data, **model_options, baseline="mean", **shared),
-        all_baseline=baseline_shapley(data, **model_options, baseline="all", baseline_sample=baseline_sample, **shared),
-    )
+        max_features=MAX_FEATURES,
+    ) as session:
+        chosen = session.select(targets, seed, sample)  # one sample of targets for all three methods
+        (cohort,) = explain_targets(
+            session,
+            chosen,
+            method=method,
+            path="auto",
+            seed=seed,
+            max_permutations=max_permutations,
+            tolerance=tolerance,
+            confidence=0.95,
+            asked=dict(targets=targets, sample=sample, seed=seed),
+        ).values()
+        estimation = baseline_estimation(method, session.prepared.d)
+        shared: dict[str, Any] = dict(
+            realistic=realistic,
+            seed=seed,
+            estimation=estimation,
+            max_permutations=max_permutations,
+            tolerance=tolerance,
+            model_input=model_input,
+            batch_rows=batch_rows,
+            asked=dict(model_output=model_output, targets=targets, sample=sample),
+        )
+        baseline = explain_with_model(session, chosen, function, baseline="mean", baseline_sample=None, **shared)
+        all_baseline = explain_with_model(
+            session, chosen, function, baseline="all", baseline_sample=baseline_sample, **shared
+        )
+    warn_about_singletons(cohort.diagnostics)
+    return Comparison(cohort=cohort, baseline=baseline, all_baseline=all_baseline)

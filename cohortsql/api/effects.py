@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from typing import Any, overload
+from typing import Any, Unpack, overload
 
 import numpy as np
 
-from cohortsql._typing import PATHS, CohortPath, EngineName, Prediction, SimilarityArgument, Targets
+from cohortsql._typing import PATHS, CohortPath, Prediction, RunOptions, SimilarityArgument, Targets
 from cohortsql.errors import check_choice
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.results.effects import ShapleyEffects
 from cohortsql.results.outcomes import ShapleyEffectsResults
 from cohortsql.results.tables import diagnostics, warn_about_singletons
 from cohortsql.run.grouping_sets import variance_game
-from cohortsql.run.progress import reporter
-from cohortsql.run.session import described_settings, opened_engine, prepare_call
+from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, local_batches, make_pacer
-from cohortsql.run.targets import select_targets
 from cohortsql.spec import arguments
 from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns
 
@@ -37,11 +34,7 @@ def shapley_effects(
     bootstrap: int = 0,
     confidence: float = 0.95,
     path: CohortPath = "auto",
-    memory_limit: str | None = None,
-    temp_directory: str | os.PathLike[str] | None = None,
-    progress: bool | None = None,
-    connection: Any = None,
-    engine: EngineName | None = None,
+    **options: Unpack[RunOptions],
 ) -> ShapleyEffects: ...
 
 
@@ -59,11 +52,7 @@ def shapley_effects(
     bootstrap: int = 0,
     confidence: float = 0.95,
     path: CohortPath = "auto",
-    memory_limit: str | None = None,
-    temp_directory: str | os.PathLike[str] | None = None,
-    progress: bool | None = None,
-    connection: Any = None,
-    engine: EngineName | None = None,
+    **options: Unpack[RunOptions],
 ) -> ShapleyEffectsResults: ...
 
 
@@ -80,11 +69,7 @@ def shapley_effects(
     bootstrap: int = 0,
     confidence: float = 0.95,
     path: CohortPath = "auto",
-    memory_limit: str | None = None,
-    temp_directory: str | os.PathLike[str] | None = None,
-    progress: bool | None = None,
-    connection: Any = None,
-    engine: EngineName | None = None,
+    **options: Unpack[RunOptions],
 ) -> ShapleyEffects | ShapleyEffectsResults:
     """Shapley effects: the exact Shapley values of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2.
 
@@ -100,16 +85,23 @@ def shapley_effects(
     check_choice("path", path, PATHS)
     seed = arguments.seed(seed)
     replicates, confidence, seed = bootstrap_arguments(bootstrap, confidence, seed)
-    check_names(id, weight, memory_limit)
-    with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
-        prepared = prepare_call(
-            running, data, outcomes, similarity, id, weight, targets, MAX_EXACT_FEATURES, replicates, seed
-        )
+    check_names(id, weight, options.get("memory_limit"))
+    with open_session(
+        data,
+        options,
+        outcomes=outcomes,
+        similarity=similarity,
+        id=id,
+        weight=weight,
+        targets=targets,
+        max_features=MAX_EXACT_FEATURES,
+        replicates=replicates,
+        seed=seed,
+    ) as session:
+        running, prepared = session.engine, session.prepared
         measures = prepared.measures
         features = tuple(feature.name for feature in prepared.features)
-        settings = described_settings(
-            running,
-            prepared,
+        settings = session.settings(
             None,
             method="exact",
             path=path,
@@ -128,10 +120,10 @@ def shapley_effects(
             count, population, chosen_path = prepared.subject_count, None, "grouping_sets"
             variances = prepared.variances
         else:
-            chosen = select_targets(running, prepared, targets, seed, sample)
+            chosen = session.select(targets, seed, sample)
             count, population = chosen.count, chosen.population
             chosen_path = choose_path(path, prepared, count)
-            pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, reporter(progress))
+            pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, session.reporter())
             batches = local_batches(running, prepared, chosen, "exact", chosen_path, pacer, seed, 2, None)
             collected = bootstrap_module.collect(batches, measures, confidence, keep=False, intervals=False).fanned_out(
                 chosen.group

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-import os
-from typing import Any
+from typing import Any, Unpack
 
-from cohortsql._typing import METHODS, PATHS, CohortPath, EngineName, Method, Prediction, SimilarityArgument, Targets
+from cohortsql._typing import (
+    METHODS,
+    PATHS,
+    CohortPath,
+    Method,
+    Prediction,
+    RunOptions,
+    SimilarityArgument,
+    Targets,
+)
 from cohortsql.errors import check_choice
 from cohortsql.run.pace import Plan
 from cohortsql.run.progress import Silent
-from cohortsql.run.session import opened_engine, prepare_call
+from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_path, local_batches, make_pacer
-from cohortsql.run.targets import select_targets
 from cohortsql.spec import arguments
 from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns
 
@@ -30,10 +37,7 @@ def estimate(
     bootstrap: int = 0,
     max_permutations: int = 200,
     path: CohortPath = "auto",
-    memory_limit: str | None = None,
-    temp_directory: str | os.PathLike[str] | None = None,
-    connection: Any = None,
-    engine: EngineName | None = None,
+    **options: Unpack[RunOptions],
 ) -> Plan:
     """What `cohort_shapley` with these arguments would do and how long it should take: the data are
     read and checked, the targets chosen, and one small pilot batch computed and timed (``--dry-run``)."""
@@ -43,12 +47,21 @@ def estimate(
     seed = arguments.seed(seed)
     max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
     replicates, _, seed = bootstrap_arguments(bootstrap, 0.95, seed)
-    check_names(id, weight, memory_limit)
-    with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
-        prepared = prepare_call(
-            running, data, outcomes, similarity, id, weight, targets, MAX_FEATURES, replicates, seed
-        )
-        chosen = select_targets(running, prepared, targets, seed, sample)
+    check_names(id, weight, options.get("memory_limit"))
+    with open_session(
+        data,
+        options,
+        outcomes=outcomes,
+        similarity=similarity,
+        id=id,
+        weight=weight,
+        targets=targets,
+        max_features=MAX_FEATURES,
+        replicates=replicates,
+        seed=seed,
+    ) as session:
+        running, prepared = session.engine, session.prepared
+        chosen = session.select(targets, seed, sample)
         chosen_method = choose_method(method, prepared.d)
         chosen_path = "pairwise" if chosen_method == "permutation" else choose_path(path, prepared, chosen.count)
         pacer = make_pacer(running, prepared, chosen, chosen_method, chosen_path, Silent(), pilot_only=True)

@@ -1,19 +1,17 @@
-"""The public entry points of cohortsql: local cohort Shapley values, global Shapley effects, uniqueness
-Shapley, estimates, SQL out."""
+"""`cohortsql.cohort_shapley`: each target's cohort Shapley values of every feature (local values)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from typing import Any, overload
+from typing import Any, Unpack, overload
 
 from cohortsql._typing import (
     METHODS,
     PATHS,
     CohortPath,
-    EngineName,
     Method,
     Prediction,
+    RunOptions,
     SimilarityArgument,
     Targets,
 )
@@ -23,10 +21,10 @@ from cohortsql.numeric import permutation
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.outcomes import CohortShapleyResults
 from cohortsql.results.tables import warn_about_singletons
-from cohortsql.run.progress import reporter
-from cohortsql.run.session import Prepared, described_settings, opened_engine, prepare_call, result_fields
+from cohortsql.run.preparation import Prepared
+from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_path, local_batches, make_pacer
-from cohortsql.run.targets import TargetSet, read_target_data, select_targets
+from cohortsql.run.targets import TargetSet
 from cohortsql.spec import arguments
 from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns
 
@@ -48,11 +46,7 @@ def cohort_shapley(
     tolerance: float | None = None,
     max_permutations: int = 200,
     path: CohortPath = "auto",
-    memory_limit: str | None = None,
-    temp_directory: str | os.PathLike[str] | None = None,
-    progress: bool | None = None,
-    connection: Any = None,
-    engine: EngineName | None = None,
+    **options: Unpack[RunOptions],
 ) -> CohortShapleyResult: ...
 
 
@@ -73,11 +67,7 @@ def cohort_shapley(
     tolerance: float | None = None,
     max_permutations: int = 200,
     path: CohortPath = "auto",
-    memory_limit: str | None = None,
-    temp_directory: str | os.PathLike[str] | None = None,
-    progress: bool | None = None,
-    connection: Any = None,
-    engine: EngineName | None = None,
+    **options: Unpack[RunOptions],
 ) -> CohortShapleyResults: ...
 
 
@@ -97,11 +87,7 @@ def cohort_shapley(
     tolerance: float | None = None,
     max_permutations: int = 200,
     path: CohortPath = "auto",
-    memory_limit: str | None = None,
-    temp_directory: str | os.PathLike[str] | None = None,
-    progress: bool | None = None,
-    connection: Any = None,
-    engine: EngineName | None = None,
+    **options: Unpack[RunOptions],
 ) -> CohortShapleyResult | CohortShapleyResults:
     """Cohort Shapley values of every feature for every target (Mase, Owen & Seiler).
 
@@ -138,11 +124,12 @@ def cohort_shapley(
         tolerance: permutation method: stop a target once every standard error is at most this.
         max_permutations: permutation method: the budget per target (antithetic pairs count twice).
         path: one of `PATHS` (exact method).
-        memory_limit: DuckDB's memory limit while computing, e.g. ``"1GB"``; beyond it DuckDB spills.
-        temp_directory: where DuckDB spills.
-        progress: report progress on stderr; None reports on long runs when stderr is a terminal.
-        connection: a DuckDB connection or a SparkSession to run on (needed to read its tables by name).
-        engine: ``"duckdb"`` or ``"spark"``; by default the one the data or connection belongs to, else DuckDB.
+        **options: where and how it runs, the same for every method (`cohortsql._typing.RunOptions`):
+            ``memory_limit`` (DuckDB's, e.g. ``"1GB"``; beyond it DuckDB spills), ``temp_directory``
+            (where it spills), ``progress`` (on stderr; None: on long runs at a terminal),
+            ``connection`` (a DuckDB connection or a SparkSession, to read its tables by name),
+            ``engine`` (``"duckdb"`` or ``"spark"``; by default the one the data or connection
+            belongs to) and ``spark_master``.
 
     Targets come in id order (row order when ids are row positions).
     """
@@ -153,59 +140,83 @@ def cohort_shapley(
     tolerance = arguments.positive_number("tolerance", tolerance)
     max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
     replicates, confidence, seed = bootstrap_arguments(bootstrap, confidence, seed)
-    check_names(id, weight, memory_limit)
-    with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
-        prepared = prepare_call(
-            running, data, outcomes, similarity, id, weight, targets, MAX_FEATURES, replicates, seed
-        )
-        chosen = select_targets(running, prepared, targets, seed, sample)
-        target_data = read_target_data(running, prepared, chosen)
-        chosen_method = choose_method(method, prepared.d)
-        if replicates and chosen_method != "exact":
-            raise CohortError("bootstrap intervals need method='exact' (the permutation method has standard errors)")
-        settings = described_settings(
-            running,
-            prepared,
+    check_names(id, weight, options.get("memory_limit"))
+    with open_session(
+        data,
+        options,
+        outcomes=outcomes,
+        similarity=similarity,
+        id=id,
+        weight=weight,
+        targets=targets,
+        max_features=MAX_FEATURES,
+        replicates=replicates,
+        seed=seed,
+    ) as session:
+        chosen = session.select(targets, seed, sample)
+        results = explain_targets(
+            session,
             chosen,
-            method=chosen_method,
+            method=method,
             path=path,
-            targets=targets,
-            sample=sample,
             seed=seed,
-            bootstrap=replicates,
+            max_permutations=max_permutations,
+            tolerance=tolerance,
             confidence=confidence,
+            asked=dict(targets=targets, sample=sample, seed=seed, bootstrap=replicates, confidence=confidence),
         )
-        chosen_path = "pairwise" if chosen_method == "permutation" else choose_path(path, prepared, chosen.count)
-        pacer = make_pacer(running, prepared, chosen, chosen_method, chosen_path, reporter(progress))
-        batches = local_batches(
-            running, prepared, chosen, chosen_method, chosen_path, pacer, seed, max_permutations, tolerance
-        )
-        if chosen_method == "permutation":
-            estimates = list(batches)
-            fields = [
-                permutation.stack([estimate for batch in estimates for estimate in batch[outcome]], chosen.group)
-                for outcome in range(len(outcomes))
-            ]
-            intervals = None
-        else:
-            keep = bootstrap_module.worth_keeping(chosen.count, prepared.d, prepared.measures)
-            collected = bootstrap_module.collect(batches, prepared.measures, confidence, keep=keep)
-            intervals = collected.fanned_out(chosen.group)
-            fields = [values._asdict() for values in intervals.values]
-    results = {}
-    for index, outcome in enumerate(outcomes):
-        result = CohortShapleyResult(
-            **result_fields(prepared, chosen, target_data, index),
+    first = next(iter(results.values()))
+    warn_about_singletons(first.diagnostics)
+    return first if isinstance(prediction, str) else CohortShapleyResults(results)
+
+
+def explain_targets(
+    session: Session,
+    chosen: TargetSet,
+    *,
+    method: str,
+    path: str,
+    seed: int | None,
+    max_permutations: int,
+    tolerance: float | None,
+    confidence: float,
+    asked: dict[str, Any],
+) -> dict[str, CohortShapleyResult]:
+    """Cohort Shapley values of the `chosen` targets for every explained column of the session, by
+    the method and path the strategy picks (`cohortsql.run.strategy`); `asked` is what the caller
+    asked for, recorded in the settings."""
+    prepared = session.prepared
+    chosen_method = choose_method(method, prepared.d)
+    if prepared.measures.replicates and chosen_method != "exact":
+        raise CohortError("bootstrap intervals need method='exact' (the permutation method has standard errors)")
+    chosen_path = "pairwise" if chosen_method == "permutation" else choose_path(path, prepared, chosen.count)
+    settings = session.settings(chosen, method=chosen_method, path=path, **asked)
+    pacer = make_pacer(session.engine, prepared, chosen, chosen_method, chosen_path, session.reporter())
+    batches = local_batches(
+        session.engine, prepared, chosen, chosen_method, chosen_path, pacer, seed, max_permutations, tolerance
+    )
+    intervals = None
+    if chosen_method == "permutation":
+        estimates = list(batches)
+        fields = [
+            permutation.stack([estimate for batch in estimates for estimate in batch[outcome]], chosen.group)
+            for outcome in range(len(prepared.outcomes))
+        ]
+    else:
+        keep = bootstrap_module.worth_keeping(chosen.count, prepared.d, prepared.measures)
+        intervals = bootstrap_module.collect(batches, prepared.measures, confidence, keep=keep).fanned_out(chosen.group)
+        fields = [values._asdict() for values in intervals.values]
+    return {
+        outcome: CohortShapleyResult(
+            **session.result_fields(chosen, index),
             **value_fields(fields[index], prepared.pilots[index], counted=prepared.weight is None),
             method=chosen_method,
             path=chosen_path,
             settings={**settings, "prediction": outcome, "path": chosen_path},
             bootstrap=None if intervals is None else _bootstrap(intervals, prepared, chosen, index, confidence),
         )
-        results[outcome] = result
-    first = next(iter(results.values()))
-    warn_about_singletons(first.diagnostics)
-    return first if isinstance(prediction, str) else CohortShapleyResults(results)
+        for index, outcome in enumerate(prepared.outcomes)
+    }
 
 
 def _bootstrap(

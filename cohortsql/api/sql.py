@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from cohortsql import queries
-from cohortsql._typing import DIALECTS, VARIANTS, EngineName, SimilarityArgument, SqlDialect, SqlVariant, Targets
+from cohortsql._typing import (
+    DIALECTS,
+    VARIANTS,
+    RunOptions,
+    SimilarityArgument,
+    SqlDialect,
+    SqlVariant,
+    Targets,
+)
 from cohortsql.engines.base import file_format
 from cohortsql.errors import CohortError, check_choice
-from cohortsql.run.session import Prepared, opened_engine, prepare_call
+from cohortsql.run.preparation import Prepared
+from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES
-from cohortsql.run.targets import select_targets
 from cohortsql.spec import arguments
 from cohortsql.spec.arguments import check_names, explained_columns
 from cohortsql.spec.features import portable
@@ -31,8 +39,7 @@ def histogram_sql(
     dialect: SqlDialect = "duckdb",
     variant: SqlVariant = "histogram",
     seed: int | None = None,
-    connection: Any = None,
-    engine: EngineName | None = None,
+    **options: Unpack[RunOptions],
 ) -> str:
     """The heavy step (DESIGN §2 step 1) as one SQL query, to run in a warehouse where the data live.
 
@@ -54,12 +61,23 @@ def histogram_sql(
     check_choice("variant", variant, VARIANTS)
     seed = arguments.seed(seed)
     explained_columns(prediction, several=False)
-    check_names(id, None, None)
-    with opened_engine(data, engine, connection) as running:
-        prepared = prepare_call(running, data, (prediction,), similarity, id, None, targets, MAX_FEATURES, 0, 0)
+    check_names(id, None, options.get("memory_limit"))
+    with open_session(
+        data,
+        options,
+        outcomes=(prediction,),
+        similarity=similarity,
+        id=id,
+        weight=None,
+        targets=targets,
+        max_features=MAX_FEATURES,
+        replicates=0,
+        seed=0,
+    ) as session:
+        prepared = session.prepared
         chosen_ids = None
         if sample is not None or not (targets is None or isinstance(targets, str)):
-            chosen = select_targets(running, prepared, targets, seed, sample)
+            chosen = session.select(targets, seed, sample)
             chosen_ids = chosen.table.column("__cohort_id").to_pylist()
     if variant == "cells" and not all(feature.kind.equivalence for feature in prepared.features):
         raise CohortError("variant='cells' needs exact or bins similarity for every feature")

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import os
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
-from cohortsql._typing import PATHS, CohortPath, EngineName, SimilarityArgument, Targets
+from cohortsql._typing import PATHS, CohortPath, RunOptions, SimilarityArgument, Targets
 from cohortsql.errors import check_choice
 from cohortsql.results.uniqueness import UniquenessResult
 from cohortsql.run.grouping_sets import uniqueness_of_cells
 from cohortsql.run.pairwise import uniqueness_batches
-from cohortsql.run.progress import reporter
-from cohortsql.run.session import described_settings, opened_engine, prepare_call, result_fields
+from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, make_pacer
-from cohortsql.run.targets import read_target_data, select_targets
 from cohortsql.spec import arguments
 from cohortsql.spec.arguments import check_names
 
@@ -30,11 +27,7 @@ def uniqueness_shapley(
     sample: int | float | None = None,
     seed: int | None = None,
     path: CohortPath = "auto",
-    memory_limit: str | None = None,
-    temp_directory: str | os.PathLike[str] | None = None,
-    progress: bool | None = None,
-    connection: Any = None,
-    engine: EngineName | None = None,
+    **options: Unpack[RunOptions],
 ) -> UniquenessResult:
     """Uniqueness Shapley (Seiler, Mase & Owen): how identifiable each target is, split over its predictors.
 
@@ -46,21 +39,30 @@ def uniqueness_shapley(
     """
     check_choice("path", path, PATHS)
     seed = arguments.seed(seed)
-    check_names(id, weight, memory_limit)
-    with opened_engine(data, engine, connection, memory_limit, temp_directory) as running:
-        prepared = prepare_call(running, data, (), similarity, id, weight, targets, MAX_EXACT_FEATURES, 0, 0)
-        chosen = select_targets(running, prepared, targets, seed, sample)
-        target_data = read_target_data(running, prepared, chosen)
-        settings = described_settings(
-            running, prepared, chosen, method="exact", path=path, targets=targets, sample=sample, seed=seed
-        )
+    check_names(id, weight, options.get("memory_limit"))
+    with open_session(
+        data,
+        options,
+        outcomes=(),
+        similarity=similarity,
+        id=id,
+        weight=weight,
+        targets=targets,
+        max_features=MAX_EXACT_FEATURES,
+        replicates=0,
+        seed=0,
+    ) as session:
+        running, prepared = session.engine, session.prepared
+        chosen = session.select(targets, seed, sample)
+        target_data = session.target_data(chosen)
+        settings = session.settings(chosen, method="exact", path=path, targets=targets, sample=sample, seed=seed)
         chosen_path = choose_path(path, prepared, chosen.count)
-        pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, reporter(progress))
+        pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, session.reporter())
         batches = (uniqueness_of_cells if chosen_path == "grouping_sets" else uniqueness_batches)(
             running, prepared, chosen, pacer
         )
         phi, value, size = (np.concatenate(arrays)[chosen.group] for arrays in zip(*batches))
-    common = result_fields(prepared, chosen, target_data, None)
+    common = session.result_fields(chosen, None)
     return UniquenessResult(
         ids=common["ids"],
         features=common["features"],

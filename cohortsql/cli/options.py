@@ -133,6 +133,10 @@ Progress = Annotated[
     typer.Option("--progress/--no-progress", help="Progress on stderr (default: on a terminal, for long runs)."),
 ]
 Debug = Annotated[bool, typer.Option(help="Show the traceback of a failure.")]
+OutcomeOption = Annotated[
+    str | None,
+    typer.Option("--outcome", help="Of a run that explained several columns (--prediction repeated), the one to show."),
+]
 Table = Annotated[str | None, typer.Option(help="The table the SQL reads (default: the file DATA names).")]
 Dialect = Annotated[str, typer.Option(help=f"{' | '.join(DIALECTS)}.")]
 Variant = Annotated[
@@ -282,7 +286,7 @@ def request(options: dict[str, Any], *, explained: bool = True) -> dict[str, Any
         sample=_sample(options.get("sample")),
         seed=options.get("seed"),
         engine=engine,
-        connection=_spark_session(options.get("spark_master")) if engine == "spark" else None,
+        **pick(options, "spark_master"),
     )
 
 
@@ -296,12 +300,6 @@ def _prediction(value: str | list[str]) -> str | list[str]:
     if isinstance(value, list) and len(value) == 1:
         return value[0]
     return value
-
-
-def _spark_session(master: str | None) -> Any:
-    from cohortsql.engines import spark_session
-
-    return spark_session(master)
 
 
 def _sample(sample: float | None) -> int | float | None:

@@ -36,15 +36,11 @@ def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: di
         name = options["into_table"]
         named = {f"{name}_{label}" if label else name: frame.to_arrow() for label, frame in tables.items()}
         database = options.get("database")
-        connection = None
-        if engine == "spark":
-            from cohortsql.engines import spark_session
-
-            connection = spark_session(options.get("spark_master"))
         target = open_engine(
             engine=engine,
-            connection=connection,
-            settings=EngineSettings(database=None if database is None else str(database)),
+            settings=EngineSettings(
+                database=None if database is None else str(database), spark_master=options.get("spark_master")
+            ),
         )
         try:
             target.write_tables(

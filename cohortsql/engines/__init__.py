@@ -24,7 +24,7 @@ from cohortsql.errors import CohortError
 
 DEFAULT_ENGINE: EngineName = "duckdb"
 
-__all__ = ["ENGINES", "Engine", "EngineName", "EngineSettings", "Input", "engine_for", "open_engine", "spark_session"]
+__all__ = ["ENGINES", "Engine", "EngineName", "EngineSettings", "Input", "engine_for", "open_engine"]
 
 
 def _module(name: str) -> ModuleType:
@@ -71,9 +71,3 @@ def open_engine(
     name = engine_for(data, connection, engine)
     opened: Engine = _module(name).open_engine(connection, settings or EngineSettings(), data)
     return opened
-
-
-def spark_session(master: str | None = None) -> Any:
-    """A SparkSession for the command line: the active one, or one started on `master` (see
-    `cohortsql.engines.spark.start_session`)."""
-    return _module("spark").start_session(master)

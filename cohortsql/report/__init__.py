@@ -25,7 +25,7 @@ from cohortsql.plot.colours import feature_colours
 from cohortsql.report import svg
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import effects_of_tables
-from cohortsql.results.files import parquet_settings, read_frame, sibling_path
+from cohortsql.results.files import one_outcome, parquet_settings, read_frame, sibling_path, write_text
 
 SHOWN_TARGETS = 3
 """Targets drawn in detail when none are chosen: the lowest, the median and the highest prediction."""
@@ -50,9 +50,12 @@ class ReportTables:
         return cls(result.local, result.totals, result.paths, result.global_, dict(result.settings))
 
     @classmethod
-    def of_files(cls, path: str | os.PathLike[str], effects: str | os.PathLike[str] | None = None) -> ReportTables:
+    def of_files(
+        cls, path: str | os.PathLike[str], effects: str | os.PathLike[str] | None = None, outcome: str | None = None
+    ) -> ReportTables:
         """The files ``cohortsql shapley --out PATH`` wrote (PATH, PATH_totals, PATH_paths), and optionally
-        the file ``cohortsql effects --out`` wrote (else the effects are the mean squared values)."""
+        the file ``cohortsql effects --out`` wrote (else the effects are the mean squared values); of a
+        run that explained several columns, those of `outcome`."""
         role = f"report, from the files `cohortsql shapley --out {Path(path).name}` writes"
         local = read_frame(path, role)
         missing = {"id", "feature", "feature_value", "shapley", "shapley_squared"} - set(local.columns)
@@ -60,13 +63,17 @@ class ReportTables:
             raise CohortError(f"{str(path)!r} is not a `cohortsql shapley` output: it has no {sorted(missing)}")
         totals = read_frame(sibling_path(path, "totals"), role)
         paths = read_frame(sibling_path(path, "paths"), role)
+        local, totals, paths = one_outcome([local, totals, paths], outcome, repr(str(path)))
         settings = parquet_settings(path)
+        if outcome is not None:
+            settings["prediction"] = outcome
         if effects is None:
             table = effects_of_tables(local, totals, paths, settings)
         else:
             table = read_frame(effects, "report, from the file `cohortsql effects --out` writes")
             if "shapley_effect" not in table.columns:
                 raise CohortError(f"{str(effects)!r} is not a `cohortsql effects` output: it has no shapley_effect")
+            (table,) = one_outcome([table], outcome, repr(str(effects)))
         return cls(local, totals, paths, table, settings)
 
 
@@ -79,10 +86,7 @@ def write_report(
         raise CohortError(f"cannot write {str(target)!r}: a report is an .html file")
     if not target.parent.is_dir():
         raise CohortError(f"cannot write {str(target)!r}: the directory {str(target.parent)!r} does not exist")
-    html = report_html(tables, targets, title)
-    temporary = target.with_name(f".{target.name}.tmp")
-    temporary.write_text(html, encoding="utf-8")
-    os.replace(temporary, target)
+    write_text(report_html(tables, targets, title), target)
     return target
 
 

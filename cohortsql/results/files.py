@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -70,21 +71,40 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str], metadata: Map
 
 def write_frames(frames: Mapping[Path, pl.DataFrame], metadata: Mapping[str, str] | None = None) -> None:
     """Write every frame to its path, all or nothing; Parquet files carry `metadata` (key-value)."""
-    targets = {check_destination(path): frame for path, frame in frames.items()}
-    for directory in {target.parent for target in targets}:
+
+    def write(frame: pl.DataFrame, temporary: Path, target: Path) -> None:
+        if target.suffix.lower() == ".parquet":
+            frame.write_parquet(temporary, metadata=dict(metadata) if metadata else None)
+        else:
+            frame.write_csv(temporary)
+
+    _write_all({check_destination(path): frame for path, frame in frames.items()}, write)
+
+
+def write_text(text: str, path: Path) -> None:
+    """Write a text file (a report) atomically, through the same temporary files as result tables."""
+
+    def write(content: str, temporary: Path, target: Path) -> None:
+        temporary.write_text(content, encoding="utf-8")
+
+    _write_all({path: text}, write)
+
+
+def _write_all(contents: Mapping[Path, Any], write: Callable[[Any, Path, Path], None]) -> None:
+    """Write each content to a fresh temporary file beside its target (created exclusively under a
+    random name, so no planted file or link is followed), then move them all into place; on any
+    failure (a full disk, Ctrl-C) every target keeps its previous contents and no temporary is left."""
+    for directory in {target.parent for target in contents}:
         remove_stale_temporaries(directory)
     written: dict[Path, Path] = {}
     backups: dict[Path, Path] = {}
     moved: list[Path] = []
     try:
-        for target, frame in targets.items():
+        for target, content in contents.items():
             temporary = _temporary(target)
             written[target] = temporary
-            if target.suffix.lower() == ".parquet":
-                frame.write_parquet(temporary, metadata=dict(metadata) if metadata else None)
-            else:
-                frame.write_csv(temporary)
-        for target in targets:
+            write(content, temporary, target)
+        for target in contents:
             if target.exists():
                 backup = _temporary(target)
                 os.replace(target, backup)
@@ -105,7 +125,15 @@ def write_frames(frames: Mapping[Path, pl.DataFrame], metadata: Mapping[str, str
 
 
 def _temporary(target: Path) -> Path:
-    return target.with_name(f".{target.name}{TEMPORARY_MARK}{secrets.token_hex(6)}.tmp")
+    """A new, empty file beside `target` under a random name, created exclusively (never an existing
+    file or a link someone planted there), with the permissions the umask gives new files."""
+    while True:
+        temporary = target.with_name(f".{target.name}{TEMPORARY_MARK}{secrets.token_hex(6)}.tmp")
+        try:
+            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666))
+        except FileExistsError:
+            continue
+        return temporary
 
 
 def remove_stale_temporaries(directory: Path) -> None:
@@ -123,3 +151,27 @@ def sibling_path(path: str | os.PathLike[str], label: str) -> Path:
     """`out.parquet` -> `out_<label>.parquet`: where a second table of the same run goes."""
     target = Path(path)
     return target.with_name(f"{target.stem}_{label}{target.suffix}")
+
+
+def one_outcome(frames: Sequence[pl.DataFrame], outcome: str | None, source: str) -> list[pl.DataFrame]:
+    """The rows of one explained column from tables that may stack several (an ``outcome`` column first,
+    as results of ``prediction=[...]`` write them): the only one, or `outcome`; a `CohortError` names
+    the choices when there are several and none was chosen."""
+    if not frames or "outcome" not in frames[0].columns:
+        if outcome is not None:
+            raise CohortError(f"{source} explains a single column; it has no outcome {outcome!r} to choose")
+        return list(frames)
+    names = frames[0]["outcome"].unique(maintain_order=True).to_list()
+    if outcome is None:
+        if len(names) > 1:
+            raise CohortError(
+                f"{source} holds {len(names)} explained columns ({', '.join(names)}): choose one with"
+                " --outcome NAME (outcome= in Python)"
+            )
+        outcome = names[0]
+    elif outcome not in names:
+        raise CohortError(f"{source} holds no outcome {outcome!r}; its outcomes are {', '.join(names)}")
+    return [
+        frame.filter(pl.col("outcome") == outcome).drop("outcome") if "outcome" in frame.columns else frame
+        for frame in frames
+    ]

@@ -19,7 +19,7 @@ from cohortsql.engines.base import Engine
 from cohortsql.numeric import lattice, shapley
 from cohortsql.results.tables import diagnostics
 from cohortsql.run.pace import Pacer
-from cohortsql.run.session import Prepared, game_means
+from cohortsql.run.preparation import Prepared, game_means
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec.measures import Measures
 

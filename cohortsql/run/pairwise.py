@@ -19,7 +19,7 @@ from cohortsql.games.cohort import exact_values, permutation_values, target_gene
 from cohortsql.games.uniqueness import uniqueness_values
 from cohortsql.numeric import permutation, shapley
 from cohortsql.run.pace import Pacer
-from cohortsql.run.session import Prepared, WeightedSubjects, weigh_subjects
+from cohortsql.run.preparation import Prepared, WeightedSubjects, weigh_subjects
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec.similarity import SqlPredicate
 

@@ -1,400 +1,154 @@
-"""The steps every computation shares: read the data, check it, define the subjects, pick targets.
+"""One call's session: the engine opened once, the input registered once, the whole-table statistics
+computed once, and the targets chosen once, shared by every game the call runs.
 
-One pass over the data computes every whole-table statistic; the subjects relation then holds what
-the similarity tests compare. Targets are selected separately (`select_targets`), and the target
-rows as they are in the data are read only by computations that report them (`read_target_data`).
+Every public method opens a `Session` (``with open_session(...) as session``) and hands it to its
+games; `cohortsql.compare` hands one session to cohort, baseline and all-baseline Shapley, so the data
+are read once and all three explain the same sample of targets.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
-import numpy as np
 import polars as pl
 
-from cohortsql import queries
-from cohortsql._typing import SimilarityArgument, Targets
+from cohortsql._typing import RUN_OPTIONS, RunOptions, SimilarityArgument, Targets
 from cohortsql.engines import open_engine
-from cohortsql.engines.base import POSITION_COLUMN, Engine, EngineSettings, Input, fetch_record
+from cohortsql.engines.base import Engine, EngineSettings
 from cohortsql.errors import CohortError
-from cohortsql.numeric.quantiles import interpolated_quantile, weighted_quantile
 from cohortsql.results.tables import run_settings
-from cohortsql.spec.features import Feature, ResolvedFeature, plan_features, resolve_feature
-from cohortsql.spec.measures import Measures
-from cohortsql.spec.similarity import QuantileWindow, SqlPredicate
-from cohortsql.sql.text import check_expression
-
-if TYPE_CHECKING:
-    from cohortsql.run.targets import TargetSet
-
-BATCH_MEMORY_BYTES = 256 * 2**20
-"""Budget for the numpy arrays of one batch of targets; with an engine memory limit, a quarter of it
-when that is less."""
-
-COMPRESS_BELOW = 0.8
-"""Identical subjects are collapsed before the join when the distinct predictor rows are at most this
-fraction of the rows (estimated with approx_count_distinct); otherwise collapsing costs more than it saves."""
+from cohortsql.run.preparation import Prepared, prepare
+from cohortsql.run.progress import Reporter, reporter
+from cohortsql.run.targets import TargetSet, read_target_data, select_targets
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """The data on the engine, the resolved features, whole-table statistics and the subjects relations."""
+@dataclass
+class Session:
+    """The engine and the prepared data of one call (see `cohortsql.run.preparation.Prepared`)."""
 
-    input: Input
-    id: str | None
-    """The caller's id column (None: ids are row positions)."""
-    id_sql: str
-    """SQL of each row's id in the data: the id column, or the position column."""
-    outcomes: tuple[str, ...]
-    """The explained columns y_k (none for uniqueness Shapley)."""
-    weight: str | None
-    """The case-weight column (None: every row weighs 1)."""
-    features: tuple[ResolvedFeature, ...]
-    statistics: dict[str, Any]
-    pilots: tuple[float, ...]
-    """Each y_k is stored as y_k - pilot_k, so its sums keep their digits (see ``sql/pilot.sql``)."""
-    subjects: str
-    """The subjects relation (see ``sql/subjects.sql``)."""
-    target_predicate: str | None
-    compressed: bool
-    """Whether identical predictor rows are collapsed before the join (see `COMPRESS_BELOW`)."""
-    batch_bytes: int
-    """Budget for one batch's numpy arrays: targets per batch are derived from it and d."""
-    measures: Measures
-    """What the histogram sums: outcomes, case weights, bootstrap replicates."""
+    engine: Engine
+    prepared: Prepared
+    progress: bool | None = None
+    """Report progress on stderr (None: on long runs when stderr is a terminal)."""
+    _target_data: dict[int, pl.DataFrame] = field(default_factory=dict, repr=False)
 
-    @property
-    def centred_means(self) -> np.ndarray:
-        """ybar_k - pilot_k for each outcome: the weighted means of the stored values."""
-        return np.array([self.statistics[f"mean:{index}"] for index in range(len(self.outcomes))], dtype=np.float64)
+    def select(self, targets: Targets, seed: int | None, sample: int | float | None = None) -> TargetSet:
+        """The target rows: every row, a predicate's, a random sample of either, or the rows with given ids."""
+        return select_targets(self.engine, self.prepared, targets, seed, sample)
 
-    @property
-    def means(self) -> np.ndarray:
-        """ybar_k, the (weighted) mean of each explained column."""
-        return np.asarray(self.pilots, dtype=np.float64) + self.centred_means
+    def target_data(self, chosen: TargetSet) -> pl.DataFrame:
+        """The chosen targets' rows as they are in the data (every column), read once per target set."""
+        key = id(chosen)
+        if key not in self._target_data:
+            self._target_data[key] = read_target_data(self.engine, self.prepared, chosen)
+        return self._target_data[key]
 
-    @property
-    def variances(self) -> np.ndarray:
-        """The (weighted) population variance of each explained column."""
-        return np.array([self.statistics[f"variance:{index}"] for index in range(len(self.outcomes))], dtype=np.float64)
+    def reporter(self) -> Reporter:
+        """Where this call reports its progress."""
+        return reporter(self.progress)
 
-    @property
-    def subject_count(self) -> int:
-        """How many rows are subjects (rows of positive weight)."""
-        return int(self.statistics["subjects"])
-
-    @property
-    def total_weight(self) -> float:
-        """The subjects' total case weight (their number when unweighted)."""
-        return float(self.statistics["total_weight"] if self.weight is not None else self.statistics["subjects"])
-
-    @property
-    def d(self) -> int:
-        return len(self.features)
-
-    @property
-    def subject_rows(self) -> int:
-        """Rows each target is compared with: distinct predictor rows (estimated) when collapsed, else n."""
-        return min(self.subject_count, int(self.statistics["distinct_rows"])) if self.compressed else self.subject_count
-
-    @property
-    def custom(self) -> bool:
-        """Whether any feature has a ``sql:`` kind (which may read any column of a row)."""
-        return any(isinstance(feature.kind, SqlPredicate) for feature in self.features)
-
-
-def prepare(
-    engine: Engine,
-    data: Any,
-    *,
-    outcomes: Sequence[str],
-    similarity: SimilarityArgument,
-    id: str | None,
-    target_predicate: str | None,
-    max_features: int,
-    weight: str | None = None,
-    replicates: int = 0,
-    seed: int = 0,
-) -> Prepared:
-    """Register `data`, check the request and its statistics, and define the subjects relations.
-
-    With a `weight` column, rows of weight zero are left out everywhere (as if dropped) and every
-    statistic is weighted; `replicates` Bayesian-bootstrap weightings are drawn with `seed`."""
-    dialect = engine.dialect
-    if target_predicate is not None:
-        target_predicate = check_expression(target_predicate, "targets")
-    source = engine.register_input(data, positions=id is None)
-    features = plan_features(source.schema, similarity, outcomes, id, weight)
-    if len(features) > max_features:
-        raise CohortError(
-            f"this computation handles at most {max_features} features; got {len(features)}: drop or merge features"
+    def settings(self, chosen: TargetSet | None, *, method: str, path: str, **choices: Any) -> dict[str, str]:
+        """The run's settings as text, written with its outputs so that a result says how it was made."""
+        prepared = self.prepared
+        return run_settings(
+            engine=self.engine.dialect.name,
+            prediction=prepared.outcomes[0] if len(prepared.outcomes) == 1 else list(prepared.outcomes),
+            id=prepared.id,
+            weight=prepared.weight,
+            similarity={feature.name: str(feature.kind) for feature in prepared.features},
+            method=method,
+            path=path,
+            targets=_described_targets(choices.get("targets")),
+            sample=choices.get("sample"),
+            seed=chosen.seed if chosen is not None and chosen.seed is not None else choices.get("seed"),
+            **{name: choices[name] for name in ("bootstrap", "confidence") if choices.get("bootstrap")},
         )
-    id_sql = dialect.quote(POSITION_COLUMN if id is None else id)
-    relation = source.relation if weight is None else _positive_rows(engine, source.relation, weight, id_sql, id)
-    if engine.memory_budget is not None or weight is not None:
-        dialect = dialect.with_known_quantiles(_sorted_quantiles(engine, relation, features, weight))
-    pilots = tuple(_pilot(engine, relation, outcome) for outcome in outcomes)
-    pilot_sql = [dialect.number(pilot) for pilot in pilots]
-    # sql: predicates may read any column of a row: rows can only be merged when none is used.
-    mergeable = not any(isinstance(feature.kind, SqlPredicate) for feature in features)
-    aggregates = queries.statistics.statistics_aggregates(
-        features, outcomes, id_sql, pilot_sql, weight, dialect, check_ids=id is not None, distinct_rows=mergeable
-    )
-    statistics = fetch_record(
-        engine, queries.statistics.table_statistics(relation, aggregates, dialect), context="computing table statistics"
-    )
-    _check_table(statistics, outcomes, id)
-    statistics.update(_moments(statistics, len(outcomes), weighted=weight is not None))
-    n = int(statistics["subjects"])
-    resolved = tuple(
-        resolve_feature(feature, _feature_statistics(statistics, feature.index), n) for feature in features
-    )
-    compress = mergeable and statistics["distinct_rows"] <= COMPRESS_BELOW * n
-    measures = Measures(len(outcomes), weighted=weight is not None, replicates=replicates, seed=seed)
-    subjects = engine.create(
-        queries.subjects.subjects(
-            relation, resolved, outcomes, pilot_sql, weight, id_sql, target_predicate, not mergeable, dialect
-        ),
-        "subjects",
-        # Read once per batch of targets when not collapsed: store it unless the input is cheap to scan.
-        materialize=not compress and not source.rescans_are_cheap,
-        context="reading the data" + (f" with targets {target_predicate!r}" if target_predicate else ""),
-    )
-    return Prepared(
-        input=source,
-        id=id,
-        id_sql=id_sql,
-        outcomes=tuple(outcomes),
-        weight=weight,
-        features=resolved,
-        statistics=statistics,
-        pilots=pilots,
-        subjects=subjects,
-        target_predicate=target_predicate,
-        compressed=compress,
-        batch_bytes=_batch_bytes(engine),
-        measures=measures,
-    )
 
-
-@dataclass(frozen=True)
-class WeightedSubjects:
-    """The histogram's input: subject rows with their measures (see ``sql/weighted_subjects.sql``),
-    identical predictor rows collapsed into one when that pays, and the games' overall means."""
-
-    relation: str
-    game_means: np.ndarray
-    """The centred overall mean S_bk(all) / W_b(all) of every game, in the order of `Measures`."""
-    weight_totals: np.ndarray
-    """W_b(all): the total weight of every subject under each weighting (n when unweighted)."""
-
-
-def weigh_subjects(engine: Engine, prepared: Prepared) -> WeightedSubjects:
-    """Define the relation of subjects with their measures (bootstrap draws computed once: an md5 each)."""
-    measures = prepared.measures
-    relation = engine.create(
-        queries.measures.collapsed_subjects(prepared.subjects, prepared.features, measures, engine.dialect)
-        if prepared.compressed
-        else queries.measures.weighted_subjects(prepared.subjects, measures, engine.dialect),
-        "weighted_subjects",
-        materialize=prepared.compressed or measures.replicates > 0,
-        context="collapsing identical subjects" if prepared.compressed else "weighing the subjects",
-    )
-    if not measures.replicates:
-        return WeightedSubjects(relation, prepared.centred_means, np.array([prepared.total_weight]))
-    totals = fetch_record(
-        engine,
-        queries.measures.measure_totals(relation, measures, "collapsed" if prepared.compressed else "weighted"),
-        context="summing the bootstrap replicates",
-    )
-    means, weights = game_means(measures, {name: float(value) for name, value in totals.items()})
-    return WeightedSubjects(relation, means, weights)
-
-
-def game_means(measures: Measures, totals: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
-    """Every game's overall mean S_bk(all) / W_b(all) and every weighting's W_b(all), from the totals
-    of the measures' columns."""
-    weights = np.array([totals[name] for name in measures.weight_names], dtype=np.float64)
-    sums = np.array([totals[name] for name in measures.sum_names], dtype=np.float64)
-    return sums / weights[measures.weighting_of_game], weights
-
-
-def _positive_rows(engine: Engine, source: str, weight: str, id_sql: str, id: str | None) -> str:
-    """Check the case-weight column and return the relation of the rows of positive weight."""
-    checks = fetch_record(
-        engine,
-        queries.statistics.weight_checks(source, weight, id_sql, engine.dialect),
-        context=f"checking weight column {weight!r}",
-    )
-    if checks["bad_weights"]:
-        where = "row" if id is None else f"{id} ="
-        raise CohortError(
-            f"weight column {weight!r} has {checks['bad_weights']} negative, NULL, NaN or infinite values"
-            f" (the first at {where} {checks['first_bad_weight']!r}); weights must be finite and >= 0"
+    def result_fields(self, chosen: TargetSet, outcome: int | None) -> dict[str, Any]:
+        """The result fields every game shares, and (with `outcome`) those of explained column number `outcome`."""
+        prepared = self.prepared
+        target_data = self.target_data(chosen)
+        fields = dict(
+            ids=pl.Series("id", chosen.table.column("__cohort_id")),
+            features=tuple(feature.name for feature in prepared.features),
+            similarity={feature.name: str(feature.kind) for feature in prepared.features},
+            subjects=prepared.subject_count,
+            targets=target_data,
+            weights=chosen.weights[:, 0] if prepared.weight is not None else None,
         )
-    if not checks["positive_rows"]:
-        total = checks["total_weight"]
-        raise CohortError(
-            f"weight column {weight!r} sums to {0 if total is None else total}: at least one row needs a positive weight"
+        if outcome is None:
+            return fields
+        name = prepared.outcomes[outcome]
+        return fields | dict(
+            kinds={feature.name: feature.kind for feature in prepared.features},
+            feature_statistics={
+                feature.name: {
+                    key: None if value is None else float(value) for key, value in feature.parameters.items()
+                }
+                for feature in prepared.features
+            },
+            mean=float(prepared.means[outcome]),
+            variance=float(prepared.variances[outcome]),
+            prediction=target_data[name].cast(pl.Float64).to_numpy(),
+            population=chosen.population,
+            outcome=name,
+            total_weight=prepared.total_weight if prepared.weight is not None else None,
         )
-    return engine.create(
-        queries.statistics.positive_weights(source, weight, engine.dialect),
-        "weighted_rows",
-        materialize=False,
-        context="weighing rows",
-    )
-
-
-def _moments(statistics: dict[str, Any], outcomes: int, *, weighted: bool) -> dict[str, float]:
-    """Each outcome's centred mean and population variance, weighted when the rows are."""
-    moments: dict[str, float] = {}
-    for index in range(outcomes):
-        if not weighted:
-            moments[f"mean:{index}"] = float(statistics[f"mean:{index}"])
-            moments[f"variance:{index}"] = float(statistics[f"variance:{index}"])
-            continue
-        total = float(statistics["total_weight"])
-        mean = float(statistics[f"weighted_sum:{index}"]) / total
-        moments[f"mean:{index}"] = mean
-        moments[f"variance:{index}"] = max(0.0, float(statistics[f"weighted_squares:{index}"]) / total - mean * mean)
-    return moments
-
-
-def _sorted_quantiles(
-    engine: Engine, source: str, features: tuple[Feature, ...], weight: str | None
-) -> dict[tuple[str, float], float | None]:
-    """The quantiles that quantile windows need, from order statistics (a sort spills; an exact
-    quantile aggregate holds every value in memory and fails under a small memory limit). With case
-    weights, a weight counts as that many repetitions of the row."""
-    known: dict[tuple[str, float], float | None] = {}
-    for feature in features:
-        if not isinstance(feature.kind, QuantileWindow):
-            continue
-        value = queries.statistics.statistic_value(feature.values, engine.dialect.quote(feature.name), engine.dialect)
-        probabilities = (feature.kind.p, 1 - feature.kind.p)
-        rows = engine.fetch_arrow(
-            queries.statistics.order_statistics(source, value, probabilities, engine.dialect)
-            if weight is None
-            else queries.statistics.weighted_order_statistics(source, value, weight, probabilities, engine.dialect),
-            context=f"sorting feature {feature.name!r} for its quantiles",
-        ).to_pylist()
-        for probability in probabilities:
-            known[(value, probability)] = (
-                interpolated_quantile(rows, probability) if weight is None else weighted_quantile(rows, probability)
-            )
-    return known
-
-
-def _pilot(engine: Engine, source: str, prediction: str) -> float:
-    rows = engine.fetch_arrow(queries.statistics.pilot(source, prediction, engine.dialect), context="reading the data")
-    values = [value for value in rows.column("pilot").to_pylist() if value is not None]
-    return float(values[0]) if values else 0.0
-
-
-def _batch_bytes(engine: Engine) -> int:
-    limit = engine.memory_budget
-    return BATCH_MEMORY_BYTES if limit is None else min(BATCH_MEMORY_BYTES, limit // 4)
-
-
-def _check_table(statistics: dict[str, Any], outcomes: Sequence[str], id: str | None) -> None:
-    if statistics["subjects"] == 0:
-        raise CohortError("the data has no rows; cohort Shapley needs at least one subject")
-    for index, outcome in enumerate(outcomes):
-        if statistics[f"bad_predictions:{index}"]:
-            where = "row" if id is None else f"{id} ="
-            raise CohortError(
-                f"prediction column {outcome!r} has {statistics[f'bad_predictions:{index}']} NULL, NaN or infinite"
-                f" values (the first at {where} {statistics[f'first_bad_prediction:{index}']!r}); drop or fill them"
-            )
-    if id is None:
-        return
-    if statistics["missing_ids"]:
-        raise CohortError(f"id column {id!r} has {statistics['missing_ids']} NULL values; ids must identify rows")
-    duplicates = statistics["subjects"] - statistics["distinct_ids"]
-    if duplicates:
-        raise CohortError(f"id column {id!r} has {duplicates} duplicate values; ids must identify rows")
-
-
-def _feature_statistics(statistics: dict[str, Any], index: int) -> dict[str, Any]:
-    prefix = queries.statistics.statistic_alias(index, "")
-    return {key[len(prefix) :]: value for key, value in statistics.items() if key.startswith(prefix)}
-
-
-# -- targets -------------------------------------------------------------------------------
 
 
 @contextmanager
-def opened_engine(
-    data: Any,
-    engine: str | None,
-    connection: Any,
-    memory_limit: str | None = None,
-    temp_directory: str | os.PathLike[str] | None = None,
-) -> Iterator[Engine]:
+def opened_engine(data: Any, options: RunOptions) -> Iterator[Engine]:
     """The engine for a call, closed (dropping what it created) when the call ends."""
+    unknown = sorted(set(options) - set(RUN_OPTIONS))
+    if unknown:
+        raise CohortError(f"unknown argument {unknown[0]!r}; the options of every method are {', '.join(RUN_OPTIONS)}")
+    temp_directory = options.get("temp_directory")
     settings = EngineSettings(
-        memory_limit=memory_limit, temp_directory=None if temp_directory is None else str(temp_directory)
+        memory_limit=options.get("memory_limit"),
+        temp_directory=None if temp_directory is None else os.fspath(temp_directory),
+        spark_master=options.get("spark_master"),
     )
-    running = open_engine(data, engine=engine, connection=connection, settings=settings)
+    running = open_engine(data, engine=options.get("engine"), connection=options.get("connection"), settings=settings)
     try:
         yield running
     finally:
         running.close()
 
 
-def prepare_call(
-    engine: Engine,
+@contextmanager
+def open_session(
     data: Any,
+    options: RunOptions,
+    *,
     outcomes: Sequence[str],
     similarity: SimilarityArgument,
     id: str | None,
-    weight: str | None,
     targets: Targets,
     max_features: int,
-    replicates: int,
-    seed: int | None,
-) -> Prepared:
-    return prepare(
-        engine,
-        data,
-        outcomes=outcomes,
-        similarity=similarity,
-        id=id,
-        weight=weight,
-        target_predicate=targets if isinstance(targets, str) else None,
-        max_features=max_features,
-        replicates=replicates,
-        seed=seed or 0,
-    )
-
-
-def described_settings(
-    engine: Engine,
-    prepared: Prepared,
-    chosen: TargetSet | None,
-    *,
-    method: str,
-    path: str,
-    **choices: Any,
-) -> dict[str, str]:
-    """The run's settings as text, written with its outputs so that a result says how it was made."""
-    return run_settings(
-        engine=engine.dialect.name,
-        prediction=prepared.outcomes[0] if len(prepared.outcomes) == 1 else list(prepared.outcomes),
-        id=prepared.id,
-        weight=prepared.weight,
-        similarity={feature.name: str(feature.kind) for feature in prepared.features},
-        method=method,
-        path=path,
-        targets=_described_targets(choices.get("targets")),
-        sample=choices.get("sample"),
-        seed=chosen.seed if chosen is not None and chosen.seed is not None else choices.get("seed"),
-        **{name: choices[name] for name in ("bootstrap", "confidence") if choices.get("bootstrap")},
-    )
+    weight: str | None = None,
+    replicates: int = 0,
+    seed: int | None = None,
+) -> Iterator[Session]:
+    """Open the engine, register `data` and prepare it once (`cohortsql.run.preparation.prepare`); a
+    `targets` predicate is checked and marks the subjects that are targets."""
+    with opened_engine(data, options) as engine:
+        prepared = prepare(
+            engine,
+            data,
+            outcomes=outcomes,
+            similarity=similarity,
+            id=id,
+            weight=weight,
+            target_predicate=targets if isinstance(targets, str) else None,
+            max_features=max_features,
+            replicates=replicates,
+            seed=seed or 0,
+        )
+        yield Session(engine, prepared, options.get("progress"))
 
 
 def _described_targets(targets: Any) -> str:
@@ -405,33 +159,3 @@ def _described_targets(targets: Any) -> str:
         return str(targets)
     listed = list(targets)
     return repr(listed[:20])[:-1] + (f", ... ({len(listed)} ids)]" if len(listed) > 20 else "]")
-
-
-def result_fields(
-    prepared: Prepared, targets: TargetSet, target_data: pl.DataFrame, outcome: int | None
-) -> dict[str, Any]:
-    """The result fields every outcome shares, and those of explained column number `outcome`."""
-    fields = dict(
-        ids=pl.Series("id", targets.table.column("__cohort_id")),
-        features=tuple(feature.name for feature in prepared.features),
-        similarity={feature.name: str(feature.kind) for feature in prepared.features},
-        subjects=prepared.subject_count,
-        targets=target_data,
-        weights=targets.weights[:, 0] if prepared.weight is not None else None,
-    )
-    if outcome is None:
-        return fields
-    name = prepared.outcomes[outcome]
-    return fields | dict(
-        kinds={feature.name: feature.kind for feature in prepared.features},
-        feature_statistics={
-            feature.name: {name: None if value is None else float(value) for name, value in feature.parameters.items()}
-            for feature in prepared.features
-        },
-        mean=float(prepared.means[outcome]),
-        variance=float(prepared.variances[outcome]),
-        prediction=target_data[name].cast(pl.Float64).to_numpy(),
-        population=targets.population,
-        outcome=name,
-        total_weight=prepared.total_weight if prepared.weight is not None else None,
-    )

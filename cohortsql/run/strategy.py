@@ -13,8 +13,8 @@ from cohortsql.errors import CohortError, check_choice
 from cohortsql.run.grouping_sets import grouping_sets_batches
 from cohortsql.run.pace import SECONDS_PER_BATCH, WIDE_BATCH_SECONDS, Pacer
 from cohortsql.run.pairwise import pairwise_batches, permutation_batches
+from cohortsql.run.preparation import Prepared
 from cohortsql.run.progress import Reporter
-from cohortsql.run.session import Prepared
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec import arguments
 

@@ -16,7 +16,7 @@ from cohortsql import queries
 from cohortsql._typing import Targets
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.errors import CohortError
-from cohortsql.run.session import Prepared
+from cohortsql.run.preparation import Prepared
 from cohortsql.spec.features import ResolvedFeature
 
 

@@ -1,0 +1,53 @@
+"""How the command line fails: one line on stderr per warning and per failure (status 2), one line
+and status 130 after Ctrl-C; ``--debug`` shows tracebacks instead."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+
+from cohortsql.errors import CohortError, CohortWarning
+
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+@contextmanager
+def _reported_failures(debug: bool) -> Iterator[None]:
+    """One line on stderr per warning; a failure as one line and status 2, Ctrl-C as one line and 130.
+
+    Warnings are printed once their recorder is gone: printing one while it records (as
+    `warnings.showwarning` does for other categories) would record it again, without end."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CohortWarning)
+            # PySpark warns at import that pandas 3 is not fully supported; cohortsql hands it Arrow.
+            warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+            yield
+    except (CohortError, OSError) as error:
+        if debug:
+            raise
+        _print_warnings(caught)
+        typer.echo(f"cohortsql: error: {error}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        typer.echo("cohortsql: interrupted; nothing was written", err=True)
+        raise typer.Exit(INTERRUPTED) from None
+    _print_warnings(caught)
+
+
+def _print_warnings(caught: list[warnings.WarningMessage]) -> None:
+    seen: set[str] = set()
+    for warning in caught:
+        text = str(warning.message)
+        if issubclass(warning.category, CohortWarning) and text not in seen:
+            seen.add(text)
+            typer.echo(f"cohortsql: warning: {text}", err=True)
+        elif not issubclass(warning.category, CohortWarning):
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)

@@ -1,0 +1,218 @@
+"""Commands that turn files into files: the heavy step as SQL (`sql`), results from its output
+(`assemble`), figures (`plot`) and the HTML report (`report`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cohortsql.cli import options as flags
+from cohortsql.cli.failures import _reported_failures
+from cohortsql.cli.options import (
+    Config,
+    Data,
+    Database,
+    Debug,
+    Dialect,
+    EngineOption,
+    Features,
+    Id,
+    IntoTable,
+    MaxPermutations,
+    MethodOption,
+    Out,
+    OutcomeOption,
+    Prediction,
+    Replace,
+    Sample,
+    Seed,
+    SparkMaster,
+    Table,
+    TargetIds,
+    Targets,
+    Tolerance,
+    Top,
+    Variant,
+)
+from cohortsql.errors import CohortError
+
+REPORT_EPILOG = (
+    "Example:\n\n  cohortsql shapley --config examples/boston.toml --out boston.parquet\n\n"
+    "  cohortsql report boston.parquet --target-ids 204 --out boston.html"
+)
+
+
+def report(
+    result: Annotated[
+        Path, typer.Argument(help="The long table `cohortsql shapley --out` wrote (its _totals and _paths beside it).")
+    ],
+    out: Annotated[Path, typer.Option(help="The report, a self-contained .html file.")],
+    global_: Annotated[
+        Path | None,
+        typer.Option("--global", help="The table `cohortsql effects --out` wrote, for the effects' standard errors."),
+    ] = None,
+    target_ids: TargetIds = None,
+    outcome: OutcomeOption = None,
+    debug: Debug = False,
+) -> None:
+    """A self-contained HTML report to share: settings, diagnostics, effects, drivers, every target's reasons."""
+    with _reported_failures(debug):
+        from cohortsql.report import ReportTables, write_report
+
+        chosen = [value.strip() for value in target_ids.split(",") if value.strip()] if target_ids else None
+        written = write_report(ReportTables.of_files(result, global_, outcome), out, chosen)
+        typer.echo(f"wrote {written}")
+
+
+SQL_EPILOG = (
+    "Examples:\n\n"
+    "  cohortsql sql examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm"
+    " --target-ids 3,17 --dialect spark --table analytics.boston_scores\n\n"
+    "  cohortsql sql scores.parquet --prediction score --id loan --features region,band --variant cells"
+)
+
+
+def sql(
+    data: Data = None,
+    prediction: Prediction = None,
+    id: Id = None,
+    similar: flags.Similar = None,
+    features: Features = None,
+    targets: Targets = None,
+    target_ids: TargetIds = None,
+    sample: Sample = None,
+    seed: Seed = None,
+    table: Table = None,
+    dialect: Dialect = "duckdb",
+    variant: Variant = "histogram",
+    engine: EngineOption = None,
+    spark_master: SparkMaster = None,
+    config: Config = None,
+    debug: Debug = False,
+) -> None:
+    """Print the heavy step (the similarity-mask histogram, or the cells) as SQL to run where the data live.
+
+    The query computes its own whole-table statistics; `cohortsql assemble` turns its result into
+    the values `shapley` gives.
+    """
+    with _reported_failures(debug):
+        from cohortsql.api.sql import histogram_sql
+
+        options = flags.options(locals(), flags.SQL_KEYS)
+        typer.echo(
+            histogram_sql(
+                options.get("data"),
+                **flags.request(options),
+                **flags.pick(options, "table", "dialect", "variant"),
+            )
+        )
+
+
+ASSEMBLE_EPILOG = (
+    "Examples:\n\n"
+    "  cohortsql sql scores.parquet --prediction score --id loan --features age,region > histogram.sql\n\n"
+    "  (run histogram.sql in the warehouse, save its result as histogram.parquet)\n\n"
+    "  cohortsql assemble histogram.parquet --features age,region --out explained.parquet"
+)
+
+
+def assemble(
+    histogram: Annotated[
+        Path | None, typer.Argument(help="The result of the `cohortsql sql` query (.parquet or .csv).")
+    ] = None,
+    similar: flags.Similar = None,
+    features: Features = None,
+    method: MethodOption = None,
+    seed: Seed = None,
+    tolerance: Tolerance = None,
+    max_permutations: MaxPermutations = None,
+    out: Out = None,
+    into_table: IntoTable = None,
+    database: Database = None,
+    replace: Replace = False,
+    config: Config = None,
+    top: Top = 10,
+    debug: Debug = False,
+) -> None:
+    """Cohort Shapley values from the result of `cohortsql sql`, computed in any warehouse.
+
+    Name the features as for `cohortsql sql`, in the same order.
+    """
+    with _reported_failures(debug):
+        from cohortsql.api.assemble import assemble as assemble_histogram
+        from cohortsql.cli.outputs import write
+        from cohortsql.cli.summaries import shapley_summary
+
+        options = flags.options(locals(), flags.ASSEMBLE_KEYS)
+        if histogram is None:
+            raise CohortError("no HISTOGRAM given: pass the file the `cohortsql sql` query's result was saved to")
+        result = assemble_histogram(
+            histogram,
+            similarity=flags.similarity(options.get("similar"), options.get("features")),
+            **flags.pick(options, "method", "seed", "tolerance", "max_permutations"),
+        )
+        written = write(options, {"": result.local, "totals": result.totals, "paths": result.paths}, result.settings)
+        typer.echo(shapley_summary(result, top, None) + written)
+
+
+PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path", "beeswarm")
+
+
+PLOT_EPILOG = (
+    "Examples:\n\n"
+    "  cohortsql shapley --config examples/boston.toml --out explained.parquet\n\n"
+    "  cohortsql plot explained.parquet --kind stacked --out stacked.png\n\n"
+    "  cohortsql plot explained.parquet --kind path --id 204 --out path.png"
+)
+
+
+def plot(
+    result: Annotated[
+        Path,
+        typer.Argument(
+            help="The long table `cohortsql shapley --out` wrote (its _totals and _paths beside it);"
+            " for --kind effects also the table `cohortsql effects --out` wrote."
+        ),
+    ],
+    kind: Annotated[str, typer.Option(help=f"{' | '.join(PLOT_KINDS)}.")] = "stacked",
+    out: Annotated[Path | None, typer.Option(help="Where to write the figure (.png, .svg or .pdf).")] = None,
+    id: Annotated[str | None, typer.Option("--id", help="The target, for --kind target and path.")] = None,
+    outcome: OutcomeOption = None,
+    debug: Debug = False,
+) -> None:
+    """Draw a figure of the results of `cohortsql shapley` (or, for --kind effects, `cohortsql effects`)."""
+    with _reported_failures(debug):
+        from cohortsql import plot as plots
+
+        if kind not in PLOT_KINDS:
+            raise CohortError(f"--kind must be one of {', '.join(PLOT_KINDS)}, got {kind!r}")
+        if out is None:
+            raise CohortError("no --out given: name the figure file, e.g. --out figure.png")
+        if kind in ("target", "path"):
+            if id is None:
+                raise CohortError(f"--kind {kind} needs --id of a target")
+            tables = plots.read_tables(result, outcome=outcome)
+            target = _typed_id(id, tables.totals["id"].dtype)
+            figure = (plots.target if kind == "target" else plots.path)(result, target, outcome=outcome)
+        elif kind == "effects":
+            figure = plots.effects(result, outcome=outcome)
+        elif kind == "beeswarm":
+            figure = plots.beeswarm(result, outcome=outcome)
+        else:
+            figure = plots.stacked(result, squared=kind == "stacked-squared", outcome=outcome)
+        if not Path(out).parent.is_dir():
+            raise CohortError(f"cannot write {str(out)!r}: the directory {str(Path(out).parent)!r} does not exist")
+        figure.savefig(out, dpi=120)
+        typer.echo(f"wrote {out}")
+
+
+def _typed_id(text: str, dtype: Any) -> Any:
+    """An --id given as text, converted to the type of the result's id column."""
+    if dtype.is_integer():
+        try:
+            return int(text)
+        except ValueError:
+            raise CohortError(f"--id {text!r}: this result's ids are integers") from None
+    return text
