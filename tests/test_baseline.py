@@ -79,7 +79,7 @@ def test_baseline_shapley_equals_the_definition(engine, baseline, rows):
     np.testing.assert_allclose(result.shapley_squared_realistic, expected["real2"], atol=1e-12)
     realistic = result.totals["realistic_points"].to_numpy()
     assert realistic.sum() > 0 and (realistic < result.totals["hybrid_points"].to_numpy()).any()
-    assert result.method == ("all-baseline" if baseline == "all" else "baseline")
+    assert result.game == ("all-baseline" if baseline == "all" else "baseline")
     assert result.baselines == len(bases)
 
 
@@ -369,7 +369,7 @@ def test_permutation_estimates_lie_within_three_standard_errors_of_exact(baselin
     # Totals are exact whatever the method.
     np.testing.assert_allclose(estimated.value_squared, exact.value_squared, atol=1e-12)
     np.testing.assert_allclose(estimated.totals["value"], exact.totals["value"], atol=1e-12)
-    assert (estimated.permutations == 400).all() and estimated.estimation == "permutation"
+    assert (estimated.permutations == 400).all() and estimated.method == "permutation"
     assert {"shapley_se", "shapley_squared_se"} <= set(estimated.local.columns)
     assert "permutations" in estimated.totals.columns
     if baseline == "mean":  # one baseline: every permutation's increments add up to the total
@@ -385,13 +385,13 @@ def test_permutation_stops_at_the_tolerance_and_auto_chooses_by_d():
 
     options = dict(model=additive, model_input="numpy", features=list(data.columns), progress=False, seed=1)
     auto = cohortsql.baseline_shapley(data, **options, method="auto", tolerance=1e-9, max_permutations=1000)
-    assert auto.estimation == "permutation"
+    assert auto.method == "permutation"
     # An additive model has the same increment in every permutation: the standard errors are 0 at once.
     assert (auto.permutations == 16).all()
     exact_means = data.select(pl.all().mean()).to_numpy()[0]
     np.testing.assert_allclose(auto.shapley, data.to_numpy() - exact_means, atol=1e-12)
     small = cohortsql.baseline_shapley(data.select("x0", "x1"), **{**options, "features": ["x0", "x1"]}, method="auto")
-    assert small.estimation == "exact"
+    assert small.method == "exact"
     wide = pl.DataFrame({f"x{j}": rng.normal(size=5) for j in range(21)})
     with pytest.raises(cohortsql.CohortError, match="at most 20 features"):
         cohortsql.baseline_shapley(wide, **{**options, "features": list(wide.columns)}, method="exact")
@@ -426,7 +426,7 @@ def test_compare_by_permutations_for_every_method():
     exact = cohortsql.compare(data, **options, realistic=False)
     estimated = cohortsql.compare(data, **options, realistic=False, method="permutation", max_permutations=400)
     assert estimated.cohort.method == "permutation"
-    assert estimated.baseline.estimation == estimated.all_baseline.estimation == "permutation"
+    assert estimated.baseline.method == estimated.all_baseline.method == "permutation"
     assert estimated.cohort.settings["seed"] == estimated.all_baseline.settings["seed"] != "null"
     for method, result in (("CS", estimated.cohort), ("ABS", estimated.all_baseline)):
         error = result.shapley_se

@@ -328,8 +328,8 @@ def test_uniqueness_command(data, frame):
     assert "of the targets are unique on every feature" in done.output
     expected = cohortsql.uniqueness_shapley(frame, similarity={"region": None, "age": "abs:5"})
     written = pl.read_parquet(out)
-    np.testing.assert_allclose(written["uniqueness"], expected.local["uniqueness"], atol=1e-12)
-    assert pl.read_parquet(data / "uniqueness_totals.parquet").columns == ["id", "cohort_size", "uniqueness"]
+    np.testing.assert_allclose(written["shapley"], expected.local["shapley"], atol=1e-12)
+    assert pl.read_parquet(data / "uniqueness_totals.parquet").columns == ["id", "cohort_size", "value"]
 
 
 def test_config_lists_several_predictions(data, frame, tmp_path):

@@ -34,17 +34,17 @@ def test_uniqueness_equals_the_definition_and_adds_up(engine, path):
     kinds = [reference.exact(), reference.bins(4) if path != "pairwise" else reference.absolute(5), reference.exact()]
     columns = [data[name].to_list() for name in similarity]
     expected, sizes = reference.uniqueness_shapley(columns, kinds, list(range(data.height)))
-    np.testing.assert_allclose(result.uniqueness, expected, atol=1e-12)
+    np.testing.assert_allclose(result.shapley, expected, atol=1e-12)
     np.testing.assert_allclose(result.cohort_size, sizes)
-    np.testing.assert_allclose(result.uniqueness.sum(axis=1), -np.log(result.cohort_size / data.height), atol=1e-12)
+    np.testing.assert_allclose(result.shapley.sum(axis=1), -np.log(result.cohort_size / data.height), atol=1e-12)
     assert result.path == path
     unique = result.cohort_size == 1
     assert result.diagnostics["unique_share"] == pytest.approx(unique.mean())
     np.testing.assert_allclose(result.value[unique], math.log(data.height))
     local = result.local
-    assert local.columns == ["id", "feature", "feature_value", "uniqueness"]
+    assert local.columns == ["id", "feature", "feature_value", "shapley"]
     assert local.height == data.height * 3
-    assert result.global_["mean_uniqueness"].sum() == pytest.approx(result.value.mean())
+    assert result.global_["mean_shapley"].sum() == pytest.approx(result.value.mean())
 
 
 def test_uniqueness_weights_are_repeated_rows(engine):
@@ -58,9 +58,9 @@ def test_uniqueness_weights_are_repeated_rows(engine):
     positions = {copy: index for index, copy in enumerate(plain.ids.to_list())}
     rows = [positions[copy] for copy in first_copy["copy"]]
     assert weighted.ids.to_list() == first_copy["id"].to_list()
-    np.testing.assert_allclose(weighted.uniqueness, plain.uniqueness[rows], atol=1e-12)
+    np.testing.assert_allclose(weighted.shapley, plain.shapley[rows], atol=1e-12)
     np.testing.assert_allclose(weighted.cohort_size, plain.cohort_size[rows])
-    np.testing.assert_allclose(weighted.global_["mean_uniqueness"], plain.global_["mean_uniqueness"], atol=1e-12)
+    np.testing.assert_allclose(weighted.global_["mean_shapley"], plain.global_["mean_shapley"], atol=1e-12)
 
 
 def test_uniqueness_needs_no_prediction_and_writes_its_table(tmp_path):
@@ -71,7 +71,7 @@ def test_uniqueness_needs_no_prediction_and_writes_its_table(tmp_path):
     result.write_parquet(path)
     assert pl.read_parquet(path).equals(result.local)
     namespace = data.cohort.uniqueness(similarity=["zip", "sex"], targets=[0, 5])
-    np.testing.assert_allclose(namespace.uniqueness, result.uniqueness)
+    np.testing.assert_allclose(namespace.shapley, result.shapley)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "unique" in repr(result)

@@ -230,7 +230,7 @@ def explain_with_model(
     return BaselineShapleyResult(
         ids=pl.Series("id", chosen.table.column("__cohort_id")),
         features=names,
-        method=variant,
+        game=variant,
         baselines=len(points.baseline_codes),
         prediction=prediction,
         baseline_prediction=np.full(chosen.count, baseline_prediction),
@@ -244,7 +244,7 @@ def explain_with_model(
         shapley_se=None if estimated is None else estimated.errors[:, 0],
         shapley_squared_se=None if estimated is None else estimated.errors[:, 1],
         permutations=None if estimated is None else estimated.permutations,
-        estimation=estimation,
+        method=estimation,
         similarity=kinds if realistic else {},
         population=chosen.population,
         settings=run_settings(
@@ -252,8 +252,8 @@ def explain_with_model(
             id=prepared.id,
             features=list(names),
             similarity=kinds if realistic else None,
-            method=variant,
-            estimation=estimation,
+            game=variant,
+            method=estimation,
             max_permutations=max_permutations if estimation == "permutation" else None,
             tolerance=tolerance,
             baseline=baseline if isinstance(baseline, str) else f"{len(points.baseline_codes)} ids",

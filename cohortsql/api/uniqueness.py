@@ -54,7 +54,6 @@ def uniqueness_shapley(
     ) as session:
         running, prepared = session.engine, session.prepared
         chosen = session.select(targets, seed, sample)
-        target_data = session.target_data(chosen)
         settings = session.settings(chosen, method="exact", path=path, targets=targets, sample=sample, seed=seed)
         chosen_path = choose_path(path, prepared, chosen.count)
         pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, session.reporter())
@@ -62,18 +61,13 @@ def uniqueness_shapley(
             running, prepared, chosen, pacer
         )
         phi, value, size = (np.concatenate(arrays)[chosen.group] for arrays in zip(*batches))
-    common = session.result_fields(chosen, None)
+        fields = session.result_fields(chosen, None)
     return UniquenessResult(
-        ids=common["ids"],
-        features=common["features"],
-        similarity=common["similarity"],
-        subjects=prepared.subject_count,
+        **fields,
         total_weight=prepared.total_weight if prepared.weight is not None else None,
-        uniqueness=phi,
+        shapley=phi,
         value=value,
         cohort_size=size if prepared.weight is not None else np.rint(size).astype(np.int64),
-        targets=target_data,
-        weights=common["weights"],
         path=chosen_path,
         settings={**settings, "path": chosen_path},
     )

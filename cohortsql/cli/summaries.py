@@ -99,7 +99,7 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults) -> str:
 def uniqueness_summary(result: UniquenessResult, top: int) -> str:
     """How many targets are unique, and the features ranked by how much they identify."""
     checks = result.diagnostics
-    ranked = result.global_.sort("mean_uniqueness", descending=True).head(top)
+    ranked = result.global_.sort("mean_shapley", descending=True).head(top)
     width = max(len(feature) for feature in result.features)
     lines = [
         f"{len(result.ids)} targets x {len(result.features)} features, {result.subjects} subjects;"
@@ -109,7 +109,7 @@ def uniqueness_summary(result: UniquenessResult, top: int) -> str:
         f"{'feature':<{width}}  {'mean uniqueness (nats)':>22}  {'share':>7}",
     ]
     for row in ranked.iter_rows(named=True):
-        lines.append(f"{row['feature']:<{width}}  {row['mean_uniqueness']:>22.4g}  {row['share']:>7.1%}")
+        lines.append(f"{row['feature']:<{width}}  {row['mean_shapley']:>22.4g}  {row['share']:>7.1%}")
     return "\n".join(lines)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from cohortsql.queries.common import select_list
 from cohortsql.spec.features import _NUMERIC, DEFAULT_WINDOW, ColumnKind, Feature, ResolvedFeature
-from cohortsql.spec.similarity import Similarity
+from cohortsql.spec.similarity import NO_QUANTILES, KnownQuantiles, Similarity
 from cohortsql.sql.dialects import Dialect
 from cohortsql.sql.text import template
 
@@ -61,6 +61,7 @@ def statistics_aggregates(
     *,
     check_ids: bool,
     distinct_rows: bool,
+    known: KnownQuantiles = NO_QUANTILES,
 ) -> dict[str, str]:
     """The whole-table aggregates by name: n, moments of each y_k - pilot_k, checks, and each feature's needs.
 
@@ -90,7 +91,7 @@ def statistics_aggregates(
         columns = ", ".join(dialect.quote(feature.name) for feature in features)
         aggregates["distinct_rows"] = f"approx_count_distinct(hash({columns}))"
     for feature in features:
-        for name, sql in feature_statistics(feature, dialect.quote(feature.name), dialect).items():
+        for name, sql in feature_statistics(feature, dialect.quote(feature.name), dialect, known).items():
             aggregates[statistic_alias(feature.index, name)] = sql
     return aggregates
 
@@ -139,13 +140,17 @@ def statistic_value(values: ColumnKind, column: str, dialect: Dialect) -> str:
     return column
 
 
-def parameter_aggregates(kind: Similarity, values: ColumnKind, column: str, dialect: Dialect) -> dict[str, str]:
+def parameter_aggregates(
+    kind: Similarity, values: ColumnKind, column: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES
+) -> dict[str, str]:
     """A kind's whole-table parameters as named aggregates over `column`."""
     value = statistic_value(values, column, dialect)
-    return {f"parameter:{name}": sql for name, sql in kind.parameters(value, dialect).items()}
+    return {f"parameter:{name}": sql for name, sql in kind.parameters(value, dialect, known).items()}
 
 
-def feature_statistics(feature: Feature, column: str, dialect: Dialect) -> dict[str, str]:
+def feature_statistics(
+    feature: Feature, column: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES
+) -> dict[str, str]:
     """Named SQL aggregates over the data's `column` that resolving `feature` needs."""
     needed = {"nulls": f"count(*) - count({column})"}
     value = statistic_value(feature.values, column, dialect)
@@ -161,9 +166,9 @@ def feature_statistics(feature: Feature, column: str, dialect: Dialect) -> dict[
         if feature.values in ("integer", "float", "decimal"):
             needed["distinct"] = f"count(DISTINCT {value})"
         if feature.values in _NUMERIC:
-            needed.update(parameter_aggregates(DEFAULT_WINDOW, feature.values, column, dialect))
+            needed.update(parameter_aggregates(DEFAULT_WINDOW, feature.values, column, dialect, known))
     else:
-        needed.update(parameter_aggregates(feature.kind, feature.values, column, dialect))
+        needed.update(parameter_aggregates(feature.kind, feature.values, column, dialect, known))
     if not feature.may_be_window or feature.kind is None:
         needed["levels"] = f"approx_count_distinct({column})"
     return needed

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 import polars as pl
 
-from cohortsql.errors import CohortError
-from cohortsql.results.files import write_frame
-from cohortsql.results.tables import feature_texts, group_table, target_groups
+from cohortsql.results.base import TargetValues
 
 VALUE_ARRAYS = ("shapley", "shapley_squared", "shapley_realistic", "shapley_squared_realistic")
 
 
-@dataclass(frozen=True, eq=False)
-class BaselineShapleyResult:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class BaselineShapleyResult(TargetValues):
     """phi_j(t) and phi2_j(t) of the games v_b(u) = f(z_b(u)) - f(x_b), averaged over the baselines b.
 
     For every target (exactly; for the permutation method's all-baseline estimates, in expectation),
@@ -28,10 +24,7 @@ class BaselineShapleyResult:
     points are both realistic, and ``shapley_unrealistic`` the rest (paper, Appendix 4).
     """
 
-    ids: pl.Series
-    """The targets' ids, in table order."""
-    features: tuple[str, ...]
-    method: str
+    game: str
     """``baseline`` (one baseline point) or ``all-baseline`` (the baselines are subjects)."""
     baselines: int
     """|B|: how many baseline points each target's values average over."""
@@ -41,12 +34,8 @@ class BaselineShapleyResult:
     """mean_b f(x_b), the same for every target (one entry per target for the tables)."""
     value_squared: np.ndarray
     """mean_b (f(x_t) - f(x_b))^2 for each target."""
-    shapley: np.ndarray
-    """phi_j(t), shape (targets, features)."""
     shapley_squared: np.ndarray
-    """phi2_j(t), shape (targets, features)."""
-    targets: pl.DataFrame
-    """The target rows as they are in the data (every column), in the order of `ids`."""
+    """phi2_j(t): the mean over baselines of the Shapley values of v_b(u)^2, shape (targets, features)."""
     shapley_realistic: np.ndarray | None = None
     """The realistic part of phi_j(t) (None without ``realistic=``)."""
     shapley_squared_realistic: np.ndarray | None = None
@@ -55,48 +44,34 @@ class BaselineShapleyResult:
     """How many of each target's |B| 2^d hybrid points are realistic."""
     similarity: dict[str, str] = field(default_factory=dict)
     """The similarity kinds that decide realism (empty without ``realistic=``)."""
-    shapley_se: np.ndarray | None = None
-    """Permutation method: the Monte Carlo standard error of each value (None when exact)."""
-    shapley_squared_se: np.ndarray | None = None
-    """Permutation method: the Monte Carlo standard error of each squared value."""
-    permutations: np.ndarray | None = None
-    """Permutation method: how many permutations each target used."""
-    estimation: str = "exact"
-    """``exact`` (every subset) or ``permutation`` (Monte Carlo; totals are exact, values estimates)."""
     population: int | None = None
     """n when the targets are every row or a random sample of them (see `CohortShapleyResult.population`)."""
-    settings: dict[str, str] = field(default_factory=dict)
 
     @property
     def hybrid_points(self) -> int:
         """|B| 2^d: how many hybrid points each target's values rest on."""
         return self.baselines << len(self.features)
 
-    @cached_property
-    def local(self) -> pl.DataFrame:
-        """One row per (target, feature): ``id``, ``feature``, ``feature_value`` (as text), ``prediction``,
-        ``shapley``, ``shapley_squared`` (and their standard errors when estimated); with realism also ``shapley_realistic``, ``shapley_unrealistic``,
-        ``shapley_squared_realistic`` and ``shapley_squared_unrealistic``."""
-        targets, d = self.shapley.shape
-        rows = np.repeat(np.arange(targets), d)
-        values = feature_texts(self.targets, self.features, targets)
-        columns: dict[str, Any] = {
-            "id": self.ids.gather(rows),
-            "feature": pl.Series(list(self.features) * targets, dtype=pl.String),
-            "feature_value": pl.Series(values.reshape(-1).tolist(), dtype=pl.String),
-            "prediction": self.prediction[rows],
-            "shapley": self.shapley.reshape(-1),
-            "shapley_squared": self.shapley_squared.reshape(-1),
-        }
-        if self.shapley_se is not None and self.shapley_squared_se is not None:
-            columns["shapley_se"] = self.shapley_se.reshape(-1)
-            columns["shapley_squared_se"] = self.shapley_squared_se.reshape(-1)
+    @property
+    def prediction_column(self) -> np.ndarray:
+        return self.prediction
+
+    def value_arrays(self) -> dict[str, np.ndarray]:
+        """The values (and standard errors when estimated); with realism also ``shapley_realistic``,
+        ``shapley_unrealistic``, ``shapley_squared_realistic`` and ``shapley_squared_unrealistic``."""
+        arrays = super().value_arrays()
         if self.shapley_realistic is not None and self.shapley_squared_realistic is not None:
-            columns["shapley_realistic"] = self.shapley_realistic.reshape(-1)
-            columns["shapley_unrealistic"] = (self.shapley - self.shapley_realistic).reshape(-1)
-            columns["shapley_squared_realistic"] = self.shapley_squared_realistic.reshape(-1)
-            columns["shapley_squared_unrealistic"] = (self.shapley_squared - self.shapley_squared_realistic).reshape(-1)
-        return pl.DataFrame(columns)
+            arrays |= {
+                "shapley_realistic": self.shapley_realistic,
+                "shapley_unrealistic": self.shapley - self.shapley_realistic,
+                "shapley_squared_realistic": self.shapley_squared_realistic,
+                "shapley_squared_unrealistic": self.shapley_squared - self.shapley_squared_realistic,
+            }
+        return arrays
+
+    def group_arrays(self) -> dict[str, np.ndarray]:
+        arrays = super().group_arrays()
+        return {name: arrays[name] for name in VALUE_ARRAYS if name in arrays}
 
     @cached_property
     def totals(self) -> pl.DataFrame:
@@ -136,31 +111,10 @@ class BaselineShapleyResult:
             return table
         return table.with_columns(mean_squared_shapley_realistic=pl.Series(self.shapley_squared_realistic.mean(axis=0)))
 
-    def by(self, column: str) -> pl.DataFrame:
-        """Per group of `column` (any column of the data) and feature: the number of targets, and the
-        mean and standard error of every value column."""
-        groups, number = target_groups(self.targets, column)
-        arrays = {name: getattr(self, name) for name in VALUE_ARRAYS if getattr(self, name) is not None}
-        return group_table(column, groups, number, self.features, np.ones(len(self.ids)), arrays)
-
-    def wide(self, column: str = "shapley") -> pl.DataFrame:
-        """One row per target (``id`` first) and one column per feature, holding `column`."""
-        values = getattr(self, column, None) if column in VALUE_ARRAYS else None
-        if values is None:
-            shown = ", ".join(name for name in VALUE_ARRAYS if getattr(self, name) is not None)
-            raise CohortError(f"wide() shows one of {shown}, not {column!r}")
-        return pl.DataFrame({"id": self.ids}).with_columns(
-            pl.Series(feature, values[:, index]) for index, feature in enumerate(self.features)
-        )
-
-    def write_parquet(self, path: str | os.PathLike[str]) -> None:
-        """Write the long table `local` to a Parquet file, atomically, with the run's settings as metadata."""
-        write_frame(self.local, path, self.settings)
-
     def __repr__(self) -> str:
         realism = "" if self.realistic_points is None else f", {self.realistic_share:.0%} of hybrid points realistic"
         return (
-            f"BaselineShapleyResult({self.method}, {self.estimation}, {len(self.ids)} targets x {len(self.features)} features,"
+            f"BaselineShapleyResult({self.game}, {self.method}, {len(self.ids)} targets x {len(self.features)} features,"
             f" {self.baselines} baseline{'s' if self.baselines != 1 else ''}{realism})"
         )
 

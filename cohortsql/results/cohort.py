@@ -5,24 +5,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from cohortsql.errors import CohortError
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import Bootstrap, percentile_interval
+from cohortsql.results.base import TargetValues
 from cohortsql.results.effects import _effects_table
-from cohortsql.results.files import write_frame
-from cohortsql.results.tables import diagnostics, feature_texts, group_table, standard_error, target_groups
+from cohortsql.results.tables import diagnostics, standard_error, target_groups
 from cohortsql.spec.similarity import Similarity
-
-LOCAL_COLUMNS = ("shapley", "shapley_squared")
-
 
 VALUE_FIELDS = ("cohort_size", "shapley", "shapley_squared", "path_order", "path_size", "feature_cohort_size")
 OPTIONAL_VALUE_FIELDS = ("shapley_se", "shapley_squared_se", "permutations")
@@ -44,18 +40,22 @@ def value_fields(values: Mapping[str, Any], offset: float, *, counted: bool = Tr
     return fields
 
 
-@dataclass(frozen=True, eq=False)
-class CohortShapleyResult:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class CohortShapleyResult(TargetValues):
     """Cohort Shapley values phi_j(t) of v_CS and v_CS2 for every target t and feature j.
 
     For every target, ``shapley`` adds up to ``value`` = cohort_mean - mean (efficiency) and
-    ``shapley_squared`` adds up to ``value_squared`` = value^2.
+    ``shapley_squared`` adds up to ``value_squared`` = value^2. `local` holds them with their standard
+    errors when estimated and their Bayesian-bootstrap intervals (``shapley_ci_low`` ..
+    ``shapley_squared_ci_high``) with ``bootstrap=B``.
+
+    A squared value can be negative: it is the Shapley value of the game v(u)^2, whose increments
+    v(u + j)^2 - v(u)^2 are negative whenever adding j moves the cohort mean back towards the overall
+    mean (paper, Appendix 4). They add up to value^2 >= 0 over the features.
     """
 
-    ids: pl.Series
-    """The targets' ids, in table order."""
-    features: tuple[str, ...]
-    """The predictors, in the order given."""
+    shapley_squared: np.ndarray
+    """phi_j(t) of v_CS2, shape (targets, features)."""
     similarity: dict[str, str]
     """Each feature's similarity kind in text form, defaults filled in."""
     kinds: dict[str, Similarity]
@@ -74,12 +74,6 @@ class CohortShapleyResult:
     """|C_{t,1:d}| for each target."""
     cohort_mean: np.ndarray
     """ybar_{t,1:d} for each target."""
-    shapley: np.ndarray
-    """phi_j(t) of v_CS, shape (targets, features)."""
-    shapley_squared: np.ndarray
-    """phi_j(t) of v_CS2, shape (targets, features)."""
-    targets: pl.DataFrame
-    """The target rows as they are in the data (every column), in the order of `ids`."""
     path_order: np.ndarray
     """Each target's features by decreasing |shapley| (indexes into `features`), shape (targets, features)."""
     path_size: np.ndarray
@@ -88,67 +82,40 @@ class CohortShapleyResult:
     """Cohort means along the same refinement path, shape (targets, features)."""
     feature_cohort_size: np.ndarray
     """|C_{t,{j}}|: how many subjects are similar to the target on feature j alone, shape (targets, features)."""
-    shapley_se: np.ndarray | None = None
-    """Permutation method: the Monte Carlo standard error of each value (None when exact)."""
-    shapley_squared_se: np.ndarray | None = None
-    """Permutation method: the Monte Carlo standard error of each squared value."""
-    permutations: np.ndarray | None = None
-    """Permutation method: how many permutations each target used."""
     population: int | None = None
     """How many rows the targets were drawn from, when they are every row or a random sample of the
     table; None when they were chosen by id or predicate. Sets the finite-population correction."""
-    method: str = "exact"
     path: str = "pairwise"
     """How the cohorts were found: ``pairwise`` or ``grouping_sets``."""
-    settings: dict[str, str] = field(default_factory=dict)
-    """The run's settings (kinds, method, targets, seed, engine, version): written with every output."""
     outcome: str | None = None
     """The explained column (None when assembled from a warehouse's histogram)."""
-    weights: np.ndarray | None = None
-    """Each target's case weight (None: unweighted). Averages over targets are weighted by them."""
     total_weight: float | None = None
     """The subjects' total case weight, n of a weighted table (None: unweighted, n = `subjects`)."""
     bootstrap: Bootstrap | None = None
     """Bayesian-bootstrap replicates and intervals (``bootstrap=B``), else None."""
 
     @property
-    def target_weights(self) -> np.ndarray:
-        """Each target's weight in averages over targets: its case weight, or 1."""
-        return np.ones(len(self.ids)) if self.weights is None else self.weights
-
-    @property
     def population_weight(self) -> float:
         """n, or the subjects' total weight when weighted: the size of the table cohorts are drawn from."""
         return float(self.subjects if self.total_weight is None else self.total_weight)
 
-    @cached_property
-    def local(self) -> pl.DataFrame:
-        """One row per (target, feature): ``id``, ``feature``, the target's ``feature_value`` (as text)
-        and ``prediction``, ``shapley``, ``shapley_squared`` (and their standard errors when estimated;
-        their Bayesian-bootstrap intervals ``shapley_ci_low`` .. ``shapley_squared_ci_high`` with ``bootstrap=B``).
+    @property
+    def prediction_column(self) -> np.ndarray:
+        return self.prediction
 
-        A squared value can be negative: it is the Shapley value of the game v(u)^2, whose increments
-        v(u + j)^2 - v(u)^2 are negative whenever adding j moves the cohort mean back towards the
-        overall mean (paper, Appendix 4). They add up to value^2 >= 0 over the features."""
-        targets, d = self.shapley.shape
-        rows = np.repeat(np.arange(targets), d)
-        columns = {
-            "id": self.ids.gather(rows),
-            "feature": pl.Series(list(self.features) * targets, dtype=pl.String),
-            "feature_value": pl.Series(self.feature_values.reshape(-1).tolist(), dtype=pl.String),
-            "prediction": self.prediction[rows],
-            "shapley": self.shapley.reshape(-1),
-            "shapley_squared": self.shapley_squared.reshape(-1),
-        }
-        if self.shapley_se is not None and self.shapley_squared_se is not None:
-            columns["shapley_se"] = self.shapley_se.reshape(-1)
-            columns["shapley_squared_se"] = self.shapley_squared_se.reshape(-1)
+    def value_arrays(self) -> dict[str, np.ndarray]:
+        arrays = super().value_arrays()
         if self.bootstrap is not None:
-            columns["shapley_ci_low"] = self.bootstrap.shapley_low.reshape(-1)
-            columns["shapley_ci_high"] = self.bootstrap.shapley_high.reshape(-1)
-            columns["shapley_squared_ci_low"] = self.bootstrap.shapley_squared_low.reshape(-1)
-            columns["shapley_squared_ci_high"] = self.bootstrap.shapley_squared_high.reshape(-1)
-        return pl.DataFrame(columns)
+            arrays |= {
+                "shapley_ci_low": self.bootstrap.shapley_low,
+                "shapley_ci_high": self.bootstrap.shapley_high,
+                "shapley_squared_ci_low": self.bootstrap.shapley_squared_low,
+                "shapley_squared_ci_high": self.bootstrap.shapley_squared_high,
+            }
+        return arrays
+
+    def group_arrays(self) -> dict[str, np.ndarray]:
+        return {"shapley": self.shapley, "shapley_squared": self.shapley_squared}
 
     @cached_property
     def totals(self) -> pl.DataFrame:
@@ -164,11 +131,6 @@ class CohortShapleyResult:
                 "value_squared": value**2,
             }
         )
-
-    @cached_property
-    def feature_values(self) -> np.ndarray:
-        """Each target's value of each feature as text (None when missing or not in `targets`), (targets, features)."""
-        return feature_texts(self.targets, self.features, len(self.ids))
 
     @cached_property
     def diagnostics(self) -> dict[str, Any]:
@@ -291,17 +253,10 @@ class CohortShapleyResult:
         (``shapley_difference``, ``shapley_difference_ci_low`` .. ``_high``): every group's mean is
         recomputed under the same replicate weights, so the interval is of the differences.
         """
-        groups, number = target_groups(self.targets, column)
-        table = group_table(
-            column,
-            groups,
-            number,
-            self.features,
-            self.target_weights,
-            {"shapley": self.shapley, "shapley_squared": self.shapley_squared},
-        )
+        table = super().by(column)
         if self.bootstrap is None:
             return table
+        groups, number = target_groups(self.targets, column)
         return table.join(
             self._group_intervals(column, groups, number, reference),
             on=[column, "feature"],
@@ -370,23 +325,6 @@ class CohortShapleyResult:
         from cohortsql.report import ReportTables, write_report
 
         write_report(ReportTables.of_result(self), path, targets)
-
-    def wide(self, column: str = "shapley") -> pl.DataFrame:
-        """One row per target (``id`` first) and one column per feature, holding `column`."""
-        if column not in LOCAL_COLUMNS:
-            raise CohortError(f"wide() shows one of {', '.join(LOCAL_COLUMNS)}, not {column!r}")
-        values = getattr(self, column)
-        return pl.DataFrame({"id": self.ids}).with_columns(
-            pl.Series(feature, values[:, index]) for index, feature in enumerate(self.features)
-        )
-
-    def to_arrow(self) -> pa.Table:
-        """The long table `local` as Arrow."""
-        return self.local.to_arrow()
-
-    def write_parquet(self, path: str | os.PathLike[str]) -> None:
-        """Write the long table `local` to a Parquet file, atomically, with the run's settings as metadata."""
-        write_frame(self.local, path, self.settings)
 
     def __repr__(self) -> str:
         extra = "" if self.bootstrap is None else f", bootstrap={self.bootstrap.replicates}"

@@ -130,14 +130,23 @@ def prepare(
         )
     id_sql = dialect.quote(POSITION_COLUMN if id is None else id)
     relation = source.relation if weight is None else _positive_rows(engine, source.relation, weight, id_sql, id)
-    if engine.memory_budget is not None or weight is not None:
-        dialect = dialect.with_known_quantiles(_sorted_quantiles(engine, relation, features, weight))
+    # Under a memory limit quantiles come from a sort that spills (and with weights, from weighted positions).
+    limited = engine.memory_budget is not None
+    known = _sorted_quantiles(engine, relation, features, weight) if limited or weight is not None else {}
     pilots = tuple(_pilot(engine, relation, outcome) for outcome in outcomes)
     pilot_sql = [dialect.number(pilot) for pilot in pilots]
     # sql: predicates may read any column of a row: rows can only be merged when none is used.
     mergeable = not any(isinstance(feature.kind, SqlPredicate) for feature in features)
     aggregates = queries.statistics.statistics_aggregates(
-        features, outcomes, id_sql, pilot_sql, weight, dialect, check_ids=id is not None, distinct_rows=mergeable
+        features,
+        outcomes,
+        id_sql,
+        pilot_sql,
+        weight,
+        dialect,
+        check_ids=id is not None,
+        distinct_rows=mergeable,
+        known=known,
     )
     statistics = fetch_record(
         engine, queries.statistics.table_statistics(relation, aggregates, dialect), context="computing table statistics"

@@ -43,6 +43,12 @@ ParameterValues = Mapping[str, float | None]
 ParameterSql = Mapping[str, str]
 """The same parameters as SQL text: literals, or columns of a statistics CTE."""
 
+KnownQuantiles = Mapping[tuple[str, float], float | None]
+"""Quantiles computed beforehand (a sort that spills, under a memory limit or case weights), by the
+SQL expression of the column's values and the probability; None for a column with no values."""
+
+NO_QUANTILES: KnownQuantiles = {}
+
 DURATION_DAYS = {"w": 7.0, "d": 1.0, "h": 1 / 24, "min": 1 / 1440, "s": 1 / 86400}
 """Units an ``abs:`` window may carry for a date or timestamp column, in days."""
 
@@ -56,11 +62,12 @@ class Similarity(ABC):
     equivalence: ClassVar[bool] = False
     """Whether the test is an equivalence relation (then every cohort is a GROUP BY cell)."""
 
-    def parameters(self, value: str, dialect: Dialect) -> dict[str, str]:
+    def parameters(self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES) -> dict[str, str]:
         """Named whole-table aggregates over the numeric `value` that the predicate needs (none by default).
 
-        `value` has a type whose differences are exact (see `cohortsql.spec.features.statistic_value`);
-        subtract before casting to DOUBLE."""
+        `value` has a type whose differences are exact (see `cohortsql.queries.statistics.statistic_value`);
+        subtract before casting to DOUBLE. Quantiles the caller computed beforehand (`known`, by
+        expression and probability) enter as literals instead of aggregates."""
         return {}
 
     @abstractmethod
@@ -167,7 +174,7 @@ class RangeWindow(Similarity):
     def __post_init__(self) -> None:
         object.__setattr__(self, "fraction", _check_non_negative("range fraction", self.fraction))
 
-    def parameters(self, value: str, dialect: Dialect) -> dict[str, str]:
+    def parameters(self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES) -> dict[str, str]:
         spread = f"CAST(coalesce(max({value}) - min({value}), 0) AS DOUBLE)"
         return {"delta": f"{dialect.number(self.fraction)} * {spread}"}
 
@@ -195,8 +202,12 @@ class QuantileWindow(Similarity):
             raise CohortError(f"quantile p must be in [0, 0.5), got {self.p}")
         object.__setattr__(self, "p", p)
 
-    def parameters(self, value: str, dialect: Dialect) -> dict[str, str]:
-        spread = f"{dialect.quantile(value, 1 - self.p)} - {dialect.quantile(value, self.p)}"
+    def parameters(self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES) -> dict[str, str]:
+        high, low = (
+            dialect.optional_number(known[(value, p)]) if (value, p) in known else dialect.quantile_aggregate(value, p)
+            for p in (1 - self.p, self.p)
+        )
+        spread = f"{high} - {low}"
         return {"delta": f"{dialect.number(self.fraction)} * coalesce({spread}, CAST(0 AS DOUBLE))"}
 
     def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
@@ -223,7 +234,7 @@ class Bins(Similarity):
             raise CohortError(f"bins needs a whole number of bins >= 1, got {self.k}")
         object.__setattr__(self, "k", int(self.k))
 
-    def parameters(self, value: str, dialect: Dialect) -> dict[str, str]:
+    def parameters(self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES) -> dict[str, str]:
         # The low edge keeps the column's type, so x - low is exact before it becomes DOUBLE.
         return {"low": f"min({value})", "range": f"CAST(max({value}) - min({value}) AS DOUBLE)"}
 

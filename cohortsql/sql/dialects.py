@@ -9,11 +9,9 @@ A dialect is stateless; rendering with it is a pure function of its inputs.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import decimal
 import math
-from collections.abc import Mapping
 from typing import ClassVar, Literal
 
 from cohortsql.errors import CohortError
@@ -84,21 +82,6 @@ class Dialect:
         if isinstance(value, datetime.date):
             return f"DATE {self.string(value.isoformat())}"
         raise CohortError(f"cannot write the value {value!r} into SQL; use integers, numbers, text or dates")
-
-    known_quantiles: Mapping[tuple[str, float], float | None] = {}
-    """Quantiles computed beforehand (see `with_known_quantiles`), by (expression, probability)."""
-
-    def with_known_quantiles(self, values: Mapping[tuple[str, float], float | None]) -> Dialect:
-        """The same dialect with these quantiles rendered as literals instead of aggregates."""
-        known = copy.copy(self)
-        known.known_quantiles = dict(values)
-        return known
-
-    def quantile(self, expression: str, probability: float) -> str:
-        """The exact, linearly interpolated quantile of `expression`: an aggregate, or a literal when known."""
-        if (expression, probability) in self.known_quantiles:
-            return self.optional_number(self.known_quantiles[(expression, probability)])
-        return self.quantile_aggregate(expression, probability)
 
     def quantile_aggregate(self, expression: str, probability: float) -> str:
         """The engine's exact quantile aggregate, computed in DOUBLE."""

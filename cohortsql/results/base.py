@@ -1,0 +1,121 @@
+"""The one shape of per-target results: every game (cohort, baseline and all-baseline, uniqueness)
+gives each target a Shapley value phi_j(t) of every feature, and the same tables of them.
+
+`TargetValues` holds what every game shares (ids, features, the target rows, the values, their
+standard errors when estimated, the method, the settings) and gives every game the same surfaces:
+``local`` (one row per target and feature), ``wide``, ``by`` (per group of any column),
+``write_parquet`` and ``to_arrow``. A game adds its own columns through `value_arrays` (e.g. the
+realistic parts of baseline Shapley, the bootstrap intervals of cohort Shapley), its per-target
+``totals`` and its ``global_`` importance.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from cohortsql.errors import CohortError
+from cohortsql.results.files import write_frame
+from cohortsql.results.tables import feature_texts, group_table, target_groups
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class TargetValues:
+    """Shapley values phi_j(t) of one game for every target t and feature j."""
+
+    ids: pl.Series
+    """The targets' ids, in table order."""
+    features: tuple[str, ...]
+    """The predictors, in the order given."""
+    targets: pl.DataFrame
+    """The target rows as they are in the data (every column), in the order of `ids`."""
+    shapley: np.ndarray
+    """phi_j(t), shape (targets, features)."""
+    shapley_squared: np.ndarray | None = None
+    """phi_j(t) of the squared game, shape (targets, features) (None where the game has no square)."""
+    shapley_se: np.ndarray | None = None
+    """Permutation method: the Monte Carlo standard error of each value (None when exact)."""
+    shapley_squared_se: np.ndarray | None = None
+    """Permutation method: the Monte Carlo standard error of each squared value."""
+    permutations: np.ndarray | None = None
+    """Permutation method: how many permutations each target used."""
+    method: str = "exact"
+    """How the values were computed: ``exact`` (every subset) or ``permutation`` (Monte Carlo)."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """The run's settings (kinds, method, targets, seed, engine, version): written with every output."""
+    weights: np.ndarray | None = None
+    """Each target's case weight (None: unweighted); averages over targets are weighted by them."""
+
+    @property
+    def prediction_column(self) -> np.ndarray | None:
+        """What `local` shows as each target's ``prediction`` (None: the game explains no column)."""
+        return None
+
+    def value_arrays(self) -> dict[str, np.ndarray]:
+        """Every (targets, features) array of this game by its column name in `local`, in order."""
+        arrays = {"shapley": self.shapley, "shapley_squared": self.shapley_squared}
+        if self.shapley_se is not None and self.shapley_squared_se is not None:
+            arrays |= {"shapley_se": self.shapley_se, "shapley_squared_se": self.shapley_squared_se}
+        return {name: array for name, array in arrays.items() if array is not None}
+
+    def group_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays `by` averages per group (the values, not their standard errors)."""
+        return {name: array for name, array in self.value_arrays().items() if not name.endswith("_se")}
+
+    @property
+    def target_weights(self) -> np.ndarray:
+        """Each target's weight in averages over targets: its case weight, or 1."""
+        return np.ones(len(self.ids)) if self.weights is None else self.weights
+
+    @cached_property
+    def feature_values(self) -> np.ndarray:
+        """Each target's value of each feature as text (None when missing or not in `targets`), (targets, features)."""
+        return feature_texts(self.targets, self.features, len(self.ids))
+
+    @cached_property
+    def local(self) -> pl.DataFrame:
+        """One row per (target, feature): ``id``, ``feature``, the target's ``feature_value`` (as text),
+        its ``prediction`` (where the game explains one) and every value column of the game."""
+        targets, d = self.shapley.shape
+        rows = np.repeat(np.arange(targets), d)
+        columns: dict[str, Any] = {
+            "id": self.ids.gather(rows),
+            "feature": pl.Series(list(self.features) * targets, dtype=pl.String),
+            "feature_value": pl.Series(self.feature_values.reshape(-1).tolist(), dtype=pl.String),
+        }
+        if self.prediction_column is not None:
+            columns["prediction"] = self.prediction_column[rows]
+        columns |= {name: array.reshape(-1) for name, array in self.value_arrays().items()}
+        return pl.DataFrame(columns)
+
+    def wide(self, column: str = "shapley") -> pl.DataFrame:
+        """One row per target (``id`` first) and one column per feature, holding `column` (any value
+        column of `local`, e.g. ``shapley`` or ``shapley_squared``)."""
+        arrays = self.value_arrays()
+        if column not in arrays:
+            raise CohortError(f"wide() shows one of {', '.join(arrays)}, not {column!r}")
+        values = arrays[column]
+        return pl.DataFrame({"id": self.ids}).with_columns(
+            pl.Series(feature, values[:, index]) for index, feature in enumerate(self.features)
+        )
+
+    def by(self, column: str) -> pl.DataFrame:
+        """Per group of `column` (any column of the data, a feature or not) and feature: the number of
+        targets and the weighted mean and standard error of each value column (the group's targets
+        treated as a sample), e.g. the mean attribution to a protected attribute among women and men."""
+        groups, number = target_groups(self.targets, column)
+        return group_table(column, groups, number, self.features, self.target_weights, self.group_arrays())
+
+    def to_arrow(self) -> pa.Table:
+        """The long table `local` as Arrow."""
+        return self.local.to_arrow()
+
+    def write_parquet(self, path: str | os.PathLike[str]) -> None:
+        """Write the long table `local` to a Parquet file, atomically, with the run's settings as metadata."""
+        write_frame(self.local, path, self.settings)
