@@ -1,6 +1,6 @@
 """Ways to write the similarity mask for DuckDB, timed on the same cross join and GROUP BY.
 
-The mask-histogram step (DESIGN §2, ``sql/mask_histogram.sql``) evaluates the mask expression once
+The mask-histogram step (docs/design.md §2, ``sql/mask_histogram.sql``) evaluates the mask expression once
 per (target, subject) pair and then aggregates the pairs by (target, mask). This script times
 spellings of the same mask for `abs:0.1` windows on 2,000,000 uniform rows x 100 targets x 12
 predictors, each a median of 3, on a connection with cohortsql's settings (its perfect-hash

@@ -100,8 +100,8 @@ def run_numpy(rows: int, d: int, targets: int, method: str, memory_limit: str | 
         counts = np.bincount(inverse).astype(float)
         sums = np.bincount(inverse, weights=y)
         if method == "exact":
-            dense_counts, dense_sums = shapley.scatter_histograms(np.zeros_like(distinct), distinct, counts, sums, 1, d)
-            shapley.cohort_shapley(dense_counts, dense_sums, mean, np.ones(1))
+            entries = (np.zeros_like(distinct), distinct, counts, sums)
+            shapley.cohort_shapley_of_histograms(*entries, 1, d, np.array([mean]), np.ones(1), 1)
         else:
             bits = permutation.unpack_masks([distinct], d, 63)
             permutation.estimate(bits, counts, sums, mean, generators[t], max_permutations=PERMUTATIONS, tolerance=None)

@@ -101,3 +101,90 @@ class RunOptions(TypedDict, total=False):
 
 RUN_OPTIONS: tuple[str, ...] = tuple(RunOptions.__annotations__)
 """The names of `RunOptions`, for checks and for the command line."""
+
+
+class Selection(TypedDict, total=False):
+    """Which rows are explained, and how rows are identified (default: every row, by position)."""
+
+    id: str | None
+    targets: Targets
+    sample: int | float | None
+    seed: int | None
+
+
+class Weighting(TypedDict, total=False):
+    """Case weights, and Bayesian-bootstrap replicates with their intervals' coverage."""
+
+    weight: str | None
+    bootstrap: int
+    confidence: float
+
+
+class Estimation(TypedDict, total=False):
+    """Exact, by random permutations, or chosen by the number of features; the permutations' budget."""
+
+    method: Method
+    tolerance: float | None
+    max_permutations: int
+
+
+class Modelling(TypedDict, total=False):
+    """How the caller's model is called on hybrid points (baseline and all-baseline Shapley)."""
+
+    model_input: ModelInput
+    model_output: ModelOutput
+    batch_rows: int
+
+
+class ShapleyOptions(Selection, Weighting, Estimation, RunOptions, total=False):
+    """The options of `cohortsql.cohort_shapley` and `cohortsql.estimate`."""
+
+    path: CohortPath
+
+
+class EffectsOptions(Selection, Weighting, RunOptions, total=False):
+    """The options of `cohortsql.shapley_effects`."""
+
+    path: CohortPath
+
+
+class UniquenessOptions(Selection, RunOptions, total=False):
+    """The options of `cohortsql.uniqueness_shapley`."""
+
+    weight: str | None
+    path: CohortPath
+
+
+class CompareOptions(Selection, Estimation, Modelling, RunOptions, total=False):
+    """The options of `cohortsql.compare`."""
+
+    baseline_sample: int | None
+    realistic: bool
+
+
+class BaselineOptions(CompareOptions, total=False):
+    """The options of `cohortsql.baseline_shapley`."""
+
+    baseline: Baseline | Sequence[object]
+
+
+DEFAULTS: dict[str, Any] = {
+    "id": None,
+    "targets": None,
+    "sample": None,
+    "seed": None,
+    "weight": None,
+    "bootstrap": 0,
+    "confidence": 0.95,
+    "method": "exact",
+    "tolerance": None,
+    "max_permutations": 200,
+    "path": "auto",
+    "model_input": "pandas",
+    "model_output": "prediction",
+    "batch_rows": BATCH_ROWS,
+    "baseline": "mean",
+    "baseline_sample": None,
+    "realistic": False,
+}
+"""Every option's default, declared once (`cohortsql.compare` splits by realism unless told not to)."""

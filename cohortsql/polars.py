@@ -8,8 +8,9 @@ both = df.cohort.compare(model=model, prediction="score", similarity=["age", "se
 
 The methods take the same arguments, with the same names and defaults, as `cohortsql.cohort_shapley`,
 `cohortsql.shapley_effects`, `cohortsql.uniqueness_shapley`, `cohortsql.estimate`,
-`cohortsql.baseline_shapley`, `cohortsql.compare` and `cohortsql.calibrate`, the frame being the data. This module is imported as soon as polars
-is (see `cohortsql/__init__.py`), so it loads the computations only when a method is called.
+`cohortsql.baseline_shapley`, `cohortsql.compare` and `cohortsql.calibrate`, the frame being the
+data: the option groups are declared once, in `cohortsql._typing`. This module is imported as soon
+as polars is (see `cohortsql/__init__.py`), so it loads the computations only when a method is called.
 """
 
 from __future__ import annotations
@@ -20,19 +21,18 @@ from typing import TYPE_CHECKING, Unpack
 import polars as pl
 
 from cohortsql._typing import (
-    BATCH_ROWS,
     CALIBRATION_THRESHOLDS,
-    Baseline,
+    BaselineOptions,
     CalibrationKind,
-    CohortPath,
-    Method,
-    ModelInput,
-    ModelOutput,
+    CompareOptions,
+    EffectsOptions,
     RunOptions,
+    ShapleyOptions,
+    UniquenessOptions,
 )
 
 if TYPE_CHECKING:
-    from cohortsql._typing import SimilarityArgument, Targets
+    from cohortsql._typing import SimilarityArgument
     from cohortsql.results.baseline import BaselineShapleyResult
     from cohortsql.results.calibration import Calibration
     from cohortsql.results.cohort import CohortShapleyResult
@@ -54,160 +54,127 @@ class CohortNamespace:
         *,
         prediction: str | Sequence[str],
         similarity: SimilarityArgument,
-        id: str | None = None,
-        weight: str | None = None,
-        targets: Targets = None,
-        sample: int | float | None = None,
-        method: Method = "exact",
-        seed: int | None = None,
-        bootstrap: int = 0,
-        confidence: float = 0.95,
-        tolerance: float | None = None,
-        max_permutations: int = 200,
-        path: CohortPath = "auto",
-        **options: Unpack[RunOptions],
+        **options: Unpack[ShapleyOptions],
     ) -> CohortShapleyResult | CohortShapleyResults:
-        """Cohort Shapley values of every feature for every target (`cohortsql.cohort_shapley`)."""
+        """Cohort Shapley values of every feature for every target (`cohortsql.cohort_shapley`).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import cohortsql  # registers df.cohort
+        >>> loans = pl.DataFrame({
+        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+        ...     "region": list("nsnsnsnsnsns"),
+        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+        ... })
+        >>> loans.cohort.shapley(prediction="score", similarity={"income": "abs:15", "region": "exact"}).shapley[0].round(4).tolist()
+        [0.3667, 0.0542]
+        """
         from cohortsql.api.local import cohort_shapley
 
-        return cohort_shapley(
-            self._frame,
-            prediction=prediction,
-            similarity=similarity,
-            id=id,
-            weight=weight,
-            targets=targets,
-            sample=sample,
-            method=method,
-            seed=seed,
-            bootstrap=bootstrap,
-            confidence=confidence,
-            tolerance=tolerance,
-            max_permutations=max_permutations,
-            path=path,
-            **options,
-        )
+        return cohort_shapley(self._frame, prediction=prediction, similarity=similarity, **options)
 
     def effects(
         self,
         *,
         prediction: str | Sequence[str],
         similarity: SimilarityArgument,
-        id: str | None = None,
-        weight: str | None = None,
-        targets: Targets = None,
-        sample: int | float | None = None,
-        seed: int | None = None,
-        bootstrap: int = 0,
-        confidence: float = 0.95,
-        path: CohortPath = "auto",
-        **options: Unpack[RunOptions],
+        **options: Unpack[EffectsOptions],
     ) -> ShapleyEffects | ShapleyEffectsResults:
-        """Shapley effects: each feature's share of the explained variance (`cohortsql.shapley_effects`)."""
+        """Shapley effects: each feature's share of the explained variance (`cohortsql.shapley_effects`).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import cohortsql  # registers df.cohort
+        >>> loans = pl.DataFrame({
+        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+        ...     "region": list("nsnsnsnsnsns"),
+        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+        ... })
+        >>> effects = loans.cohort.effects(prediction="score", similarity={"income": "abs:15", "region": "exact"})
+        >>> effects.effects["share"].round(3).to_list()
+        [0.801, 0.111]
+        """
         from cohortsql.api.effects import shapley_effects
 
-        return shapley_effects(
-            self._frame,
-            prediction=prediction,
-            similarity=similarity,
-            id=id,
-            weight=weight,
-            targets=targets,
-            sample=sample,
-            seed=seed,
-            bootstrap=bootstrap,
-            confidence=confidence,
-            path=path,
-            **options,
-        )
+        return shapley_effects(self._frame, prediction=prediction, similarity=similarity, **options)
 
     def uniqueness(
         self,
         *,
         similarity: SimilarityArgument,
-        id: str | None = None,
-        weight: str | None = None,
-        targets: Targets = None,
-        sample: int | float | None = None,
-        seed: int | None = None,
-        path: CohortPath = "auto",
-        **options: Unpack[RunOptions],
+        **options: Unpack[UniquenessOptions],
     ) -> UniquenessResult:
-        """Uniqueness Shapley: which features make each row identifiable (`cohortsql.uniqueness_shapley`)."""
+        """Uniqueness Shapley: which features make each row identifiable (`cohortsql.uniqueness_shapley`).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import cohortsql  # registers df.cohort
+        >>> loans = pl.DataFrame({
+        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+        ...     "region": list("nsnsnsnsnsns"),
+        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+        ... })
+        >>> loans.lazy().cohort.uniqueness(similarity=["region"]).value.round(4).tolist()[:2]
+        [0.6931, 0.6931]
+        """
         from cohortsql.api.uniqueness import uniqueness_shapley
 
-        return uniqueness_shapley(
-            self._frame,
-            similarity=similarity,
-            id=id,
-            weight=weight,
-            targets=targets,
-            sample=sample,
-            seed=seed,
-            path=path,
-            **options,
-        )
+        return uniqueness_shapley(self._frame, similarity=similarity, **options)
 
     def estimate(
         self,
         *,
         prediction: str | Sequence[str],
         similarity: SimilarityArgument,
-        id: str | None = None,
-        weight: str | None = None,
-        targets: Targets = None,
-        sample: int | float | None = None,
-        method: Method = "exact",
-        seed: int | None = None,
-        bootstrap: int = 0,
-        path: CohortPath = "auto",
-        **options: Unpack[RunOptions],
+        **options: Unpack[ShapleyOptions],
     ) -> Plan:
-        """What `shapley` would do and how long it should take, from a timed pilot batch (`cohortsql.estimate`)."""
+        """What `shapley` would do and how long it should take, from a timed pilot batch (`cohortsql.estimate`).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import cohortsql  # registers df.cohort
+        >>> loans = pl.DataFrame({
+        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+        ...     "region": list("nsnsnsnsnsns"),
+        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+        ... })
+        >>> loans.cohort.estimate(prediction="score", similarity=["income", "region"]).distinct_targets
+        12
+        """
         from cohortsql.api.estimate import estimate
 
-        return estimate(
-            self._frame,
-            prediction=prediction,
-            similarity=similarity,
-            id=id,
-            weight=weight,
-            targets=targets,
-            sample=sample,
-            method=method,
-            seed=seed,
-            bootstrap=bootstrap,
-            path=path,
-            **options,
-        )
+        return estimate(self._frame, prediction=prediction, similarity=similarity, **options)
 
     def baseline(
         self,
         *,
         model: object,
         features: SimilarityArgument,
-        baseline: Baseline | Sequence[object] = "mean",
-        baseline_sample: int | None = None,
-        realistic: bool = False,
-        id: str | None = None,
-        targets: Targets = None,
-        sample: int | float | None = None,
-        seed: int | None = None,
-        method: Method = "exact",
-        max_permutations: int = 200,
-        tolerance: float | None = None,
-        model_input: ModelInput = "pandas",
-        model_output: ModelOutput = "prediction",
-        batch_rows: int = BATCH_ROWS,
-        **options: Unpack[RunOptions],
+        **options: Unpack[BaselineOptions],
     ) -> BaselineShapleyResult:
-        """Baseline or all-baseline Shapley of `model` (`cohortsql.baseline_shapley`)."""
+        """Baseline or all-baseline Shapley of `model` (`cohortsql.baseline_shapley`).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import cohortsql  # registers df.cohort
+        >>> loans = pl.DataFrame({
+        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+        ...     "region": list("nsnsnsnsnsns"),
+        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+        ... })
+        >>> def model(frame):
+        ...     return 1.0 - frame["income"].to_numpy() / 100
+        >>> loans.cohort.baseline(model=model, features=["income", "region"], model_input="polars").shapley[0].round(4).tolist()
+        [0.295, 0.0]
+        """
         from cohortsql.api.baseline import baseline_shapley
 
-        arguments = {
-            name: value for name, value in locals().items() if name not in ("self", "baseline_shapley", "options")
-        }
-        return baseline_shapley(self._frame, **arguments, **options)
+        return baseline_shapley(self._frame, model=model, features=features, **options)
 
     def compare(
         self,
@@ -215,25 +182,28 @@ class CohortNamespace:
         model: object,
         prediction: str,
         similarity: SimilarityArgument,
-        id: str | None = None,
-        targets: Targets = None,
-        sample: int | float | None = None,
-        seed: int | None = None,
-        baseline_sample: int | None = None,
-        realistic: bool = True,
-        method: Method = "exact",
-        max_permutations: int = 200,
-        tolerance: float | None = None,
-        model_input: ModelInput = "pandas",
-        model_output: ModelOutput = "prediction",
-        batch_rows: int = BATCH_ROWS,
-        **options: Unpack[RunOptions],
+        **options: Unpack[CompareOptions],
     ) -> Comparison:
-        """Cohort, baseline and all-baseline Shapley side by side (`cohortsql.compare`)."""
+        """Cohort, baseline and all-baseline Shapley side by side (`cohortsql.compare`).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import cohortsql  # registers df.cohort
+        >>> loans = pl.DataFrame({
+        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+        ...     "region": list("nsnsnsnsnsns"),
+        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+        ... })
+        >>> def model(frame):
+        ...     return 1.0 - frame["income"].to_numpy() / 100
+        >>> both = loans.cohort.compare(model=model, prediction="score", similarity=["income", "region"], model_input="polars")
+        >>> both.totals.columns[:3]
+        ['id', 'prediction', 'model']
+        """
         from cohortsql.api.compare import compare
 
-        arguments = {name: value for name, value in locals().items() if name not in ("self", "compare", "options")}
-        return compare(self._frame, **arguments, **options)
+        return compare(self._frame, model=model, prediction=prediction, similarity=similarity, **options)
 
     def calibrate(
         self,
@@ -249,7 +219,20 @@ class CohortNamespace:
         seed: int | None = None,
         **options: Unpack[RunOptions],
     ) -> Calibration:
-        """The similarity threshold at which held-out rows are realistic (`cohortsql.calibrate`)."""
+        """The similarity threshold at which held-out rows are realistic (`cohortsql.calibrate`).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import cohortsql  # registers df.cohort
+        >>> loans = pl.DataFrame({
+        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+        ...     "region": list("nsnsnsnsnsns"),
+        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+        ... })
+        >>> loans.cohort.calibrate(features=["income", "region"], runs=5, seed=1).recommended
+        0.7
+        """
         from cohortsql.api.calibrate import calibrate
 
         arguments = {name: value for name, value in locals().items() if name not in ("self", "calibrate", "options")}

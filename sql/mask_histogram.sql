@@ -1,4 +1,4 @@
--- DESIGN §2 step 1, the only step that touches every subject.
+-- The pairwise path (docs/design.md §2), the only step that touches every subject.
 -- For every target t (one row of the batch) and subject s, the similarity mask
 --     m = sum_j z_tj(x_sj) << j        (split into BIGINT words of 63 predictors when d > 63)
 -- then one row per (target, mask): the subjects' weight under every weighting (w0: their number

@@ -1,6 +1,7 @@
 """The compiled kernel (numba) against the pure-numpy reference, and when it is used."""
 
 import numpy as np
+import oracles
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -33,8 +34,8 @@ def histograms(draw):
 @given(histograms())
 def test_the_kernel_equals_the_numpy_reference(case):
     target, mask, count, sum_y, targets, d, means, weights, slots = case
-    counts, sums = shapley.scatter_histograms(target, mask, count, sum_y, targets, d)
-    expected = shapley.cohort_shapley(counts, sums, means, weights, slots)
+    counts, sums = oracles.scatter_histograms(target, mask, count, sum_y, targets, d)
+    expected = oracles.cohort_shapley(counts, sums, means, weights, slots)
     shuffled = np.random.default_rng(0).permutation(len(target))  # rows may come in any order
     got = kernels.exact_values(
         target[shuffled], mask[shuffled], count[shuffled], sum_y[shuffled], targets, d, means, weights, slots

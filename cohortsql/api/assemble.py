@@ -53,6 +53,25 @@ def assemble(
     `similarity` names the features in the order the query used (the same argument as there; its
     kinds are recorded in the result). ``method`` applies to mask histograms: ``exact`` (d <= 24),
     ``permutation`` or ``auto`` (exact up to d = 16); cells are always exact.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import cohortsql
+    >>> loans = pl.DataFrame({
+    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
+    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+    ... })
+    >>> similarity = {"income": "abs:15", "region": "exact"}
+    >>> import duckdb
+    >>> sql = cohortsql.histogram_sql(loans, prediction="score", similarity=similarity, table="loans")
+    >>> warehouse = duckdb.connect()  # stands for the warehouse where the data live
+    >>> warehouse.register("loans", loans.to_arrow())  # doctest: +ELLIPSIS
+    <...>
+    >>> res = cohortsql.assemble(warehouse.sql(sql).pl(), similarity=similarity)
+    >>> res.shapley[0].round(4).tolist()  # as cohortsql.cohort_shapley gives them
+    [0.3667, 0.0542]
     """
     check_choice("method", method, METHODS)
     seed = arguments.seed(seed)

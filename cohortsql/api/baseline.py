@@ -18,17 +18,14 @@ import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql._typing import (
-    BATCH_ROWS,
     METHODS,
     MODEL_INPUTS,
     MODEL_OUTPUTS,
     Baseline,
-    Method,
+    BaselineOptions,
     ModelInput,
     ModelOutput,
-    RunOptions,
     SimilarityArgument,
-    Targets,
 )
 from cohortsql.engines import Engine
 from cohortsql.errors import CohortError, check_choice
@@ -44,6 +41,7 @@ from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.targets import TargetSet, every_row, read_rows, rows_by_id
 from cohortsql.spec import arguments
+from cohortsql.spec.arguments import run_options, with_defaults
 
 MAX_EXACT_BASELINE_FEATURES = 20
 """Exact baseline Shapley evaluates the model at 2^d hybrid points per target and baseline."""
@@ -58,20 +56,7 @@ def baseline_shapley(
     *,
     model: Any,
     features: SimilarityArgument,
-    baseline: Baseline | Sequence[object] = "mean",
-    baseline_sample: int | None = None,
-    realistic: bool = False,
-    id: str | None = None,
-    targets: Targets = None,
-    sample: int | float | None = None,
-    seed: int | None = None,
-    method: Method = "exact",
-    max_permutations: int = 200,
-    tolerance: float | None = None,
-    model_input: ModelInput = "pandas",
-    model_output: ModelOutput = "prediction",
-    batch_rows: int = BATCH_ROWS,
-    **options: Unpack[RunOptions],
+    **options: Unpack[BaselineOptions],
 ) -> BaselineShapleyResult:
     """Baseline Shapley (``baseline="mean"``) or all-baseline Shapley (``baseline="all"``) of `model`.
 
@@ -103,12 +88,61 @@ def baseline_shapley(
     Each distinct hybrid point is evaluated once per chunk of about a million; targets with
     identical features are computed once. `targets`, `sample`, `id` and ``**options`` (where and how
     it runs) are as in `cohort_shapley`.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import cohortsql
+    >>> loans = pl.DataFrame({
+    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
+    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+    ... })
+    >>> similarity = {"income": "abs:15", "region": "exact"}
+    >>> def model(frame):  # the scoring model: a function of a frame of feature values
+    ...     return 1.0 - frame["income"].to_numpy() / 100
+    >>> res = cohortsql.baseline_shapley(loans, model=model, features=["income", "region"], model_input="polars")
+    >>> res.game, res.method, res.shapley[0].round(4).tolist()  # the model never reads region
+    ('baseline', 'exact', [0.295, 0.0])
     """
+    asked = with_defaults(options, BaselineOptions)
+    (
+        baseline,
+        baseline_sample,
+        realistic,
+        id,
+        targets,
+        sample,
+        seed,
+        method,
+        max_permutations,
+        tolerance,
+        model_input,
+        model_output,
+        batch_rows,
+    ) = (
+        asked[name]
+        for name in (
+            "baseline",
+            "baseline_sample",
+            "realistic",
+            "id",
+            "targets",
+            "sample",
+            "seed",
+            "method",
+            "max_permutations",
+            "tolerance",
+            "model_input",
+            "model_output",
+            "batch_rows",
+        )
+    )
     max_permutations, tolerance, seed = estimation_arguments(method, max_permutations, tolerance, seed)
     seed = baseline_sample_arguments(baseline, baseline_sample, seed)
     function, batch_rows = model_arguments(model, model_input, model_output, batch_rows, realistic)
     with open_session(
-        data, options, outcomes=(), similarity=features, id=id, targets=targets, max_features=MAX_FEATURES
+        data, run_options(asked), outcomes=(), similarity=features, id=id, targets=targets, max_features=MAX_FEATURES
     ) as session:
         estimation = baseline_estimation(method, session.prepared.d)
         if estimation == "permutation" and seed is None:

@@ -44,6 +44,19 @@ def calibrate(
     and every feature in `exact`. `Calibration.recommended` is the smallest r at which 95% of held-out
     rows are realistic; `cohortsql.plot.calibration` draws the paper's figure. Tables of more than
     `max_rows` rows are calibrated on a random sample of that many (seeded).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import cohortsql
+    >>> loans = pl.DataFrame({
+    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
+    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+    ... })
+    >>> similarity = {"income": "abs:15", "region": "exact"}
+    >>> cohortsql.calibrate(loans, features=["income", "region"], runs=5, seed=1).recommended
+    0.7
     """
     check_choice("kind", kind, CALIBRATION_KINDS)
     seed = arguments.seed(seed)

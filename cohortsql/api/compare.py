@@ -6,7 +6,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from cohortsql._typing import BATCH_ROWS, Method, ModelInput, ModelOutput, RunOptions, SimilarityArgument, Targets
+from cohortsql._typing import CompareOptions, SimilarityArgument
 from cohortsql.api.baseline import (
     baseline_estimation,
     baseline_sample_arguments,
@@ -20,7 +20,7 @@ from cohortsql.results.comparison import Comparison
 from cohortsql.results.tables import warn_about_singletons
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES
-from cohortsql.spec.arguments import check_names
+from cohortsql.spec.arguments import check_names, run_options, with_defaults
 
 
 def compare(
@@ -29,19 +29,7 @@ def compare(
     model: Any,
     prediction: str,
     similarity: SimilarityArgument,
-    id: str | None = None,
-    targets: Targets = None,
-    sample: int | float | None = None,
-    seed: int | None = None,
-    baseline_sample: int | None = None,
-    realistic: bool = True,
-    method: Method = "exact",
-    max_permutations: int = 200,
-    tolerance: float | None = None,
-    model_input: ModelInput = "pandas",
-    model_output: ModelOutput = "prediction",
-    batch_rows: int = BATCH_ROWS,
-    **options: Unpack[RunOptions],
+    **options: Unpack[CompareOptions],
 ) -> Comparison:
     """Cohort Shapley (CS), baseline Shapley (BS) and all-baseline Shapley (ABS), each with its squared
     version, on the same targets (paper, Section 5 and Appendix 4).
@@ -52,18 +40,65 @@ def compare(
     the same kinds. A random `sample` of targets is drawn once (with `seed`) for all three. `method`,
     `max_permutations` and `tolerance` apply to all three (each method's own ``auto`` rule). Other
     arguments are those of `cohort_shapley` and `baseline_shapley`.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import cohortsql
+    >>> loans = pl.DataFrame({
+    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
+    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+    ... })
+    >>> similarity = {"income": "abs:15", "region": "exact"}
+    >>> def model(frame):  # the scoring model: a function of a frame of feature values
+    ...     return 1.0 - frame["income"].to_numpy() / 100
+    >>> both = cohortsql.compare(loans, model=model, prediction="score", similarity=similarity, model_input="polars")
+    >>> both.global_.filter(pl.col("method") == "CS2").select("feature", pl.col("share").round(3)).rows()
+    [('income', 0.878), ('region', 0.122)]
     """
+    asked = with_defaults(options, CompareOptions, realistic=True)
+    (
+        id,
+        targets,
+        sample,
+        seed,
+        baseline_sample,
+        realistic,
+        method,
+        max_permutations,
+        tolerance,
+        model_input,
+        model_output,
+        batch_rows,
+    ) = (
+        asked[name]
+        for name in (
+            "id",
+            "targets",
+            "sample",
+            "seed",
+            "baseline_sample",
+            "realistic",
+            "method",
+            "max_permutations",
+            "tolerance",
+            "model_input",
+            "model_output",
+            "batch_rows",
+        )
+    )
     if not isinstance(prediction, str):
         raise CohortError(f"compare explains one prediction column (the model's), got {prediction!r}")
     max_permutations, tolerance, seed = estimation_arguments(method, max_permutations, tolerance, seed)
     seed = baseline_sample_arguments("all", baseline_sample, seed)
     function, batch_rows = model_arguments(model, model_input, model_output, batch_rows, realistic)
-    check_names(id, None, options.get("memory_limit"))
+    check_names(id, None, asked.get("memory_limit"))
     if (sample is not None or method != "exact") and seed is None:
         seed = int(np.random.default_rng().integers(2**31))
     with open_session(
         data,
-        options,
+        run_options(asked),
         outcomes=(prediction,),
         similarity=similarity,
         id=id,

@@ -7,7 +7,7 @@ from typing import Any, Unpack, overload
 
 import numpy as np
 
-from cohortsql._typing import PATHS, CohortPath, Prediction, RunOptions, SimilarityArgument, Targets
+from cohortsql._typing import PATHS, EffectsOptions, Prediction, SimilarityArgument
 from cohortsql.errors import check_choice
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.results.effects import ShapleyEffects
@@ -17,7 +17,7 @@ from cohortsql.run.grouping_sets import variance_game
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, local_batches, make_pacer
 from cohortsql.spec import arguments
-from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns
+from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns, run_options, with_defaults
 
 
 @overload
@@ -26,15 +26,7 @@ def shapley_effects(
     *,
     prediction: str,
     similarity: SimilarityArgument,
-    id: str | None = None,
-    weight: str | None = None,
-    targets: Targets = None,
-    sample: int | float | None = None,
-    seed: int | None = None,
-    bootstrap: int = 0,
-    confidence: float = 0.95,
-    path: CohortPath = "auto",
-    **options: Unpack[RunOptions],
+    **options: Unpack[EffectsOptions],
 ) -> ShapleyEffects: ...
 
 
@@ -44,15 +36,7 @@ def shapley_effects(
     *,
     prediction: Sequence[str],
     similarity: SimilarityArgument,
-    id: str | None = None,
-    weight: str | None = None,
-    targets: Targets = None,
-    sample: int | float | None = None,
-    seed: int | None = None,
-    bootstrap: int = 0,
-    confidence: float = 0.95,
-    path: CohortPath = "auto",
-    **options: Unpack[RunOptions],
+    **options: Unpack[EffectsOptions],
 ) -> ShapleyEffectsResults: ...
 
 
@@ -61,15 +45,7 @@ def shapley_effects(
     *,
     prediction: Prediction,
     similarity: SimilarityArgument,
-    id: str | None = None,
-    weight: str | None = None,
-    targets: Targets = None,
-    sample: int | float | None = None,
-    seed: int | None = None,
-    bootstrap: int = 0,
-    confidence: float = 0.95,
-    path: CohortPath = "auto",
-    **options: Unpack[RunOptions],
+    **options: Unpack[EffectsOptions],
 ) -> ShapleyEffects | ShapleyEffectsResults:
     """Shapley effects: the exact Shapley values of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2.
 
@@ -80,15 +56,33 @@ def shapley_effects(
     With case weights, v_var averages over the targets weighted by them; with ``bootstrap=B``, each
     effect gets a percentile interval from B Bayesian-bootstrap replicates of the whole table.
     Arguments are those of `cohort_shapley`; `variance_shapley` is the same function.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import cohortsql
+    >>> loans = pl.DataFrame({
+    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
+    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+    ... })
+    >>> similarity = {"income": "abs:15", "region": "exact"}
+    >>> effects = cohortsql.shapley_effects(loans, prediction="score", similarity=similarity)
+    >>> effects.effects.select("feature", pl.col("share").round(3)).rows()
+    [('income', 0.801), ('region', 0.111)]
     """
+    asked = with_defaults(options, EffectsOptions)
+    id, weight, targets, sample, seed, bootstrap, confidence, path = (
+        asked[name] for name in ("id", "weight", "targets", "sample", "seed", "bootstrap", "confidence", "path")
+    )
     outcomes = explained_columns(prediction)
     check_choice("path", path, PATHS)
     seed = arguments.seed(seed)
     replicates, confidence, seed = bootstrap_arguments(bootstrap, confidence, seed)
-    check_names(id, weight, options.get("memory_limit"))
+    check_names(id, weight, asked.get("memory_limit"))
     with open_session(
         data,
-        options,
+        run_options(asked),
         outcomes=outcomes,
         similarity=similarity,
         id=id,

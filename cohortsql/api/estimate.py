@@ -7,12 +7,9 @@ from typing import Any, Unpack
 from cohortsql._typing import (
     METHODS,
     PATHS,
-    CohortPath,
-    Method,
     Prediction,
-    RunOptions,
+    ShapleyOptions,
     SimilarityArgument,
-    Targets,
 )
 from cohortsql.errors import check_choice
 from cohortsql.run.pace import Plan
@@ -20,7 +17,7 @@ from cohortsql.run.progress import Silent
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_path, local_batches, make_pacer
 from cohortsql.spec import arguments
-from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns
+from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns, run_options, with_defaults
 
 
 def estimate(
@@ -28,29 +25,40 @@ def estimate(
     *,
     prediction: Prediction,
     similarity: SimilarityArgument,
-    id: str | None = None,
-    weight: str | None = None,
-    targets: Targets = None,
-    sample: int | float | None = None,
-    method: Method = "exact",
-    seed: int | None = None,
-    bootstrap: int = 0,
-    max_permutations: int = 200,
-    path: CohortPath = "auto",
-    **options: Unpack[RunOptions],
+    **options: Unpack[ShapleyOptions],
 ) -> Plan:
     """What `cohort_shapley` with these arguments would do and how long it should take: the data are
-    read and checked, the targets chosen, and one small pilot batch computed and timed (``--dry-run``)."""
+    read and checked, the targets chosen, and one small pilot batch computed and timed (``--dry-run``).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import cohortsql
+    >>> loans = pl.DataFrame({
+    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
+    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+    ... })
+    >>> similarity = {"income": "abs:15", "region": "exact"}
+    >>> plan = cohortsql.estimate(loans, prediction="score", similarity=similarity)
+    >>> plan.targets, plan.method, plan.path
+    (12, 'exact', 'pairwise')
+    """
+    asked = with_defaults(options, ShapleyOptions)
+    id, weight, targets, sample, method, seed, bootstrap, max_permutations, path = (
+        asked[name]
+        for name in ("id", "weight", "targets", "sample", "method", "seed", "bootstrap", "max_permutations", "path")
+    )
     outcomes = explained_columns(prediction)
     check_choice("method", method, METHODS)
     check_choice("path", path, PATHS)
     seed = arguments.seed(seed)
     max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
     replicates, _, seed = bootstrap_arguments(bootstrap, 0.95, seed)
-    check_names(id, weight, options.get("memory_limit"))
+    check_names(id, weight, asked.get("memory_limit"))
     with open_session(
         data,
-        options,
+        run_options(asked),
         outcomes=outcomes,
         similarity=similarity,
         id=id,

@@ -8,12 +8,9 @@ from typing import Any, Unpack, overload
 from cohortsql._typing import (
     METHODS,
     PATHS,
-    CohortPath,
-    Method,
     Prediction,
-    RunOptions,
+    ShapleyOptions,
     SimilarityArgument,
-    Targets,
 )
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.numeric import bootstrap as bootstrap_module
@@ -26,7 +23,7 @@ from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_path, local_batches, make_pacer
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec import arguments
-from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns
+from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns, run_options, with_defaults
 
 
 @overload
@@ -35,18 +32,7 @@ def cohort_shapley(
     *,
     prediction: str,
     similarity: SimilarityArgument,
-    id: str | None = None,
-    weight: str | None = None,
-    targets: Targets = None,
-    sample: int | float | None = None,
-    method: Method = "exact",
-    seed: int | None = None,
-    bootstrap: int = 0,
-    confidence: float = 0.95,
-    tolerance: float | None = None,
-    max_permutations: int = 200,
-    path: CohortPath = "auto",
-    **options: Unpack[RunOptions],
+    **options: Unpack[ShapleyOptions],
 ) -> CohortShapleyResult: ...
 
 
@@ -56,18 +42,7 @@ def cohort_shapley(
     *,
     prediction: Sequence[str],
     similarity: SimilarityArgument,
-    id: str | None = None,
-    weight: str | None = None,
-    targets: Targets = None,
-    sample: int | float | None = None,
-    method: Method = "exact",
-    seed: int | None = None,
-    bootstrap: int = 0,
-    confidence: float = 0.95,
-    tolerance: float | None = None,
-    max_permutations: int = 200,
-    path: CohortPath = "auto",
-    **options: Unpack[RunOptions],
+    **options: Unpack[ShapleyOptions],
 ) -> CohortShapleyResults: ...
 
 
@@ -76,25 +51,14 @@ def cohort_shapley(
     *,
     prediction: Prediction,
     similarity: SimilarityArgument,
-    id: str | None = None,
-    weight: str | None = None,
-    targets: Targets = None,
-    sample: int | float | None = None,
-    method: Method = "exact",
-    seed: int | None = None,
-    bootstrap: int = 0,
-    confidence: float = 0.95,
-    tolerance: float | None = None,
-    max_permutations: int = 200,
-    path: CohortPath = "auto",
-    **options: Unpack[RunOptions],
+    **options: Unpack[ShapleyOptions],
 ) -> CohortShapleyResult | CohortShapleyResults:
     """Cohort Shapley values of every feature for every target (Mase, Owen & Seiler).
 
     For target t and predictor set u, the cohort C_{t,u} is every subject similar to t on all of
     u; v_CS(t, u) = ybar_{t,u} - ybar and v_CS2(t, u) = v_CS(t, u)^2. The result holds
     phi_j = sum_{u subset of -j} w(|u|) (v(u + j) - v(u)), w(s) = s! (d - s - 1)! / d!, for both
-    games (DESIGN §2).
+    games (docs/design.md §2).
 
     Args:
         data: a path (parquet, csv, json, globs), a SQL query, a pyarrow Table, a polars DataFrame or
@@ -132,7 +96,42 @@ def cohort_shapley(
             belongs to) and ``spark_master``.
 
     Targets come in id order (row order when ids are row positions).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import cohortsql
+    >>> loans = pl.DataFrame({
+    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
+    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+    ... })
+    >>> similarity = {"income": "abs:15", "region": "exact"}
+    >>> res = cohortsql.cohort_shapley(loans, prediction="score", similarity=similarity)
+    >>> res
+    CohortShapleyResult(12 targets x 2 features, 12 subjects, mean=0.479167, method='exact', path='pairwise')
+    >>> res.shapley[0].round(4).tolist()  # target 0: income raises its cohort mean most
+    [0.3667, 0.0542]
+    >>> round(res.totals["value"][0], 4)  # the values add up to cohort mean - mean
+    0.4208
     """
+    asked = with_defaults(options, ShapleyOptions)
+    id, weight, targets, sample, method, seed, bootstrap, confidence, tolerance, max_permutations, path = (
+        asked[name]
+        for name in (
+            "id",
+            "weight",
+            "targets",
+            "sample",
+            "method",
+            "seed",
+            "bootstrap",
+            "confidence",
+            "tolerance",
+            "max_permutations",
+            "path",
+        )
+    )
     outcomes = explained_columns(prediction)
     check_choice("method", method, METHODS)
     check_choice("path", path, PATHS)
@@ -140,10 +139,10 @@ def cohort_shapley(
     tolerance = arguments.positive_number("tolerance", tolerance)
     max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
     replicates, confidence, seed = bootstrap_arguments(bootstrap, confidence, seed)
-    check_names(id, weight, options.get("memory_limit"))
+    check_names(id, weight, asked.get("memory_limit"))
     with open_session(
         data,
-        options,
+        run_options(asked),
         outcomes=outcomes,
         similarity=similarity,
         id=id,

@@ -41,7 +41,7 @@ def histogram_sql(
     seed: int | None = None,
     **options: Unpack[RunOptions],
 ) -> str:
-    """The heavy step (DESIGN §2 step 1) as one SQL query, to run in a warehouse where the data live.
+    """The heavy step (docs/design.md §2, the pairwise path) as one SQL query, to run in a warehouse where the data live.
 
     cohortsql reads `data` to check the request and settle each feature's kind (defaults need the
     number of distinct values); the query computes every whole-table statistic itself. It reads
@@ -56,6 +56,20 @@ def histogram_sql(
 
     `cohortsql.assemble` turns the result into cohort Shapley values. DuckDB and Spark SQL are
     written natively; other dialects are transpiled from DuckDB's with sqlglot (``pip install 'cohortsql[sql]'``).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import cohortsql
+    >>> loans = pl.DataFrame({
+    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
+    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+    ... })
+    >>> similarity = {"income": "abs:15", "region": "exact"}
+    >>> sql = cohortsql.histogram_sql(loans, prediction="score", similarity=similarity, table="loans")
+    >>> print(sql.splitlines()[0])
+    -- cohortsql's heavy step as one self-contained query, to run where the data live.
     """
     check_choice("dialect", dialect, DIALECTS)
     check_choice("variant", variant, VARIANTS)

@@ -6,7 +6,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from cohortsql._typing import PATHS, CohortPath, RunOptions, SimilarityArgument, Targets
+from cohortsql._typing import PATHS, SimilarityArgument, UniquenessOptions
 from cohortsql.errors import check_choice
 from cohortsql.results.uniqueness import UniquenessResult
 from cohortsql.run.grouping_sets import uniqueness_of_cells
@@ -14,20 +14,14 @@ from cohortsql.run.pairwise import uniqueness_batches
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, make_pacer
 from cohortsql.spec import arguments
-from cohortsql.spec.arguments import check_names
+from cohortsql.spec.arguments import check_names, run_options, with_defaults
 
 
 def uniqueness_shapley(
     data: Any,
     *,
     similarity: SimilarityArgument,
-    id: str | None = None,
-    weight: str | None = None,
-    targets: Targets = None,
-    sample: int | float | None = None,
-    seed: int | None = None,
-    path: CohortPath = "auto",
-    **options: Unpack[RunOptions],
+    **options: Unpack[UniquenessOptions],
 ) -> UniquenessResult:
     """Uniqueness Shapley (Seiler, Mase & Owen): how identifiable each target is, split over its predictors.
 
@@ -36,13 +30,31 @@ def uniqueness_shapley(
     log(n) for a target unique in the table. A privacy audit from the same cohort counts as
     `cohort_shapley`, with no explained column. With case weights, sizes are sums of weights.
     Other arguments are those of `cohort_shapley` (exact method).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import cohortsql
+    >>> loans = pl.DataFrame({
+    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
+    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+    ... })
+    >>> similarity = {"income": "abs:15", "region": "exact"}
+    >>> privacy = cohortsql.uniqueness_shapley(loans, similarity=similarity)
+    >>> privacy.shapley[0].round(4).tolist(), round(float(privacy.value[0]), 4)  # log(12): target 0 is unique
+    ([1.4452, 1.0397], 2.4849)
     """
+    asked = with_defaults(options, UniquenessOptions)
+    id, weight, targets, sample, seed, path = (
+        asked[name] for name in ("id", "weight", "targets", "sample", "seed", "path")
+    )
     check_choice("path", path, PATHS)
     seed = arguments.seed(seed)
-    check_names(id, weight, options.get("memory_limit"))
+    check_names(id, weight, asked.get("memory_limit"))
     with open_session(
         data,
-        options,
+        run_options(asked),
         outcomes=(),
         similarity=similarity,
         id=id,

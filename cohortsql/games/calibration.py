@@ -21,7 +21,6 @@ import numpy as np
 
 from cohortsql._typing import CalibrationKind
 
-REALISTIC_SHARE = 0.95
 QUANTILE_TAIL = 0.05
 CHUNK_ENTRIES = 1 << 23
 """Distances computed at once (points x reference rows x window features)."""

@@ -76,7 +76,7 @@ def one_target(n, s, c, c2, masks, counts, sums, low, high, d, mean, weight, tie
     cohort[row] = s[cells - 1] / n[cells - 1]
     size_of = np.abs(phi[row])
     scale = tie_tolerance * max(1.0, size_of.max())  # as `cohortsql.numeric.shapley.importance_order`
-    order[row] = np.argsort(-np.floor(size_of / scale), kind="mergesort")
+    order[row] = np.argsort(-np.rint(size_of / scale), kind="mergesort")
     u = 0
     for k in range(d):
         u |= 1 << order[row, k]

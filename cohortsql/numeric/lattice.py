@@ -1,4 +1,4 @@
-"""Every cohort of equivalence similarities at once, in pure numpy (DESIGN §2, grouping sets).
+"""Every cohort of equivalence similarities at once, in pure numpy (docs/design.md §2, the grouping-sets path).
 
 When every similarity is an equivalence relation (``exact``, ``bins``), the cohort C_{t,u} is the
 cell of t in the partition of the subjects by their keys on u. SQL first collapses the subjects

@@ -1,6 +1,6 @@
 """Monte Carlo cohort Shapley for many predictors: random permutations over the mask histogram.
 
-Pure numpy, no I/O (DESIGN §2, large d). For one target, SQL gives the distinct similarity masks
+Pure numpy, no I/O (docs/design.md §2, the permutation method). For one target, SQL gives the distinct similarity masks
 with their subject counts and sums of y. A permutation pi of the predictors defines a chain of
 cohorts C_0 (every subject) > C_1 > ... > C_d, where C_i keeps the subjects similar to the target
 on the first i predictors of pi. A mask group is in C_i when its prefix length L (how many leading

@@ -1,4 +1,4 @@
-"""Exact cohort Shapley values in pure numpy (DESIGN §2, steps 2 and 3). No SQL, no I/O.
+"""Exact cohort Shapley values in pure numpy (docs/design.md §2). No SQL, no I/O.
 
 Conventions: a set u of predictors is the integer whose bit j is set when predictor j is in u, so
 a game on d players is an array whose last axis has length 2^d (earlier axes batch over targets).
@@ -55,16 +55,6 @@ def _membership(bits: int) -> np.ndarray:
     return (np.arange(1 << bits)[:, None] >> np.arange(bits) & 1).astype(np.float64)
 
 
-def moebius_inverse(values: np.ndarray) -> np.ndarray:
-    """g_u = sum over w subset of u of (-1)^{|u - w|} v(w): the Moebius inverse of a game v."""
-    result = np.array(values, dtype=np.float64, copy=True)
-    d = _dimension(result)
-    for bit in range(d):
-        halves = _bit_halves(result, bit)
-        halves[:, 1, :] -= halves[:, 0, :]
-    return result
-
-
 def set_sizes(d: int) -> np.ndarray:
     """|u| for every u in 0 .. 2^d - 1."""
     sizes = np.zeros(1 << d, dtype=np.int64)
@@ -98,19 +88,6 @@ def shapley_values(game: np.ndarray) -> np.ndarray:
     phi = _sums_over_sets_containing(flat * (weight_with + weight_without))
     phi -= (flat @ weight_without)[:, None]
     return phi.reshape(*batch_shape, d)
-
-
-def anchored_shapley_values(game: np.ndarray) -> np.ndarray:
-    """Shapley values via the anchored decomposition (paper, Theorem 1): phi_j = sum_{u containing j} g_u / |u|.
-
-    An independent route to the same numbers as `shapley_values`, used to cross-check it.
-    """
-    game = np.asarray(game, dtype=np.float64)
-    d = _dimension(game)
-    sizes = set_sizes(d)
-    shares = moebius_inverse(game) / np.maximum(sizes, 1)
-    phi = _sums_over_sets_containing(shares.reshape(-1, 1 << d))
-    return phi.reshape(*game.shape[:-1], d)
 
 
 def _sums_over_sets_containing(values: np.ndarray) -> np.ndarray:
@@ -183,21 +160,6 @@ def targets_per_batch(d: int, budget_bytes: int) -> int:
     return max(1, budget_bytes // (_ARRAYS_PER_TARGET * 8 << d))
 
 
-def cohort_shapley(
-    counts: np.ndarray, sums: np.ndarray, means: float | np.ndarray, weights: np.ndarray, slots: int = 1
-) -> CohortShapley:
-    """Exact cohort Shapley values of v_CS and v_CS2 from game rows' dense mask histograms.
-
-    `weights[r]` is what game row r counts for in `squared_games` (how many targets it stands for);
-    rows come in groups of `slots` games per target, and game row r adds to slot r % slots."""
-    means = np.broadcast_to(np.asarray(means, dtype=np.float64), (len(counts),))
-
-    def games(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-        return _games_of_pair(np.stack([counts[start:stop], sums[start:stop]]), means[start:stop])
-
-    return _in_chunks(games, len(counts), counts.shape[-1], means, weights, slots)
-
-
 def cohort_shapley_of_histograms(
     row: np.ndarray,
     mask: np.ndarray,
@@ -209,8 +171,11 @@ def cohort_shapley_of_histograms(
     weights: np.ndarray,
     slots: int = 1,
 ) -> CohortShapley:
-    """`cohort_shapley` of sparse histogram entries (game row, mask, weight, sum of y), scattered into
-    dense arrays one cache-sized chunk of game rows at a time (never the whole batch at once)."""
+    """Exact cohort Shapley values of v_CS and v_CS2 from sparse histogram entries (game row, mask,
+    weight, sum of y), scattered into dense arrays one cache-sized chunk of game rows at a time (never
+    the whole batch at once). `weights[r]` is what game row r counts for in `squared_games` (how many
+    targets it stands for); rows come in groups of `slots` games per target, and game row r adds to
+    slot r % slots."""
     entries = _SortedEntries.of(row, mask, [count, sum_y])
 
     def games(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
@@ -299,15 +264,18 @@ def uniqueness_values(sizes: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray
 
 
 TIE_TOLERANCE = 1e-12
-"""|phi_j| closer than this (relative to the target's largest) count as tied, so that rounding noise
-(different summation orders, engines, kernels) does not reorder features that are equally important."""
+"""|phi_j| are ranked in steps of this size (relative to the target's largest), values in one step
+tied, so that rounding noise (different summation orders, engines, kernels) does not reorder features
+that are equally important."""
 
 
 def importance_order(phi: np.ndarray) -> np.ndarray:
     """Features of each target by decreasing |phi_j| (ties, up to `TIE_TOLERANCE`, in feature order), shape (..., d)."""
     size = np.abs(phi)
     scale = TIE_TOLERANCE * np.maximum(1.0, size.max(axis=-1, keepdims=True, initial=0.0))
-    return np.argsort(-np.floor(size / scale), axis=-1, kind="stable")
+    # rint, not floor: values equal in exact arithmetic (often round numbers) sit at the centre of a
+    # step, not at an edge where the last bit of rounding noise decides which side they fall.
+    return np.argsort(-np.rint(size / scale), axis=-1, kind="stable")
 
 
 def _chunk_rows(d: int, slots: int) -> int:
@@ -374,19 +342,6 @@ def fan_out(values: CohortShapley, group: np.ndarray) -> CohortShapley:
     """Per-target values for every target from those of the distinct targets (`group` indexes them)."""
     *per_target, squared_games = values
     return CohortShapley._make([*(array[group] for array in per_target), squared_games])
-
-
-def scatter_histograms(
-    target: np.ndarray, mask: np.ndarray, count: np.ndarray, sum_y: np.ndarray, targets: int, d: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Dense (targets, 2^d) histograms of subject counts and sums of y from sparse (target, mask) rows."""
-    return _scatter(target, mask, count, targets, d), _scatter(target, mask, sum_y, targets, d)
-
-
-def _scatter(row: np.ndarray, mask: np.ndarray, value: np.ndarray, rows: int, d: int) -> np.ndarray:
-    dense = np.zeros((rows, 1 << d))
-    dense[row, mask] = value
-    return dense
 
 
 def _dimension(values: np.ndarray) -> int:

@@ -1,5 +1,5 @@
 """Equivalence keys and the cells of equivalence similarities (exact, bins): the grouping-sets path,
-where every cohort is a GROUP BY cell and no target is joined with subjects (DESIGN: docs/design.md).
+where every cohort is a GROUP BY cell and no target is joined with subjects (docs/design.md §2).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from cohortsql.queries.common import select_list
-from cohortsql.spec.features import _NUMERIC, DEFAULT_WINDOW, ColumnKind, Feature, ResolvedFeature
+from cohortsql.spec.features import DEFAULT_WINDOW, NUMERIC_KINDS, ColumnKind, Feature, ResolvedFeature
 from cohortsql.spec.similarity import NO_QUANTILES, KnownQuantiles, Similarity
 from cohortsql.sql.dialects import Dialect
 from cohortsql.sql.text import template
@@ -165,7 +165,7 @@ def feature_statistics(
     if feature.kind is None:
         if feature.values in ("integer", "float", "decimal"):
             needed["distinct"] = f"count(DISTINCT {value})"
-        if feature.values in _NUMERIC:
+        if feature.values in NUMERIC_KINDS:
             needed.update(parameter_aggregates(DEFAULT_WINDOW, feature.values, column, dialect, known))
     else:
         needed.update(parameter_aggregates(feature.kind, feature.values, column, dialect, known))

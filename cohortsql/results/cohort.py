@@ -16,7 +16,7 @@ from cohortsql.errors import CohortError
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import Bootstrap, percentile_interval
 from cohortsql.results.base import TargetValues
-from cohortsql.results.effects import _effects_table
+from cohortsql.results.effects import effects_table
 from cohortsql.results.tables import diagnostics, standard_error, target_groups
 from cohortsql.spec.similarity import Similarity
 
@@ -231,7 +231,7 @@ class CohortShapleyResult(TargetValues):
         weights = self.target_weights
         errors = standard_error(self.shapley_squared, self.population, self.shapley_squared_se, weights)
         effects = np.average(self.shapley_squared, axis=0, weights=weights)
-        table = _effects_table(self.features, effects, errors, self.target_variance)
+        table = effects_table(self.features, effects, errors, self.target_variance)
         table = table.with_columns(
             mean_abs_shapley=pl.Series(np.average(np.abs(self.shapley), axis=0, weights=weights))
         )

@@ -61,7 +61,7 @@ class ShapleyEffects:
             errors = np.zeros(len(features))
         else:
             errors = standard_error(squared_values, population, None, target_weights)
-        table = _effects_table(features, effects, errors, variance)
+        table = effects_table(features, effects, errors, variance)
         if replicate_games is not None:
             low, high = percentile_interval(shapley_values(replicate_games), confidence, 0)
             table = table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
@@ -117,7 +117,7 @@ def effects_of_tables(
     )
 
 
-def _effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.ndarray, variance: float) -> pl.DataFrame:
+def effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.ndarray, variance: float) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "feature": list(features),

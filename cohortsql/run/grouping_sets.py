@@ -1,4 +1,4 @@
-"""The grouping-sets path for equivalence similarities (exact, bins): no n^2 join (DESIGN §2).
+"""The grouping-sets path for equivalence similarities (exact, bins): no n^2 join (docs/design.md §2).
 
 SQL collapses the subjects into the cells of the finest partition; `cohortsql.numeric.lattice` then finds
 every cohort of every subset from those cells. Local values for targets look up the target's cell

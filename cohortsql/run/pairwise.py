@@ -1,6 +1,6 @@
 """The pairwise path (any similarity kinds): SQL mask histograms, then numpy.
 
-DESIGN §2: for a batch of targets, the engine joins the targets with every distinct subject row,
+docs/design.md §2: for a batch of targets, the engine joins the targets with every distinct subject row,
 computes the d-bit similarity mask and aggregates GROUP BY target, mask. The exact method scatters
 each target's histogram into 2^d cells and superset-sums it into every cohort's size and sum; the
 permutation method walks random chains of cohorts over the distinct masks. Batches bound memory.

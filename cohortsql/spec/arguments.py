@@ -6,12 +6,15 @@ or SQL as a raw exception.
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 
+from cohortsql._typing import DEFAULTS, RUN_OPTIONS, RunOptions
 from cohortsql.errors import CohortError
 from cohortsql.spec import arguments
 
@@ -91,3 +94,22 @@ def bootstrap_arguments(bootstrap: object, confidence: object, seed: int | None)
     if replicates and seed is None:
         seed = int(np.random.default_rng().integers(2**31))
     return replicates, level, seed
+
+
+def with_defaults(given: Mapping[str, Any], allowed: Any, **defaults: Any) -> dict[str, Any]:
+    """The options of a call: every key of the TypedDict `allowed` (its run options only when given),
+    the others filled in from `cohortsql._typing.DEFAULTS` (or `defaults`); an unknown name is a
+    `CohortError` that suggests the closest one."""
+    names = set(allowed.__required_keys__) | set(allowed.__optional_keys__)
+    unknown = sorted(set(given) - names)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(names), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; the options are {', '.join(sorted(names))}"
+        raise CohortError(f"unknown argument {unknown[0]!r}{hint}")
+    filled = {name: defaults.get(name, DEFAULTS[name]) for name in names if name in DEFAULTS}
+    return filled | dict(given)
+
+
+def run_options(options: Mapping[str, Any]) -> RunOptions:
+    """The where-and-how options among a call's options."""
+    return cast(RunOptions, {name: options[name] for name in RUN_OPTIONS if name in options})

@@ -45,7 +45,7 @@ as NULL (``float``), or as DOUBLE alone when the data hold no NaN (``double``: n
 which spares an expression per subject and batch); integers widened to BIGINT (or DECIMAL(38, 0)
 when their range could overflow BIGINT in a subtraction); dates and timestamps as days since 1970-01-01."""
 
-_NUMERIC: tuple[ColumnKind, ...] = ("integer", "float", "decimal", "date", "timestamp")
+NUMERIC_KINDS: tuple[ColumnKind, ...] = ("integer", "float", "decimal", "date", "timestamp")
 _SAFE_BIGINT = 2**62
 """Integers within (-2^62, 2^62) subtract without overflowing BIGINT."""
 
@@ -94,7 +94,7 @@ class Feature:
     @property
     def may_be_window(self) -> bool:
         """Whether a numeric kind may apply: given as one, or a default for numbers, dates and timestamps."""
-        return self.kind.numeric if self.kind is not None else self.values in _NUMERIC
+        return self.kind.numeric if self.kind is not None else self.values in NUMERIC_KINDS
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ def _feature_kind(name: str, kind: Similarity | str | None, values: ColumnKind) 
         parsed = as_similarity(kind)
     except CohortError as error:
         raise CohortError(f"feature {name!r}: {error}") from None
-    if parsed.numeric and values not in _NUMERIC:
+    if parsed.numeric and values not in NUMERIC_KINDS:
         raise CohortError(
             f"feature {name!r} holds {values} values, but similarity {parsed} needs numbers, dates or"
             " timestamps; use 'exact' or a sql: predicate"

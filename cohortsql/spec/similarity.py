@@ -1,4 +1,4 @@
-"""Similarity kinds: the target-specific tests z_tj(x_ij) of the paper (DESIGN §1).
+"""Similarity kinds: the target-specific tests z_tj(x_ij) of the paper (docs/design.md §1).
 
 Each kind is a small immutable object that renders, for a SQL dialect, a boolean comparing a subject
 value with a target value (``s."col"`` and ``t."col"``). Data-dependent kinds (``range``, ``quantile``,
@@ -303,7 +303,16 @@ def _absolute(arguments: str) -> AbsoluteWindow:
 
 
 def parse_similarity(text: str) -> Similarity:
-    """Parse the short text form of a similarity kind, e.g. ``"range:0.1"`` or ``"sql:s.a = t.a"``."""
+    """Parse the short text form of a similarity kind, e.g. ``"range:0.1"`` or ``"sql:s.a = t.a"``.
+
+    Examples
+    --------
+    >>> from cohortsql import parse_similarity
+    >>> parse_similarity("quantile:0.1")
+    QuantileWindow(fraction=0.1, p=0.05)
+    >>> parse_similarity("abs:12h")
+    AbsoluteWindow(delta=12.0, unit='h')
+    """
     if not isinstance(text, str):
         raise CohortError(f"a similarity kind must be a Similarity object or text like 'range:0.1', got {text!r}")
     kind, _, arguments = text.strip().partition(":")

@@ -1,0 +1,40 @@
+"""The documentation's promises: every public function and `df.cohort` method has a runnable
+example in its docstring, and every example gives what it shows."""
+
+import doctest
+import inspect
+import warnings
+
+import pytest
+
+import cohortsql
+from cohortsql.errors import CohortWarning
+from cohortsql.polars import CohortNamespace
+
+FUNCTIONS = {
+    name: getattr(cohortsql, name) for name in cohortsql.__all__ if inspect.isfunction(getattr(cohortsql, name))
+}
+METHODS = {
+    f"df.cohort.{name}": method
+    for name, method in inspect.getmembers(CohortNamespace, inspect.isfunction)
+    if not name.startswith("_")
+}
+DOCUMENTED = FUNCTIONS | METHODS
+
+
+def test_every_public_function_and_namespace_method_has_an_example():
+    assert len(FUNCTIONS) >= 10 and len(METHODS) == 7
+    missing = [name for name, function in DOCUMENTED.items() if ">>> " not in (function.__doc__ or "")]
+    assert missing == [], f"no runnable example in the docstrings of {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENTED))
+def test_the_examples_run(name):
+    tests = doctest.DocTestFinder(recurse=False).find(DOCUMENTED[name], name)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CohortWarning)  # tiny example tables have small cohorts
+        for test in tests:
+            runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+    assert runner.summarize(verbose=False).attempted > 0
