@@ -44,7 +44,20 @@ if TYPE_CHECKING:
 
 
 class CohortNamespace:
-    """Cohort Shapley on this frame: the same computations and results as the module functions."""
+    """Cohort Shapley on this frame: the same computations and results as the module functions.
+
+    The methods' examples explain this table, scored by this model:
+
+    >>> import polars as pl
+    >>> import cohortsql  # registers df.cohort
+    >>> loans = pl.DataFrame({
+    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
+    ...     "region": list("nsnsnsnsnsns"),
+    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
+    ... })
+    >>> def model(frame):
+    ...     return 1.0 - frame["income"].to_numpy() / 100
+    """
 
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
         self._frame = frame
@@ -60,13 +73,6 @@ class CohortNamespace:
 
         Examples
         --------
-        >>> import polars as pl
-        >>> import cohortsql  # registers df.cohort
-        >>> loans = pl.DataFrame({
-        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-        ...     "region": list("nsnsnsnsnsns"),
-        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-        ... })
         >>> loans.cohort.shapley(prediction="score", similarity={"income": "abs:15", "region": "exact"}).shapley[0].round(4).tolist()
         [0.3667, 0.0542]
         """
@@ -85,13 +91,6 @@ class CohortNamespace:
 
         Examples
         --------
-        >>> import polars as pl
-        >>> import cohortsql  # registers df.cohort
-        >>> loans = pl.DataFrame({
-        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-        ...     "region": list("nsnsnsnsnsns"),
-        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-        ... })
         >>> effects = loans.cohort.effects(prediction="score", similarity={"income": "abs:15", "region": "exact"})
         >>> effects.effects["share"].round(3).to_list()
         [0.801, 0.111]
@@ -110,13 +109,6 @@ class CohortNamespace:
 
         Examples
         --------
-        >>> import polars as pl
-        >>> import cohortsql  # registers df.cohort
-        >>> loans = pl.DataFrame({
-        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-        ...     "region": list("nsnsnsnsnsns"),
-        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-        ... })
         >>> loans.lazy().cohort.uniqueness(similarity=["region"]).value.round(4).tolist()[:2]
         [0.6931, 0.6931]
         """
@@ -135,13 +127,6 @@ class CohortNamespace:
 
         Examples
         --------
-        >>> import polars as pl
-        >>> import cohortsql  # registers df.cohort
-        >>> loans = pl.DataFrame({
-        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-        ...     "region": list("nsnsnsnsnsns"),
-        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-        ... })
         >>> loans.cohort.estimate(prediction="score", similarity=["income", "region"]).distinct_targets
         12
         """
@@ -160,15 +145,6 @@ class CohortNamespace:
 
         Examples
         --------
-        >>> import polars as pl
-        >>> import cohortsql  # registers df.cohort
-        >>> loans = pl.DataFrame({
-        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-        ...     "region": list("nsnsnsnsnsns"),
-        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-        ... })
-        >>> def model(frame):
-        ...     return 1.0 - frame["income"].to_numpy() / 100
         >>> loans.cohort.baseline(model=model, features=["income", "region"], model_input="polars").shapley[0].round(4).tolist()
         [0.295, 0.0]
         """
@@ -188,15 +164,6 @@ class CohortNamespace:
 
         Examples
         --------
-        >>> import polars as pl
-        >>> import cohortsql  # registers df.cohort
-        >>> loans = pl.DataFrame({
-        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-        ...     "region": list("nsnsnsnsnsns"),
-        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-        ... })
-        >>> def model(frame):
-        ...     return 1.0 - frame["income"].to_numpy() / 100
         >>> both = loans.cohort.compare(model=model, prediction="score", similarity=["income", "region"], model_input="polars")
         >>> both.totals.columns[:3]
         ['id', 'prediction', 'model']
@@ -223,13 +190,6 @@ class CohortNamespace:
 
         Examples
         --------
-        >>> import polars as pl
-        >>> import cohortsql  # registers df.cohort
-        >>> loans = pl.DataFrame({
-        ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-        ...     "region": list("nsnsnsnsnsns"),
-        ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-        ... })
         >>> loans.cohort.calibrate(features=["income", "region"], runs=5, seed=1).recommended
         0.7
         """

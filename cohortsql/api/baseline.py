@@ -41,7 +41,7 @@ from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.targets import TargetSet, every_row, read_rows, rows_by_id
 from cohortsql.spec import arguments
-from cohortsql.spec.arguments import run_options, with_defaults
+from cohortsql.spec.arguments import with_defaults
 
 MAX_EXACT_BASELINE_FEATURES = 20
 """Exact baseline Shapley evaluates the model at 2^d hybrid points per target and baseline."""
@@ -141,9 +141,7 @@ def baseline_shapley(
     max_permutations, tolerance, seed = estimation_arguments(method, max_permutations, tolerance, seed)
     seed = baseline_sample_arguments(baseline, baseline_sample, seed)
     function, batch_rows = model_arguments(model, model_input, model_output, batch_rows, realistic)
-    with open_session(
-        data, run_options(asked), outcomes=(), similarity=features, id=id, targets=targets, max_features=MAX_FEATURES
-    ) as session:
+    with open_session(data, asked, outcomes=(), similarity=features, max_features=MAX_FEATURES) as session:
         estimation = baseline_estimation(method, session.prepared.d)
         if estimation == "permutation" and seed is None:
             seed = int(np.random.default_rng().integers(2**31))  # recorded, so the run can be repeated

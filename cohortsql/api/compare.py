@@ -20,7 +20,7 @@ from cohortsql.results.comparison import Comparison
 from cohortsql.results.tables import warn_about_singletons
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES
-from cohortsql.spec.arguments import check_names, run_options, with_defaults
+from cohortsql.spec.arguments import check_names, with_defaults
 
 
 def compare(
@@ -98,11 +98,9 @@ def compare(
         seed = int(np.random.default_rng().integers(2**31))
     with open_session(
         data,
-        run_options(asked),
+        asked,
         outcomes=(prediction,),
         similarity=similarity,
-        id=id,
-        targets=targets,
         max_features=MAX_FEATURES,
     ) as session:
         chosen = session.select(targets, seed, sample)  # one sample of targets for all three methods

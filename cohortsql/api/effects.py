@@ -17,7 +17,7 @@ from cohortsql.run.grouping_sets import variance_game
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, local_batches, make_pacer
 from cohortsql.spec import arguments
-from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns, run_options, with_defaults
+from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns, with_defaults
 
 
 @overload
@@ -82,12 +82,9 @@ def shapley_effects(
     check_names(id, weight, asked.get("memory_limit"))
     with open_session(
         data,
-        run_options(asked),
+        asked,
         outcomes=outcomes,
         similarity=similarity,
-        id=id,
-        weight=weight,
-        targets=targets,
         max_features=MAX_EXACT_FEATURES,
         replicates=replicates,
         seed=seed,

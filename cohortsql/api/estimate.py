@@ -17,7 +17,7 @@ from cohortsql.run.progress import Silent
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_path, local_batches, make_pacer
 from cohortsql.spec import arguments
-from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns, run_options, with_defaults
+from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns, with_defaults
 
 
 def estimate(
@@ -58,12 +58,9 @@ def estimate(
     check_names(id, weight, asked.get("memory_limit"))
     with open_session(
         data,
-        run_options(asked),
+        asked,
         outcomes=outcomes,
         similarity=similarity,
-        id=id,
-        weight=weight,
-        targets=targets,
         max_features=MAX_FEATURES,
         replicates=replicates,
         seed=seed,

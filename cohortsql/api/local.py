@@ -23,7 +23,7 @@ from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_path, local_batches, make_pacer
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec import arguments
-from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns, run_options, with_defaults
+from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns, with_defaults
 
 
 @overload
@@ -142,12 +142,9 @@ def cohort_shapley(
     check_names(id, weight, asked.get("memory_limit"))
     with open_session(
         data,
-        run_options(asked),
+        asked,
         outcomes=outcomes,
         similarity=similarity,
-        id=id,
-        weight=weight,
-        targets=targets,
         max_features=MAX_FEATURES,
         replicates=replicates,
         seed=seed,

@@ -78,15 +78,10 @@ def histogram_sql(
     check_names(id, None, options.get("memory_limit"))
     with open_session(
         data,
-        options,
+        {**options, "id": id, "targets": targets},
         outcomes=(prediction,),
         similarity=similarity,
-        id=id,
-        weight=None,
-        targets=targets,
         max_features=MAX_FEATURES,
-        replicates=0,
-        seed=0,
     ) as session:
         prepared = session.prepared
         chosen_ids = None

@@ -14,7 +14,7 @@ from cohortsql.run.pairwise import uniqueness_batches
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, make_pacer
 from cohortsql.spec import arguments
-from cohortsql.spec.arguments import check_names, run_options, with_defaults
+from cohortsql.spec.arguments import check_names, with_defaults
 
 
 def uniqueness_shapley(
@@ -54,15 +54,10 @@ def uniqueness_shapley(
     check_names(id, weight, asked.get("memory_limit"))
     with open_session(
         data,
-        run_options(asked),
+        asked,
         outcomes=(),
         similarity=similarity,
-        id=id,
-        weight=weight,
-        targets=targets,
         max_features=MAX_EXACT_FEATURES,
-        replicates=0,
-        seed=0,
     ) as session:
         running, prepared = session.engine, session.prepared
         chosen = session.select(targets, seed, sample)

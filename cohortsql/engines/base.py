@@ -9,12 +9,14 @@ is reused). Only aggregates bounded per batch of targets come back to Python.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import re
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, Self, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -161,6 +163,83 @@ def interruptible(action: Callable[[], Result], interrupt: Callable[[], None]) -
     if not succeeded:
         raise value
     return value
+
+
+class EngineBase:
+    """The bookkeeping every backend shares, behind a few hooks: queries run so that Ctrl-C stops
+    them (`interruptible`) and their failures read as one `CohortError` line starting with what was
+    being done; result tables are checked before any is written. A backend sets `dialect` and
+    `failures` (its own error types) and overrides `_failure_message`, `_before_query`,
+    `_has_table` and `_store_tables`, besides the `Engine` methods that are its own."""
+
+    dialect: Dialect
+    failures: tuple[type[BaseException], ...] = ()
+    """The backend's own error types, reported as one-line `CohortError`s."""
+
+    def _before_query(self) -> None:
+        """Run in the worker thread before each query (Spark: join this engine's job group)."""
+
+    def _after_query(self) -> None:
+        """Run in the worker thread when each query ends, however it ends."""
+
+    def _querying(self) -> AbstractContextManager[object]:
+        """Held by the waiting thread while a query is submitted and awaited."""
+        return nullcontext()
+
+    def _failure_message(self, error: BaseException) -> str:
+        """The first line of what went wrong."""
+        text = str(error).strip()
+        return text.splitlines()[0] if text else type(error).__name__
+
+    def _run(self, action: Callable[[], Result], context: str) -> Result:
+        """Run a query: interruptible by Ctrl-C (`interrupt`), its failures one `CohortError` line."""
+
+        def query() -> Result:
+            self._before_query()
+            try:
+                return action()
+            finally:
+                self._after_query()
+
+        with self._querying():
+            try:
+                return interruptible(query, self.interrupt)
+            except self.failures as error:
+                raise CohortError(f"{context}: {self._failure_message(error)}") from None
+
+    def interrupt(self) -> None:
+        """Stop the running query (from another thread or a signal handler)."""
+        raise NotImplementedError
+
+    def write_tables(
+        self,
+        tables: Mapping[str, pa.Table],
+        *,
+        replace: bool,
+        protected: tuple[str, ...] = (),
+        settings: Mapping[str, str] | None = None,
+    ) -> None:
+        """Store result tables by name, all or none (see `Engine.write_tables`)."""
+        check_writable(
+            list(tables), [name for name in tables if self._has_table(name)], replace=replace, protected=protected
+        )
+        self._store_tables(tables, json.dumps(dict(settings or {})))
+
+    def _has_table(self, name: str) -> bool:
+        raise NotImplementedError
+
+    def _store_tables(self, tables: Mapping[str, pa.Table], record: str) -> None:
+        """Write the checked tables and record the run (its settings as JSON) in `RUNS_TABLE`."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Drop what the engine created, restore settings, release what it opened."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def check_writable(names: list[str], existing: list[str], *, replace: bool, protected: tuple[str, ...]) -> None:

@@ -9,7 +9,6 @@ column, a Parquet file's come from its own row numbers, and anything else is cop
 from __future__ import annotations
 
 import glob
-import json
 import os
 import uuid
 from collections.abc import Mapping
@@ -22,13 +21,12 @@ import pyarrow as pa
 from cohortsql.engines.base import (
     POSITION_COLUMN,
     RUNS_TABLE,
+    EngineBase,
     EngineSettings,
     Input,
     as_arrow,
-    check_writable,
     database_table,
     file_format,
-    interruptible,
     with_positions,
     without_positions,
 )
@@ -56,10 +54,11 @@ def open_engine(connection: Any, settings: EngineSettings, data: Any = None) -> 
     return DuckDBEngine(connection, settings)
 
 
-class DuckDBEngine:
+class DuckDBEngine(EngineBase):
     """Runs cohortsql's SQL on a DuckDB connection: the caller's, or one it opens (in memory or on a file)."""
 
     dialect = DUCKDB
+    failures = (duckdb.Error,)
 
     def __init__(self, connection: duckdb.DuckDBPyConnection | None, settings: EngineSettings) -> None:
         """`settings.memory_limit` and `settings.temp_directory` apply while the engine is open; the previous
@@ -141,10 +140,7 @@ class DuckDBEngine:
                 return
 
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
-        try:
-            return interruptible(lambda: self.connection.sql(select).to_arrow_table(), self.interrupt)
-        except duckdb.Error as error:
-            raise _as_cohort_error(error, context) from None
+        return self._run(lambda: self.connection.sql(select).to_arrow_table(), context)
 
     @property
     def memory_budget(self) -> int | None:
@@ -159,18 +155,7 @@ class DuckDBEngine:
     def interrupt(self) -> None:
         self.connection.interrupt()
 
-    def write_tables(
-        self,
-        tables: Mapping[str, pa.Table],
-        *,
-        replace: bool,
-        protected: tuple[str, ...] = (),
-        settings: Mapping[str, str] | None = None,
-    ) -> None:
-        check_writable(
-            list(tables), [name for name in tables if self._has_table(name)], replace=replace, protected=protected
-        )
-        record = json.dumps(dict(settings or {}))
+    def _store_tables(self, tables: Mapping[str, pa.Table], record: str) -> None:
         runs = self.dialect.quote(RUNS_TABLE)
         try:
             self.connection.execute("BEGIN TRANSACTION")
@@ -189,7 +174,7 @@ class DuckDBEngine:
         except BaseException as error:
             self.connection.execute("ROLLBACK")
             if isinstance(error, duckdb.Error):
-                raise _as_cohort_error(error, "writing the result tables") from None
+                raise CohortError(f"writing the result tables: {self._failure_message(error)}") from None
             raise
 
     def close(self) -> None:
@@ -209,12 +194,6 @@ class DuckDBEngine:
             current = self.connection.execute(f"SELECT current_setting({self.dialect.string(name)})").fetchall()
             if str(current[0][0]) != value:
                 self.connection.execute(f"SET {name} = {self.dialect.string(value)}")
-
-    def __enter__(self) -> DuckDBEngine:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- inputs --------------------------------------------------------------------------------
 
@@ -331,10 +310,7 @@ class DuckDBEngine:
         return f"cohortsql_{self._session}_{purpose}_{self._names}"
 
     def _execute(self, sql: str, *, context: str) -> None:
-        try:
-            interruptible(lambda: self.connection.execute(sql), self.interrupt)
-        except duckdb.Error as error:
-            raise _as_cohort_error(error, context) from None
+        self._run(lambda: self.connection.execute(sql), context)
 
     def _set(self, name: str, value: str, *, restore: bool) -> None:
         if restore:
@@ -385,9 +361,5 @@ def _connect(database: str | os.PathLike[str], read_only: bool) -> duckdb.DuckDB
     try:
         return duckdb.connect(str(database), read_only=read_only)
     except duckdb.Error as error:
-        raise _as_cohort_error(error, f"cannot open DuckDB database {str(database)!r}") from None
-
-
-def _as_cohort_error(error: duckdb.Error, context: str) -> CohortError:
-    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return CohortError(f"{context}: {message}")
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CohortError(f"cannot open DuckDB database {str(database)!r}: {message}") from None

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime
 import glob
-import json
 import logging
 import os
 import socket
@@ -22,7 +21,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -34,12 +33,11 @@ from pyspark.sql import DataFrame, SparkSession
 from cohortsql.engines.base import (
     POSITION_COLUMN,
     RUNS_TABLE,
+    EngineBase,
     EngineSettings,
     Input,
     as_arrow,
-    check_writable,
     file_format,
-    interruptible,
     with_positions,
     without_positions,
 )
@@ -137,10 +135,11 @@ def _check_reachable(remote: str, timeout: float = 10.0) -> None:
         raise CohortError(f"cannot reach Spark Connect at {host}:{port} (from SPARK_REMOTE): {reason}") from None
 
 
-class SparkEngine:
+class SparkEngine(EngineBase):
     """Runs cohortsql's SQL on a SparkSession through temporary views (cached where results are reused)."""
 
     dialect = SPARK
+    failures = _SPARK_FAILURES
 
     def __init__(self, session: SparkSession) -> None:
         self.session = session
@@ -234,27 +233,17 @@ class SparkEngine:
             except Exception:  # the session may be closing; the next round (or the deadline) ends it
                 continue
 
-    def write_tables(
-        self,
-        tables: Mapping[str, pa.Table],
-        *,
-        replace: bool,
-        protected: tuple[str, ...] = (),
-        settings: Mapping[str, str] | None = None,
-    ) -> None:
-        check_writable(
-            list(tables), [name for name in tables if self._has_table(name)], replace=replace, protected=protected
-        )
+    def _store_tables(self, tables: Mapping[str, pa.Table], record: str) -> None:
         for name, table in tables.items():
             self._save(table, name, "overwrite")
-        record = pa.table(
+        run = pa.table(
             {
                 "written_at": [datetime.datetime.now(datetime.UTC)],
                 "tables": [", ".join(tables)],
-                "settings": [json.dumps(dict(settings or {}))],
+                "settings": [record],
             }
         )
-        self._save(record, RUNS_TABLE, "append")
+        self._save(run, RUNS_TABLE, "append")
 
     def close(self) -> None:
         for name in reversed(self._views):
@@ -333,25 +322,25 @@ class SparkEngine:
             self._cached.discard(name)
         self.session.catalog.dropTempView(name)
 
-    def _run(self, action: Callable[[], Result], context: str) -> Result:
-        """Run `action` so that `interrupt` stops it: a Spark Connect session interrupts its own
-        operations; on a classic session the query's jobs join this engine's job group, whose running
-        tasks are interrupted when it is cancelled (`interruptAll` leaves a long task running there)."""
+    # A query runs so that `interrupt` stops it: a Spark Connect session interrupts its own operations;
+    # on a classic session the query's jobs join this engine's job group, whose running tasks are
+    # interrupted when it is cancelled (`interruptAll` leaves a long task running there).
 
-        def grouped() -> Result:
-            try:
-                if not self._remote:
-                    self.session.sparkContext.setJobGroup(self._prefix, "cohortsql", interruptOnCancel=True)
-                return action()
-            finally:
-                self._count(-1)  # when the query ends, not when the caller stops waiting for it
+    def _before_query(self) -> None:
+        if not self._remote:
+            self.session.sparkContext.setJobGroup(self._prefix, "cohortsql", interruptOnCancel=True)
 
+    def _after_query(self) -> None:
+        self._count(-1)  # when the query ends, not when the caller stops waiting for it
+
+    @contextmanager
+    def _querying(self) -> Iterator[None]:
         with _quiet_loggers():
             self._count(+1)
-            try:
-                return interruptible(grouped, self.interrupt)
-            except _SPARK_FAILURES as error:
-                raise CohortError(f"{context}: {_message(error)}") from None
+            yield
+
+    def _failure_message(self, error: BaseException) -> str:
+        return _message(error)
 
     def _count(self, change: int) -> None:
         with self._counting:
@@ -383,7 +372,7 @@ def _quiet_loggers() -> Iterator[None]:
             logger.disabled = disabled
 
 
-def _message(error: Exception) -> str:
+def _message(error: BaseException) -> str:
     """The first line of what went wrong, without Spark's SQLSTATE code. A Java exception that PySpark
     passes on unconverted (a job failing while Arrow batches stream to Python) says only which call
     failed: its innermost cause says why."""

@@ -9,7 +9,7 @@ are read once and all three explain the same sample of targets.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +24,7 @@ from cohortsql.results.tables import run_settings
 from cohortsql.run.preparation import Prepared, prepare
 from cohortsql.run.progress import Reporter, reporter
 from cohortsql.run.targets import TargetSet, read_target_data, select_targets
+from cohortsql.spec.arguments import run_options
 
 
 @dataclass
@@ -122,27 +123,26 @@ def opened_engine(data: Any, options: RunOptions) -> Iterator[Engine]:
 @contextmanager
 def open_session(
     data: Any,
-    options: RunOptions,
+    options: Mapping[str, Any],
     *,
     outcomes: Sequence[str],
     similarity: SimilarityArgument,
-    id: str | None,
-    targets: Targets,
     max_features: int,
-    weight: str | None = None,
     replicates: int = 0,
     seed: int | None = None,
 ) -> Iterator[Session]:
-    """Open the engine, register `data` and prepare it once (`cohortsql.run.preparation.prepare`); a
-    `targets` predicate is checked and marks the subjects that are targets."""
-    with opened_engine(data, options) as engine:
+    """Open the engine, register `data` and prepare it once (`cohortsql.run.preparation.prepare`) under
+    a call's `options` (its ``id``, ``weight``, ``targets`` and where-and-how options); a ``targets``
+    predicate is checked and marks the subjects that are targets."""
+    targets = options.get("targets")
+    with opened_engine(data, run_options(options)) as engine:
         prepared = prepare(
             engine,
             data,
             outcomes=outcomes,
             similarity=similarity,
-            id=id,
-            weight=weight,
+            id=options.get("id"),
+            weight=options.get("weight"),
             target_predicate=targets if isinstance(targets, str) else None,
             max_features=max_features,
             replicates=replicates,
