@@ -28,7 +28,8 @@ from cohortsql import queries
 from cohortsql.engines.base import fetch_numpy
 from cohortsql.numeric import shapley
 from cohortsql.run import preparation as prepare
-from cohortsql.run.preparation import opened_engine
+from cohortsql.run.session import opened_engine
+from cohortsql.run.targets import select_targets
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_exact import PREDICTORS, definition_loop, quantile_deltas  # noqa: E402
@@ -87,10 +88,13 @@ def numpy_loop(x: np.ndarray, y: np.ndarray, targets: int, delta: float) -> None
         for j in range(d):
             masks |= (np.abs(x[:, j] - x[t, j]) <= delta).astype(np.int64) << j
         distinct, inverse = np.unique(masks, return_inverse=True)
-        counts, sums = shapley.scatter_histograms(
-            np.zeros_like(distinct), distinct, np.bincount(inverse).astype(float), np.bincount(inverse, weights=y), 1, d
+        entries = (
+            np.zeros_like(distinct),
+            distinct,
+            np.bincount(inverse).astype(float),
+            np.bincount(inverse, weights=y),
         )
-        shapley.cohort_shapley(counts, sums, y.mean(), np.ones(1))
+        shapley.cohort_shapley_of_histograms(*entries, 1, d, np.array([y.mean()]), np.ones(1), 1)
 
 
 def aim_c(repeats: int) -> None:
@@ -118,11 +122,11 @@ def aim_d(repeats: int) -> None:
     contiguous = np.ascontiguousarray(x)
     compiled, _ = median_time(lambda: kernel(contiguous, y, contiguous[:100], 0.1), repeats)
     similarity = {f"x{j}": "abs:0.1" for j in range(12)}
-    with opened_engine(frame, None, None) as engine:
+    with opened_engine(frame, {}) as engine:
         prepared = prepare.prepare(
             engine, frame, outcomes=["y"], similarity=similarity, id=None, target_predicate=None, max_features=128
         )
-        targets = prepare.select_targets(engine, prepared, list(range(100)), None)
+        targets = select_targets(engine, prepared, list(range(100)), None)
         weighted = prepare.weigh_subjects(engine, prepared)
         uploaded = engine.upload(targets.numbered(), "targets")
         sql = queries.histogram.mask_histogram(
