@@ -36,6 +36,50 @@ fraction of the rows (estimated with approx_count_distinct); otherwise collapsin
 
 
 @dataclass(frozen=True)
+class TableStatistics:
+    """The whole-table statistics of one call, parsed once from the statistics query's row."""
+
+    subjects: int
+    """n: rows of positive weight."""
+    total_weight: float
+    """Their total case weight (n when unweighted)."""
+    distinct_rows: int | None
+    """Distinct predictor rows (estimated; None when rows cannot be merged, under ``sql:`` kinds)."""
+    centred_means: tuple[float, ...]
+    """ybar_k - pilot_k of each explained column (weighted when the rows are)."""
+    variances: tuple[float, ...]
+    """The (weighted) population variance of each explained column."""
+    features: tuple[dict[str, Any], ...]
+    """Each feature's own statistics by name (nulls, levels, the kind's parameters)."""
+
+    @classmethod
+    def parse(cls, row: dict[str, Any], outcomes: int, features: int, *, weighted: bool) -> TableStatistics:
+        """From the row of `cohortsql.queries.statistics.statistics_aggregates`' aliases."""
+        means, variances = [], []
+        for index in range(outcomes):
+            if weighted:
+                total = float(row["total_weight"])
+                mean = float(row[f"weighted_sum:{index}"]) / total
+                variance = max(0.0, float(row[f"weighted_squares:{index}"]) / total - mean * mean)
+            else:
+                mean, variance = float(row[f"mean:{index}"]), float(row[f"variance:{index}"])
+            means.append(mean)
+            variances.append(variance)
+        prefixes = [queries.statistics.statistic_alias(index, "") for index in range(features)]
+        return cls(
+            subjects=int(row["subjects"]),
+            total_weight=float(row["total_weight"] if weighted else row["subjects"]),
+            distinct_rows=None if row.get("distinct_rows") is None else int(row["distinct_rows"]),
+            centred_means=tuple(means),
+            variances=tuple(variances),
+            features=tuple(
+                {key[len(prefix) :]: value for key, value in row.items() if key.startswith(prefix)}
+                for prefix in prefixes
+            ),
+        )
+
+
+@dataclass(frozen=True)
 class Prepared:
     """The data on the engine, the resolved features, whole-table statistics and the subjects relations."""
 
@@ -49,7 +93,7 @@ class Prepared:
     weight: str | None
     """The case-weight column (None: every row weighs 1)."""
     features: tuple[ResolvedFeature, ...]
-    statistics: dict[str, Any]
+    statistics: TableStatistics
     pilots: tuple[float, ...]
     """Each y_k is stored as y_k - pilot_k, so its sums keep their digits (see ``sql/pilot.sql``)."""
     subjects: str
@@ -65,7 +109,7 @@ class Prepared:
     @property
     def centred_means(self) -> np.ndarray:
         """ybar_k - pilot_k for each outcome: the weighted means of the stored values."""
-        return np.array([self.statistics[f"mean:{index}"] for index in range(len(self.outcomes))], dtype=np.float64)
+        return np.array(self.statistics.centred_means, dtype=np.float64)
 
     @property
     def means(self) -> np.ndarray:
@@ -75,17 +119,17 @@ class Prepared:
     @property
     def variances(self) -> np.ndarray:
         """The (weighted) population variance of each explained column."""
-        return np.array([self.statistics[f"variance:{index}"] for index in range(len(self.outcomes))], dtype=np.float64)
+        return np.array(self.statistics.variances, dtype=np.float64)
 
     @property
     def subject_count(self) -> int:
         """How many rows are subjects (rows of positive weight)."""
-        return int(self.statistics["subjects"])
+        return self.statistics.subjects
 
     @property
     def total_weight(self) -> float:
         """The subjects' total case weight (their number when unweighted)."""
-        return float(self.statistics["total_weight"] if self.weight is not None else self.statistics["subjects"])
+        return self.statistics.total_weight
 
     @property
     def d(self) -> int:
@@ -94,7 +138,8 @@ class Prepared:
     @property
     def subject_rows(self) -> int:
         """Rows each target is compared with: distinct predictor rows (estimated) when collapsed, else n."""
-        return min(self.subject_count, int(self.statistics["distinct_rows"])) if self.compressed else self.subject_count
+        rows = self.statistics.distinct_rows
+        return min(self.subject_count, rows) if self.compressed and rows is not None else self.subject_count
 
     @property
     def custom(self) -> bool:
@@ -148,16 +193,14 @@ def prepare(
         distinct_rows=mergeable,
         known=known,
     )
-    statistics = fetch_record(
+    row = fetch_record(
         engine, queries.statistics.table_statistics(relation, aggregates, dialect), context="computing table statistics"
     )
-    _check_table(statistics, outcomes, id)
-    statistics.update(_moments(statistics, len(outcomes), weighted=weight is not None))
-    n = int(statistics["subjects"])
-    resolved = tuple(
-        resolve_feature(feature, _feature_statistics(statistics, feature.index), n) for feature in features
-    )
-    compress = mergeable and statistics["distinct_rows"] <= COMPRESS_BELOW * n
+    _check_table(row, outcomes, id)
+    statistics = TableStatistics.parse(row, len(outcomes), len(features), weighted=weight is not None)
+    n = statistics.subjects
+    resolved = tuple(resolve_feature(feature, statistics.features[feature.index], n) for feature in features)
+    compress = mergeable and statistics.distinct_rows is not None and statistics.distinct_rows <= COMPRESS_BELOW * n
     measures = Measures(len(outcomes), weighted=weight is not None, replicates=replicates, seed=seed)
     subjects = engine.create(
         queries.subjects.subjects(
@@ -253,21 +296,6 @@ def _positive_rows(engine: Engine, source: str, weight: str, id_sql: str, id: st
     )
 
 
-def _moments(statistics: dict[str, Any], outcomes: int, *, weighted: bool) -> dict[str, float]:
-    """Each outcome's centred mean and population variance, weighted when the rows are."""
-    moments: dict[str, float] = {}
-    for index in range(outcomes):
-        if not weighted:
-            moments[f"mean:{index}"] = float(statistics[f"mean:{index}"])
-            moments[f"variance:{index}"] = float(statistics[f"variance:{index}"])
-            continue
-        total = float(statistics["total_weight"])
-        mean = float(statistics[f"weighted_sum:{index}"]) / total
-        moments[f"mean:{index}"] = mean
-        moments[f"variance:{index}"] = max(0.0, float(statistics[f"weighted_squares:{index}"]) / total - mean * mean)
-    return moments
-
-
 def _sorted_quantiles(
     engine: Engine, source: str, features: tuple[Feature, ...], weight: str | None
 ) -> dict[tuple[str, float], float | None]:
@@ -305,6 +333,7 @@ def _batch_bytes(engine: Engine) -> int:
 
 
 def _check_table(statistics: dict[str, Any], outcomes: Sequence[str], id: str | None) -> None:
+    """Refuse an empty table, bad explained values, and ids that do not identify rows."""
     if statistics["subjects"] == 0:
         raise CohortError("the data has no rows; cohort Shapley needs at least one subject")
     for index, outcome in enumerate(outcomes):
@@ -321,11 +350,6 @@ def _check_table(statistics: dict[str, Any], outcomes: Sequence[str], id: str | 
     duplicates = statistics["subjects"] - statistics["distinct_ids"]
     if duplicates:
         raise CohortError(f"id column {id!r} has {duplicates} duplicate values; ids must identify rows")
-
-
-def _feature_statistics(statistics: dict[str, Any], index: int) -> dict[str, Any]:
-    prefix = queries.statistics.statistic_alias(index, "")
-    return {key[len(prefix) :]: value for key, value in statistics.items() if key.startswith(prefix)}
 
 
 # -- targets -------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import cohortsql
 from cohortsql.cli import app
 from cohortsql.report import ReportTables, report_html, write_report
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 BOSTON = ROOT / "examples" / "data" / "boston_predictions.parquet"
 PREDICTORS = ["crim", "zn", "indus", "chas", "nox", "rm", "age", "dis", "rad", "tax", "ptratio", "black", "lstat"]
 SIMILARITY = {name: "quantile:0.1" for name in PREDICTORS}  # the Boston example's (examples/boston.toml)

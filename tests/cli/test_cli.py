@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import cohortsql
 from cohortsql.cli import app
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 BOSTON = ROOT / "examples" / "data" / "boston_predictions.parquet"
 runner = CliRunner()
 

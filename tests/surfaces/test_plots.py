@@ -19,7 +19,7 @@ import cohortsql  # noqa: E402
 from cohortsql import plot  # noqa: E402
 from cohortsql.cli import app  # noqa: E402
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 BOSTON = ROOT / "examples" / "data" / "boston_predictions.parquet"
 SIMILARITY = {"lstat": "quantile:0.1", "rm": "quantile:0.1", "chas": "exact", "crim": "bins:5"}
 
