@@ -1,6 +1,6 @@
-"""The paper's comparison methods: baseline Shapley (BS) and all-baseline Shapley (ABS), with their
-squares and their split into what comes from realistic and from unrealistic hybrid points; the three
-methods side by side (`compare`); and the calibration of the similarity threshold (`calibrate`).
+"""`cohortsql.baseline_shapley`: the paper's comparison methods, baseline Shapley (BS) and all-baseline
+Shapley (ABS), with their squares and their split into what comes from realistic and from unrealistic
+hybrid points.
 
 Unlike cohort Shapley these need the model: they evaluate it at hybrid points that mix a target's
 values with a baseline's. Comparing them with cohort Shapley shows how much of a model-based

@@ -1,4 +1,5 @@
-"""TODO"""
+"""`cohortsql.calibrate`: the similarity threshold at which held-out rows are realistic (paper, Appendix 5).
+"""
 
 from __future__ import annotations
 

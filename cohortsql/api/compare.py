@@ -1,4 +1,6 @@
-"""TODO"""
+"""`cohortsql.compare`: cohort, baseline and all-baseline Shapley side by side on one session and one
+sample of targets (paper, Section 5 and Appendix 4).
+"""
 
 from __future__ import annotations
 

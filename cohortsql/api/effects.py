@@ -1,4 +1,6 @@
-"""TODO"""
+"""`cohortsql.shapley_effects`: Shapley effects, each feature's share of the variance the cohorts
+explain (global importance).
+"""
 
 from __future__ import annotations
 

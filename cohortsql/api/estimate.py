@@ -1,4 +1,5 @@
-"""TODO"""
+"""`cohortsql.estimate`: the plan of a run and its time, from a timed pilot batch (``--dry-run``).
+"""
 
 from __future__ import annotations
 

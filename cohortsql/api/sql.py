@@ -1,4 +1,6 @@
-"""TODO"""
+"""`cohortsql.histogram_sql`: the heavy step as one self-contained query, in the dialect asked for,
+to run where the data live (`cohortsql.assemble` finishes it).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TODO"""
+"""`cohortsql.uniqueness_shapley`: which features make each row identifiable (a privacy audit).
+"""
 
 from __future__ import annotations
 

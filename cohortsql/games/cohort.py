@@ -1,4 +1,8 @@
-"""TODO"""
+"""The cohort game from the engine's mask histograms: each target's 2^d cohort sizes and sums by the
+superset-sum transform, then exact Shapley values of v(u) = ybar_{t,u} - ybar and v(u)^2 for every
+outcome, weighting and bootstrap replicate (docs/design.md §2); or Monte Carlo estimates over random
+permutations. Pure numpy (or the compiled kernel where it pays), no SQL.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""TODO"""
+"""Uniqueness Shapley (Seiler, Mase & Owen) from the engine's mask histograms: v(u) = -log(|C_{t,u}| / n),
+from the cohort sizes alone. Pure numpy.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""TODO"""
+"""Linear-interpolated quantiles (numpy's default, DuckDB's quantile_cont, Spark's percentile) from the
+few order statistics a sort that spills brings back, unweighted or with case weights read as
+repetitions. Pure Python.
+"""
 
 from __future__ import annotations
 

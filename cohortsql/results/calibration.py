@@ -1,4 +1,6 @@
-"""TODO"""
+"""The result of `cohortsql.calibrate`: realistic shares of held-out rows and of marginal draws per
+threshold, and the recommended threshold (paper, Appendix 5).
+"""
 
 from __future__ import annotations
 

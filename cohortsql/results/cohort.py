@@ -1,5 +1,6 @@
-"""The results: per-target, per-feature cohort Shapley values (`CohortShapleyResult`) and Shapley
-effects (`ShapleyEffects`), with the diagnostics that say how far to trust them."""
+"""The result of `cohortsql.cohort_shapley`: per-target, per-feature cohort Shapley values
+(`CohortShapleyResult`), with the totals, refinement paths, reasons, global importance and
+diagnostics that say how far to trust them."""
 
 from __future__ import annotations
 

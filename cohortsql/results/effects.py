@@ -1,4 +1,7 @@
-"""TODO"""
+"""Shapley effects: the Shapley values of the variance game v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2
+(`ShapleyEffects`), with standard errors from the targets' squared values and bootstrap intervals;
+and the same table computed from the files `cohortsql shapley --out` writes.
+"""
 
 from __future__ import annotations
 

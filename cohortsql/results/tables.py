@@ -1,4 +1,7 @@
-"""TODO"""
+"""What the per-target results share: the run's settings as text, the diagnostics that say how far to
+trust the values (singletons, cohort sizes, narrow features), each target's feature values as text,
+per-group tables and standard errors with the finite-population correction.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The steps every computation shares: read the data, check it, define the subjects, pick targets.
+"""The preparation every call shares: register the data, check it, compute the whole-table statistics
+once, define the subjects.
 
 One pass over the data computes every whole-table statistic; the subjects relation then holds what
 the similarity tests compare. Targets are selected separately (`select_targets`), and the target

@@ -1,4 +1,9 @@
-"""TODO"""
+"""The method and path a call takes, its limits, and how many targets a batch may hold.
+
+``exact`` up to `MAX_EXACT_FEATURES` (``auto``: up to `AUTO_EXACT_FEATURES`), ``permutation`` up to
+`MAX_FEATURES`; the grouping-sets path when every kind is an equivalence and there are enough targets;
+batches bounded by the memory budget (every array a batch allocates) and paced by time (`Pacer`).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""TODO"""
+"""Choosing the targets and reading their rows: every row, a predicate's rows, a seeded random sample
+of either (the same on every engine), or the rows with given ids (read in the id column's type);
+identical targets are computed once and fanned out.
+"""
 
 from __future__ import annotations
 
