@@ -1,5 +1,4 @@
-"""`cohortsql.calibrate`: the similarity threshold at which held-out rows are realistic (paper, Appendix 5).
-"""
+"""`cohortsql.calibrate`: the similarity threshold at which held-out rows are realistic (paper, Appendix 5)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`cohortsql.estimate`: the plan of a run and its time, from a timed pilot batch (``--dry-run``).
-"""
+"""`cohortsql.estimate`: the plan of a run and its time, from a timed pilot batch (``--dry-run``)."""
 
 from __future__ import annotations
 

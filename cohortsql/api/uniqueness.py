@@ -1,5 +1,4 @@
-"""`cohortsql.uniqueness_shapley`: which features make each row identifiable (a privacy audit).
-"""
+"""`cohortsql.uniqueness_shapley`: which features make each row identifiable (a privacy audit)."""
 
 from __future__ import annotations
 
