@@ -35,7 +35,8 @@ class Session:
     prepared: Prepared
     progress: bool | None = None
     """Report progress on stderr (None: on long runs when stderr is a terminal)."""
-    _target_data: dict[int, pl.DataFrame] = field(default_factory=dict, repr=False)
+    _target_data: list[tuple[TargetSet, pl.DataFrame]] = field(default_factory=list, repr=False)
+    """The target rows read so far, with the target set they belong to (held, so never mistaken for another)."""
 
     def select(self, targets: Targets, seed: int | None, sample: int | float | None = None) -> TargetSet:
         """The target rows: every row, a predicate's, a random sample of either, or the rows with given ids."""
@@ -43,10 +44,12 @@ class Session:
 
     def target_data(self, chosen: TargetSet) -> pl.DataFrame:
         """The chosen targets' rows as they are in the data (every column), read once per target set."""
-        key = id(chosen)
-        if key not in self._target_data:
-            self._target_data[key] = read_target_data(self.engine, self.prepared, chosen)
-        return self._target_data[key]
+        for read, frame in self._target_data:
+            if read is chosen:
+                return frame
+        frame = read_target_data(self.engine, self.prepared, chosen)
+        self._target_data.append((chosen, frame))
+        return frame
 
     def reporter(self) -> Reporter:
         """Where this call reports its progress."""
