@@ -39,16 +39,10 @@ from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.tables import run_settings
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
+from cohortsql.run.strategy import MAX_FEATURES, baseline_estimation
 from cohortsql.run.targets import TargetSet, every_row, read_rows, rows_by_id
 from cohortsql.spec import arguments
 from cohortsql.spec.arguments import with_defaults
-
-MAX_EXACT_BASELINE_FEATURES = 20
-"""Exact baseline Shapley evaluates the model at 2^d hybrid points per target and baseline."""
-MAX_FEATURES = 128
-"""The permutation method handles up to this many features."""
-AUTO_EXACT_BASELINE_FEATURES = 12
-"""``method="auto"`` is exact up to this d (4,096 model evaluations per target and baseline)."""
 
 
 def baseline_shapley(
@@ -191,17 +185,6 @@ def baseline_sample_arguments(baseline: object, sample: object, seed: int | None
     if not (isinstance(baseline, str) and baseline == "all"):
         raise CohortError("baseline_sample= draws from every row: it needs baseline='all'")
     return seed if seed is not None else int(np.random.default_rng().integers(2**31))
-
-
-def baseline_estimation(method: str, d: int) -> str:
-    """``exact`` or ``permutation`` for baseline Shapley of `d` features (``auto``: exact up to d = 12)."""
-    return arguments.exact_or_permutation(
-        method,
-        d,
-        auto_exact_up_to=AUTO_EXACT_BASELINE_FEATURES,
-        exact_up_to=MAX_EXACT_BASELINE_FEATURES,
-        work="2^d model evaluations per target and baseline",
-    )
 
 
 def explain_with_model(

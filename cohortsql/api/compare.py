@@ -10,7 +10,6 @@ import numpy as np
 
 from cohortsql._typing import CompareOptions, SimilarityArgument
 from cohortsql.api.baseline import (
-    baseline_estimation,
     baseline_sample_arguments,
     estimation_arguments,
     explain_with_model,
@@ -21,7 +20,7 @@ from cohortsql.errors import CohortError
 from cohortsql.results.comparison import Comparison
 from cohortsql.results.tables import warn_about_singletons
 from cohortsql.run.session import open_session
-from cohortsql.run.strategy import MAX_FEATURES
+from cohortsql.run.strategy import MAX_FEATURES, baseline_estimation
 from cohortsql.spec.arguments import check_names, with_defaults
 
 

@@ -131,3 +131,22 @@ def choose_path(path: str, prepared: Prepared, targets: int) -> str:
     if path == "auto":
         return "grouping_sets" if not windows and targets >= 1 << (prepared.d - 1) else "pairwise"
     return path
+
+
+MAX_EXACT_BASELINE_FEATURES = 20
+"""Exact baseline Shapley evaluates the model at 2^d hybrid points per target and baseline."""
+
+
+AUTO_EXACT_BASELINE_FEATURES = 12
+"""``method="auto"`` is exact up to this d (4,096 model evaluations per target and baseline)."""
+
+
+def baseline_estimation(method: str, d: int) -> str:
+    """``exact`` or ``permutation`` for baseline Shapley of `d` features (``auto``: exact up to d = 12)."""
+    return arguments.exact_or_permutation(
+        method,
+        d,
+        auto_exact_up_to=AUTO_EXACT_BASELINE_FEATURES,
+        exact_up_to=MAX_EXACT_BASELINE_FEATURES,
+        work="2^d model evaluations per target and baseline",
+    )
