@@ -18,6 +18,7 @@ from cohortsql.run.preparation import prepare
 from cohortsql.run.session import opened_engine
 from cohortsql.run.targets import every_row
 from cohortsql.spec import arguments
+from cohortsql.spec.arguments import run_options, with_defaults
 
 
 def calibrate(
@@ -72,7 +73,7 @@ def calibrate(
         raise CohortError(f"exact names columns that are not among the features: {unknown}")
     if seed is None:
         seed = int(np.random.default_rng().integers(2**31))
-    with opened_engine(data, options) as running:
+    with opened_engine(data, run_options(with_defaults(options, RunOptions))) as running:
         kinds = {name: "exact" if name in exact else None for name in features}
         prepared = prepare(
             running, data, outcomes=(), similarity=kinds, id=None, target_predicate=None, max_features=1 << 10

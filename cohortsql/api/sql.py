@@ -23,7 +23,7 @@ from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES
 from cohortsql.spec import arguments
-from cohortsql.spec.arguments import check_names, explained_columns
+from cohortsql.spec.arguments import check_names, explained_columns, with_defaults
 from cohortsql.spec.features import portable
 from cohortsql.sql.dialects import DUCKDB, NATIVE_DIALECTS
 from cohortsql.sql.text import check_expression, is_query
@@ -80,7 +80,7 @@ def histogram_sql(
     check_names(id, None, options.get("memory_limit"))
     with open_session(
         data,
-        {**options, "id": id, "targets": targets},
+        {**with_defaults(options, RunOptions), "id": id, "targets": targets},
         outcomes=(prediction,),
         similarity=similarity,
         max_features=MAX_FEATURES,

@@ -16,10 +16,9 @@ from typing import Any
 
 import polars as pl
 
-from cohortsql._typing import RUN_OPTIONS, RunOptions, SimilarityArgument, Targets
+from cohortsql._typing import RunOptions, SimilarityArgument, Targets
 from cohortsql.engines import open_engine
 from cohortsql.engines.base import Engine, EngineSettings
-from cohortsql.errors import CohortError
 from cohortsql.results.tables import run_settings
 from cohortsql.run.preparation import Prepared, prepare
 from cohortsql.run.progress import Reporter, reporter
@@ -106,10 +105,8 @@ class Session:
 
 @contextmanager
 def opened_engine(data: Any, options: RunOptions) -> Iterator[Engine]:
-    """The engine for a call, closed (dropping what it created) when the call ends."""
-    unknown = sorted(set(options) - set(RUN_OPTIONS))
-    if unknown:
-        raise CohortError(f"unknown argument {unknown[0]!r}; the options of every method are {', '.join(RUN_OPTIONS)}")
+    """The engine for a call, closed (dropping what it created) when the call ends; `options` were
+    checked by the public function (`cohortsql.spec.arguments.with_defaults`)."""
     temp_directory = options.get("temp_directory")
     settings = EngineSettings(
         memory_limit=options.get("memory_limit"),

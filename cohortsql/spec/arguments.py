@@ -16,7 +16,6 @@ import numpy as np
 
 from cohortsql._typing import DEFAULTS, RUN_OPTIONS, RunOptions
 from cohortsql.errors import CohortError
-from cohortsql.spec import arguments
 
 
 def whole_number(name: str, value: object, *, minimum: int) -> int:
@@ -78,17 +77,18 @@ def explained_columns(prediction: object, *, several: bool = True) -> tuple[str,
 
 
 def check_names(id: object, weight: object, memory_limit: object) -> None:
-    arguments.optional_text("id", id)
-    arguments.optional_text("weight", weight)
-    arguments.optional_text("memory_limit", memory_limit)
+    """The column names and the memory limit are text (or None)."""
+    optional_text("id", id)
+    optional_text("weight", weight)
+    optional_text("memory_limit", memory_limit)
 
 
 def bootstrap_arguments(bootstrap: object, confidence: object, seed: int | None) -> tuple[int, float, int | None]:
     """B, the confidence level, and the seed (drawn when replicates need one and none was given)."""
-    replicates = arguments.whole_number("bootstrap", bootstrap, minimum=0)
+    replicates = whole_number("bootstrap", bootstrap, minimum=0)
     if replicates == 1:
         raise CohortError("bootstrap=1 gives no interval; ask for 0 (none) or at least 2 replicates (200 or more)")
-    level = arguments.positive_number("confidence", confidence)
+    level = positive_number("confidence", confidence)
     if level is None or level >= 1:
         raise CohortError(f"confidence must be a number between 0 and 1, e.g. 0.95; got {confidence!r}")
     if replicates and seed is None:

@@ -155,3 +155,24 @@ def test_wide_of_an_unknown_column():
 def test_errors_are_value_errors():
     assert issubclass(CohortError, ValueError)
     assert np.isfinite(explain().shapley).all()
+
+
+def test_a_misspelled_option_is_named_with_the_closest_one():
+    """Options come as **options: a typo must not be ignored, by any public function."""
+    frame = pl.DataFrame({"a": list(range(12)), "y": [0.1 * value for value in range(12)]})
+    for call, wrong, right in (
+        (lambda: cohortsql.cohort_shapley(frame, prediction="y", similarity=["a"], sampel=3), "sampel", "sample"),
+        (
+            lambda: cohortsql.shapley_effects(frame, prediction="y", similarity=["a"], boostrap=5),
+            "boostrap",
+            "bootstrap",
+        ),
+        (
+            lambda: cohortsql.histogram_sql(frame, prediction="y", similarity=["a"], table="t", memory_limt="1GB"),
+            "memory_limt",
+            "memory_limit",
+        ),
+        (lambda: cohortsql.calibrate(frame, features=["a"], runs=1, engin="duckdb"), "engin", "engine"),
+    ):
+        with pytest.raises(cohortsql.CohortError, match=rf"unknown argument '{wrong}'; did you mean '{right}'\?"):
+            call()
