@@ -7,40 +7,13 @@ from typing import Any
 
 import typer
 
+from cohortsql import _typing as api
 from cohortsql.cli import options as flags
-from cohortsql.cli.failures import _reported_failures
-from cohortsql.cli.options import (
-    Bootstrap,
-    Confidence,
-    Config,
-    Data,
-    Database,
-    Debug,
-    DryRun,
-    EngineOption,
-    Features,
-    Id,
-    IntoTable,
-    MaxPermutations,
-    MemoryLimit,
-    MethodOption,
-    Out,
-    PathOption,
-    Prediction,
-    Progress,
-    Reasons,
-    Replace,
-    Sample,
-    Seed,
-    SparkMaster,
-    TargetIds,
-    Targets,
-    TempDirectory,
-    Tolerance,
-    Top,
-    Weight,
-)
+from cohortsql.cli.options import EXPLAINED, OUTPUTS, command
 from cohortsql.errors import CohortError
+
+CALIBRATE_RUN = ("engine", "spark_master")
+"""Where `calibrate` runs (it reads a sample of the table into memory: no DuckDB settings apply)."""
 
 SHAPLEY_EPILOG = (
     "Examples:\n\n"
@@ -55,275 +28,105 @@ SHAPLEY_EPILOG = (
 )
 
 
-def shapley(
-    data: Data = None,
-    prediction: Prediction = None,
-    id: Id = None,
-    weight: Weight = None,
-    similar: flags.Similar = None,
-    features: Features = None,
-    targets: Targets = None,
-    target_ids: TargetIds = None,
-    sample: Sample = None,
-    seed: Seed = None,
-    bootstrap: Bootstrap = None,
-    confidence: Confidence = None,
-    method: MethodOption = None,
-    path: PathOption = None,
-    tolerance: Tolerance = None,
-    max_permutations: MaxPermutations = None,
-    memory_limit: MemoryLimit = None,
-    temp_directory: TempDirectory = None,
-    out: Out = None,
-    into_table: IntoTable = None,
-    database: Database = None,
-    replace: Replace = False,
-    engine: EngineOption = None,
-    spark_master: SparkMaster = None,
-    config: Config = None,
-    top: Top = 10,
-    reasons: Reasons = None,
-    dry_run: DryRun = False,
-    progress: Progress = None,
-    debug: Debug = False,
-) -> None:
+@command(EXPLAINED, api.ShapleyOptions, OUTPUTS, ("top", "reasons", "dry_run"))
+def shapley(options: dict[str, Any]) -> None:
     """Cohort Shapley values of every feature for every target; prints the most important features."""
-    with _reported_failures(debug):
-        from cohortsql.api.estimate import estimate
-        from cohortsql.api.local import cohort_shapley
-        from cohortsql.cli.outputs import write
-        from cohortsql.cli.summaries import shapley_summary
+    from cohortsql.api.estimate import estimate
+    from cohortsql.api.local import cohort_shapley
+    from cohortsql.cli.outputs import write
+    from cohortsql.cli.summaries import shapley_summary
 
-        options = flags.options(locals(), flags.SHAPLEY_KEYS)
-        request = flags.request(options)
-        computing = flags.pick(options, "method", "path", "memory_limit", "temp_directory")
-        if dry_run:
-            typer.echo(
-                str(
-                    estimate(
-                        options["data"], **request, **computing, **flags.pick(options, "max_permutations", "bootstrap")
-                    )
-                )
-            )
-            return
-        count = options.get("reasons")
-        if count is not None and (isinstance(count, bool) or count < 1):
-            raise CohortError(f"--reasons must be at least 1, got {count}")
-        result = cohort_shapley(
-            options["data"],
-            **request,
-            **computing,
-            **flags.pick(options, "tolerance", "max_permutations", "bootstrap", "confidence"),
-            progress=progress,
-        )
-        tables = {"": result.local, "totals": result.totals, "paths": result.paths}
-        if count:
-            tables["reasons"] = result.reasons(count)
-        written = write(options, tables, result.settings)
-        typer.echo(shapley_summary(result, top, count) + written)
+    arguments = flags.request(options, api.ShapleyOptions)
+    if options.get("dry_run"):
+        typer.echo(str(estimate(options["data"], **arguments)))
+        return
+    count = options.get("reasons")
+    if count is not None and (isinstance(count, bool) or count < 1):
+        raise CohortError(f"--reasons must be at least 1, got {count}")
+    result = cohort_shapley(options["data"], **arguments)
+    tables = {"": result.local, "totals": result.totals, "paths": result.paths}
+    if count:
+        tables["reasons"] = result.reasons(count)
+    written = write(options, tables, result.settings)
+    typer.echo(shapley_summary(result, options["top"], count) + written)
 
 
-def effects(
-    data: Data = None,
-    prediction: Prediction = None,
-    id: Id = None,
-    weight: Weight = None,
-    similar: flags.Similar = None,
-    features: Features = None,
-    targets: Targets = None,
-    target_ids: TargetIds = None,
-    sample: Sample = None,
-    seed: Seed = None,
-    bootstrap: Bootstrap = None,
-    confidence: Confidence = None,
-    path: PathOption = None,
-    memory_limit: MemoryLimit = None,
-    temp_directory: TempDirectory = None,
-    out: Out = None,
-    into_table: IntoTable = None,
-    database: Database = None,
-    replace: Replace = False,
-    engine: EngineOption = None,
-    spark_master: SparkMaster = None,
-    config: Config = None,
-    dry_run: DryRun = False,
-    progress: Progress = None,
-    debug: Debug = False,
-) -> None:
+@command(EXPLAINED, api.EffectsOptions, OUTPUTS, ("dry_run",))
+def effects(options: dict[str, Any]) -> None:
     """Shapley effects: how much of the variance of the prediction each feature explains."""
-    with _reported_failures(debug):
-        from cohortsql.api.effects import shapley_effects
-        from cohortsql.api.estimate import estimate
-        from cohortsql.cli.outputs import write
-        from cohortsql.cli.summaries import effects_summary
+    from cohortsql.api.effects import shapley_effects
+    from cohortsql.api.estimate import estimate
+    from cohortsql.cli.outputs import write
+    from cohortsql.cli.summaries import effects_summary
 
-        options = flags.options(locals(), flags.EFFECTS_KEYS)
-        request = flags.request(options)
-        computing = flags.pick(options, "path", "memory_limit", "temp_directory")
-        if dry_run:
-            typer.echo(str(estimate(options["data"], **request, **computing)))
-            return
-        result = shapley_effects(
-            options["data"], **request, **computing, **flags.pick(options, "bootstrap", "confidence"), progress=progress
-        )
-        written = write(options, {"": result.effects}, result.settings)
-        typer.echo(effects_summary(result) + written)
+    arguments = flags.request(options, api.EffectsOptions)
+    if options.get("dry_run"):
+        typer.echo(str(estimate(options["data"], **arguments)))
+        return
+    result = shapley_effects(options["data"], **arguments)
+    written = write(options, {"": result.effects}, result.settings)
+    typer.echo(effects_summary(result) + written)
 
 
-def uniqueness(
-    data: Data = None,
-    id: Id = None,
-    weight: Weight = None,
-    similar: flags.Similar = None,
-    features: Features = None,
-    targets: Targets = None,
-    target_ids: TargetIds = None,
-    sample: Sample = None,
-    seed: Seed = None,
-    path: PathOption = None,
-    memory_limit: MemoryLimit = None,
-    temp_directory: TempDirectory = None,
-    out: Out = None,
-    into_table: IntoTable = None,
-    database: Database = None,
-    replace: Replace = False,
-    engine: EngineOption = None,
-    spark_master: SparkMaster = None,
-    config: Config = None,
-    top: Top = 10,
-    progress: Progress = None,
-    debug: Debug = False,
-) -> None:
+@command(("data", "similar", "features", "target_ids"), api.UniquenessOptions, OUTPUTS, ("top",))
+def uniqueness(options: dict[str, Any]) -> None:
     """Uniqueness Shapley: which features make each row identifiable (a privacy audit; no prediction needed)."""
-    with _reported_failures(debug):
-        from cohortsql.api.uniqueness import uniqueness_shapley
-        from cohortsql.cli.outputs import write
-        from cohortsql.cli.summaries import uniqueness_summary
+    from cohortsql.api.uniqueness import uniqueness_shapley
+    from cohortsql.cli.outputs import write
+    from cohortsql.cli.summaries import uniqueness_summary
 
-        options = flags.options(locals(), flags.UNIQUENESS_KEYS)
-        request = flags.request(options, explained=False)
-        result = uniqueness_shapley(
-            options["data"],
-            **request,
-            **flags.pick(options, "path", "memory_limit", "temp_directory"),
-            progress=progress,
-        )
-        written = write(options, {"": result.local, "totals": result.totals}, result.settings)
-        typer.echo(uniqueness_summary(result, top) + written)
+    result = uniqueness_shapley(options["data"], **flags.request(options, api.UniquenessOptions, explained=False))
+    written = write(options, {"": result.local, "totals": result.totals}, result.settings)
+    typer.echo(uniqueness_summary(result, options["top"]) + written)
 
 
-def compare(
-    data: Data = None,
-    prediction: Prediction = None,
-    model: flags.ModelFile = None,
-    id: Id = None,
-    similar: flags.Similar = None,
-    features: Features = None,
-    targets: Targets = None,
-    target_ids: TargetIds = None,
-    sample: Sample = None,
-    seed: Seed = None,
-    model_input: flags.ModelInputOption = None,
-    model_output: flags.ModelOutputOption = None,
-    baseline_sample: flags.BaselineSample = None,
-    realistic: flags.Realistic = None,
-    method: MethodOption = None,
-    max_permutations: MaxPermutations = None,
-    tolerance: Tolerance = None,
-    memory_limit: MemoryLimit = None,
-    temp_directory: TempDirectory = None,
-    out: Out = None,
-    into_table: IntoTable = None,
-    database: Database = None,
-    replace: Replace = False,
-    engine: EngineOption = None,
-    spark_master: SparkMaster = None,
-    config: Config = None,
-    top: Top = 10,
-    progress: Progress = None,
-    debug: Debug = False,
-) -> None:
+@command(EXPLAINED, ("model",), api.CompareOptions, OUTPUTS, ("top",))
+def compare(options: dict[str, Any]) -> None:
     """Cohort, baseline and all-baseline Shapley side by side (and squared), with the share of the model-based
     values that rests on realistic hybrid points. Needs the model (--model) as well as its predictions."""
-    with _reported_failures(debug):
-        from cohortsql.api.compare import compare as compare_methods
-        from cohortsql.cli.outputs import write
-        from cohortsql.cli.summaries import comparison_summary
-        from cohortsql.games.baseline.models import load_model
+    from cohortsql.api.compare import compare as compare_methods
+    from cohortsql.cli.outputs import write
+    from cohortsql.cli.summaries import comparison_summary
+    from cohortsql.games.baseline.models import load_model
 
-        options = flags.options(locals(), flags.COMPARE_KEYS)
-        request = flags.request(options)
-        if not options.get("model"):
-            raise CohortError("no --model given: name the fitted model's pickle (or .joblib) file")
-        result = compare_methods(
-            options["data"],
-            model=load_model(options["model"]),
-            **request,
-            **flags.pick(
-                options,
-                "model_input",
-                "model_output",
-                "baseline_sample",
-                "realistic",
-                "method",
-                "max_permutations",
-                "tolerance",
-                "memory_limit",
-                "temp_directory",
-            ),
-            progress=progress,
-        )
-        tables = {"": result.local, "global": result.global_, "totals": result.totals}
-        written = write(options, tables, result.cohort.settings | {"comparison": "CS, BS, ABS"})
-        typer.echo(comparison_summary(result, top) + written)
+    arguments = flags.request(options, api.CompareOptions)
+    if not options.get("model"):
+        raise CohortError("no --model given: name the fitted model's pickle (or .joblib) file")
+    result = compare_methods(options["data"], model=load_model(options["model"]), **arguments)
+    tables = {"": result.local, "global": result.global_, "totals": result.totals}
+    written = write(options, tables, result.cohort.settings | {"comparison": "CS, BS, ABS"})
+    typer.echo(comparison_summary(result, options["top"]) + written)
 
 
-def calibrate(
-    data: Data = None,
-    features: Features = None,
-    exact: flags.Exact = None,
-    kind: flags.CalibrationKindOption = None,
-    thresholds: flags.Thresholds = None,
-    holdouts: flags.Holdouts = None,
-    runs: flags.Runs = None,
-    seed: Seed = None,
-    out: Out = None,
-    plot: flags.PlotOut = None,
-    engine: EngineOption = None,
-    spark_master: SparkMaster = None,
-    config: Config = None,
-    debug: Debug = False,
-) -> None:
+@command(("data", "features", "exact", "kind", "thresholds", "holdouts", "runs", "seed", "out", "plot"), CALIBRATE_RUN)
+def calibrate(options: dict[str, Any]) -> None:
     """The similarity threshold at which held-out rows are realistic, beside points drawn from the marginals."""
-    with _reported_failures(debug):
-        from cohortsql.api.calibrate import calibrate as calibrate_threshold
-        from cohortsql.cli.outputs import write
-        from cohortsql.cli.summaries import calibration_summary
+    from cohortsql.api.calibrate import calibrate as calibrate_threshold
+    from cohortsql.cli.outputs import write
+    from cohortsql.cli.summaries import calibration_summary
 
-        options = flags.options(locals(), flags.CALIBRATE_KEYS)
-        if not options.get("data"):
-            raise CohortError("no DATA given: pass a file, FILE.duckdb:TABLE or a SQL query")
-        chosen = flags.names(options.get("features"))
-        if not chosen:
-            raise CohortError("no features given: use --features a,b,c")
-        lists: dict[str, Any] = {
-            name: values for name in ("thresholds", "holdouts") if (values := flags.numbers(name, options.get(name)))
-        }
-        result = calibrate_threshold(
-            options["data"],
-            features=chosen,
-            exact=flags.names(options.get("exact")),
-            **lists,
-            **flags.pick(options, "kind", "runs", "seed"),
-            **flags.pick(options, "engine", "spark_master"),
-        )
-        written = write(options, {"": result.rates}, result.settings)
-        if options.get("plot"):
-            from cohortsql.plot import calibration
+    if not options.get("data"):
+        raise CohortError("no DATA given: pass a file, FILE.duckdb:TABLE or a SQL query")
+    chosen = flags.names(options.get("features"))
+    if not chosen:
+        raise CohortError("no features given: use --features a,b,c")
+    lists: dict[str, Any] = {
+        name: values for name in ("thresholds", "holdouts") if (values := flags.numbers(name, options.get(name)))
+    }
+    result = calibrate_threshold(
+        options["data"],
+        features=chosen,
+        exact=flags.names(options.get("exact")),
+        **lists,
+        **flags.pick(options, "kind", "runs", "seed", *CALIBRATE_RUN),
+    )
+    written = write(options, {"": result.rates}, result.settings)
+    if options.get("plot"):
+        from cohortsql.plot import calibration
 
-            calibration(result).savefig(options["plot"], dpi=100)
-            written += f"\nwrote {options['plot']}"
-        typer.echo(calibration_summary(result) + written)
+        calibration(result).savefig(options["plot"], dpi=100)
+        written += f"\nwrote {options['plot']}"
+    typer.echo(calibration_summary(result) + written)
 
 
 EFFECTS_EPILOG = (

@@ -10,32 +10,7 @@ import typer
 
 from cohortsql.cli import options as flags
 from cohortsql.cli.failures import _reported_failures
-from cohortsql.cli.options import (
-    Config,
-    Data,
-    Database,
-    Debug,
-    Dialect,
-    EngineOption,
-    Features,
-    Id,
-    IntoTable,
-    MaxPermutations,
-    MethodOption,
-    Out,
-    OutcomeOption,
-    Prediction,
-    Replace,
-    Sample,
-    Seed,
-    SparkMaster,
-    Table,
-    TargetIds,
-    Targets,
-    Tolerance,
-    Top,
-    Variant,
-)
+from cohortsql.cli.options import EXPLAINED, OUTPUTS, Debug, OutcomeOption, TargetIds, command
 from cohortsql.errors import CohortError
 
 REPORT_EPILOG = (
@@ -74,40 +49,20 @@ SQL_EPILOG = (
 )
 
 
-def sql(
-    data: Data = None,
-    prediction: Prediction = None,
-    id: Id = None,
-    similar: flags.Similar = None,
-    features: Features = None,
-    targets: Targets = None,
-    target_ids: TargetIds = None,
-    sample: Sample = None,
-    seed: Seed = None,
-    table: Table = None,
-    dialect: Dialect = "duckdb",
-    variant: Variant = "histogram",
-    engine: EngineOption = None,
-    spark_master: SparkMaster = None,
-    config: Config = None,
-    debug: Debug = False,
-) -> None:
+SQL_ARGUMENTS = ("id", "seed", "table", "dialect", "variant", "engine", "spark_master")
+"""`histogram_sql`'s keywords beside the similarity, the prediction and the targets."""
+
+
+@command(EXPLAINED, ("targets", "sample"), SQL_ARGUMENTS)
+def sql(options: dict[str, Any]) -> None:
     """Print the heavy step (the similarity-mask histogram, or the cells) as SQL to run where the data live.
 
     The query computes its own whole-table statistics; `cohortsql assemble` turns its result into
     the values `shapley` gives.
     """
-    with _reported_failures(debug):
-        from cohortsql.api.sql import histogram_sql
+    from cohortsql.api.sql import histogram_sql
 
-        options = flags.options(locals(), flags.SQL_KEYS)
-        typer.echo(
-            histogram_sql(
-                options.get("data"),
-                **flags.request(options),
-                **flags.pick(options, "table", "dialect", "variant"),
-            )
-        )
+    typer.echo(histogram_sql(options.get("data"), **flags.request(options, SQL_ARGUMENTS)))
 
 
 ASSEMBLE_EPILOG = (
@@ -118,43 +73,25 @@ ASSEMBLE_EPILOG = (
 )
 
 
-def assemble(
-    histogram: Annotated[
-        Path | None, typer.Argument(help="The result of the `cohortsql sql` query (.parquet or .csv).")
-    ] = None,
-    similar: flags.Similar = None,
-    features: Features = None,
-    method: MethodOption = None,
-    seed: Seed = None,
-    tolerance: Tolerance = None,
-    max_permutations: MaxPermutations = None,
-    out: Out = None,
-    into_table: IntoTable = None,
-    database: Database = None,
-    replace: Replace = False,
-    config: Config = None,
-    top: Top = 10,
-    debug: Debug = False,
-) -> None:
+@command(("histogram", "similar", "features", "method", "seed", "tolerance", "max_permutations"), OUTPUTS, ("top",))
+def assemble(options: dict[str, Any]) -> None:
     """Cohort Shapley values from the result of `cohortsql sql`, computed in any warehouse.
 
     Name the features as for `cohortsql sql`, in the same order.
     """
-    with _reported_failures(debug):
-        from cohortsql.api.assemble import assemble as assemble_histogram
-        from cohortsql.cli.outputs import write
-        from cohortsql.cli.summaries import shapley_summary
+    from cohortsql.api.assemble import assemble as assemble_histogram
+    from cohortsql.cli.outputs import write
+    from cohortsql.cli.summaries import shapley_summary
 
-        options = flags.options(locals(), flags.ASSEMBLE_KEYS)
-        if histogram is None:
-            raise CohortError("no HISTOGRAM given: pass the file the `cohortsql sql` query's result was saved to")
-        result = assemble_histogram(
-            histogram,
-            similarity=flags.similarity(options.get("similar"), options.get("features")),
-            **flags.pick(options, "method", "seed", "tolerance", "max_permutations"),
-        )
-        written = write(options, {"": result.local, "totals": result.totals, "paths": result.paths}, result.settings)
-        typer.echo(shapley_summary(result, top, None) + written)
+    if options.get("histogram") is None:
+        raise CohortError("no HISTOGRAM given: pass the file the `cohortsql sql` query's result was saved to")
+    result = assemble_histogram(
+        options["histogram"],
+        similarity=flags.similarity(options.get("similar"), options.get("features")),
+        **flags.pick(options, "method", "seed", "tolerance", "max_permutations"),
+    )
+    written = write(options, {"": result.local, "totals": result.totals, "paths": result.paths}, result.settings)
+    typer.echo(shapley_summary(result, options["top"], None) + written)
 
 
 PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path", "beeswarm")

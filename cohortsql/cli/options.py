@@ -7,13 +7,16 @@ wrong one is a one-line error naming the key.
 
 from __future__ import annotations
 
+import inspect
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from cohortsql._typing import DIALECTS, ENGINES, METHODS, MODEL_INPUTS, MODEL_OUTPUTS, PATHS, VARIANTS
+from cohortsql.cli.failures import _reported_failures
 from cohortsql.errors import CohortError
 from cohortsql.sql.text import is_query
 
@@ -23,6 +26,9 @@ Data = Annotated[
         help="A parquet/csv/json path or glob, FILE.duckdb:TABLE, a table name (--engine spark), or a quoted SQL query.",
         show_default=False,
     ),
+]
+Histogram = Annotated[
+    Path | None, typer.Argument(help="The result of the `cohortsql sql` query (.parquet or .csv).", show_default=False)
 ]
 Prediction = Annotated[
     list[str] | None,
@@ -147,57 +153,114 @@ Variant = Annotated[
     ),
 ]
 
-REQUEST_KEYS = (
-    "data",
-    "prediction",
-    "id",
-    "weight",
-    "similar",
-    "features",
-    "targets",
-    "target_ids",
-    "sample",
-    "seed",
-    "config",
-    "engine",
-    "spark_master",
-)
-OUTPUT_KEYS = ("out", "into_table", "database", "replace")
-SHAPLEY_KEYS = (
-    REQUEST_KEYS
-    + ("method", "path", "tolerance", "max_permutations", "memory_limit", "temp_directory", "reasons")
-    + ("bootstrap", "confidence")
-    + OUTPUT_KEYS
-)
-EFFECTS_KEYS = REQUEST_KEYS + ("path", "memory_limit", "temp_directory", "bootstrap", "confidence") + OUTPUT_KEYS
-UNIQUENESS_KEYS = tuple(key for key in REQUEST_KEYS if key != "prediction") + (
-    "path",
-    "memory_limit",
-    "temp_directory",
-    *OUTPUT_KEYS,
-)
-COMPARE_KEYS = tuple(key for key in REQUEST_KEYS if key != "weight") + (
-    "model",
-    "model_input",
-    "model_output",
-    "baseline_sample",
-    "realistic",
-    "method",
-    "max_permutations",
-    "tolerance",
-    "memory_limit",
-    "temp_directory",
-    *OUTPUT_KEYS,
-)
-CALIBRATE_KEYS: tuple[str, ...] = ("data", "features", "exact", "kind", "thresholds", "holdouts", "runs", "seed")
-CALIBRATE_KEYS += ("config", "engine", "spark_master", "out", "plot")
-SQL_KEYS = tuple(key for key in REQUEST_KEYS if key != "weight") + ("table", "dialect", "variant")
-ASSEMBLE_KEYS = ("similar", "features", "method", "seed", "tolerance", "max_permutations", "config", *OUTPUT_KEYS)
+FLAGS: dict[str, tuple[Any, Any]] = {
+    "data": (Data, None),
+    "histogram": (Histogram, None),
+    "prediction": (Prediction, None),
+    "model": (ModelFile, None),
+    "id": (Id, None),
+    "weight": (Weight, None),
+    "similar": (Similar, None),
+    "features": (Features, None),
+    "targets": (Targets, None),
+    "target_ids": (TargetIds, None),
+    "sample": (Sample, None),
+    "seed": (Seed, None),
+    "bootstrap": (Bootstrap, None),
+    "confidence": (Confidence, None),
+    "method": (MethodOption, None),
+    "path": (PathOption, None),
+    "tolerance": (Tolerance, None),
+    "max_permutations": (MaxPermutations, None),
+    "model_input": (ModelInputOption, None),
+    "model_output": (ModelOutputOption, None),
+    "baseline_sample": (BaselineSample, None),
+    "realistic": (Realistic, None),
+    "exact": (Exact, None),
+    "kind": (CalibrationKindOption, None),
+    "thresholds": (Thresholds, None),
+    "holdouts": (Holdouts, None),
+    "runs": (Runs, None),
+    "table": (Table, None),
+    "dialect": (Dialect, "duckdb"),
+    "variant": (Variant, "histogram"),
+    "memory_limit": (MemoryLimit, None),
+    "temp_directory": (TempDirectory, None),
+    "engine": (EngineOption, None),
+    "spark_master": (SparkMaster, None),
+    "progress": (Progress, None),
+    "out": (Out, None),
+    "plot": (PlotOut, None),
+    "into_table": (IntoTable, None),
+    "database": (Database, None),
+    "replace": (Replace, False),
+    "top": (Top, 10),
+    "reasons": (Reasons, None),
+    "dry_run": (DryRun, False),
+    "config": (Config, None),
+    "debug": (Debug, False),
+}
+"""Every flag of the computing commands: its declaration and default, by the API's name for it."""
 
-_PATH_KEYS = ("data", "out", "database", "temp_directory", "model", "plot")
+API_ONLY = frozenset({"connection", "batch_rows", "baseline"})
+"""API options with no flag: a live connection, the model's batch size, and baseline Shapley's
+baselines (the command line's `compare` uses the mean and every row)."""
+
+EXPLAINED = ("data", "prediction", "similar", "features", "target_ids")
+"""The flags that say what is explained (beside an API option group's)."""
+OUTPUTS = ("out", "into_table", "database", "replace")
+"""Where a computing command writes its tables."""
+_DISPLAY = ("top", "dry_run", "config", "debug")
+"""Flags of one invocation that a config file does not hold."""
+
+
+def command(*groups: tuple[str, ...] | type) -> Callable[[Callable[[dict[str, Any]], None]], Callable[..., None]]:
+    """Make `body` (which takes the merged options) a typer command whose flags are those of `groups`.
+
+    A group is a tuple of flag names or one of the API's option `TypedDict`s, which gives the flags of
+    its keys: a new API option is on the command line once `FLAGS` declares it (or `API_ONLY` says it
+    has no flag). ``--config`` and ``--debug`` come last; failures are reported by `_reported_failures`.
+    """
+    names = list(dict.fromkeys([name for group in groups for name in _flag_names(group)] + ["config", "debug"]))
+    parameters = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=FLAGS[name][0], default=FLAGS[name][1])
+        for name in names
+    ]
+
+    def give(body: Callable[[dict[str, Any]], None]) -> Callable[..., None]:
+        def run(**given: Any) -> None:
+            with _reported_failures(bool(given.get("debug"))):
+                body(options(given, tuple(names)))
+
+        run.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
+        run.__annotations__ = {name: FLAGS[name][0] for name in names} | {"return": None}
+        run.__name__, run.__qualname__, run.__doc__ = body.__name__, body.__qualname__, body.__doc__
+        run.__module__ = body.__module__
+        return run
+
+    return give
+
+
+def _flag_names(group: tuple[str, ...] | type) -> list[str]:
+    if isinstance(group, tuple):
+        return list(group)
+    keys = list(group.__annotations__)
+    missing = [key for key in keys if key not in FLAGS and key not in API_ONLY]
+    if missing:
+        raise TypeError(f"{group.__name__} options {missing} have no flag: declare them in FLAGS or API_ONLY")
+    return [key for key in keys if key in FLAGS]
+
+
+def api_keys(group: type) -> frozenset[str]:
+    """The names an API option group (a `TypedDict`) takes."""
+    return frozenset(group.__annotations__)
+
+
+_PATH_KEYS = ("data", "histogram", "out", "database", "temp_directory", "model", "plot")
 
 CONFIG_TYPES: dict[str, tuple[type, ...]] = {
     "data": (str,),
+    "histogram": (str,),
     "prediction": (str, list),
     "id": (str,),
     "weight": (str,),
@@ -235,6 +298,7 @@ CONFIG_TYPES: dict[str, tuple[type, ...]] = {
     "thresholds": (str, list),
     "holdouts": (str, list),
     "runs": (int,),
+    "progress": (bool,),
     "plot": (str,),
 }
 """The type of every value a config file may hold."""
@@ -256,9 +320,10 @@ def options(arguments: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return _merge_config(arguments.get("config"), flags, keys)
 
 
-def request(options: dict[str, Any], *, explained: bool = True) -> dict[str, Any]:
-    """The arguments every API function takes, from the merged options (with the column(s) to explain
-    when the command is `explained`)."""
+def request(options: dict[str, Any], group: type | tuple[str, ...], *, explained: bool = True) -> dict[str, Any]:
+    """The API's keyword arguments from the merged options: the similarity, the column(s) to explain
+    when the command is `explained`, and those of `group` (an API option `TypedDict`, or names) that
+    were given."""
     if not options.get("data"):
         raise CohortError("no DATA given: pass a file, FILE.duckdb:TABLE or a SQL query (or data = ... in --config)")
     if explained and not options.get("prediction"):
@@ -276,17 +341,14 @@ def request(options: dict[str, Any], *, explained: bool = True) -> dict[str, Any
         from cohortsql.results.files import check_destination
 
         check_destination(Path(options["out"]))  # before the work, not after it
-    predictions = {"prediction": _prediction(options["prediction"])} if explained else {}
-    return dict(
-        **predictions,
+    names = group if isinstance(group, tuple) else tuple(group.__annotations__)
+    arguments = pick(options, *(name for name in names if name not in ("targets", "sample")))
+    if explained:
+        arguments["prediction"] = _prediction(options["prediction"])
+    return arguments | dict(
         similarity=similarity(options.get("similar"), options.get("features")),
-        id=options.get("id"),
-        **pick(options, "weight"),
         targets=options.get("targets") or _target_ids(options.get("target_ids")),
         sample=_sample(options.get("sample")),
-        seed=options.get("seed"),
-        engine=engine,
-        **pick(options, "spark_master"),
     )
 
 
@@ -362,7 +424,7 @@ def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, .
         except tomllib.TOMLDecodeError as error:
             raise CohortError(f"config {str(config)!r} is not valid TOML: {error}") from None
         merged = {key.replace("-", "_"): value for key, value in loaded.items()}
-        known = [key for key in keys if key != "config"]
+        known = [key for key in keys if key not in _DISPLAY]
         unknown = sorted(set(merged) - set(known))
         if unknown:
             raise CohortError(f"config {str(config)!r} has unknown keys {unknown}; known keys: {', '.join(known)}")

@@ -372,3 +372,22 @@ def test_compare_command(data, frame, tmp_path):
     assert not_a_model.exit_code == 2 and "cannot load model" in not_a_model.output
     nowhere = invoke(*arguments, "--features", "age", "--out", tmp_path / "no" / "such.parquet")
     assert nowhere.exit_code == 2 and "does not exist" in nowhere.output
+
+
+@pytest.mark.parametrize(
+    ("command", "group"),
+    [
+        ("shapley", "ShapleyOptions"),
+        ("effects", "EffectsOptions"),
+        ("uniqueness", "UniquenessOptions"),
+        ("compare", "CompareOptions"),
+    ],
+)
+def test_every_api_option_of_a_command_is_a_flag(command: str, group: str) -> None:
+    from cohortsql import _typing
+    from cohortsql.cli.options import API_ONLY
+
+    shown = runner.invoke(app, [command, "--help"], terminal_width=200).output
+    for key in getattr(_typing, group).__annotations__:
+        if key not in API_ONLY:
+            assert f"--{key.replace('_', '-')}" in shown, key
