@@ -87,8 +87,14 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 
+_SUBMODULES = ("datasets", "plot")
+"""Public submodules, reachable as attributes (``cohortsql.plot.stacked``) without their own import."""
+
+
 def __getattr__(name: str) -> Any:
     """Load a public name's module on first use (PEP 562)."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"cohortsql.{name}")
     if name in _PUBLIC:
         value = getattr(importlib.import_module(_PUBLIC[name]), name)
         globals()[name] = value
@@ -97,7 +103,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_PUBLIC])
+    return sorted([*globals(), *_PUBLIC, *_SUBMODULES])
 
 
 class _AfterPolars(importlib.abc.MetaPathFinder):

@@ -162,6 +162,10 @@ class CompareOptions(Selection, Estimation, Modelling, RunOptions, total=False):
     realistic: bool
 
 
+class QueryOptions(Selection, RunOptions, total=False):
+    """The targets and where-and-how options of `cohortsql.histogram_sql` (its own keywords beside)."""
+
+
 class BaselineOptions(CompareOptions, total=False):
     """The options of `cohortsql.baseline_shapley`."""
 

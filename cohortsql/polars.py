@@ -48,15 +48,9 @@ class CohortNamespace:
 
     The methods' examples explain this table, scored by this model:
 
-    >>> import polars as pl
     >>> import cohortsql  # registers df.cohort
-    >>> loans = pl.DataFrame({
-    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-    ...     "region": list("nsnsnsnsnsns"),
-    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-    ... })
-    >>> def model(frame):
-    ...     return 1.0 - frame["income"].to_numpy() / 100
+    >>> loans = cohortsql.datasets.loans()
+    >>> model = cohortsql.datasets.loans_model  # 1 - income / 100
     """
 
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None:

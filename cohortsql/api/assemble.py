@@ -56,13 +56,8 @@ def assemble(
 
     Examples
     --------
-    >>> import polars as pl
     >>> import cohortsql
-    >>> loans = pl.DataFrame({
-    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
-    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-    ... })
+    >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
     >>> import duckdb
     >>> sql = cohortsql.histogram_sql(loans, prediction="score", similarity=similarity, table="loans")

@@ -9,7 +9,7 @@ explanation rests on points that no subject resembles (paper, Section 5 and Appe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
 import numpy as np
@@ -18,13 +18,8 @@ import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql._typing import (
-    METHODS,
-    MODEL_INPUTS,
-    MODEL_OUTPUTS,
     Baseline,
     BaselineOptions,
-    ModelInput,
-    ModelOutput,
     SimilarityArgument,
 )
 from cohortsql.engines import Engine
@@ -39,10 +34,9 @@ from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.tables import run_settings
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
-from cohortsql.run.strategy import MAX_FEATURES, baseline_estimation
+from cohortsql.run.strategy import MAX_FEATURES, choose_method
 from cohortsql.run.targets import TargetSet, every_row, read_rows, rows_by_id
-from cohortsql.spec import arguments
-from cohortsql.spec.arguments import with_defaults
+from cohortsql.spec.arguments import checked_options, drawn_seed
 
 
 def baseline_shapley(
@@ -85,127 +79,41 @@ def baseline_shapley(
 
     Examples
     --------
-    >>> import polars as pl
     >>> import cohortsql
-    >>> loans = pl.DataFrame({
-    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
-    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-    ... })
+    >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
-    >>> def model(frame):  # the scoring model: a function of a frame of feature values
-    ...     return 1.0 - frame["income"].to_numpy() / 100
+    >>> model = cohortsql.datasets.loans_model  # 1 - income / 100
     >>> res = cohortsql.baseline_shapley(loans, model=model, features=["income", "region"], model_input="polars")
     >>> res.game, res.method, res.shapley[0].round(4).tolist()  # the model never reads region
     ('baseline', 'exact', [0.295, 0.0])
     """
-    asked = with_defaults(options, BaselineOptions)
-    (
-        baseline,
-        baseline_sample,
-        realistic,
-        id,
-        targets,
-        sample,
-        seed,
-        method,
-        max_permutations,
-        tolerance,
-        model_input,
-        model_output,
-        batch_rows,
-    ) = (
-        asked[name]
-        for name in (
-            "baseline",
-            "baseline_sample",
-            "realistic",
-            "id",
-            "targets",
-            "sample",
-            "seed",
-            "method",
-            "max_permutations",
-            "tolerance",
-            "model_input",
-            "model_output",
-            "batch_rows",
-        )
-    )
-    max_permutations, tolerance, seed = estimation_arguments(method, max_permutations, tolerance, seed)
-    seed = baseline_sample_arguments(baseline, baseline_sample, seed)
-    function, batch_rows = model_arguments(model, model_input, model_output, batch_rows, realistic)
+    asked = checked_options(options, BaselineOptions)
+    function = model_function(model, asked["model_output"])
     with open_session(data, asked, outcomes=(), similarity=features, max_features=MAX_FEATURES) as session:
-        estimation = baseline_estimation(method, session.prepared.d)
-        if estimation == "permutation" and seed is None:
-            seed = int(np.random.default_rng().integers(2**31))  # recorded, so the run can be repeated
-        chosen = session.select(targets, seed, sample)
+        estimation = choose_method(asked["method"], session.prepared.d, "baseline")
+        asked["seed"] = drawn_seed(asked["seed"], estimation == "permutation")
         return explain_with_model(
-            session,
-            chosen,
-            function,
-            baseline=baseline,
-            baseline_sample=baseline_sample,
-            realistic=realistic,
-            seed=seed,
-            estimation=estimation,
-            max_permutations=max_permutations,
-            tolerance=tolerance,
-            model_input=model_input,
-            batch_rows=batch_rows,
-            asked=dict(model_output=model_output, targets=targets, sample=sample),
+            session, session.select(), function, asked, baseline=asked["baseline"], estimation=estimation
         )
-
-
-def estimation_arguments(
-    method: object, max_permutations: object, tolerance: object, seed: object
-) -> tuple[int, float | None, int | None]:
-    """The checked permutation budget, tolerance and seed (`method` checked among `METHODS`)."""
-    check_choice("method", method, METHODS)
-    budget = arguments.whole_number("max_permutations", max_permutations, minimum=2)
-    return budget, arguments.positive_number("tolerance", tolerance), arguments.seed(seed)
-
-
-def model_arguments(
-    model: Any, model_input: object, model_output: ModelOutput, batch_rows: object, realistic: object
-) -> tuple[Model, int]:
-    """The model as a function of a frame of feature values, and the checked batch size."""
-    check_choice("model_input", model_input, MODEL_INPUTS)
-    check_choice("model_output", model_output, MODEL_OUTPUTS)
-    if not isinstance(realistic, bool):
-        raise CohortError(f"realistic must be True or False, got {realistic!r}")
-    return model_function(model, model_output), arguments.whole_number("batch_rows", batch_rows, minimum=1)
-
-
-def baseline_sample_arguments(baseline: object, sample: object, seed: int | None) -> int | None:
-    """The seed, drawn when a sample of baselines needs one; the sample size is checked."""
-    if sample is None:
-        return seed
-    arguments.whole_number("baseline_sample", sample, minimum=1)
-    if not (isinstance(baseline, str) and baseline == "all"):
-        raise CohortError("baseline_sample= draws from every row: it needs baseline='all'")
-    return seed if seed is not None else int(np.random.default_rng().integers(2**31))
 
 
 def explain_with_model(
     session: Session,
     chosen: TargetSet,
     function: Model,
+    asked: Mapping[str, Any],
     *,
     baseline: Baseline | Sequence[object],
-    baseline_sample: int | None,
-    realistic: bool,
-    seed: int | None,
     estimation: str,
-    max_permutations: int,
-    tolerance: float | None,
-    model_input: ModelInput,
-    batch_rows: int,
-    asked: dict[str, Any],
 ) -> BaselineShapleyResult:
-    """Baseline or all-baseline Shapley of the model `function` for the `chosen` targets of the session;
-    `asked` is what the caller asked for (model output, targets, sample), recorded in the settings."""
+    """Baseline or all-baseline Shapley of the model `function` for the `chosen` targets of the session,
+    from `baseline` by `estimation` (exact or permutation), under the caller's checked options `asked`
+    (realism, seed, the permutations' budget, how the model is called), which the settings record."""
     running, prepared = session.engine, session.prepared
+    realistic, seed, max_permutations, tolerance = (
+        asked[name] for name in ("realistic", "seed", "max_permutations", "tolerance")
+    )
+    baseline_sample = asked.get("baseline_sample") if baseline == "all" else None
     target_data = session.target_data(chosen)
     variant, baseline_rows = _baselines(running, prepared, baseline, baseline_sample, seed)
     points = encode_points(prepared.features, (target_data, chosen.table), baseline_rows)
@@ -218,7 +126,7 @@ def explain_with_model(
     )
 
     def evaluate(frame: pl.DataFrame) -> np.ndarray:
-        return predict(function, frame, model_input, batch_rows)
+        return predict(function, frame, asked["model_input"], asked["batch_rows"])
 
     if estimation == "exact":
         run = run_baseline_shapley(points, evaluate, bitsets, session.reporter())

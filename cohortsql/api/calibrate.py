@@ -18,7 +18,7 @@ from cohortsql.run.preparation import prepare
 from cohortsql.run.session import opened_engine
 from cohortsql.run.targets import every_row
 from cohortsql.spec import arguments
-from cohortsql.spec.arguments import run_options, with_defaults
+from cohortsql.spec.arguments import drawn_seed, run_options, with_defaults
 
 
 def calibrate(
@@ -48,13 +48,8 @@ def calibrate(
 
     Examples
     --------
-    >>> import polars as pl
     >>> import cohortsql
-    >>> loans = pl.DataFrame({
-    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
-    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-    ... })
+    >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
     >>> cohortsql.calibrate(loans, features=["income", "region"], runs=5, seed=1).recommended
     0.7
@@ -71,8 +66,7 @@ def calibrate(
     unknown = sorted(set(exact) - set(features))
     if unknown:
         raise CohortError(f"exact names columns that are not among the features: {unknown}")
-    if seed is None:
-        seed = int(np.random.default_rng().integers(2**31))
+    seed = drawn_seed(seed)
     with opened_engine(data, run_options(with_defaults(options, RunOptions))) as running:
         kinds = {name: "exact" if name in exact else None for name in features}
         prepared = prepare(

@@ -6,22 +6,16 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
-import numpy as np
-
 from cohortsql._typing import CompareOptions, SimilarityArgument
-from cohortsql.api.baseline import (
-    baseline_sample_arguments,
-    estimation_arguments,
-    explain_with_model,
-    model_arguments,
-)
+from cohortsql.api.baseline import explain_with_model
 from cohortsql.api.local import explain_targets
 from cohortsql.errors import CohortError
+from cohortsql.games.baseline.models import model_function
 from cohortsql.results.comparison import Comparison
 from cohortsql.results.tables import warn_about_singletons
 from cohortsql.run.session import open_session
-from cohortsql.run.strategy import MAX_FEATURES, baseline_estimation
-from cohortsql.spec.arguments import check_names, with_defaults
+from cohortsql.run.strategy import MAX_FEATURES, choose_method
+from cohortsql.spec.arguments import checked_options, drawn_seed
 
 
 def compare(
@@ -46,90 +40,24 @@ def compare(
     --------
     >>> import polars as pl
     >>> import cohortsql
-    >>> loans = pl.DataFrame({
-    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
-    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-    ... })
+    >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
-    >>> def model(frame):  # the scoring model: a function of a frame of feature values
-    ...     return 1.0 - frame["income"].to_numpy() / 100
+    >>> model = cohortsql.datasets.loans_model  # 1 - income / 100
     >>> both = cohortsql.compare(loans, model=model, prediction="score", similarity=similarity, model_input="polars")
     >>> both.global_.filter(pl.col("method") == "CS2").select("feature", pl.col("share").round(3)).rows()
     [('income', 0.878), ('region', 0.122)]
     """
-    asked = with_defaults(options, CompareOptions, realistic=True)
-    (
-        id,
-        targets,
-        sample,
-        seed,
-        baseline_sample,
-        realistic,
-        method,
-        max_permutations,
-        tolerance,
-        model_input,
-        model_output,
-        batch_rows,
-    ) = (
-        asked[name]
-        for name in (
-            "id",
-            "targets",
-            "sample",
-            "seed",
-            "baseline_sample",
-            "realistic",
-            "method",
-            "max_permutations",
-            "tolerance",
-            "model_input",
-            "model_output",
-            "batch_rows",
-        )
-    )
+    asked = checked_options(options, CompareOptions, realistic=True)
     if not isinstance(prediction, str):
         raise CohortError(f"compare explains one prediction column (the model's), got {prediction!r}")
-    max_permutations, tolerance, seed = estimation_arguments(method, max_permutations, tolerance, seed)
-    seed = baseline_sample_arguments("all", baseline_sample, seed)
-    function, batch_rows = model_arguments(model, model_input, model_output, batch_rows, realistic)
-    check_names(id, None, asked.get("memory_limit"))
-    if (sample is not None or method != "exact") and seed is None:
-        seed = int(np.random.default_rng().integers(2**31))
-    with open_session(
-        data,
-        asked,
-        outcomes=(prediction,),
-        similarity=similarity,
-        max_features=MAX_FEATURES,
-    ) as session:
-        chosen = session.select(targets, seed, sample)  # one sample of targets for all three methods
-        (cohort,) = explain_targets(
-            session,
-            chosen,
-            method=method,
-            path="auto",
-            seed=seed,
-            max_permutations=max_permutations,
-            tolerance=tolerance,
-            confidence=0.95,
-            asked=dict(targets=targets, sample=sample, seed=seed),
-        ).values()
-        estimation = baseline_estimation(method, session.prepared.d)
-        shared: dict[str, Any] = dict(
-            realistic=realistic,
-            seed=seed,
-            estimation=estimation,
-            max_permutations=max_permutations,
-            tolerance=tolerance,
-            model_input=model_input,
-            batch_rows=batch_rows,
-            asked=dict(model_output=model_output, targets=targets, sample=sample),
-        )
-        baseline = explain_with_model(session, chosen, function, baseline="mean", baseline_sample=None, **shared)
-        all_baseline = explain_with_model(
-            session, chosen, function, baseline="all", baseline_sample=baseline_sample, **shared
-        )
+    function = model_function(model, asked["model_output"])
+    # CS, BS and ABS share one seed: one sample of targets, and permutations that can be repeated.
+    asked["seed"] = drawn_seed(asked["seed"], asked["sample"] is not None or asked["method"] != "exact")
+    with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_FEATURES) as session:
+        chosen = session.select()  # one sample of targets for all three methods
+        (cohort,) = explain_targets(session, chosen, asked).values()
+        estimation = choose_method(asked["method"], session.prepared.d, "baseline")
+        baseline = explain_with_model(session, chosen, function, asked, baseline="mean", estimation=estimation)
+        all_baseline = explain_with_model(session, chosen, function, asked, baseline="all", estimation=estimation)
     warn_about_singletons(cohort.diagnostics)
     return Comparison(cohort=cohort, baseline=baseline, all_baseline=all_baseline)

@@ -9,8 +9,7 @@ from typing import Any, Unpack, overload
 
 import numpy as np
 
-from cohortsql._typing import PATHS, EffectsOptions, Prediction, SimilarityArgument
-from cohortsql.errors import check_choice
+from cohortsql._typing import EffectsOptions, Prediction, SimilarityArgument
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.results.effects import ShapleyEffects
 from cohortsql.results.outcomes import ShapleyEffectsResults
@@ -18,8 +17,7 @@ from cohortsql.results.tables import diagnostics, warn_about_singletons
 from cohortsql.run.grouping_sets import variance_game
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, local_batches, make_pacer
-from cohortsql.spec import arguments
-from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns, with_defaults
+from cohortsql.spec.arguments import checked_options, explained_columns
 
 
 @overload
@@ -63,47 +61,24 @@ def shapley_effects(
     --------
     >>> import polars as pl
     >>> import cohortsql
-    >>> loans = pl.DataFrame({
-    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
-    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-    ... })
+    >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
     >>> effects = cohortsql.shapley_effects(loans, prediction="score", similarity=similarity)
     >>> effects.effects.select("feature", pl.col("share").round(3)).rows()
     [('income', 0.801), ('region', 0.111)]
     """
-    asked = with_defaults(options, EffectsOptions)
-    id, weight, targets, sample, seed, bootstrap, confidence, path = (
-        asked[name] for name in ("id", "weight", "targets", "sample", "seed", "bootstrap", "confidence", "path")
+    asked = checked_options(options, EffectsOptions)
+    targets, sample, seed, confidence, path = (
+        asked[name] for name in ("targets", "sample", "seed", "confidence", "path")
     )
     outcomes = explained_columns(prediction)
-    check_choice("path", path, PATHS)
-    seed = arguments.seed(seed)
-    replicates, confidence, seed = bootstrap_arguments(bootstrap, confidence, seed)
-    check_names(id, weight, asked.get("memory_limit"))
     with open_session(
-        data,
-        asked,
-        outcomes=outcomes,
-        similarity=similarity,
-        max_features=MAX_EXACT_FEATURES,
-        replicates=replicates,
-        seed=seed,
+        data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_EXACT_FEATURES
     ) as session:
         running, prepared = session.engine, session.prepared
         measures = prepared.measures
         features = tuple(feature.name for feature in prepared.features)
-        settings = session.settings(
-            None,
-            method="exact",
-            path=path,
-            targets=targets,
-            sample=sample,
-            seed=seed,
-            bootstrap=replicates,
-            confidence=confidence,
-        )
+        settings = session.settings(None, method="exact", path=path)
         if (
             targets is None
             and sample is None
@@ -113,7 +88,7 @@ def shapley_effects(
             count, population, chosen_path = prepared.subject_count, None, "grouping_sets"
             variances = prepared.variances
         else:
-            chosen = session.select(targets, seed, sample)
+            chosen = session.select()
             count, population = chosen.count, chosen.population
             chosen_path = choose_path(path, prepared, count)
             pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, session.reporter())
@@ -150,7 +125,9 @@ def shapley_effects(
             diagnostics=checks,
             settings={**settings, "prediction": outcome, "path": chosen_path},
             target_weights=target_weights if prepared.weight is not None else None,
-            replicate_games=games[measures.game(index, 1) : measures.game(index + 1, 0)] if replicates else None,
+            replicate_games=games[measures.game(index, 1) : measures.game(index + 1, 0)]
+            if measures.replicates
+            else None,
             confidence=confidence,
         )
         for index, outcome in enumerate(outcomes)

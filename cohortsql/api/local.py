@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Unpack, overload
 
 from cohortsql._typing import (
-    METHODS,
-    PATHS,
     Prediction,
     ShapleyOptions,
     SimilarityArgument,
 )
-from cohortsql.errors import CohortError, check_choice
+from cohortsql.errors import CohortError
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
@@ -20,10 +18,9 @@ from cohortsql.results.outcomes import CohortShapleyResults
 from cohortsql.results.tables import warn_about_singletons
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
-from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_path, local_batches, make_pacer
+from cohortsql.run.strategy import MAX_FEATURES, choose_method_and_path, local_batches, make_pacer
 from cohortsql.run.targets import TargetSet
-from cohortsql.spec import arguments
-from cohortsql.spec.arguments import bootstrap_arguments, check_names, explained_columns, with_defaults
+from cohortsql.spec.arguments import checked_options, explained_columns
 
 
 @overload
@@ -99,13 +96,8 @@ def cohort_shapley(
 
     Examples
     --------
-    >>> import polars as pl
     >>> import cohortsql
-    >>> loans = pl.DataFrame({
-    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
-    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-    ... })
+    >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
     >>> res = cohortsql.cohort_shapley(loans, prediction="score", similarity=similarity)
     >>> res
@@ -115,81 +107,37 @@ def cohort_shapley(
     >>> round(res.totals["value"][0], 4)  # the values add up to cohort mean - mean
     0.4208
     """
-    asked = with_defaults(options, ShapleyOptions)
-    id, weight, targets, sample, method, seed, bootstrap, confidence, tolerance, max_permutations, path = (
-        asked[name]
-        for name in (
-            "id",
-            "weight",
-            "targets",
-            "sample",
-            "method",
-            "seed",
-            "bootstrap",
-            "confidence",
-            "tolerance",
-            "max_permutations",
-            "path",
-        )
-    )
+    asked = checked_options(options, ShapleyOptions)
     outcomes = explained_columns(prediction)
-    check_choice("method", method, METHODS)
-    check_choice("path", path, PATHS)
-    seed = arguments.seed(seed)
-    tolerance = arguments.positive_number("tolerance", tolerance)
-    max_permutations = arguments.whole_number("max_permutations", max_permutations, minimum=2)
-    replicates, confidence, seed = bootstrap_arguments(bootstrap, confidence, seed)
-    check_names(id, weight, asked.get("memory_limit"))
-    with open_session(
-        data,
-        asked,
-        outcomes=outcomes,
-        similarity=similarity,
-        max_features=MAX_FEATURES,
-        replicates=replicates,
-        seed=seed,
-    ) as session:
-        chosen = session.select(targets, seed, sample)
-        results = explain_targets(
-            session,
-            chosen,
-            method=method,
-            path=path,
-            seed=seed,
-            max_permutations=max_permutations,
-            tolerance=tolerance,
-            confidence=confidence,
-            asked=dict(targets=targets, sample=sample, seed=seed, bootstrap=replicates, confidence=confidence),
-        )
+    with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
+        results = explain_targets(session, session.select(), asked)
     first = next(iter(results.values()))
     warn_about_singletons(first.diagnostics)
     return first if isinstance(prediction, str) else CohortShapleyResults(results)
 
 
-def explain_targets(
-    session: Session,
-    chosen: TargetSet,
-    *,
-    method: str,
-    path: str,
-    seed: int | None,
-    max_permutations: int,
-    tolerance: float | None,
-    confidence: float,
-    asked: dict[str, Any],
-) -> dict[str, CohortShapleyResult]:
+def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any]) -> dict[str, CohortShapleyResult]:
     """Cohort Shapley values of the `chosen` targets for every explained column of the session, by
-    the method and path the strategy picks (`cohortsql.run.strategy`); `asked` is what the caller
-    asked for, recorded in the settings."""
+    the method and path the strategy picks (`cohortsql.run.strategy`) for the caller's checked options
+    `asked` (``method``, ``path``, ``seed``, the permutations' budget and the intervals' confidence),
+    which the settings record."""
     prepared = session.prepared
-    chosen_method = choose_method(method, prepared.d)
+    path, seed, confidence = asked.get("path", "auto"), asked["seed"], asked.get("confidence", 0.95)
+    chosen_method, chosen_path = choose_method_and_path(asked["method"], path, prepared, chosen.count)
     if prepared.measures.replicates and chosen_method != "exact":
         raise CohortError("bootstrap intervals need method='exact' (the permutation method has standard errors)")
-    chosen_path = "pairwise" if chosen_method == "permutation" else choose_path(path, prepared, chosen.count)
-    settings = session.settings(chosen, method=chosen_method, path=path, **asked)
+    settings = session.settings(chosen, method=chosen_method, path=path)
     pacer = make_pacer(session.engine, prepared, chosen, chosen_method, chosen_path, session.reporter())
     batches = local_batches(
-        session.engine, prepared, chosen, chosen_method, chosen_path, pacer, seed, max_permutations, tolerance
+        session.engine,
+        prepared,
+        chosen,
+        chosen_method,
+        chosen_path,
+        pacer,
+        seed,
+        asked["max_permutations"],
+        asked["tolerance"],
     )
     intervals = None
     if chosen_method == "permutation":

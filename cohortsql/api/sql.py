@@ -11,6 +11,7 @@ from cohortsql import queries
 from cohortsql._typing import (
     DIALECTS,
     VARIANTS,
+    QueryOptions,
     RunOptions,
     SimilarityArgument,
     SqlDialect,
@@ -22,8 +23,7 @@ from cohortsql.errors import CohortError, check_choice
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES
-from cohortsql.spec import arguments
-from cohortsql.spec.arguments import check_names, explained_columns, with_defaults
+from cohortsql.spec.arguments import checked_options, explained_columns
 from cohortsql.spec.features import portable
 from cohortsql.sql.dialects import DUCKDB, NATIVE_DIALECTS
 from cohortsql.sql.text import check_expression, is_query
@@ -61,13 +61,8 @@ def histogram_sql(
 
     Examples
     --------
-    >>> import polars as pl
     >>> import cohortsql
-    >>> loans = pl.DataFrame({
-    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
-    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-    ... })
+    >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
     >>> sql = cohortsql.histogram_sql(loans, prediction="score", similarity=similarity, table="loans")
     >>> print(sql.splitlines()[0])
@@ -75,20 +70,13 @@ def histogram_sql(
     """
     check_choice("dialect", dialect, DIALECTS)
     check_choice("variant", variant, VARIANTS)
-    seed = arguments.seed(seed)
     explained_columns(prediction, several=False)
-    check_names(id, None, options.get("memory_limit"))
-    with open_session(
-        data,
-        {**with_defaults(options, RunOptions), "id": id, "targets": targets},
-        outcomes=(prediction,),
-        similarity=similarity,
-        max_features=MAX_FEATURES,
-    ) as session:
+    asked = checked_options({**options, "id": id, "targets": targets, "sample": sample, "seed": seed}, QueryOptions)
+    with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_FEATURES) as session:
         prepared = session.prepared
         chosen_ids = None
         if sample is not None or not (targets is None or isinstance(targets, str)):
-            chosen = session.select(targets, seed, sample)
+            chosen = session.select()
             chosen_ids = chosen.table.column("__cohort_id").to_pylist()
     if variant == "cells" and not all(feature.kind.equivalence for feature in prepared.features):
         raise CohortError("variant='cells' needs exact or bins similarity for every feature")

@@ -6,15 +6,13 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from cohortsql._typing import PATHS, SimilarityArgument, UniquenessOptions
-from cohortsql.errors import check_choice
+from cohortsql._typing import SimilarityArgument, UniquenessOptions
 from cohortsql.results.uniqueness import UniquenessResult
 from cohortsql.run.grouping_sets import uniqueness_of_cells
 from cohortsql.run.pairwise import uniqueness_batches
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, make_pacer
-from cohortsql.spec import arguments
-from cohortsql.spec.arguments import check_names, with_defaults
+from cohortsql.spec.arguments import checked_options
 
 
 def uniqueness_shapley(
@@ -33,36 +31,19 @@ def uniqueness_shapley(
 
     Examples
     --------
-    >>> import polars as pl
     >>> import cohortsql
-    >>> loans = pl.DataFrame({
-    ...     "income": [21, 35, 48, 52, 60, 75, 90, 33, 41, 66, 58, 27],
-    ...     "region": ["n", "s", "n", "s", "n", "s", "n", "s", "n", "s", "n", "s"],
-    ...     "score": [0.9, 0.7, 0.5, 0.45, 0.3, 0.2, 0.1, 0.65, 0.55, 0.25, 0.35, 0.8],
-    ... })
+    >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
     >>> privacy = cohortsql.uniqueness_shapley(loans, similarity=similarity)
     >>> privacy.shapley[0].round(4).tolist(), round(float(privacy.value[0]), 4)  # log(12): target 0 is unique
     ([1.4452, 1.0397], 2.4849)
     """
-    asked = with_defaults(options, UniquenessOptions)
-    id, weight, targets, sample, seed, path = (
-        asked[name] for name in ("id", "weight", "targets", "sample", "seed", "path")
-    )
-    check_choice("path", path, PATHS)
-    seed = arguments.seed(seed)
-    check_names(id, weight, asked.get("memory_limit"))
-    with open_session(
-        data,
-        asked,
-        outcomes=(),
-        similarity=similarity,
-        max_features=MAX_EXACT_FEATURES,
-    ) as session:
+    asked = checked_options(options, UniquenessOptions)
+    with open_session(data, asked, outcomes=(), similarity=similarity, max_features=MAX_EXACT_FEATURES) as session:
         running, prepared = session.engine, session.prepared
-        chosen = session.select(targets, seed, sample)
-        settings = session.settings(chosen, method="exact", path=path, targets=targets, sample=sample, seed=seed)
-        chosen_path = choose_path(path, prepared, chosen.count)
+        chosen = session.select()
+        settings = session.settings(chosen, method="exact", path=asked["path"])
+        chosen_path = choose_path(asked["path"], prepared, chosen.count)
         pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, session.reporter())
         batches = (uniqueness_of_cells if chosen_path == "grouping_sets" else uniqueness_batches)(
             running, prepared, chosen, pacer

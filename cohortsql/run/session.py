@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from cohortsql._typing import RunOptions, SimilarityArgument, Targets
+from cohortsql._typing import RunOptions, SimilarityArgument
 from cohortsql.engines import open_engine
 from cohortsql.engines.base import Engine, EngineSettings
 from cohortsql.results.tables import run_settings
@@ -32,14 +32,19 @@ class Session:
 
     engine: Engine
     prepared: Prepared
-    progress: bool | None = None
-    """Report progress on stderr (None: on long runs when stderr is a terminal)."""
+    options: Mapping[str, Any]
+    """The call's checked options (`cohortsql.spec.arguments.checked_options`): its targets, sample,
+    seed, progress and bootstrap are read from here."""
     _target_data: list[tuple[TargetSet, pl.DataFrame]] = field(default_factory=list, repr=False)
     """The target rows read so far, with the target set they belong to (held, so never mistaken for another)."""
 
-    def select(self, targets: Targets, seed: int | None, sample: int | float | None = None) -> TargetSet:
-        """The target rows: every row, a predicate's, a random sample of either, or the rows with given ids."""
-        return select_targets(self.engine, self.prepared, targets, seed, sample)
+    def select(self) -> TargetSet:
+        """The target rows the call asked for: every row, a predicate's, a random sample of either, or
+        the rows with given ids."""
+        options = self.options
+        return select_targets(
+            self.engine, self.prepared, options.get("targets"), options.get("seed"), options.get("sample")
+        )
 
     def target_data(self, chosen: TargetSet) -> pl.DataFrame:
         """The chosen targets' rows as they are in the data (every column), read once per target set."""
@@ -52,11 +57,11 @@ class Session:
 
     def reporter(self) -> Reporter:
         """Where this call reports its progress."""
-        return reporter(self.progress)
+        return reporter(self.options.get("progress"))
 
-    def settings(self, chosen: TargetSet | None, *, method: str, path: str, **choices: Any) -> dict[str, str]:
+    def settings(self, chosen: TargetSet | None, *, method: str, path: str) -> dict[str, str]:
         """The run's settings as text, written with its outputs so that a result says how it was made."""
-        prepared = self.prepared
+        prepared, choices = self.prepared, self.options
         return run_settings(
             engine=self.engine.dialect.name,
             prediction=prepared.outcomes[0] if len(prepared.outcomes) == 1 else list(prepared.outcomes),
@@ -128,12 +133,11 @@ def open_session(
     outcomes: Sequence[str],
     similarity: SimilarityArgument,
     max_features: int,
-    replicates: int = 0,
-    seed: int | None = None,
 ) -> Iterator[Session]:
     """Open the engine, register `data` and prepare it once (`cohortsql.run.preparation.prepare`) under
-    a call's `options` (its ``id``, ``weight``, ``targets`` and where-and-how options); a ``targets``
-    predicate is checked and marks the subjects that are targets."""
+    a call's checked `options` (its ``id``, ``weight``, ``targets``, bootstrap replicates with their
+    seed, and where-and-how options); a ``targets`` predicate is checked and marks the subjects that
+    are targets."""
     targets = options.get("targets")
     with opened_engine(data, run_options(options)) as engine:
         prepared = prepare(
@@ -145,10 +149,10 @@ def open_session(
             weight=options.get("weight"),
             target_predicate=targets if isinstance(targets, str) else None,
             max_features=max_features,
-            replicates=replicates,
-            seed=seed or 0,
+            replicates=options.get("bootstrap", 0),
+            seed=options.get("seed") or 0,
         )
-        yield Session(engine, prepared, options.get("progress"))
+        yield Session(engine, prepared, options)
 
 
 def _described_targets(targets: Any) -> str:

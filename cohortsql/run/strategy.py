@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from cohortsql import queries
 from cohortsql._typing import PATHS
@@ -110,14 +110,19 @@ def local_batches(
     return (grouping_sets_batches if path == "grouping_sets" else pairwise_batches)(engine, prepared, targets, pacer)
 
 
-def choose_method(method: str, d: int) -> str:
+def choose_method(method: str, d: int, game: Literal["cohort", "baseline"] = "cohort") -> str:
+    """``exact`` or ``permutation`` for `d` features of `game` (``auto``: exact up to the game's
+    automatic limit; an explicit ``exact`` beyond its hard limit is refused)."""
+    auto_exact_up_to, exact_up_to, work = _EXACT_LIMITS[game]
     return arguments.exact_or_permutation(
-        method,
-        d,
-        auto_exact_up_to=AUTO_EXACT_FEATURES,
-        exact_up_to=MAX_EXACT_FEATURES,
-        work="2^d cohorts per target",
+        method, d, auto_exact_up_to=auto_exact_up_to, exact_up_to=exact_up_to, work=work
     )
+
+
+def choose_method_and_path(method: str, path: str, prepared: Prepared, targets: int) -> tuple[str, str]:
+    """Cohort Shapley's method, and the path its cohorts are found by (the permutation method joins)."""
+    chosen = choose_method(method, prepared.d)
+    return chosen, "pairwise" if chosen == "permutation" else choose_path(path, prepared, targets)
 
 
 def choose_path(path: str, prepared: Prepared, targets: int) -> str:
@@ -141,12 +146,12 @@ AUTO_EXACT_BASELINE_FEATURES = 12
 """``method="auto"`` is exact up to this d (4,096 model evaluations per target and baseline)."""
 
 
-def baseline_estimation(method: str, d: int) -> str:
-    """``exact`` or ``permutation`` for baseline Shapley of `d` features (``auto``: exact up to d = 12)."""
-    return arguments.exact_or_permutation(
-        method,
-        d,
-        auto_exact_up_to=AUTO_EXACT_BASELINE_FEATURES,
-        exact_up_to=MAX_EXACT_BASELINE_FEATURES,
-        work="2^d model evaluations per target and baseline",
-    )
+_EXACT_LIMITS = {
+    "cohort": (AUTO_EXACT_FEATURES, MAX_EXACT_FEATURES, "2^d cohorts per target"),
+    "baseline": (
+        AUTO_EXACT_BASELINE_FEATURES,
+        MAX_EXACT_BASELINE_FEATURES,
+        "2^d model evaluations per target and baseline",
+    ),
+}
+"""Per game: where ``auto`` stops being exact, where ``exact`` is refused, and what grows as 2^d."""

@@ -20,6 +20,7 @@ from cohortsql._typing import Targets
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.errors import CohortError
 from cohortsql.run.preparation import Prepared
+from cohortsql.spec.arguments import drawn_seed
 from cohortsql.spec.features import ResolvedFeature
 
 
@@ -74,8 +75,7 @@ def select_targets(
     if sample is not None:
         if not (targets is None or isinstance(targets, str)):
             raise CohortError("sample= draws from every row or from a targets predicate, not from a list of ids")
-        if seed is None:
-            seed = int(np.random.default_rng().integers(2**31))
+        seed = drawn_seed(seed)
         population = prepared.subject_count if targets is None else _count(engine, subjects, condition)
         if population == 0:
             raise CohortError(f"targets {prepared.target_predicate!r} selects no rows; loosen the predicate")

@@ -9,13 +9,13 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast, overload
 
 import numpy as np
 
-from cohortsql._typing import DEFAULTS, RUN_OPTIONS, RunOptions
-from cohortsql.errors import CohortError
+from cohortsql._typing import DEFAULTS, METHODS, MODEL_INPUTS, MODEL_OUTPUTS, PATHS, RUN_OPTIONS, RunOptions
+from cohortsql.errors import CohortError, check_choice
 
 
 def whole_number(name: str, value: object, *, minimum: int) -> int:
@@ -76,24 +76,81 @@ def explained_columns(prediction: object, *, several: bool = True) -> tuple[str,
     raise CohortError(f"prediction must be {wanted}, got {prediction!r}")
 
 
-def check_names(id: object, weight: object, memory_limit: object) -> None:
-    """The column names and the memory limit are text (or None)."""
-    optional_text("id", id)
-    optional_text("weight", weight)
-    optional_text("memory_limit", memory_limit)
-
-
-def bootstrap_arguments(bootstrap: object, confidence: object, seed: int | None) -> tuple[int, float, int | None]:
-    """B, the confidence level, and the seed (drawn when replicates need one and none was given)."""
+def bootstrap_arguments(bootstrap: object, confidence: object) -> tuple[int, float]:
+    """B, the number of Bayesian-bootstrap replicates, and the intervals' confidence level."""
     replicates = whole_number("bootstrap", bootstrap, minimum=0)
     if replicates == 1:
         raise CohortError("bootstrap=1 gives no interval; ask for 0 (none) or at least 2 replicates (200 or more)")
     level = positive_number("confidence", confidence)
     if level is None or level >= 1:
         raise CohortError(f"confidence must be a number between 0 and 1, e.g. 0.95; got {confidence!r}")
-    if replicates and seed is None:
-        seed = int(np.random.default_rng().integers(2**31))
-    return replicates, level, seed
+    return replicates, level
+
+
+@overload
+def drawn_seed(seed: int | None) -> int: ...
+@overload
+def drawn_seed(seed: int | None, needed: bool) -> int | None: ...
+def drawn_seed(seed: int | None, needed: bool = True) -> int | None:
+    """`seed`, or a fresh one when the run draws random numbers (`needed`) and none was given: it is
+    recorded with the results, so the run can be repeated."""
+    if seed is None and needed:
+        return int(np.random.default_rng().integers(2**31))
+    return seed
+
+
+def _boolean(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise CohortError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def _choice(choices: Sequence[str]) -> Callable[[str, object], object]:
+    def check(name: str, value: object) -> object:
+        check_choice(name, value, choices)
+        return value
+
+    return check
+
+
+def _optional_count(name: str, value: object) -> int | None:
+    return None if value is None else whole_number(name, value, minimum=1)
+
+
+_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "id": optional_text,
+    "weight": optional_text,
+    "memory_limit": optional_text,
+    "seed": lambda _, value: seed(value),
+    "method": _choice(METHODS),
+    "path": _choice(PATHS),
+    "tolerance": positive_number,
+    "max_permutations": lambda name, value: whole_number(name, value, minimum=2),
+    "model_input": _choice(MODEL_INPUTS),
+    "model_output": _choice(MODEL_OUTPUTS),
+    "batch_rows": lambda name, value: whole_number(name, value, minimum=1),
+    "baseline_sample": _optional_count,
+    "realistic": _boolean,
+}
+"""How each plain option is checked (and normalised: a numpy integer becomes an int)."""
+
+
+def checked_options(given: Mapping[str, Any], allowed: Any, **defaults: Any) -> dict[str, Any]:
+    """A call's options (`with_defaults`), each checked once, at the public function: ``bootstrap``
+    becomes the number of replicates, and a seed is drawn (`drawn_seed`) when replicates or a sample of
+    baselines need one."""
+    asked = with_defaults(given, allowed, **defaults)
+    for name, check in _CHECKS.items():
+        if name in asked:
+            asked[name] = check(name, asked[name])
+    if "bootstrap" in asked:
+        asked["bootstrap"], asked["confidence"] = bootstrap_arguments(asked["bootstrap"], asked["confidence"])
+        asked["seed"] = drawn_seed(asked["seed"], asked["bootstrap"] > 0)
+    if asked.get("baseline_sample") is not None:
+        if asked.get("baseline", "all") != "all":
+            raise CohortError("baseline_sample= draws from every row: it needs baseline='all'")
+        asked["seed"] = drawn_seed(asked["seed"])
+    return asked
 
 
 def with_defaults(given: Mapping[str, Any], allowed: Any, **defaults: Any) -> dict[str, Any]:

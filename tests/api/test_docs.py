@@ -19,11 +19,16 @@ METHODS = {
     for name, method in inspect.getmembers(CohortNamespace, inspect.isfunction)
     if not name.startswith("_")
 }
-DOCUMENTED = FUNCTIONS | METHODS
+DATASETS = {
+    f"cohortsql.datasets.{name}": function
+    for name, function in inspect.getmembers(cohortsql.datasets, inspect.isfunction)
+    if function.__module__ == "cohortsql.datasets"
+}
+DOCUMENTED = FUNCTIONS | METHODS | DATASETS
 
 
 def test_every_public_function_and_namespace_method_has_an_example():
-    assert len(FUNCTIONS) >= 10 and len(METHODS) == 7
+    assert len(FUNCTIONS) >= 10 and len(METHODS) == 7 and len(DATASETS) == 2
     missing = [name for name, function in DOCUMENTED.items() if ">>> " not in (function.__doc__ or "")]
     assert missing == [], f"no runnable example in the docstrings of {missing}"
 
