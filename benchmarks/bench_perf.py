@@ -94,7 +94,7 @@ def numpy_loop(x: np.ndarray, y: np.ndarray, targets: int, delta: float) -> None
             np.bincount(inverse).astype(float),
             np.bincount(inverse, weights=y),
         )
-        shapley.cohort_shapley_of_histograms(*entries, 1, d, np.array([y.mean()]), np.ones(1), 1)
+        shapley.cohort_shapley_of_histograms(shapley.GameBatch(*entries, 1, d, np.array([y.mean()]), np.ones(1), 1))
 
 
 def aim_c(repeats: int) -> None:

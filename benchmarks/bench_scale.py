@@ -101,7 +101,7 @@ def run_numpy(rows: int, d: int, targets: int, method: str, memory_limit: str | 
         sums = np.bincount(inverse, weights=y)
         if method == "exact":
             entries = (np.zeros_like(distinct), distinct, counts, sums)
-            shapley.cohort_shapley_of_histograms(*entries, 1, d, np.array([mean]), np.ones(1), 1)
+            shapley.cohort_shapley_of_histograms(shapley.GameBatch(*entries, 1, d, np.array([mean]), np.ones(1), 1))
         else:
             bits = permutation.unpack_masks([distinct], d, 63)
             permutation.estimate(bits, counts, sums, mean, generators[t], max_permutations=PERMUTATIONS, tolerance=None)

@@ -162,6 +162,24 @@ class CompareOptions(Selection, Estimation, Modelling, RunOptions, total=False):
     realistic: bool
 
 
+class CalibrationOptions(RunOptions, total=False):
+    """The options of `cohortsql.calibrate` (besides its features)."""
+
+    exact: Sequence[str]
+    """Numeric features compared exactly rather than by a window."""
+    kind: CalibrationKind
+    thresholds: Sequence[float]
+    holdouts: Sequence[float]
+    """The shares of rows held out."""
+    runs: int
+    """Random splits (and marginal draws) per holdout share."""
+    marginal_samples: int
+    """Points drawn from the marginals per run."""
+    max_rows: int
+    """Larger tables are calibrated on a random sample of this many rows."""
+    seed: int | None
+
+
 class QueryOptions(Selection, RunOptions, total=False):
     """The targets and where-and-how options of `cohortsql.histogram_sql` (its own keywords beside)."""
 
@@ -190,5 +208,12 @@ DEFAULTS: dict[str, Any] = {
     "baseline": "mean",
     "baseline_sample": None,
     "realistic": False,
+    "exact": (),
+    "kind": "range",
+    "thresholds": CALIBRATION_THRESHOLDS,
+    "holdouts": (0.1, 0.2, 0.3),
+    "runs": 100,
+    "marginal_samples": 1000,
+    "max_rows": 20_000,
 }
 """Every option's default, declared once (`cohortsql.compare` splits by realism unless told not to)."""

@@ -21,12 +21,10 @@ from typing import TYPE_CHECKING, Unpack
 import polars as pl
 
 from cohortsql._typing import (
-    CALIBRATION_THRESHOLDS,
     BaselineOptions,
-    CalibrationKind,
+    CalibrationOptions,
     CompareOptions,
     EffectsOptions,
-    RunOptions,
     ShapleyOptions,
     UniquenessOptions,
 )
@@ -166,20 +164,7 @@ class CohortNamespace:
 
         return compare(self._frame, model=model, prediction=prediction, similarity=similarity, **options)
 
-    def calibrate(
-        self,
-        *,
-        features: Sequence[str],
-        exact: Sequence[str] = (),
-        kind: CalibrationKind = "range",
-        thresholds: Sequence[float] = CALIBRATION_THRESHOLDS,
-        holdouts: Sequence[float] = (0.1, 0.2, 0.3),
-        runs: int = 100,
-        marginal_samples: int = 1000,
-        max_rows: int = 20_000,
-        seed: int | None = None,
-        **options: Unpack[RunOptions],
-    ) -> Calibration:
+    def calibrate(self, *, features: Sequence[str], **options: Unpack[CalibrationOptions]) -> Calibration:
         """The similarity threshold at which held-out rows are realistic (`cohortsql.calibrate`).
 
         Examples
@@ -189,8 +174,7 @@ class CohortNamespace:
         """
         from cohortsql.api.calibrate import calibrate
 
-        arguments = {name: value for name, value in locals().items() if name not in ("self", "calibrate", "options")}
-        return calibrate(self._frame, **arguments, **options)
+        return calibrate(self._frame, features=features, **options)
 
 
 pl.api.register_dataframe_namespace("cohort")(CohortNamespace)

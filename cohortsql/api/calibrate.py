@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cohortsql._typing import CALIBRATION_KINDS, CALIBRATION_THRESHOLDS, CalibrationKind, RunOptions
+from cohortsql._typing import CALIBRATION_KINDS, CalibrationOptions
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.games.calibration import holdout_shares, marginal_shares
 from cohortsql.results.calibration import Calibration
@@ -21,20 +21,7 @@ from cohortsql.spec import arguments
 from cohortsql.spec.arguments import drawn_seed, run_options, with_defaults
 
 
-def calibrate(
-    data: Any,
-    *,
-    features: Sequence[str],
-    exact: Sequence[str] = (),
-    kind: CalibrationKind = "range",
-    thresholds: Sequence[float] = CALIBRATION_THRESHOLDS,
-    holdouts: Sequence[float] = (0.1, 0.2, 0.3),
-    runs: int = 100,
-    marginal_samples: int = 1000,
-    max_rows: int = 20_000,
-    seed: int | None = None,
-    **options: Unpack[RunOptions],
-) -> Calibration:
+def calibrate(data: Any, *, features: Sequence[str], **options: Unpack[CalibrationOptions]) -> Calibration:
     """The similarity threshold at which real rows count as realistic (paper, Appendix 5).
 
     For each threshold r in `thresholds`, the share of realistic points among (a) rows held out at
@@ -46,19 +33,23 @@ def calibrate(
     rows are realistic; `cohortsql.plot.calibration` draws the paper's figure. Tables of more than
     `max_rows` rows are calibrated on a random sample of that many (seeded).
 
+    The defaults: `thresholds` 0.05, 0.10, ..., 1.00 (the paper's figure), `holdouts` 0.1, 0.2 and
+    0.3, `runs` 100, `marginal_samples` 1,000, `max_rows` 20,000, `kind` ``range``, no `exact`.
+
     Examples
     --------
     >>> import cohortsql
     >>> loans = cohortsql.datasets.loans()
-    >>> similarity = {"income": "abs:15", "region": "exact"}
     >>> cohortsql.calibrate(loans, features=["income", "region"], runs=5, seed=1).recommended
     0.7
     """
+    asked = with_defaults(options, CalibrationOptions)
+    exact, kind, thresholds, holdouts = (asked[name] for name in ("exact", "kind", "thresholds", "holdouts"))
     check_choice("kind", kind, CALIBRATION_KINDS)
-    seed = arguments.seed(seed)
-    runs = arguments.whole_number("runs", runs, minimum=1)
-    marginal_samples = arguments.whole_number("marginal_samples", marginal_samples, minimum=1)
-    max_rows = arguments.whole_number("max_rows", max_rows, minimum=10)
+    seed = arguments.seed(asked["seed"])
+    runs = arguments.whole_number("runs", asked["runs"], minimum=1)
+    marginal_samples = arguments.whole_number("marginal_samples", asked["marginal_samples"], minimum=1)
+    max_rows = arguments.whole_number("max_rows", asked["max_rows"], minimum=10)
     levels = np.asarray(sorted(_fractions("thresholds", thresholds, upper=np.inf)))
     fractions = tuple(_fractions("holdouts", holdouts, upper=1.0))
     if isinstance(features, str) or isinstance(exact, str):
@@ -67,7 +58,7 @@ def calibrate(
     if unknown:
         raise CohortError(f"exact names columns that are not among the features: {unknown}")
     seed = drawn_seed(seed)
-    with opened_engine(data, run_options(with_defaults(options, RunOptions))) as running:
+    with opened_engine(data, run_options(asked)) as running:
         kinds = {name: "exact" if name in exact else None for name in features}
         prepared = prepare(
             running, data, outcomes=(), similarity=kinds, id=None, target_predicate=None, max_features=1 << 10

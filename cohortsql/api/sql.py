@@ -18,7 +18,7 @@ from cohortsql._typing import (
     SqlVariant,
     Targets,
 )
-from cohortsql.engines.base import file_format
+from cohortsql.engines.inputs import file_format
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import open_session

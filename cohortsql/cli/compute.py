@@ -12,9 +12,6 @@ from cohortsql.cli import options as flags
 from cohortsql.cli.options import EXPLAINED, OUTPUTS, command
 from cohortsql.errors import CohortError
 
-CALIBRATE_RUN = ("engine", "spark_master")
-"""Where `calibrate` runs (it reads a sample of the table into memory: no DuckDB settings apply)."""
-
 SHAPLEY_EPILOG = (
     "Examples:\n\n"
     "  cohortsql shapley --config examples/boston.toml\n\n"
@@ -98,7 +95,7 @@ def compare(options: dict[str, Any]) -> None:
     typer.echo(comparison_summary(result, options["top"]) + written)
 
 
-@command(("data", "features", "exact", "kind", "thresholds", "holdouts", "runs", "seed", "out", "plot"), CALIBRATE_RUN)
+@command(("data", "features"), api.CalibrationOptions, ("out", "plot"))
 def calibrate(options: dict[str, Any]) -> None:
     """The similarity threshold at which held-out rows are realistic, beside points drawn from the marginals."""
     from cohortsql.api.calibrate import calibrate as calibrate_threshold
@@ -110,16 +107,11 @@ def calibrate(options: dict[str, Any]) -> None:
     chosen = flags.names(options.get("features"))
     if not chosen:
         raise CohortError("no features given: use --features a,b,c")
-    lists: dict[str, Any] = {
-        name: values for name in ("thresholds", "holdouts") if (values := flags.numbers(name, options.get(name)))
-    }
-    result = calibrate_threshold(
-        options["data"],
-        features=chosen,
-        exact=flags.names(options.get("exact")),
-        **lists,
-        **flags.pick(options, "kind", "runs", "seed", *CALIBRATE_RUN),
-    )
+    given = flags.pick(options, *api.CalibrationOptions.__annotations__) | {"exact": flags.names(options.get("exact"))}
+    for name in ("thresholds", "holdouts"):
+        if name in given:
+            given[name] = flags.numbers(name, given[name])
+    result = calibrate_threshold(options["data"], features=chosen, **given)
     written = write(options, {"": result.rates}, result.settings)
     if options.get("plot"):
         from cohortsql.plot import calibration

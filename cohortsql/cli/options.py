@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import inspect
 import tomllib
+import types
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -125,6 +127,10 @@ CalibrationKindOption = Annotated[
 Thresholds = Annotated[str | None, typer.Option(help="Comma-separated thresholds (default 0.05, 0.10, ..., 1.00).")]
 Holdouts = Annotated[str | None, typer.Option(help="Comma-separated shares of rows held out (default 0.1,0.2,0.3).")]
 Runs = Annotated[int | None, typer.Option(help="Random splits (and marginal draws) per holdout share (default 100).")]
+MarginalSamples = Annotated[int | None, typer.Option(help="Points drawn from the marginals per run (default 1000).")]
+MaxRows = Annotated[
+    int | None, typer.Option(help="Calibrate a larger table on a random sample of this many rows (default 20000).")
+]
 PlotOut = Annotated[Path | None, typer.Option("--plot", help="Save the calibration figure here (.png, .svg, .pdf).")]
 Realistic = Annotated[
     bool | None,
@@ -181,6 +187,8 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "thresholds": (Thresholds, None),
     "holdouts": (Holdouts, None),
     "runs": (Runs, None),
+    "marginal_samples": (MarginalSamples, None),
+    "max_rows": (MaxRows, None),
     "table": (Table, None),
     "dialect": (Dialect, "duckdb"),
     "variant": (Variant, "histogram"),
@@ -258,48 +266,27 @@ def api_keys(group: type) -> frozenset[str]:
 
 _PATH_KEYS = ("data", "histogram", "out", "database", "temp_directory", "model", "plot")
 
+_COMMA_LISTS = ("features", "target_ids", "exact", "thresholds", "holdouts")
+"""Flags given as comma-separated text, which a config file may also give as a list."""
+
+
+def _config_types(name: str, flag: Any) -> tuple[type, ...]:
+    """The types a config file may give for a flag: its declared type's (a path is text, a whole
+    number is a number too, a repeatable flag a list or one value)."""
+    if name == "similar":
+        return (dict,)
+    if name in _COMMA_LISTS:
+        return (str, list)
+    declared = typing.get_args(flag)[0]  # Annotated[T, typer.Option(...)]
+    optional = typing.get_origin(declared) in (typing.Union, types.UnionType)
+    kind = next(kind for kind in typing.get_args(declared) if kind is not type(None)) if optional else declared
+    if typing.get_origin(kind) is list:
+        return (str, list)
+    return {Path: (str,), float: (int, float)}.get(kind, (kind,))
+
+
 CONFIG_TYPES: dict[str, tuple[type, ...]] = {
-    "data": (str,),
-    "histogram": (str,),
-    "prediction": (str, list),
-    "id": (str,),
-    "weight": (str,),
-    "bootstrap": (int,),
-    "confidence": (int, float),
-    "similar": (dict,),
-    "features": (str, list),
-    "targets": (str,),
-    "target_ids": (str, list),
-    "sample": (int, float),
-    "seed": (int,),
-    "method": (str,),
-    "path": (str,),
-    "tolerance": (int, float),
-    "max_permutations": (int,),
-    "memory_limit": (str,),
-    "temp_directory": (str,),
-    "out": (str,),
-    "into_table": (str,),
-    "database": (str,),
-    "replace": (bool,),
-    "engine": (str,),
-    "spark_master": (str,),
-    "table": (str,),
-    "dialect": (str,),
-    "variant": (str,),
-    "reasons": (int,),
-    "model": (str,),
-    "model_input": (str,),
-    "model_output": (str,),
-    "baseline_sample": (int,),
-    "realistic": (bool,),
-    "exact": (str, list),
-    "kind": (str,),
-    "thresholds": (str, list),
-    "holdouts": (str, list),
-    "runs": (int,),
-    "progress": (bool,),
-    "plot": (str,),
+    name: _config_types(name, flag) for name, (flag, _) in FLAGS.items() if name not in _DISPLAY
 }
 """The type of every value a config file may hold."""
 

@@ -55,7 +55,7 @@ def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: di
 
 def _input_tables(options: dict[str, Any]) -> tuple[str, ...]:
     """Tables that --into-table must never replace: the run's own input table in the same database."""
-    from cohortsql.engines.base import database_table
+    from cohortsql.engines.inputs import database_table
 
     data = str(options.get("data") or "")
     in_database = database_table(data)

@@ -1,11 +1,11 @@
-"""SQL engines behind one protocol (`cohortsql.engines.base.Engine`), one module per backend.
+"""SQL engines behind one base class (`cohortsql.engines.base.Engine`), one module per backend.
 
 The engine follows from the input (a Spark DataFrame runs on Spark), from ``connection=`` (a DuckDB
 connection or a SparkSession), or from ``engine=`` by name; DuckDB is the default. Backends are
 imported only when chosen, so Spark's packages are needed only to run on Spark.
 
 Adding an engine: write ``cohortsql/engines/<name>.py`` with ``open_engine(connection, settings,
-data)`` returning an object with the `Engine` methods (`data` is the input, for backends whose data
+data)`` returning a subclass of `Engine` that implements its abstract methods (`data` is the input, for backends whose data
 objects belong to a session of their own); add its name and the package its data and connection
 types come from to `ENGINES`; add it to the engine fixture in ``tests/conftest.py`` so that the
 correctness suite runs on it. (`ENGINES` lives in `cohortsql._typing`, which the command line reads
@@ -19,7 +19,8 @@ from types import ModuleType
 from typing import Any
 
 from cohortsql._typing import ENGINES, EngineName
-from cohortsql.engines.base import Engine, EngineSettings, Input
+from cohortsql.engines.base import Engine, EngineSettings
+from cohortsql.engines.inputs import Input
 from cohortsql.errors import CohortError
 
 DEFAULT_ENGINE: EngineName = "duckdb"

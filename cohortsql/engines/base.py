@@ -1,6 +1,7 @@
-"""What the core needs from a SQL engine: the `Engine` protocol, its settings and its inputs.
+"""What the core needs from a SQL engine: the `Engine` base class and its settings (its inputs:
+`cohortsql.engines.inputs`).
 
-The core (prepare, pairwise, grouping sets, api) talks only to this protocol, never to DuckDB or Spark
+The core (prepare, pairwise, grouping sets, api) talks only to this class, never to DuckDB or Spark
 directly, and never asks which engine it holds. Templates in ``sql/`` are SELECTs; the engine wraps
 them in its own DDL (DuckDB: a temporary table or view; Spark: a temporary view, cached when a result
 is reused). Only aggregates bounded per batch of targets come back to Python.
@@ -10,51 +11,22 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import re
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, NamedTuple, Protocol, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
+from cohortsql.engines.inputs import Input
 from cohortsql.errors import CohortError
 from cohortsql.sql.dialects import Dialect
 
 RUNS_TABLE = "cohortsql_runs"
 """Where `Engine.write_tables` records each run that wrote tables: when, which tables, its settings (JSON)."""
-
-POSITION_COLUMN = "__cohort_row"
-"""The column holding 0-based row positions, in inputs registered with ``positions=True``."""
-
-FILE_READERS = {
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".csv": "csv",
-    ".tsv": "csv",
-    ".txt": "csv",
-    ".json": "json",
-    ".jsonl": "json",
-    ".ndjson": "json",
-}
-_COMPRESSION_SUFFIXES = {".gz", ".zst"}
-_DATABASE_TABLE = re.compile(r"^(?P<database>.+\.(duckdb|db|ddb)):(?P<table>[^:]+)$")
-
-
-class Input(NamedTuple):
-    """The caller's data as the engine sees it."""
-
-    relation: str
-    """A table expression (a quoted name or a reader call) that SQL can select from."""
-    schema: pa.Schema
-    """The data's own columns and their types."""
-    positions: bool
-    """Whether the relation also has `POSITION_COLUMN`: each row's 0-based position in the data."""
-    rescans_are_cheap: bool
-    """Whether scanning the relation again costs little (data in memory or in the engine's own storage)."""
 
 
 @dataclass(frozen=True)
@@ -70,58 +42,6 @@ class EngineSettings:
     read_only: bool = False
     spark_master: str | None = None
     """Spark: the master URL of a session cohortsql starts (default ``local[*]``; ``SPARK_REMOTE`` means Spark Connect)."""
-
-
-class Engine(Protocol):
-    """A SQL engine that runs cohortsql's queries."""
-
-    dialect: Dialect
-
-    def register_input(self, data: Any, *, positions: bool) -> Input:
-        """Make `data` readable as SQL. With `positions`, give it `POSITION_COLUMN` holding row
-        positions that do not depend on how the engine scans it, or raise `CohortError` saying to pass an id."""
-        ...
-
-    def upload(self, table: pa.Table, purpose: str) -> str:
-        """Make a small Arrow table (targets, ids) readable as SQL; returns its quoted name."""
-        ...
-
-    def create(self, select: str, purpose: str, *, materialize: bool, context: str) -> str:
-        """Name the result of `select` (stored when `materialize`, for results read many times); returns its quoted name."""
-        ...
-
-    def drop(self, relation: str) -> None:
-        """Drop a relation this engine created or uploaded."""
-        ...
-
-    def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
-        """Run a query and return its result; failures raise `CohortError` starting with `context`."""
-        ...
-
-    @property
-    def memory_budget(self) -> int | None:
-        """Bytes the engine may use when the caller limited it, else None."""
-        ...
-
-    def interrupt(self) -> None:
-        """Stop the running query (from another thread or a signal handler)."""
-        ...
-
-    def write_tables(
-        self,
-        tables: Mapping[str, pa.Table],
-        *,
-        replace: bool,
-        protected: tuple[str, ...] = (),
-        settings: Mapping[str, str] | None = None,
-    ) -> None:
-        """Store result tables by name, all or none; refuse existing names unless `replace`, and `protected`
-        always; record the run's `settings` as a row of `RUNS_TABLE`."""
-        ...
-
-    def close(self) -> None:
-        """Drop what the engine created, restore settings, release what it opened."""
-        ...
 
 
 Result = TypeVar("Result")
@@ -165,21 +85,67 @@ def interruptible(action: Callable[[], Result], interrupt: Callable[[], None]) -
     return value
 
 
-class EngineBase:
-    """The bookkeeping every backend shares, behind a few hooks: queries run so that Ctrl-C stops
-    them (`interruptible`) and their failures read as one `CohortError` line starting with what was
-    being done; result tables are checked before any is written. A backend sets `dialect` and
-    `failures` (its own error types) and overrides `_failure_message`, `_before_query`,
-    `_has_table` and `_store_tables`, besides the `Engine` methods that are its own."""
+class Engine(ABC):
+    """A SQL engine that runs cohortsql's queries: one subclass per backend.
+
+    The core (prepare, pairwise, grouping sets, api) talks only to this class, never to DuckDB or
+    Spark directly, and never asks which engine it holds. It holds the bookkeeping every backend
+    shares: queries run so that Ctrl-C stops them (`interruptible`) and their failures read as one
+    `CohortError` line starting with what was being done; result tables are checked before any is
+    written. A backend sets `dialect` and `failures` (its own error types), implements the abstract
+    methods, and may override the hooks `_before_query`, `_after_query`, `_querying` and
+    `_failure_message`."""
 
     dialect: Dialect
     failures: tuple[type[BaseException], ...] = ()
     """The backend's own error types, reported as one-line `CohortError`s."""
 
-    def _before_query(self) -> None:
+    @abstractmethod
+    def register_input(self, data: Any, *, positions: bool) -> Input:
+        """Make `data` readable as SQL. With `positions`, give it `POSITION_COLUMN` holding row
+        positions that do not depend on how the engine scans it, or raise `CohortError` saying to pass an id."""
+
+    @abstractmethod
+    def upload(self, table: pa.Table, purpose: str) -> str:
+        """Make a small Arrow table (targets, ids) readable as SQL; returns its quoted name."""
+
+    @abstractmethod
+    def create(self, select: str, purpose: str, *, materialize: bool, context: str) -> str:
+        """Name the result of `select` (stored when `materialize`, for results read many times); returns its quoted name."""
+
+    @abstractmethod
+    def drop(self, relation: str) -> None:
+        """Drop a relation this engine created or uploaded."""
+
+    @abstractmethod
+    def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
+        """Run a query and return its result; failures raise `CohortError` starting with `context`."""
+
+    @property
+    @abstractmethod
+    def memory_budget(self) -> int | None:
+        """Bytes the engine may use when the caller limited it, else None."""
+
+    @abstractmethod
+    def interrupt(self) -> None:
+        """Stop the running query (from another thread or a signal handler)."""
+
+    @abstractmethod
+    def _has_table(self, name: str) -> bool:
+        """Whether the database or catalog results are written to holds a table of this name."""
+
+    @abstractmethod
+    def _store_tables(self, tables: Mapping[str, pa.Table], record: str) -> None:
+        """Write the checked tables and record the run (its settings as JSON) in `RUNS_TABLE`."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Drop what the engine created, restore settings, release what it opened."""
+
+    def _before_query(self) -> None:  # noqa: B027 (an optional hook: most backends need nothing here)
         """Run in the worker thread before each query (Spark: join this engine's job group)."""
 
-    def _after_query(self) -> None:
+    def _after_query(self) -> None:  # noqa: B027 (an optional hook)
         """Run in the worker thread when each query ends, however it ends."""
 
     def _querying(self) -> AbstractContextManager[object]:
@@ -207,10 +173,6 @@ class EngineBase:
             except self.failures as error:
                 raise CohortError(f"{context}: {self._failure_message(error)}") from None
 
-    def interrupt(self) -> None:
-        """Stop the running query (from another thread or a signal handler)."""
-        raise NotImplementedError
-
     def write_tables(
         self,
         tables: Mapping[str, pa.Table],
@@ -219,21 +181,12 @@ class EngineBase:
         protected: tuple[str, ...] = (),
         settings: Mapping[str, str] | None = None,
     ) -> None:
-        """Store result tables by name, all or none (see `Engine.write_tables`)."""
+        """Store result tables by name, all or none; refuse existing names unless `replace`, and `protected`
+        always; record the run's `settings` as a row of `RUNS_TABLE`."""
         check_writable(
             list(tables), [name for name in tables if self._has_table(name)], replace=replace, protected=protected
         )
         self._store_tables(tables, json.dumps(dict(settings or {})))
-
-    def _has_table(self, name: str) -> bool:
-        raise NotImplementedError
-
-    def _store_tables(self, tables: Mapping[str, pa.Table], record: str) -> None:
-        """Write the checked tables and record the run (its settings as JSON) in `RUNS_TABLE`."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Drop what the engine created, restore settings, release what it opened."""
 
     def __enter__(self) -> Self:
         return self
@@ -266,54 +219,3 @@ def fetch_record(engine: Engine, select: str, *, context: str) -> dict[str, Any]
     if len(rows) != 1:
         raise CohortError(f"{context}: expected one row, got {len(rows)}")
     return rows[0]
-
-
-def file_format(path: str) -> str:
-    """``parquet``, ``csv`` or ``json`` from a file name (compression suffixes aside)."""
-    suffixes = [suffix.lower() for suffix in Path(path).suffixes]
-    while suffixes and suffixes[-1] in _COMPRESSION_SUFFIXES:
-        suffixes.pop()
-    reader = FILE_READERS.get(suffixes[-1] if suffixes else "")
-    if reader is None:
-        raise CohortError(f"cannot tell the format of {path!r} from its name; use a .parquet, .csv or .json file")
-    return reader
-
-
-def as_arrow(data: Any) -> pa.Table | None:
-    """An in-memory frame (pyarrow, polars, pandas) as an Arrow table; None for anything else."""
-    if isinstance(data, pa.Table):
-        return data
-    if isinstance(data, pa.RecordBatchReader):
-        return data.read_all()
-    module = type(data).__module__.split(".")[0]
-    if module == "polars":
-        import polars as pl
-
-        if isinstance(data, pl.LazyFrame):
-            data = data.collect()
-        if isinstance(data, pl.DataFrame):
-            return data.to_arrow()
-    if module == "pandas" and type(data).__name__ == "DataFrame":
-        return pa.Table.from_pandas(data, preserve_index=False)
-    return None
-
-
-def with_positions(table: pa.Table) -> pa.Table:
-    """`table` with `POSITION_COLUMN` appended (the other columns are not copied)."""
-    return table.append_column(POSITION_COLUMN, pa.array(np.arange(table.num_rows, dtype=np.int64)))
-
-
-def without_positions(schema: pa.Schema) -> pa.Schema:
-    """The data's own columns of a schema that may hold `POSITION_COLUMN`."""
-    if POSITION_COLUMN in schema.names:
-        return schema.remove(schema.get_field_index(POSITION_COLUMN))
-    return schema
-
-
-def database_table(text: str) -> tuple[str, str] | None:
-    """(database file, table) when `text` names a table of a DuckDB database file as
-    ``FILE.duckdb:TABLE`` or ``FILE.duckdb:schema.table`` (and is not itself a file), else None."""
-    match = _DATABASE_TABLE.match(text)
-    if match is None or Path(text).exists():
-        return None
-    return match["database"], match["table"]

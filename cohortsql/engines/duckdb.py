@@ -18,11 +18,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from cohortsql.engines.base import (
+from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings
+from cohortsql.engines.inputs import (
     POSITION_COLUMN,
-    RUNS_TABLE,
-    EngineBase,
-    EngineSettings,
     Input,
     as_arrow,
     database_table,
@@ -54,7 +52,7 @@ def open_engine(connection: Any, settings: EngineSettings, data: Any = None) -> 
     return DuckDBEngine(connection, settings)
 
 
-class DuckDBEngine(EngineBase):
+class DuckDBEngine(Engine):
     """Runs cohortsql's SQL on a DuckDB connection: the caller's, or one it opens (in memory or on a file)."""
 
     dialect = DUCKDB
@@ -86,7 +84,7 @@ class DuckDBEngine(EngineBase):
             if chosen is not None:
                 self._set(setting, str(chosen), restore=True)  # restored at close
 
-    # -- the Engine protocol -------------------------------------------------------------------
+    # -- the Engine methods --------------------------------------------------------------------
 
     def register_input(self, data: Any, *, positions: bool) -> Input:
         if isinstance(data, Path):

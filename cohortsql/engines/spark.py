@@ -30,17 +30,8 @@ import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from cohortsql.engines.base import (
-    POSITION_COLUMN,
-    RUNS_TABLE,
-    EngineBase,
-    EngineSettings,
-    Input,
-    as_arrow,
-    file_format,
-    with_positions,
-    without_positions,
-)
+from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings
+from cohortsql.engines.inputs import POSITION_COLUMN, Input, as_arrow, file_format, with_positions, without_positions
 from cohortsql.errors import CohortError
 from cohortsql.sql.dialects import SPARK
 from cohortsql.sql.text import check_query, is_query
@@ -135,7 +126,7 @@ def _check_reachable(remote: str, timeout: float = 10.0) -> None:
         raise CohortError(f"cannot reach Spark Connect at {host}:{port} (from SPARK_REMOTE): {reason}") from None
 
 
-class SparkEngine(EngineBase):
+class SparkEngine(Engine):
     """Runs cohortsql's SQL on a SparkSession through temporary views (cached where results are reused)."""
 
     dialect = SPARK
@@ -151,7 +142,7 @@ class SparkEngine(EngineBase):
         """How many queries of this engine are in flight (a cancel is repeated until none is)."""
         self._counting = threading.Lock()
 
-    # -- the Engine protocol -------------------------------------------------------------------
+    # -- the Engine methods --------------------------------------------------------------------
 
     def register_input(self, data: Any, *, positions: bool) -> Input:
         if isinstance(data, Path):

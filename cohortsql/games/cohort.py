@@ -16,19 +16,24 @@ from cohortsql.numeric import kernels, permutation, shapley
 from cohortsql.spec.measures import Measures
 
 
-def game_entries(
-    histogram: dict[str, np.ndarray], measures: Measures
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The histogram's rows as entries of every game: (game row, mask, weight, sum), game row =
-    target * games + game, each game with its outcome's sum and its weighting's weight."""
+def game_batch(
+    histogram: dict[str, np.ndarray], rows: int, d: int, measures: Measures, means: np.ndarray, weights: np.ndarray
+) -> shapley.GameBatch:
+    """The histogram of `rows` targets as entries of every game: game row = target * games + game,
+    each game with its outcome's sum and its weighting's weight; `means[g]` is game g's centred
+    overall mean and `weights[t, g]` what target t counts for in game g's squared games."""
     games = measures.games
     target, mask = histogram["target"], histogram["mask0"]
-    weights = np.stack([histogram[name] for name in measures.weight_names]).astype(np.float64)
+    counts = np.stack([histogram[name] for name in measures.weight_names]).astype(np.float64)
     if games == 1:
-        return target, mask, weights[0], histogram[measures.sum_name(0, 0)]
-    sums = np.stack([histogram[name] for name in measures.sum_names])
-    rows = (target[None, :] * games + np.arange(games)[:, None]).reshape(-1)
-    return rows, np.tile(mask, games), weights[measures.weighting_of_game].reshape(-1), sums.reshape(-1)
+        entries = (target, mask, counts[0], histogram[measures.sum_name(0, 0)])
+    else:
+        sums = np.stack([histogram[name] for name in measures.sum_names])
+        row = (target[None, :] * games + np.arange(games)[:, None]).reshape(-1)
+        entries = (row, np.tile(mask, games), counts[measures.weighting_of_game].reshape(-1), sums.reshape(-1))
+    row_means = np.tile(np.asarray(means, dtype=np.float64), rows)
+    row_weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+    return shapley.GameBatch(*entries, rows * games, d, row_means, row_weights, games)
 
 
 def exact_values(
@@ -45,15 +50,23 @@ def exact_values(
 
     `means` is each game's centred overall mean and `weights[t, g]` what target t counts for in game
     g's squared games. The compiled kernel runs where it pays over the whole run (`run_targets`
-    targets, default this batch's; `cohortsql.numeric.kernels`), else numpy with one BLAS thread (the small matrix products of the transforms ran 3.5-5x slower with BLAS threads
-    fighting for busy cores).
+    targets, default this batch's; `cohortsql.numeric.kernels`), else numpy with one BLAS thread (the
+    small matrix products of the transforms ran 3.5-5x slower with BLAS threads fighting for busy cores).
 
     Several games per target (weights, outcomes, replicates) multiply the histogram's entries by
     the number of games, so those are formed `GAME_ENTRIES` at a time, a run of targets after another."""
     games = measures.games
     compiled = kernels.worth_compiling((run_targets or rows) * games, d)
+
+    def values(part: dict[str, np.ndarray], count: int, part_weights: np.ndarray) -> shapley.CohortShapley:
+        batch = game_batch(part, count, d, measures, means, part_weights)
+        if compiled:
+            return kernels.exact_values(batch)
+        with threadpool_limits(limits=1, user_api="blas"):
+            return shapley.cohort_shapley_of_histograms(batch)
+
     if games == 1:
-        return _exact_part(histogram, rows, d, measures, means, weights, compiled)
+        return values(histogram, rows, weights)
     order = np.argsort(histogram["target"], kind="stable")
     ordered = {name: column[order] for name, column in histogram.items()}
     bounds = np.searchsorted(ordered["target"], np.arange(rows + 1))
@@ -63,31 +76,12 @@ def exact_values(
         stop = min(rows, start + step)
         part = {name: column[bounds[start] : bounds[stop]] for name, column in ordered.items()}
         part["target"] = part["target"] - start
-        parts.append(_exact_part(part, stop - start, d, measures, means, weights[start:stop], compiled))
+        parts.append(values(part, stop - start, weights[start:stop]))
     return shapley.concatenate(parts)
 
 
 GAME_ENTRIES = 1 << 22
 """Histogram entries of every game formed at once (four arrays of them: 128 MiB)."""
-
-
-def _exact_part(
-    histogram: dict[str, np.ndarray],
-    rows: int,
-    d: int,
-    measures: Measures,
-    means: np.ndarray,
-    weights: np.ndarray,
-    compiled: bool,
-) -> shapley.CohortShapley:
-    games = measures.games
-    entries = game_entries(histogram, measures)
-    row_means = np.tile(np.asarray(means, dtype=np.float64), rows)
-    row_weights = np.asarray(weights, dtype=np.float64).reshape(-1)
-    if compiled:
-        return kernels.exact_values(*entries, rows * games, d, row_means, row_weights, games)
-    with threadpool_limits(limits=1, user_api="blas"):
-        return shapley.cohort_shapley_of_histograms(*entries, rows * games, d, row_means, row_weights, games)
 
 
 def permutation_values(

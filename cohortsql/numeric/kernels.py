@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from cohortsql.numeric.shapley import TIE_TOLERANCE, CohortShapley, shapley_weights
+from cohortsql.numeric.shapley import TIE_TOLERANCE, CohortShapley, GameBatch, shapley_weights
 
 COMPILE_WORTH_CELLS = 200_000_000
 """Targets x 2^d cells from which compiling (a few seconds, once) beats numpy (about 7e7 cells/s here)."""
@@ -48,51 +48,33 @@ def _kernel() -> Any:
     return _compiled[0]
 
 
-def exact_values(
-    row: np.ndarray,
-    mask: np.ndarray,
-    count: np.ndarray,
-    sum_y: np.ndarray,
-    rows: int,
-    d: int,
-    means: np.ndarray,
-    weights: np.ndarray,
-    slots: int = 1,
-) -> CohortShapley:
+def exact_values(batch: GameBatch) -> CohortShapley:
     """`cohortsql.numeric.shapley.cohort_shapley_of_histograms`, fused and compiled.
 
-    Entries (game row, mask, weight, sum of y) may come in any order; `means` is each game row's
-    (centred) overall mean, `weights` what it counts for in `squared_games`, `slots` the games per target."""
+    Entries (game row, mask, weight, sum of y) may come in any order (`GameBatch`)."""
+    row, rows, d = batch.row, batch.rows, batch.d
     order = np.argsort(row, kind="stable")
     starts = np.searchsorted(row[order], np.arange(rows + 1)).astype(np.int64)
     padded = np.concatenate(([0.0], shapley_weights(d), [0.0]))
     with_j = padded[np.arange(d + 1)]  # w(s - 1) for a set of size s containing j
     without_j = padded[np.arange(d + 1) + 1]  # w(s) for a set of size s
     groups = max(1, min(rows, 64))
-    phi, phi2, size, cohort, path_order, path_size, path_mean, single, squared_games = _kernel()(
-        starts,
-        mask[order].astype(np.int64),
-        count[order].astype(np.float64),
-        sum_y[order].astype(np.float64),
-        d,
-        np.broadcast_to(np.asarray(means, dtype=np.float64), (rows,)).copy(),
-        with_j,
-        without_j,
-        groups,
-        np.asarray(weights, dtype=np.float64),
-        slots,
-        TIE_TOLERANCE,
+    values = CohortShapley(  # the kernel returns CohortShapley's fields in order
+        *_kernel()(
+            starts,
+            batch.mask[order].astype(np.int64),
+            batch.subjects[order].astype(np.float64),
+            batch.sum_y[order].astype(np.float64),
+            d,
+            np.broadcast_to(np.asarray(batch.means, dtype=np.float64), (rows,)).copy(),
+            with_j,
+            without_j,
+            groups,
+            np.asarray(batch.weights, dtype=np.float64),
+            batch.slots,
+            TIE_TOLERANCE,
+        )
     )
-    if np.any(size <= 0):
+    if np.any(values.cohort_size <= 0):
         raise ValueError("a target is missing from its own cohort: similarity masks are not reflexive")
-    return CohortShapley(
-        shapley=phi,
-        shapley_squared=phi2,
-        cohort_size=size,
-        cohort_mean=cohort,
-        path_order=path_order,
-        path_size=path_size,
-        path_mean=path_mean,
-        feature_cohort_size=single,
-        squared_games=squared_games,
-    )
+    return values

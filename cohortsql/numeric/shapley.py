@@ -160,28 +160,43 @@ def targets_per_batch(d: int, budget_bytes: int) -> int:
     return max(1, budget_bytes // (_ARRAYS_PER_TARGET * 8 << d))
 
 
-def cohort_shapley_of_histograms(
-    row: np.ndarray,
-    mask: np.ndarray,
-    count: np.ndarray,
-    sum_y: np.ndarray,
-    rows: int,
-    d: int,
-    means: np.ndarray,
-    weights: np.ndarray,
-    slots: int = 1,
-) -> CohortShapley:
+class GameBatch(NamedTuple):
+    """A batch of cohort games as sparse mask-histogram entries (game row, mask, weight, sum of y),
+    in any order: what the exact methods value (docs/design.md §2)."""
+
+    row: np.ndarray
+    """Each entry's game row, 0..rows-1."""
+    mask: np.ndarray
+    """Each entry's similarity mask (bit j: similar on feature j)."""
+    subjects: np.ndarray
+    """The weight (number) of subjects with that mask."""
+    sum_y: np.ndarray
+    """The (weighted) sum of their centred explained values."""
+    rows: int
+    """How many game rows the batch holds."""
+    d: int
+    """How many features."""
+    means: np.ndarray
+    """Each game row's centred overall mean (or one for every row)."""
+    weights: np.ndarray
+    """What each game row counts for in `CohortShapley.squared_games` (how many targets it stands for)."""
+    slots: int = 1
+    """Games per target: game rows come in groups of `slots`, and row r adds to slot r % slots."""
+
+
+def cohort_shapley_of_histograms(batch: GameBatch) -> CohortShapley:
     """Exact cohort Shapley values of v_CS and v_CS2 from sparse histogram entries (game row, mask,
     weight, sum of y), scattered into dense arrays one cache-sized chunk of game rows at a time (never
     the whole batch at once). `weights[r]` is what game row r counts for in `squared_games` (how many
     targets it stands for); rows come in groups of `slots` games per target, and game row r adds to
     slot r % slots."""
-    entries = _SortedEntries.of(row, mask, [count, sum_y])
+    entries = _SortedEntries.of(batch.row, batch.mask, [batch.subjects, batch.sum_y])
+    means = np.broadcast_to(np.asarray(batch.means, dtype=np.float64), (batch.rows,))
 
     def games(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-        return _games_of_pair(entries.dense(start, stop, d), means[start:stop])
+        return _games_of_pair(entries.dense(start, stop, batch.d), means[start:stop])
 
-    return _in_chunks(games, rows, 1 << d, means, weights, slots)
+    return _in_chunks(games, batch.rows, 1 << batch.d, means, batch.weights, batch.slots)
 
 
 class _SortedEntries(NamedTuple):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 import polars as pl
 import pyarrow as pa
@@ -63,26 +63,33 @@ class _ByOutcome(Mapping[str, R], Generic[R]):
         )
 
 
+class _Stacked:
+    """A table property of a result by outcome: the table of the same name of every outcome's
+    result, stacked with an ``outcome`` column first."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.__doc__ = f"Every outcome's ``{name}``, stacked with an ``outcome`` column first."
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> _Stacked: ...
+    @overload
+    def __get__(self, instance: _ByOutcome[Any], owner: type) -> pl.DataFrame: ...
+    def __get__(self, instance: _ByOutcome[Any] | None, owner: type) -> _Stacked | pl.DataFrame:
+        if instance is None:
+            return self
+        return instance._stacked(lambda result: getattr(result, self.name))
+
+
 class CohortShapleyResults(_ByOutcome[CohortShapleyResult]):
     """Cohort Shapley values of several explained columns over the same cohorts: ``res["score"]`` is
     one column's `CohortShapleyResult`; ``local``, ``totals``, ``paths``, ``global_``, ``reasons`` and
     ``by`` stack every column's tables with an ``outcome`` column first."""
 
-    @property
-    def local(self) -> pl.DataFrame:
-        return self._stacked(lambda result: result.local)
-
-    @property
-    def totals(self) -> pl.DataFrame:
-        return self._stacked(lambda result: result.totals)
-
-    @property
-    def paths(self) -> pl.DataFrame:
-        return self._stacked(lambda result: result.paths)
-
-    @property
-    def global_(self) -> pl.DataFrame:
-        return self._stacked(lambda result: result.global_)
+    local = _Stacked()
+    totals = _Stacked()
+    paths = _Stacked()
+    global_ = _Stacked()
 
     @property
     def diagnostics(self) -> dict[str, Any]:
@@ -115,9 +122,7 @@ class ShapleyEffectsResults(_ByOutcome[ShapleyEffects]):
     """Shapley effects of several explained columns over the same cohorts: ``res["score"]`` is one
     column's `ShapleyEffects`; ``effects`` stacks their tables with an ``outcome`` column first."""
 
-    @property
-    def effects(self) -> pl.DataFrame:
-        return self._stacked(lambda result: result.effects)
+    effects = _Stacked()
 
     @property
     def diagnostics(self) -> dict[str, Any]:

@@ -16,7 +16,8 @@ import numpy as np
 
 from cohortsql import queries
 from cohortsql._typing import SimilarityArgument
-from cohortsql.engines.base import POSITION_COLUMN, Engine, Input, fetch_record
+from cohortsql.engines.base import Engine, fetch_record
+from cohortsql.engines.inputs import POSITION_COLUMN, Input
 from cohortsql.errors import CohortError
 from cohortsql.numeric.quantiles import interpolated_quantile, weighted_quantile
 from cohortsql.spec.features import Feature, ResolvedFeature, plan_features, resolve_feature

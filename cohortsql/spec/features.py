@@ -9,7 +9,7 @@ defaults), its parameters and how its values are represented in SQL.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -50,25 +50,25 @@ _SAFE_BIGINT = 2**62
 """Integers within (-2^62, 2^62) subtract without overflowing BIGINT."""
 
 
+_ARROW_KINDS: tuple[tuple[Callable[[pa.DataType], bool], ColumnKind], ...] = (
+    (pa.types.is_boolean, "boolean"),
+    (pa.types.is_integer, "integer"),
+    (pa.types.is_floating, "float"),
+    (pa.types.is_decimal, "decimal"),
+    (pa.types.is_date, "date"),
+    (pa.types.is_timestamp, "timestamp"),
+    (pa.types.is_string, "text"),
+    (pa.types.is_large_string, "text"),
+    (pa.types.is_string_view, "text"),
+)
+"""Each Arrow type test and the kind of values it finds."""
+
+
 def column_kind(dtype: pa.DataType) -> ColumnKind | None:
     """The kind of values an Arrow type holds, or None for types cohortsql cannot compare."""
-    if pa.types.is_boolean(dtype):
-        return "boolean"
-    if pa.types.is_integer(dtype):
-        return "integer"
-    if pa.types.is_floating(dtype):
-        return "float"
-    if pa.types.is_decimal(dtype):
-        return "decimal"
-    if pa.types.is_date(dtype):
-        return "date"
-    if pa.types.is_timestamp(dtype):
-        return "timestamp"
-    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype):
-        return "text"
     if pa.types.is_dictionary(dtype):
         return column_kind(dtype.value_type)
-    return None
+    return next((kind for test, kind in _ARROW_KINDS if test(dtype)), None)
 
 
 def is_numeric(dtype: pa.DataType) -> bool:

@@ -37,12 +37,11 @@ def test_the_kernel_equals_the_numpy_reference(case):
     counts, sums = oracles.scatter_histograms(target, mask, count, sum_y, targets, d)
     expected = oracles.cohort_shapley(counts, sums, means, weights, slots)
     shuffled = np.random.default_rng(0).permutation(len(target))  # rows may come in any order
-    got = kernels.exact_values(
+    batch = shapley.GameBatch(
         target[shuffled], mask[shuffled], count[shuffled], sum_y[shuffled], targets, d, means, weights, slots
     )
-    chunked = shapley.cohort_shapley_of_histograms(
-        target[shuffled], mask[shuffled], count[shuffled], sum_y[shuffled], targets, d, means, weights, slots
-    )
+    got = kernels.exact_values(batch)
+    chunked = shapley.cohort_shapley_of_histograms(batch)
     assert expected.squared_games.shape == (slots, 1 << d)
     for field in expected._fields:
         np.testing.assert_allclose(getattr(got, field), getattr(expected, field), atol=1e-10, err_msg=field)
@@ -53,7 +52,7 @@ def test_the_kernel_is_used_only_where_compiling_pays(monkeypatch):
     monkeypatch.setattr(kernels, "_compiled", [])
     assert not kernels.worth_compiling(500, 13)  # Boston: numpy wins against import and compile time
     assert kernels.worth_compiling(200, 20)  # 2e8 cells: a couple of seconds of numpy
-    kernels.exact_values(np.array([0]), np.array([1]), np.ones(1), np.ones(1), 1, 1, 0.0, np.ones(1))
+    kernels.exact_values(shapley.GameBatch(np.array([0]), np.array([1]), np.ones(1), np.ones(1), 1, 1, 0.0, np.ones(1)))
     assert kernels.ready() and kernels.worth_compiling(1, 1)  # once compiled, for everything
 
 

@@ -1,0 +1,93 @@
+"""The caller's data as an engine reads it: files by their format, in-memory frames as Arrow,
+tables of DuckDB database files (``FILE.duckdb:TABLE``), and row positions for data without an id."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from cohortsql.errors import CohortError
+
+POSITION_COLUMN = "__cohort_row"
+"""The column holding 0-based row positions, in inputs registered with ``positions=True``."""
+
+FILE_READERS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".txt": "csv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+}
+_COMPRESSION_SUFFIXES = {".gz", ".zst"}
+_DATABASE_TABLE = re.compile(r"^(?P<database>.+\.(duckdb|db|ddb)):(?P<table>[^:]+)$")
+
+
+class Input(NamedTuple):
+    """The caller's data as the engine sees it."""
+
+    relation: str
+    """A table expression (a quoted name or a reader call) that SQL can select from."""
+    schema: pa.Schema
+    """The data's own columns and their types."""
+    positions: bool
+    """Whether the relation also has `POSITION_COLUMN`: each row's 0-based position in the data."""
+    rescans_are_cheap: bool
+    """Whether scanning the relation again costs little (data in memory or in the engine's own storage)."""
+
+
+def file_format(path: str) -> str:
+    """``parquet``, ``csv`` or ``json`` from a file name (compression suffixes aside)."""
+    suffixes = [suffix.lower() for suffix in Path(path).suffixes]
+    while suffixes and suffixes[-1] in _COMPRESSION_SUFFIXES:
+        suffixes.pop()
+    reader = FILE_READERS.get(suffixes[-1] if suffixes else "")
+    if reader is None:
+        raise CohortError(f"cannot tell the format of {path!r} from its name; use a .parquet, .csv or .json file")
+    return reader
+
+
+def as_arrow(data: Any) -> pa.Table | None:
+    """An in-memory frame (pyarrow, polars, pandas) as an Arrow table; None for anything else."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    module = type(data).__module__.split(".")[0]
+    if module == "polars":
+        import polars as pl
+
+        if isinstance(data, pl.LazyFrame):
+            data = data.collect()
+        if isinstance(data, pl.DataFrame):
+            return data.to_arrow()
+    if module == "pandas" and type(data).__name__ == "DataFrame":
+        return pa.Table.from_pandas(data, preserve_index=False)
+    return None
+
+
+def with_positions(table: pa.Table) -> pa.Table:
+    """`table` with `POSITION_COLUMN` appended (the other columns are not copied)."""
+    return table.append_column(POSITION_COLUMN, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+
+
+def without_positions(schema: pa.Schema) -> pa.Schema:
+    """The data's own columns of a schema that may hold `POSITION_COLUMN`."""
+    if POSITION_COLUMN in schema.names:
+        return schema.remove(schema.get_field_index(POSITION_COLUMN))
+    return schema
+
+
+def database_table(text: str) -> tuple[str, str] | None:
+    """(database file, table) when `text` names a table of a DuckDB database file as
+    ``FILE.duckdb:TABLE`` or ``FILE.duckdb:schema.table`` (and is not itself a file), else None."""
+    match = _DATABASE_TABLE.match(text)
+    if match is None or Path(text).exists():
+        return None
+    return match["database"], match["table"]
