@@ -3,7 +3,7 @@
 -- (all d keys) with their weights and weighted sums of y (as the histogram's, see mask_histogram.sql);
 -- numpy then walks every subset u over these cells (cohortsql/lattice.py): no n^2 join.
 SELECT
-    {keys},
+    {carried}{keys},
     {sums}
 FROM {subjects} AS s
 GROUP BY {ordinals}

@@ -36,7 +36,7 @@ from cohortsql.spec.similarity import Similarity, as_similarity
 _SUMS = ("subjects", "sum_y", "sum_y2", "mean", "target", "prediction")
 
 SINGLE = Measures(outcomes=1)
-"""The standalone queries' sums: one outcome, unweighted."""
+"""How assemble values the standalone query's sums: one outcome (``sum_y``), unweighted."""
 
 
 def assemble(

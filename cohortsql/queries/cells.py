@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from cohortsql.queries.common import SUBJECT_ALIAS, TARGET_ALIAS, ordinals
 from cohortsql.queries.measures import DRAWS_PER_HASH, draw_from_hash, draw_hash, measure_sums
-from cohortsql.queries.statistics import literal_parameters, statistics_parameters
+from cohortsql.queries.statistics import literal_parameters
 from cohortsql.spec.features import ResolvedFeature
 from cohortsql.spec.measures import Measures
 from cohortsql.spec.similarity import Bins, Exact, ParameterSql
@@ -25,28 +25,39 @@ def equivalence_key(feature: ResolvedFeature, alias: str, parameters: ParameterS
 
 
 def key_columns(
-    features: Sequence[ResolvedFeature], alias: str, dialect: Dialect, statistics: str | None = None
+    features: Sequence[ResolvedFeature],
+    alias: str,
+    dialect: Dialect,
+    parameters: Sequence[ParameterSql] | None = None,
 ) -> str:
+    """The equivalence keys ``k<j>`` of row `alias`; the features' whole-table `parameters` (bin edges)
+    are literals unless given."""
+    if parameters is None:
+        parameters = [literal_parameters(feature, dialect) for feature in features]
     return ",\n    ".join(
-        f"{equivalence_key(feature, alias, _parameters(feature, dialect, statistics), dialect)} AS k{feature.index}"
-        for feature in features
+        f"{equivalence_key(feature, alias, values, dialect)} AS k{feature.index}"
+        for feature, values in zip(features, parameters)
     )
 
 
-def _parameters(feature: ResolvedFeature, dialect: Dialect, statistics: str | None) -> dict[str, str]:
-    if statistics is None:
-        return literal_parameters(feature, dialect)
-    return statistics_parameters(feature, statistics, dialect)
-
-
-def equivalence_cells(subjects: str, features: Sequence[ResolvedFeature], measures: Measures, dialect: Dialect) -> str:
+def equivalence_cells(
+    subjects: str,
+    features: Sequence[ResolvedFeature],
+    measures: Measures,
+    dialect: Dialect,
+    *,
+    parameters: Sequence[ParameterSql] | None = None,
+    carried: Sequence[str] = (),
+) -> str:
     """SELECT the finest cells of equivalence similarities: keys k0.. and the sums of `measures` over the
-    subjects (without bootstrap replicates; see `replicate_cells`)."""
+    subjects (without bootstrap replicates; see `replicate_cells`), grouped also by the subjects'
+    `carried` columns, which come first (the self-contained query keeps each target a row of its own)."""
     return template("equivalence_cells").format(
-        keys=key_columns(features, SUBJECT_ALIAS, dialect),
+        carried="".join(f"{SUBJECT_ALIAS}.{column},\n    " for column in carried),
+        keys=key_columns(features, SUBJECT_ALIAS, dialect, parameters),
         sums=measure_sums(measures, "subjects"),
         subjects=subjects,
-        ordinals=ordinals(len(features)),
+        ordinals=ordinals(len(carried) + len(features)),
     )
 
 

@@ -62,12 +62,15 @@ def mask_histogram(
     dialect: Dialect,
     *,
     collapsed: bool,
+    parameters: Sequence[ParameterSql] | None = None,
 ) -> str:
     """GROUP BY target, mask words -> the sums of `measures` for every target in relation `targets`.
 
     `subjects` has the measure columns: collapsed identical subjects, or (not `collapsed`) every
-    subject on its own."""
-    parameters = [literal_parameters(feature, dialect) for feature in features]
+    subject on its own. The features' whole-table `parameters` are literals unless given (the
+    self-contained query reads them from its statistics)."""
+    if parameters is None:
+        parameters = [literal_parameters(feature, dialect) for feature in features]
     words = mask_words(features, parameters, dialect)
     return template("mask_histogram").format(
         masks=aliased_masks(words),

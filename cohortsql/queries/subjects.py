@@ -4,7 +4,7 @@ its case weight, whether it is a target, and each predictor as the similarity te
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from cohortsql.spec.features import ResolvedFeature
 from cohortsql.sql.dialects import Dialect
@@ -45,26 +45,33 @@ def subject_fields(
     )
 
 
+def explained_values(
+    outcomes: Sequence[str], pilots: Sequence[str], weight: str | None, dialect: Dialect
+) -> dict[str, str]:
+    """Each explained column minus its pilot value as DOUBLE (``__cohort_y0``, ``__cohort_y1``, ...),
+    and the case weight (``__cohort_weight``) when the rows are weighted."""
+    values = {
+        f"__cohort_y{index}": f"CAST({dialect.quote(outcome)} AS DOUBLE) - {pilot_value}"
+        for index, (outcome, pilot_value) in enumerate(zip(outcomes, pilots))
+    }
+    if weight is not None:
+        values["__cohort_weight"] = f"CAST({dialect.quote(weight)} AS DOUBLE)"
+    return values
+
+
 def subjects(
     source: str,
     features: Sequence[ResolvedFeature],
-    outcomes: Sequence[str],
-    pilots: Sequence[str],
-    weight: str | None,
+    values: Mapping[str, str],
     id: str,
     target_predicate: str | None,
     keep_data_columns: bool,
     dialect: Dialect,
 ) -> str:
-    """SELECT the subjects from `source` (see ``sql/subjects.sql``); `id` is the SQL of each row's id."""
-    values = [
-        f"CAST({dialect.quote(outcome)} AS DOUBLE) - {pilot_value} AS __cohort_y{index}"
-        for index, (outcome, pilot_value) in enumerate(zip(outcomes, pilots))
-    ]
-    if weight is not None:
-        values.append(f"CAST({dialect.quote(weight)} AS DOUBLE) AS __cohort_weight")
+    """SELECT the subjects from `source` (see ``sql/subjects.sql``) with the columns `values` (name ->
+    SQL; `explained_values`); `id` is the SQL of each row's id."""
     return template("subjects").format(
         source=source,
-        values="".join(f"{value},\n    " for value in values),
+        values="".join(f"{sql} AS {name},\n    " for name, sql in values.items()),
         **subject_fields(features, id, target_predicate, keep_data_columns, dialect),
     )

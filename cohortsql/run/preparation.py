@@ -206,7 +206,13 @@ def prepare(
     measures = Measures(len(outcomes), weighted=weight is not None, replicates=replicates, seed=seed)
     subjects = engine.create(
         queries.subjects.subjects(
-            relation, resolved, outcomes, pilot_sql, weight, id_sql, target_predicate, not mergeable, dialect
+            relation,
+            resolved,
+            queries.subjects.explained_values(outcomes, pilot_sql, weight, dialect),
+            id_sql,
+            target_predicate,
+            not mergeable,
+            dialect,
         ),
         "subjects",
         # Read once per batch of targets when not collapsed: store it unless the input is cheap to scan.

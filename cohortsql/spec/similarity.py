@@ -4,7 +4,8 @@ Each kind is a small immutable object that renders, for a SQL dialect, a boolean
 value with a target value (``s."col"`` and ``t."col"``). Data-dependent kinds (``range``, ``quantile``,
 ``bins``) first name their whole-table parameters as SQL aggregates (`parameters`); the predicate
 then refers to those parameters as SQL text, which is either a literal (the library computes the
-parameters first) or a column of a statistics CTE (the standalone query computes them in place).
+parameters first) or a column the statistics CTE computed (the standalone query carries them on each
+target row).
 Rendering is a pure function of the kind, the dialect and its arguments; it never mutates the kind.
 
 Numeric kinds compare numbers: integers, decimals and floats as they are, dates and timestamps as
