@@ -26,7 +26,7 @@ from cohortsql.run.strategy import MAX_FEATURES
 from cohortsql.spec.arguments import checked_options, explained_columns
 from cohortsql.spec.features import portable
 from cohortsql.sql.dialects import DUCKDB, NATIVE_DIALECTS
-from cohortsql.sql.text import check_expression, is_query
+from cohortsql.sql.user import check_expression, is_query
 
 
 def histogram_sql(

@@ -20,7 +20,7 @@ import typer
 from cohortsql._typing import DIALECTS, ENGINES, METHODS, MODEL_INPUTS, MODEL_OUTPUTS, PATHS, VARIANTS
 from cohortsql.cli.failures import _reported_failures
 from cohortsql.errors import CohortError
-from cohortsql.sql.text import is_query
+from cohortsql.sql.user import is_query
 
 Data = Annotated[
     str | None,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cohortsql.errors import CohortError
-from cohortsql.sql.text import is_query
+from cohortsql.sql.user import is_query
 
 if TYPE_CHECKING:
     import polars as pl

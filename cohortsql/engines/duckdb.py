@@ -30,7 +30,7 @@ from cohortsql.engines.inputs import (
 )
 from cohortsql.errors import CohortError
 from cohortsql.sql.dialects import DUCKDB
-from cohortsql.sql.text import check_query, is_query
+from cohortsql.sql.user import check_query, is_query
 
 _GLOB_CHARACTERS = set("*?[")
 _READER_FUNCTIONS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json"}

@@ -34,7 +34,7 @@ from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings
 from cohortsql.engines.inputs import POSITION_COLUMN, Input, as_arrow, file_format, with_positions, without_positions
 from cohortsql.errors import CohortError
 from cohortsql.sql.dialects import SPARK
-from cohortsql.sql.text import check_query, is_query
+from cohortsql.sql.user import check_query, is_query
 
 Result = TypeVar("Result")
 
@@ -153,7 +153,7 @@ class SparkEngine(Engine):
             frame = data
         elif isinstance(data, str):
             if is_query(data):
-                frame = self._run(lambda: self.session.sql(check_query(data)), "the data query")
+                frame = self._run(lambda: self.session.sql(check_query(data, engine="spark")), "the data query")
             elif self._has_table(data):
                 frame = self.session.table(data)
             else:

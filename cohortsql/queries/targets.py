@@ -20,6 +20,11 @@ def row_count(relation: str, condition: str = "TRUE") -> str:
     return f"SELECT count(*) AS n FROM {relation} WHERE {condition}"
 
 
+def predicate_type(relation: str, predicate: str) -> str:
+    """SELECT the caller's `predicate` over `relation`'s columns without reading a row: its type."""
+    return f"SELECT ({predicate}) AS __cohort_predicate FROM {relation} LIMIT 0"
+
+
 def target_condition(target_predicate: bool, membership: str | None) -> str:
     """Which subjects are targets: all, those of the caller's predicate, and those of an id `membership` test."""
     conditions = ["__cohort_target"] if target_predicate else []

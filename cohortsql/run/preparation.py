@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql._typing import SimilarityArgument
@@ -23,7 +24,7 @@ from cohortsql.numeric.quantiles import interpolated_quantile, weighted_quantile
 from cohortsql.spec.features import Feature, ResolvedFeature, plan_features, resolve_feature
 from cohortsql.spec.measures import Measures
 from cohortsql.spec.similarity import QuantileWindow, SqlPredicate
-from cohortsql.sql.text import check_expression
+from cohortsql.sql.user import check_expression
 
 if TYPE_CHECKING:
     pass
@@ -170,6 +171,8 @@ def prepare(
     if target_predicate is not None:
         target_predicate = check_expression(target_predicate, "targets")
     source = engine.register_input(data, positions=id is None)
+    if target_predicate is not None:
+        _check_condition(engine, source.relation, target_predicate)
     features = plan_features(source.schema, similarity, outcomes, id, weight)
     if len(features) > max_features:
         raise CohortError(
@@ -276,6 +279,19 @@ def game_means(measures: Measures, totals: Mapping[str, float]) -> tuple[np.ndar
     weights = np.array([totals[name] for name in measures.weight_names], dtype=np.float64)
     sums = np.array([totals[name] for name in measures.sum_names], dtype=np.float64)
     return sums / weights[measures.weighting_of_game], weights
+
+
+def _check_condition(engine: Engine, relation: str, predicate: str) -> None:
+    """The ``targets`` predicate reads the data's columns and is true or false (not a number or text,
+    which an engine might read as true)."""
+    schema = engine.fetch_arrow(
+        queries.targets.predicate_type(relation, predicate), context=f"checking targets {predicate!r}"
+    ).schema
+    kind = schema.field(0).type
+    if not (pa.types.is_boolean(kind) or pa.types.is_null(kind)):
+        raise CohortError(
+            f"targets {predicate!r} must be a true/false condition over the data's columns; it gives {kind}"
+        )
 
 
 def _positive_rows(engine: Engine, source: str, weight: str, id_sql: str, id: str | None) -> str:

@@ -36,7 +36,7 @@ from typing import ClassVar
 
 from cohortsql.errors import CohortError
 from cohortsql.sql.dialects import Dialect
-from cohortsql.sql.text import check_expression
+from cohortsql.sql.user import check_expression
 
 ParameterValues = Mapping[str, float | None]
 """Whole-table parameters of a kind as Python numbers (None when the column has no values)."""
