@@ -324,10 +324,18 @@ def request(options: dict[str, Any], group: type | tuple[str, ...], *, explained
         raise CohortError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if options.get("spark_master") and engine != "spark":
         raise CohortError("--spark-master needs --engine spark")
-    if options.get("out"):
-        from cohortsql.results.files import check_destination
+    if options.get("targets") is not None and not str(options["targets"]).strip():
+        raise CohortError("--targets is empty: give a SQL condition, or leave it out to explain every row")
+    if options.get("database"):
+        from cohortsql.cli.outputs import check_database
 
-        check_destination(Path(options["out"]))  # before the work, not after it
+        check_database(Path(options["database"]))  # before the work, not after it
+    if options.get("out"):
+        from cohortsql.cli.outputs import refuse_inputs
+        from cohortsql.results.files import check_destination, sibling_path
+
+        out = check_destination(Path(options["out"]))  # before the work, not after it
+        refuse_inputs([out, *(sibling_path(out, label) for label in _SIBLINGS)], options)
     names = group if isinstance(group, tuple) else tuple(group.__annotations__)
     arguments = pick(options, *(name for name in names if name not in ("targets", "sample")))
     if explained:
@@ -337,6 +345,10 @@ def request(options: dict[str, Any], group: type | tuple[str, ...], *, explained
         targets=options.get("targets") or _target_ids(options.get("target_ids")),
         sample=_sample(options.get("sample")),
     )
+
+
+_SIBLINGS = ("totals", "paths", "reasons", "global")
+"""The labels of the tables a command writes beside --out."""
 
 
 def pick(options: dict[str, Any], *names: str) -> dict[str, Any]:
@@ -395,9 +407,16 @@ def _split_similar(text: str) -> tuple[str, str]:
 
 def _target_ids(text: str | list[Any] | None) -> list[Any] | None:
     """--target-ids as given: the values are parsed by the id column's type (dates, text like 003, integers)."""
-    if text is None or isinstance(text, list):
-        return text
-    return [value.strip() for value in text.split(",") if value.strip()] or None
+    if text is None:
+        return None
+    ids = [
+        value.strip() if isinstance(value, str) else value
+        for value in (text if isinstance(text, list) else text.split(","))
+    ]
+    ids = [value for value in ids if value != ""]
+    if not ids:
+        raise CohortError("--target-ids is empty: name at least one id, or leave it out to explain every row")
+    return ids
 
 
 def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

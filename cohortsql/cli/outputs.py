@@ -6,9 +6,13 @@ Every file and table carries the run's settings: as Parquet key-value metadata, 
 
 from __future__ import annotations
 
+import glob
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cohortsql.engines.inputs import database_table
 from cohortsql.errors import CohortError
 from cohortsql.sql.user import is_query
 
@@ -26,10 +30,13 @@ def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: di
         raise CohortError("--into-table needs --database FILE.duckdb")
     if options.get("database") and not options.get("into_table"):
         raise CohortError("--database needs --into-table NAME")
+    if options.get("database"):
+        check_database(Path(options["database"]))
     written: list[str] = []
     if options.get("out"):
         out = Path(options["out"])
         paths = {sibling_path(out, label) if label else out: frame for label, frame in tables.items()}
+        refuse_inputs(paths, options)
         write_frames(paths, settings)
         written.extend(str(path) for path in paths)
     if options.get("into_table"):
@@ -53,13 +60,53 @@ def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: di
     return "".join(f"\nwrote {item}" for item in written)
 
 
-def _input_tables(options: dict[str, Any]) -> tuple[str, ...]:
-    """Tables that --into-table must never replace: the run's own input table in the same database."""
-    from cohortsql.engines.inputs import database_table
+def input_files(options: dict[str, Any]) -> list[Path]:
+    """The files the run reads: the data's file or every file of its glob, a DuckDB database's file."""
+    data = str(options.get("data") or "")
+    if not data or is_query(data):
+        return []
+    in_database = database_table(data)
+    if in_database is not None:
+        return [Path(in_database[0])]
+    matches = [Path(name) for name in glob.glob(data)] if glob.has_magic(data) else [Path(data)]
+    return [path for path in matches if path.is_file()]
 
+
+def refuse_inputs(outputs: Iterable[Path], options: dict[str, Any]) -> None:
+    """Refuse to write any output over a file the run reads (the same file by device and inode: a
+    link or another spelling of its name counts), before any work."""
+    inputs = input_files(options)
+    for output in outputs:
+        if output.exists() and any(os.path.samefile(output, source) for source in inputs):
+            raise CohortError(f"cannot write {str(output)!r}: it is an input of this run (the data it reads)")
+
+
+DUCKDB_MAGIC = b"DUCK"
+"""The bytes at offset 8 of a DuckDB database file."""
+
+
+def check_database(database: Path) -> None:
+    """--database is a new file or a DuckDB database (an existing CSV would be opened as a throw-away
+    in-memory database, and nothing written would be kept)."""
+    if database.is_dir():
+        raise CohortError(f"--database {str(database)!r} is a directory: name a .duckdb file")
+    if database.exists():
+        with database.open("rb") as file:
+            header = file.read(12)
+        if header[8:12] != DUCKDB_MAGIC:
+            raise CohortError(
+                f"--database {str(database)!r} is not a DuckDB database: name a .duckdb file or a new path"
+            )
+
+
+def _input_tables(options: dict[str, Any]) -> tuple[str, ...]:
+    """Tables that --into-table must never replace: the run's own input table in the same database
+    (the same file by device and inode, however it is named or linked)."""
     data = str(options.get("data") or "")
     in_database = database_table(data)
     if in_database is not None and options.get("database"):
         database, table = in_database
-        return (table,) if Path(database).resolve() == Path(options["database"]).resolve() else ()
+        output = Path(options["database"])
+        same = output.exists() and Path(database).exists() and os.path.samefile(database, output)
+        return (table,) if same else ()
     return (data,) if options.get("engine") == "spark" and not is_query(data) else ()

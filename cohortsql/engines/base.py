@@ -196,15 +196,25 @@ class Engine(ABC):
 
 
 def check_writable(names: list[str], existing: list[str], *, replace: bool, protected: tuple[str, ...]) -> None:
-    """Refuse to write over the run's input, the runs record, or (without `replace`) any existing table."""
-    refused = [name for name in names if name in protected or name == RUNS_TABLE]
+    """Refuse to write over the run's input, the runs record, or (without `replace`) any existing table.
+    Names are compared as the engines resolve them: in any case, with or without the default schema."""
+    kept = {_resolved(name) for name in protected}
+    refused = [name for name in names if _resolved(name) in kept | {RUNS_TABLE}]
     if refused:
-        reason = "it is this run's input" if refused[0] in protected else "it records cohortsql's runs"
+        reason = "it is this run's input" if _resolved(refused[0]) in kept else "it records cohortsql's runs"
         raise CohortError(f"will not write over table {refused[0]!r}: {reason}")
     if existing and not replace:
         raise CohortError(
             f"table {existing[0]!r} already exists; pass --replace (replace=True) to replace it, or choose another name"
         )
+
+
+def _resolved(name: str) -> str:
+    """A table name as DuckDB and Spark resolve it by default: case-insensitive, ``main.`` / ``default.`` implied."""
+    plain = name.strip().strip('"`').lower()
+    for schema in ("main.", "default.", "spark_catalog.default."):
+        plain = plain.removeprefix(schema)
+    return plain
 
 
 def fetch_numpy(engine: Engine, select: str, *, context: str) -> dict[str, np.ndarray]:

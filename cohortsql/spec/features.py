@@ -117,6 +117,20 @@ class ResolvedFeature:
         return f"{RESERVED_PREFIX}f{self.index}"
 
 
+def _refuse_case_twins(names: Sequence[str]) -> None:
+    """Refuse columns whose names differ only in case: DuckDB and Spark resolve names without regard to
+    case, so a query reads one for the other (the effect of ``a`` came out as that of ``A``) and the
+    target rows come back with one name twice."""
+    seen: dict[str, str] = {}
+    for name in names:
+        twin = seen.setdefault(name.lower(), name)
+        if twin != name:
+            raise CohortError(
+                f"columns {twin!r} and {name!r} differ only in case, which SQL engines do not tell apart:"
+                " rename one (or leave one out of the data)"
+            )
+
+
 def plan_features(
     schema: pa.Schema,
     similarity: SimilarityArgument,
@@ -126,6 +140,7 @@ def plan_features(
 ) -> tuple[Feature, ...]:
     """Check the columns the caller named against the data's schema: the explained columns
     (`outcomes`), the id and case-weight columns, and the features."""
+    _refuse_case_twins(schema.names)
     columns = {name: schema.field(name).type for name in schema.names}
     for prediction in outcomes:
         _require_column(columns, prediction, "prediction")

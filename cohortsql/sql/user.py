@@ -12,6 +12,7 @@ backslashes inside string literals as escapes, so the text is also scanned under
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Literal
 
 from cohortsql.errors import CohortError
@@ -118,7 +119,7 @@ def check_expression(text: str, role: str) -> str:
     return text.strip() + ("\n" if "--" in text else "")
 
 
-_QUERY_START = re.compile(r"^\s*\(*\s*(select|with|from|values)\b", re.IGNORECASE)
+_QUERY_START = re.compile(r"^\s*\(*\s*(select|with|from|values)(\s|\()", re.IGNORECASE)
 _COMMANDS = re.compile(
     r"\b(insert|update|delete|merge|create|drop|alter|attach|detach|copy|call|pragma|install|load|export|import"
     r"|truncate|grant|revoke|vacuum|checkpoint|set|reset|use|begin|declare|execute)\b",
@@ -128,8 +129,16 @@ _COMMANDS = re.compile(
 
 
 def is_query(text: str) -> bool:
-    """Whether `text` reads as a SQL query rather than a path or a table name."""
-    return bool(_QUERY_START.match(text))
+    """Whether `text` reads as a SQL query rather than a path or a table name: it starts with a query's
+    first word and a space (``select.parquet`` and ``from/x.parquet`` are paths), and names no existing file."""
+    return bool(_QUERY_START.match(text)) and not _names_a_file(text)
+
+
+def _names_a_file(text: str) -> bool:
+    try:
+        return Path(text).exists()
+    except (OSError, ValueError):  # too long for a file name, or holding a NUL byte
+        return False
 
 
 def check_query(text: str, role: str = "the data query", *, engine: Literal["duckdb", "spark"] = "duckdb") -> str:

@@ -146,7 +146,7 @@ def test_intervals_surround_the_estimates_and_narrow_with_more_data():
 
 
 def test_effect_intervals_cover_the_population_value():
-    """2,000 replicates on each of 100 samples from a population whose Shapley effects are known
+    """1,000 replicates on each of 100 samples from a population whose Shapley effects are known
     (computed on the whole population): the 95% intervals cover them in 90-99% of the samples."""
     rng = np.random.default_rng(5)
     size = 200_000
@@ -158,7 +158,7 @@ def test_effect_intervals_cover_the_population_value():
     covered = []
     for repeat in range(100):
         sample = population.sample(300, seed=repeat)
-        effects = cohortsql.shapley_effects(sample, prediction="y", similarity=similarity, bootstrap=2000, seed=repeat)
+        effects = cohortsql.shapley_effects(sample, prediction="y", similarity=similarity, bootstrap=1000, seed=repeat)
         low, high = effects.effects["shapley_effect_ci_low"], effects.effects["shapley_effect_ci_high"]
         covered.append(((low <= truth) & (truth <= high)).to_numpy())
     coverage = np.mean(covered, axis=0)

@@ -345,3 +345,92 @@ def test_quantiles_spill_under_a_small_memory_limit(tmp_path):
     free = cohortsql.cohort_shapley(str(path), **options)
     assert limited.feature_statistics == free.feature_statistics
     np.testing.assert_allclose(limited.shapley, free.shapley, atol=1e-12)
+
+
+# -- round 3: nothing lost, nothing read wrongly ---------------------------------------------
+
+
+@pytest.mark.parametrize("out", ["scores.parquet", "link.parquet", "res.parquet"])
+def test_out_never_writes_over_an_input_file(scores, out, monkeypatch):
+    """The input itself, a link to it, or (for res.parquet) the _totals file beside it that is the input."""
+    monkeypatch.chdir(scores)
+    (scores / "link.parquet").symlink_to(scores / "scores.parquet")
+    data = "res_totals.parquet" if out == "res.parquet" else "scores.parquet"
+    if data != "scores.parquet":
+        (scores / data).write_bytes((scores / "scores.parquet").read_bytes())
+    before = (scores / data).read_bytes()
+    one_line_error(invoke("shapley", data, "--prediction", "y", "--features", "x", "--out", out), "is an input")
+    assert (scores / data).read_bytes() == before
+
+
+def test_into_table_never_replaces_its_input_under_another_spelling_or_link(scores):
+    import duckdb
+
+    database = scores / "in.duckdb"
+    with duckdb.connect(str(database)) as connection:
+        connection.execute(f"CREATE TABLE scores AS SELECT * FROM read_parquet('{scores / 'scores.parquet'}')")
+    os.link(database, scores / "hard.duckdb")
+    for data, table, target in [
+        (f"{database}:main.scores", "SCORES", database),
+        (f"{database}:scores", "main.Scores", scores / "hard.duckdb"),
+    ]:
+        result = invoke(
+            "shapley",
+            data,
+            "--prediction",
+            "y",
+            "--features",
+            "x",
+            "--into-table",
+            table,
+            "--database",
+            target,
+            "--replace",
+        )
+        assert result.exit_code == 2 and "error: will not write over table" in result.output, result.output
+        assert "this run's input" in result.output
+    with duckdb.connect(str(database)) as connection:
+        assert connection.execute("SELECT count(*) FROM scores").fetchall() == [(4,)]
+
+
+def test_database_must_be_a_duckdb_file_or_a_new_one(scores):
+    (scores / "db.csv").write_text("a,b\n1,2\n")
+    result = invoke(
+        "shapley",
+        scores / "scores.parquet",
+        "--prediction",
+        "y",
+        "--features",
+        "x",
+        "--into-table",
+        "t",
+        "--database",
+        scores / "db.csv",
+    )
+    one_line_error(result, "is not a DuckDB database")
+    assert (scores / "db.csv").read_text() == "a,b\n1,2\n"
+
+
+@pytest.mark.parametrize("flag", ["--target-ids", "--targets"])
+@pytest.mark.parametrize("value", ["", " ", ","])
+def test_an_empty_choice_of_targets_is_refused_not_every_row(scores, flag, value):
+    if flag == "--targets" and value == ",":
+        return  # a comma is not an empty predicate (the SQL check refuses it)
+    result = invoke("shapley", scores / "scores.parquet", "--prediction", "y", "--features", "x", flag, value)
+    one_line_error(result, "is empty")
+
+
+@pytest.mark.parametrize("name", ["select.parquet", "from/x.parquet", "values (1).parquet"])
+def test_files_named_like_queries_are_read_as_files(scores, name):
+    path = scores / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes((scores / "scores.parquet").read_bytes())
+    result = invoke("shapley", path, "--prediction", "y", "--features", "x")
+    assert result.exit_code == 0, result.output
+    assert "4 targets x 1 features" in result.output
+
+
+def test_columns_differing_only_in_case_are_refused(engine):
+    frame = pl.DataFrame({"A": [1, 2, 3, 4], "a": [4, 1, 3, 2], "y": [0.1, 0.5, 0.9, 0.3]})
+    with pytest.raises(cohortsql.CohortError, match="'A' and 'a' differ only in case"):
+        cohortsql.cohort_shapley(frame, prediction="y", similarity=["a"], **engine.options)

@@ -175,9 +175,9 @@ def test_calibrate_command(tmp_path):
     assert bad.exit_code == 2 and "--holdouts must be comma-separated numbers" in bad.output
 
 
-def test_stacked_draws_a_hundred_thousand_targets_quickly(tmp_path):
-    import time
-
+def test_stacked_draws_a_hundred_thousand_targets_in_bins(tmp_path):
+    """100,000 targets are drawn as the means of neighbouring targets: one filled area per feature
+    and sign, never an artist per target (a time bound here failed on a busy machine)."""
     rng = np.random.default_rng(3)
     targets, features = 100_000, [f"x{j}" for j in range(10)]
     values = rng.normal(size=(targets, len(features)))
@@ -193,10 +193,9 @@ def test_stacked_draws_a_hundred_thousand_targets_quickly(tmp_path):
     pl.DataFrame({"id": np.arange(targets), "prediction": total, "cohort_mean": total, "value": total}).write_parquet(
         tmp_path / "big_totals.parquet"
     )
-    began = time.perf_counter()
     figure = plot.stacked(tmp_path / "big.parquet")
     assert_drawn(figure, tmp_path / "big.png")
-    assert time.perf_counter() - began < 10
+    assert len(figure.axes[0].patches) <= 2 * len(features)
     assert "mean of 100 neighbouring targets" in figure.axes[0].get_xlabel()
 
 
