@@ -18,9 +18,22 @@ _BAD_Y = "NOT coalesce(abs(CAST({y} AS DOUBLE)) < CAST('Infinity' AS DOUBLE), FA
 """True for a NULL, NaN or infinite value of the explained column."""
 
 
-def pilot(source: str, prediction: str, dialect: Dialect) -> str:
-    """SELECT any one finite value of the explained column (see ``sql/pilot.sql``)."""
-    return template("pilot").format(source=source, prediction=dialect.quote(prediction))
+def pilot(source: str, prediction: str, dialect: Dialect, *, exact: bool = False) -> str:
+    """SELECT any one finite value of the explained column (see ``sql/pilot.sql``); an `exact` one
+    (an integer column's) in the column's own type, not as DOUBLE."""
+    value = dialect.quote(prediction)
+    return template("pilot").format(
+        source=source, value=value if exact else f"CAST({value} AS DOUBLE)", prediction=value
+    )
+
+
+def centred(prediction: str, pilot_value: float | int, dialect: Dialect) -> str:
+    """The SQL of y - pilot as DOUBLE. An integer pilot (of an integer column) is subtracted exactly,
+    in DECIMAL(38, 0), before the difference becomes a DOUBLE: y near 2^60 keeps its last digits."""
+    value = dialect.quote(prediction)
+    if isinstance(pilot_value, int):
+        return f"CAST(CAST({value} AS DECIMAL(38, 0)) - {pilot_value} AS DOUBLE)"
+    return f"CAST({value} AS DOUBLE) - {dialect.number(pilot_value)}"
 
 
 def order_statistics(source: str, value: str, probabilities: Sequence[float], dialect: Dialect) -> str:
@@ -55,7 +68,7 @@ def statistics_aggregates(
     features: Sequence[Feature],
     outcomes: Sequence[str],
     id: str,
-    pilots: Sequence[str],
+    centred_values: Sequence[str],
     weight: str | None,
     dialect: Dialect,
     *,
@@ -63,7 +76,8 @@ def statistics_aggregates(
     distinct_rows: bool,
     known: KnownQuantiles = NO_QUANTILES,
 ) -> dict[str, str]:
-    """The whole-table aggregates by name: n, moments of each y_k - pilot_k, checks, and each feature's needs.
+    """The whole-table aggregates by name: n, moments of each y_k - pilot_k (`centred_values`, the SQL of
+    each; see `centred`), checks, and each feature's needs.
 
     `id` is the SQL of each row's id (the id column, or the row position); `check_ids` counts missing
     and distinct ids (an id column must identify rows). With a `weight` column, the moments are its
@@ -72,10 +86,10 @@ def statistics_aggregates(
     weights = None if weight is None else f"CAST({dialect.quote(weight)} AS DOUBLE)"
     if weights is not None:
         aggregates["total_weight"] = f"sum({weights})"
-    for index, (outcome, pilot_value) in enumerate(zip(outcomes, pilots)):
+    for index, (outcome, value) in enumerate(zip(outcomes, centred_values)):
         y = dialect.quote(outcome)
         bad_y = _BAD_Y.format(y=y)
-        centred = f"CASE WHEN {bad_y} THEN NULL ELSE CAST({y} AS DOUBLE) - {pilot_value} END"
+        centred = f"CASE WHEN {bad_y} THEN NULL ELSE {value} END"
         if weights is None:
             aggregates[f"mean:{index}"] = f"avg({centred})"
             aggregates[f"variance:{index}"] = f"var_pop({centred})"

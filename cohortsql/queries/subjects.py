@@ -45,15 +45,11 @@ def subject_fields(
     )
 
 
-def explained_values(
-    outcomes: Sequence[str], pilots: Sequence[str], weight: str | None, dialect: Dialect
-) -> dict[str, str]:
-    """Each explained column minus its pilot value as DOUBLE (``__cohort_y0``, ``__cohort_y1``, ...),
-    and the case weight (``__cohort_weight``) when the rows are weighted."""
-    values = {
-        f"__cohort_y{index}": f"CAST({dialect.quote(outcome)} AS DOUBLE) - {pilot_value}"
-        for index, (outcome, pilot_value) in enumerate(zip(outcomes, pilots))
-    }
+def explained_values(centred_values: Sequence[str], weight: str | None, dialect: Dialect) -> dict[str, str]:
+    """Each explained column minus its pilot value as DOUBLE (``__cohort_y0``, ``__cohort_y1``, ...;
+    `cohortsql.queries.statistics.centred`), and the case weight (``__cohort_weight``) when the rows
+    are weighted."""
+    values = {f"__cohort_y{index}": value for index, value in enumerate(centred_values)}
     if weight is not None:
         values["__cohort_weight"] = f"CAST({dialect.quote(weight)} AS DOUBLE)"
     return values

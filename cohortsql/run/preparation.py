@@ -183,15 +183,16 @@ def prepare(
     # Under a memory limit quantiles come from a sort that spills (and with weights, from weighted positions).
     limited = engine.memory_budget is not None
     known = _sorted_quantiles(engine, relation, features, weight) if limited or weight is not None else {}
-    pilots = tuple(_pilot(engine, relation, outcome) for outcome in outcomes)
-    pilot_sql = [dialect.number(pilot) for pilot in pilots]
+    integers = [pa.types.is_integer(source.schema.field(outcome).type) for outcome in outcomes]
+    pilots = tuple(_pilot(engine, relation, outcome, exact) for outcome, exact in zip(outcomes, integers))
+    centred_values = [queries.statistics.centred(outcome, pilot, dialect) for outcome, pilot in zip(outcomes, pilots)]
     # sql: predicates may read any column of a row: rows can only be merged when none is used.
     mergeable = not any(isinstance(feature.kind, SqlPredicate) for feature in features)
     aggregates = queries.statistics.statistics_aggregates(
         features,
         outcomes,
         id_sql,
-        pilot_sql,
+        centred_values,
         weight,
         dialect,
         check_ids=id is not None,
@@ -203,6 +204,7 @@ def prepare(
     )
     _check_table(row, outcomes, id)
     statistics = TableStatistics.parse(row, len(outcomes), len(features), weighted=weight is not None)
+    _check_finite(statistics, outcomes, weight)
     n = statistics.subjects
     resolved = tuple(resolve_feature(feature, statistics.features[feature.index], n) for feature in features)
     compress = mergeable and statistics.distinct_rows is not None and statistics.distinct_rows <= COMPRESS_BELOW * n
@@ -211,7 +213,7 @@ def prepare(
         queries.subjects.subjects(
             relation,
             resolved,
-            queries.subjects.explained_values(outcomes, pilot_sql, weight, dialect),
+            queries.subjects.explained_values(centred_values, weight, dialect),
             id_sql,
             target_predicate,
             not mergeable,
@@ -285,13 +287,29 @@ def _check_condition(engine: Engine, relation: str, predicate: str) -> None:
     """The ``targets`` predicate reads the data's columns and is true or false (not a number or text,
     which an engine might read as true)."""
     schema = engine.fetch_arrow(
-        queries.targets.predicate_type(relation, predicate), context=f"checking targets {predicate!r}"
+        queries.targets.predicate_type(relation, predicate), context=f"reading the data with targets {predicate!r}"
     ).schema
     kind = schema.field(0).type
     if not (pa.types.is_boolean(kind) or pa.types.is_null(kind)):
         raise CohortError(
             f"targets {predicate!r} must be a true/false condition over the data's columns; it gives {kind}"
         )
+
+
+def _check_finite(statistics: TableStatistics, outcomes: Sequence[str], weight: str | None) -> None:
+    """Refuse sums that overflowed a DOUBLE (weights near 1e308, or their products with y^2) rather
+    than explain with NaN."""
+    sums = [statistics.total_weight, *statistics.centred_means, *statistics.variances]
+    if all(np.isfinite(sums)):
+        return
+    if weight is not None:
+        raise CohortError(
+            f"weight column {weight!r}: its sums (with the explained values) overflow a DOUBLE;"
+            " divide the weights by a constant (only their ratios matter)"
+        )
+    raise CohortError(
+        f"the explained columns {list(outcomes)} overflow a DOUBLE in their sums of squares; rescale them"
+    )
 
 
 def _positive_rows(engine: Engine, source: str, weight: str, id_sql: str, id: str | None) -> str:
@@ -345,10 +363,15 @@ def _sorted_quantiles(
     return known
 
 
-def _pilot(engine: Engine, source: str, prediction: str) -> float:
-    rows = engine.fetch_arrow(queries.statistics.pilot(source, prediction, engine.dialect), context="reading the data")
+def _pilot(engine: Engine, source: str, prediction: str, exact: bool) -> float | int:
+    """A pilot value of an explained column: an int for an integer column (`exact`), else a float."""
+    rows = engine.fetch_arrow(
+        queries.statistics.pilot(source, prediction, engine.dialect, exact=exact), context="reading the data"
+    )
     values = [value for value in rows.column("pilot").to_pylist() if value is not None]
-    return float(values[0]) if values else 0.0
+    if not values:
+        return 0 if exact else 0.0
+    return int(values[0]) if exact else float(values[0])
 
 
 def _batch_bytes(engine: Engine) -> int:

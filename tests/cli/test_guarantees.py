@@ -434,3 +434,29 @@ def test_columns_differing_only_in_case_are_refused(engine):
     frame = pl.DataFrame({"A": [1, 2, 3, 4], "a": [4, 1, 3, 2], "y": [0.1, 0.5, 0.9, 0.3]})
     with pytest.raises(cohortsql.CohortError, match="'A' and 'a' differ only in case"):
         cohortsql.cohort_shapley(frame, prediction="y", similarity=["a"], **engine.options)
+
+
+def test_integer_predictions_near_two_to_the_sixty_keep_their_digits(engine):
+    """y = 2^60 + k explains exactly as k does: the pilot is subtracted in integers, before any DOUBLE
+    (cast first, y lost its last digits and the values moved by up to 49)."""
+    rng = np.random.default_rng(1)
+    k, x = rng.integers(0, 100, 60), rng.integers(0, 5, 60)
+    near = pl.DataFrame({"x": x, "y": (2**60 + k).astype(np.int64)})
+    small = pl.DataFrame({"x": x, "y": k.astype(np.int64)})
+    options = dict(prediction="y", similarity=["x"], **engine.options)
+    big, reference = cohortsql.cohort_shapley(near, **options), cohortsql.cohort_shapley(small, **options)
+    np.testing.assert_array_equal(big.shapley, reference.shapley)
+    np.testing.assert_array_equal(big.shapley_squared, reference.shapley_squared)
+    effects = cohortsql.shapley_effects(near, **options).effects["shapley_effect"]
+    np.testing.assert_allclose(
+        effects, cohortsql.shapley_effects(small, **options).effects["shapley_effect"], rtol=1e-12
+    )
+
+
+def test_weights_whose_sums_overflow_are_refused_not_nan(engine):
+    frame = pl.DataFrame({"x": [1, 2, 1, 2], "y": [1.0, 2.0, 3.0, 4.0], "w": [1e308] * 4})
+    with pytest.raises(cohortsql.CohortError, match="overflow a DOUBLE; divide the weights"):
+        cohortsql.cohort_shapley(frame, prediction="y", similarity=["x"], weight="w", **engine.options)
+    scaled = frame.with_columns(w=pl.lit(1e300))  # the same ratios, within range: the unweighted values
+    values = cohortsql.cohort_shapley(scaled, prediction="y", similarity=["x"], weight="w", **engine.options).shapley
+    np.testing.assert_allclose(values.ravel(), [-0.5, 0.5, -0.5, 0.5], atol=1e-12)

@@ -220,9 +220,13 @@ def test_engine_choice(spark_session):
         )
 
 
+SQL_READERS = {PACKAGE / "sql" / "user.py"}
+"""Modules that read SQL text with DuckDB's own lexer and parser (no connection, no query run)."""
+
+
 def test_no_module_outside_the_engines_imports_an_engine_library():
     for path in PACKAGE.rglob("*.py"):
-        if path.parent.name == "engines":
+        if path.parent.name == "engines" or path in SQL_READERS:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
