@@ -3,6 +3,7 @@ writes what was asked and prints a summary."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -99,7 +100,7 @@ def compare(options: dict[str, Any]) -> None:
 def calibrate(options: dict[str, Any]) -> None:
     """The similarity threshold at which held-out rows are realistic, beside points drawn from the marginals."""
     from cohortsql.api.calibrate import calibrate as calibrate_threshold
-    from cohortsql.cli.outputs import write
+    from cohortsql.cli.outputs import check_figure_path, write
     from cohortsql.cli.summaries import calibration_summary
 
     if not options.get("data"):
@@ -107,6 +108,8 @@ def calibrate(options: dict[str, Any]) -> None:
     chosen = flags.names(options.get("features"))
     if not chosen:
         raise CohortError("no features given: use --features a,b,c")
+    if options.get("plot"):
+        check_figure_path(Path(options["plot"]), "--plot")  # before the work, not after it
     given = flags.pick(options, *api.CalibrationOptions.__annotations__) | {"exact": flags.names(options.get("exact"))}
     for name in ("thresholds", "holdouts"):
         if name in given:

@@ -122,11 +122,13 @@ def plot(
     """Draw a figure of the results of `cohortsql shapley` (or, for --kind effects, `cohortsql effects`)."""
     with _reported_failures(debug):
         from cohortsql import plot as plots
+        from cohortsql.cli.outputs import check_figure_path
 
         if kind not in PLOT_KINDS:
             raise CohortError(f"--kind must be one of {', '.join(PLOT_KINDS)}, got {kind!r}")
         if out is None:
             raise CohortError("no --out given: name the figure file, e.g. --out figure.png")
+        check_figure_path(Path(out), "--out")
         if kind in ("target", "path"):
             if id is None:
                 raise CohortError(f"--kind {kind} needs --id of a target")
@@ -139,8 +141,6 @@ def plot(
             figure = plots.beeswarm(result, outcome=outcome)
         else:
             figure = plots.stacked(result, squared=kind == "stacked-squared", outcome=outcome)
-        if not Path(out).parent.is_dir():
-            raise CohortError(f"cannot write {str(out)!r}: the directory {str(Path(out).parent)!r} does not exist")
         figure.savefig(out, dpi=120)
         typer.echo(f"wrote {out}")
 

@@ -424,11 +424,13 @@ def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, .
     merged: dict[str, Any] = {}
     if config is not None:
         try:
-            loaded = tomllib.loads(Path(config).read_text())
+            loaded = tomllib.loads(Path(config).read_text(encoding="utf-8"))
         except OSError as error:
             raise CohortError(f"cannot read config {str(config)!r}: {error.strerror}") from None
         except tomllib.TOMLDecodeError as error:
             raise CohortError(f"config {str(config)!r} is not valid TOML: {error}") from None
+        except UnicodeDecodeError:
+            raise CohortError(f"config {str(config)!r} is not UTF-8 text (a TOML file is)") from None
         merged = {key.replace("-", "_"): value for key, value in loaded.items()}
         known = [key for key in keys if key not in _DISPLAY]
         unknown = sorted(set(merged) - set(known))

@@ -81,6 +81,20 @@ def refuse_inputs(outputs: Iterable[Path], options: dict[str, Any]) -> None:
             raise CohortError(f"cannot write {str(output)!r}: it is an input of this run (the data it reads)")
 
 
+def check_figure_path(path: Path, flag: str) -> Path:
+    """`path` when a figure can be saved there: a format matplotlib writes, in an existing directory."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise CohortError("figures need matplotlib: pip install 'cohortsql[plot]'") from None
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    if path.suffix.lower().lstrip(".") not in formats:
+        raise CohortError(f"{flag} {str(path)!r}: name a figure file ending in one of .{', .'.join(formats)}")
+    if not path.parent.is_dir():
+        raise CohortError(f"cannot write {str(path)!r}: the directory {str(path.parent)!r} does not exist")
+    return path
+
+
 DUCKDB_MAGIC = b"DUCK"
 """The bytes at offset 8 of a DuckDB database file."""
 

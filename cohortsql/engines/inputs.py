@@ -54,7 +54,19 @@ def file_format(path: str) -> str:
 
 
 def as_arrow(data: Any) -> pa.Table | None:
-    """An in-memory frame (pyarrow, polars, pandas) as an Arrow table; None for anything else."""
+    """An in-memory frame (pyarrow, polars, pandas) as an Arrow table in types every engine reads
+    (`readable`); None for anything else. A frame that cannot be converted is a `CohortError`."""
+    try:
+        table = _arrow_table(data)
+    except CohortError:
+        raise
+    except Exception as error:  # polars' and pandas' own errors: a failing LazyFrame, a column of mixed types
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise CohortError(f"cannot read the {type(data).__name__} as a table: {first}") from None
+    return None if table is None else readable(table)
+
+
+def _arrow_table(data: Any) -> pa.Table | None:
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatchReader):
@@ -70,6 +82,26 @@ def as_arrow(data: Any) -> pa.Table | None:
     if module == "pandas" and type(data).__name__ == "DataFrame":
         return pa.Table.from_pandas(data, preserve_index=False)
     return None
+
+
+def readable(table: pa.Table) -> pa.Table:
+    """`table` with the Arrow types that engines do not read widened without loss: half floats to
+    float32, 256-bit decimals of at most 38 digits to 128-bit ones; a wider decimal is refused."""
+    fields = []
+    for field in table.schema:
+        kind = field.type
+        if pa.types.is_float16(kind):
+            kind = pa.float32()
+        elif isinstance(kind, pa.Decimal256Type):
+            if kind.precision > 38:
+                raise CohortError(
+                    f"column {field.name!r} holds decimals of {kind.precision} digits; engines read at most 38:"
+                    " cast it to a float or a narrower decimal"
+                )
+            kind = pa.decimal128(kind.precision, kind.scale)
+        fields.append(field.with_type(kind))
+    schema = pa.schema(fields)
+    return table if schema.equals(table.schema) else table.cast(schema.with_metadata(table.schema.metadata or {}))
 
 
 def with_positions(table: pa.Table) -> pa.Table:

@@ -79,7 +79,8 @@ def start_session(master: str | None = None) -> SparkSession:
     session when the ``SPARK_REMOTE`` environment variable is set (e.g. ``sc://host:15002``) and no
     master is given."""
     remote = os.environ.get("SPARK_REMOTE")
-    if remote and master is None:
+    if remote is not None and master is None:
+        _check_remote(remote)
         try:
             from pyspark.sql.connect.session import SparkSession as ConnectSession
         except ImportError as error:
@@ -92,16 +93,28 @@ def start_session(master: str | None = None) -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
-    session = (
-        SparkSession.builder.master(master or "local[*]")
-        .appName("cohortsql")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")  # cohortsql reports progress itself
-        .config("spark.sql.shuffle.partitions", "8")
-        .getOrCreate()
-    )
+    try:
+        session = (
+            SparkSession.builder.master(master or "local[*]")
+            .appName("cohortsql")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")  # cohortsql reports progress itself
+            .config("spark.sql.shuffle.partitions", "8")
+            .getOrCreate()
+        )
+    except Exception as error:  # a bad master fails in the JVM, with Java's exception types
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise CohortError(f"cannot start Spark on master {master or 'local[*]'!r}: {first}") from None
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _check_remote(remote: str) -> None:
+    """SPARK_REMOTE names a Spark Connect server (``sc://host:port``) or a local one (``local...``)."""
+    if not remote.strip():
+        raise CohortError("SPARK_REMOTE is set but empty: unset it, or name a server as sc://host:port")
+    if not (remote.startswith("sc://") or remote.startswith("local")):
+        raise CohortError("SPARK_REMOTE must name a Spark Connect server as sc://host:port (or local)")
 
 
 CONNECT_PORT = 15002

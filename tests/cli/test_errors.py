@@ -176,3 +176,69 @@ def test_a_misspelled_option_is_named_with_the_closest_one():
     ):
         with pytest.raises(cohortsql.CohortError, match=rf"unknown argument '{wrong}'; did you mean '{right}'\?"):
             call()
+
+
+# -- round 3: inputs that raised raw errors ------------------------------------------------------
+
+
+def _decimals(digits):
+    import decimal
+
+    import pyarrow as pa
+
+    values = pa.array([decimal.Decimal(i) for i in range(3)], type=pa.decimal256(digits, 0))
+    return pa.table({"age": values, "y": [0.1, 0.5, 0.9]})
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (lambda: pl.DataFrame({"age": pl.Series([1, 2, 3], dtype=pl.Int128), "y": [0.1, 0.5, 0.9]}), "cannot read"),
+        (
+            lambda: __import__("pandas").DataFrame({"age": [1, "a", 2.5], "y": [0.1, 0.5, 0.9]}),
+            "cannot read the DataFrame as a table",
+        ),
+        (
+            lambda: pl.LazyFrame({"age": [1, 2, 3], "y": [0.1, 0.5, 0.9]}).with_columns(pl.col("age").str.len_chars()),
+            "cannot read the LazyFrame as a table",
+        ),
+        (lambda: _decimals(40), "column 'age' holds decimals of 40 digits"),
+    ],
+)
+def test_frames_that_cannot_be_read_are_one_cohort_error(data, message):
+    with pytest.raises(CohortError, match=message):
+        explain(data(), similarity=["age"])
+
+
+def test_half_floats_and_narrow_256_bit_decimals_are_widened():
+    import pyarrow as pa
+
+    half = pa.table({"age": pa.array(np.array([1, 2, 3], dtype=np.float16)), "y": [0.1, 0.5, 0.9]})
+    reference = explain(pl.DataFrame({"age": [1.0, 2.0, 3.0], "y": [0.1, 0.5, 0.9]}), similarity=["age"]).shapley
+    np.testing.assert_array_equal(explain(half, similarity=["age"]).shapley, reference)
+    np.testing.assert_array_equal(explain(_decimals(30), similarity=["age"]).shapley, reference)
+
+
+def test_command_line_inputs_that_raised_raw_errors(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from cohortsql.cli import app
+
+    runner = CliRunner()
+    data = tmp_path / "d.parquet"
+    FRAME.write_parquet(data)
+    (tmp_path / "bad.toml").write_bytes(b'data = "\xff\xfe"\n')
+    cases = [
+        (["plot", data, "--out", tmp_path / "fig.xyz"], "name a figure file ending in one of"),
+        (["calibrate", data, "--features", "age", "--plot", tmp_path / "fig.xyz"], "name a figure file"),
+        (["shapley", "--config", tmp_path / "bad.toml"], "is not UTF-8 text"),
+    ]
+    for arguments, message in cases:
+        result = runner.invoke(app, [str(argument) for argument in arguments])
+        assert result.exit_code == 2 and message in result.output, result.output
+    for remote, message in [("", "SPARK_REMOTE is set but empty"), ("http://x:1", "must name a Spark Connect")]:
+        monkeypatch.setenv("SPARK_REMOTE", remote)
+        result = runner.invoke(
+            app, ["shapley", str(data), "--prediction", "y", "--features", "age", "--engine", "spark"]
+        )
+        assert result.exit_code == 2 and message in result.output, result.output
