@@ -8,6 +8,8 @@ is `cohortsql.shapley_effects` (global). `run` and `global` are the earlier name
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from cohortsql.cli.compute import (
@@ -60,6 +62,21 @@ app.command("run", epilog=SHAPLEY_EPILOG, help="The earlier name of `shapley`.")
 app.command("global", epilog=EFFECTS_EPILOG, help="The earlier name of `effects`.")(effects)
 
 
+_USAGE_ERROR: type[Exception] = typer.BadParameter.__mro__[1]
+"""Click's UsageError (a misspelled command or option, a missing value), which typer exports only
+through its subclass `typer.BadParameter`."""
+
+
 def main() -> None:
-    """Entry point of the `cohortsql` script."""
-    app()
+    """Entry point of the `cohortsql` script: a mistyped command or option is one line and status 2,
+    like every other failure."""
+    try:
+        code = app(standalone_mode=False, prog_name="cohortsql")
+    except _USAGE_ERROR as error:
+        if type(error).__name__ == "NoArgsIsHelpError":  # no arguments: the help, as asked for
+            typer.echo(str(error))
+            sys.exit(0)
+        message = error.format_message() if hasattr(error, "format_message") else str(error)
+        typer.echo(f"cohortsql: error: {message} (see cohortsql --help)", err=True)
+        sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -391,3 +391,26 @@ def test_every_api_option_of_a_command_is_a_flag(command: str, group: str) -> No
     for key in getattr(_typing, group).__annotations__:
         if key not in API_ONLY:
             assert f"--{key.replace('_', '-')}" in shown, key
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["shapely"], "No such command 'shapely'. Did you mean 'shapley'?"),
+        (
+            ["shapley", "x.parquet", "--predictoin", "y"],
+            "No such option: --predictoin (Possible options: --prediction)",
+        ),
+        (["shapley", "x.parquet", "--prediction"], "requires an argument"),
+    ],
+)
+def test_a_mistyped_command_line_is_one_line_with_status_2(arguments, message):
+    done = subprocess.run([sys.executable, "-m", "cohortsql", *arguments], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("cohortsql: error: ") and message in line and line.endswith("(see cohortsql --help)")
+
+
+def test_no_arguments_show_the_help():
+    done = subprocess.run([sys.executable, "-m", "cohortsql"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "Usage: cohortsql" in done.stdout and "shapley" in done.stdout
