@@ -63,13 +63,18 @@ class DuckDBEngine(Engine):
         settings come back at close.
 
         Without a connection the engine works on a cursor of one in-memory database the process keeps
-        (opening a database costs 10-20 ms, a cursor 20 us); its temporary tables are the cursor's own."""
+        (opening a database costs 10-20 ms, a cursor 20 us); its temporary tables are the cursor's own.
+        A memory limit or spill directory is a setting of the whole database, so a call that asks for
+        one gets an in-memory database of its own: the shared one, which other calls and threads use,
+        never runs under another call's limit."""
         self._owns_connection = connection is None
         if connection is None:
-            if settings.database is None:
-                connection = _shared_database().cursor()
-            else:
+            if settings.database is not None:
                 connection = _connect(settings.database, settings.read_only)
+            elif settings.memory_limit is not None or settings.temp_directory is not None:
+                connection = duckdb.connect()
+            else:
+                connection = _shared_database().cursor()
         self.connection = connection
         self._session = uuid.uuid4().hex[:8]
         self._created: list[tuple[str, str]] = []
@@ -82,7 +87,7 @@ class DuckDBEngine(Engine):
         database_wide = {"memory_limit": settings.memory_limit, "temp_directory": settings.temp_directory}
         for setting, chosen in database_wide.items():
             if chosen is not None:
-                self._set(setting, str(chosen), restore=True)  # restored at close
+                self._set(setting, str(chosen), restore=True)  # restored at close (memory_budget reads it)
 
     # -- the Engine methods --------------------------------------------------------------------
 

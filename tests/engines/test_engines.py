@@ -286,3 +286,24 @@ def test_spark_queries_fail_in_one_line_and_stop_when_interrupted(spark_client):
         (spark_client.interruptAll if connect else spark_client.sparkContext.cancelAllJobs)()
         worker.join(30)
         engine.close()
+
+
+def test_a_calls_memory_limit_never_reaches_the_shared_database():
+    """memory_limit is a setting of a whole DuckDB database: a call that sets one works in a database of
+    its own, so other calls (and threads) on the shared one never run under it, even while it runs."""
+    from cohortsql.engines import EngineSettings, open_engine
+    from cohortsql.engines.duckdb import _shared_database
+
+    def shared_limit():
+        return _shared_database().execute("SELECT current_setting('memory_limit')").fetchall()
+
+    before = shared_limit()
+    limited = open_engine(engine="duckdb", settings=EngineSettings(memory_limit="20MB"))
+    try:
+        assert shared_limit() == before
+        assert limited.memory_budget is not None and limited.memory_budget <= 21 * 2**20
+    finally:
+        limited.close()
+    frame = pl.DataFrame({"x": [1, 2, 3, 4], "y": [0.1, 0.5, 0.9, 0.3]})
+    cohortsql.cohort_shapley(frame, prediction="y", similarity=["x"], memory_limit="20MB")
+    assert shared_limit() == before
