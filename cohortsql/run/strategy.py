@@ -88,6 +88,7 @@ def make_pacer(
         seconds_per_batch=WIDE_BATCH_SECONDS if measures.replicates else SECONDS_PER_BATCH,
         paced=path != "grouping_sets",
         pilot_only=pilot_only,
+        cells_per_target=(max(1, measures.games) << prepared.d) if method == "exact" else 0,
     )
 
 

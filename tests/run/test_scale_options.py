@@ -150,3 +150,18 @@ def test_dry_run_estimates_without_computing_everything():
     assert (plan.targets, plan.subjects, plan.features, plan.method) == (40, 40, 2, "exact")
     assert plan.pilot_targets >= 1 and plan.estimated_seconds >= 0
     assert "plan: 40 targets" in str(plan) and "estimate: about" in str(plan)
+
+
+def test_a_dry_run_at_many_features_measures_a_few_targets_not_the_run():
+    """The exact method's pilot holds at most PILOT_CELLS cohort values: at d = 20, 16 targets of 200
+    (it measured every target, which is the whole run)."""
+    from cohortsql.run.pace import PILOT_CELLS
+
+    rng = np.random.default_rng(0)
+    d = 20
+    frame = pl.DataFrame({f"x{j}": rng.integers(0, 3, 200) for j in range(d)}).with_columns(
+        y=pl.Series(rng.normal(size=200))
+    )
+    plan = cohortsql.estimate(frame, prediction="y", similarity={f"x{j}": "abs:1" for j in range(d)}, method="exact")
+    assert plan.pilot_targets == PILOT_CELLS >> d == 16
+    assert plan.distinct_targets == 200
