@@ -37,18 +37,6 @@ class EngineUnderTest:
         return self.name
 
 
-SPARK_FIXTURES = {"spark_session", "spark_connect", "spark_client"}
-
-
-def pytest_collection_modifyitems(items):
-    """With pytest-xdist (``-n 2 --dist loadgroup``, the default), every test that runs on Spark goes
-    to one worker, so one Spark is started and the other worker runs everything else beside it."""
-    for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        if SPARK_FIXTURES & set(item.fixturenames) or params.get("engine") == "spark" or "spark" in item.name.lower():
-            item.add_marker(pytest.mark.xdist_group("spark"))
-
-
 @pytest.fixture(scope="session")
 def spark_session(tmp_path_factory):
     pytest.importorskip("pyspark", reason="the spark extra is not installed")

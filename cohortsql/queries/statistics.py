@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from cohortsql.queries.common import select_list
 from cohortsql.spec.features import DEFAULT_WINDOW, NUMERIC_KINDS, ColumnKind, Feature, ResolvedFeature
-from cohortsql.spec.similarity import NO_QUANTILES, KnownQuantiles, Similarity
+from cohortsql.spec.similarity import MICROS_PER_DAY, NO_QUANTILES, KnownQuantiles, Similarity
 from cohortsql.sql.dialects import Dialect
 from cohortsql.sql.text import template
 
@@ -144,9 +144,11 @@ def statistic_value(values: ColumnKind, column: str, dialect: Dialect) -> str:
     """A column's values for whole-table parameters (ranges, quantiles, bins), in a type whose
     differences are exact: integers as DECIMAL(38, 0) (never a lossy DOUBLE: 40 distinct int64
     values near 2^60 would have one range), decimals as they are, floats with NaN read as NULL,
-    dates and timestamps as days. Parameters become DOUBLE only after the subtraction."""
-    if values == "date" or values == "timestamp":
-        return dialect.epoch_days(column, values)
+    dates as days and timestamps as microseconds. Parameters become DOUBLE only after the subtraction."""
+    if values == "date":
+        return dialect.epoch_days(column)
+    if values == "timestamp":
+        return f"CAST({dialect.epoch_micros(column)} AS DECIMAL(38, 0))"
     if values == "integer":
         return f"CAST({column} AS DECIMAL(38, 0))"
     if values == "float":
@@ -159,7 +161,8 @@ def parameter_aggregates(
 ) -> dict[str, str]:
     """A kind's whole-table parameters as named aggregates over `column`."""
     value = statistic_value(values, column, dialect)
-    return {f"parameter:{name}": sql for name, sql in kind.parameters(value, dialect, known).items()}
+    per_day = MICROS_PER_DAY if values == "timestamp" else 1
+    return {f"parameter:{name}": sql for name, sql in kind.parameters(value, dialect, known, per_day=per_day).items()}
 
 
 def feature_statistics(

@@ -23,7 +23,9 @@ def prepared_value(feature: ResolvedFeature, dialect: Dialect) -> str:
     if feature.representation == "decimal":
         return f"CAST({column} AS DECIMAL(38, 0))"
     if feature.representation == "days":
-        return dialect.epoch_days(column, "timestamp" if feature.values == "timestamp" else "date")
+        return dialect.epoch_days(column)
+    if feature.representation == "micros":
+        return dialect.epoch_micros(column)
     return column
 
 

@@ -39,11 +39,12 @@ RESERVED_PREFIX = "__cohort_"
 
 ColumnKind = Literal["integer", "float", "decimal", "boolean", "text", "date", "timestamp"]
 
-Representation = Literal["native", "float", "double", "bigint", "decimal", "days"]
+Representation = Literal["native", "float", "double", "bigint", "decimal", "days", "micros"]
 """How a feature's values appear in the subjects relation: as they are; floats as DOUBLE with NaN read
 as NULL (``float``), or as DOUBLE alone when the data hold no NaN (``double``: nothing to replace,
 which spares an expression per subject and batch); integers widened to BIGINT (or DECIMAL(38, 0)
-when their range could overflow BIGINT in a subtraction); dates and timestamps as days since 1970-01-01."""
+when their range could overflow BIGINT in a subtraction); dates as days and timestamps as microseconds
+since 1970-01-01 (integers: differences exact)."""
 
 NUMERIC_KINDS: tuple[ColumnKind, ...] = ("integer", "float", "decimal", "date", "timestamp")
 _SAFE_BIGINT = 2**62
@@ -286,8 +287,10 @@ def _representation(feature: Feature, kind: Similarity, statistics: Mapping[str,
         return "float" if statistics["nan"] else "double"
     if not kind.numeric or isinstance(kind, SqlPredicate):
         return "native"
-    if feature.values in ("date", "timestamp"):
+    if feature.values == "date":
         return "days"
+    if feature.values == "timestamp":
+        return "micros"
     if feature.values == "integer":
         low, high = statistics.get("min"), statistics.get("max")
         fits = low is None or high is None or (-_SAFE_BIGINT < int(low) and int(high) < _SAFE_BIGINT)

@@ -50,8 +50,11 @@ SQL expression of the column's values and the probability; None for a column wit
 
 NO_QUANTILES: KnownQuantiles = {}
 
-DURATION_DAYS = {"w": 7.0, "d": 1.0, "h": 1 / 24, "min": 1 / 1440, "s": 1 / 86400}
-"""Units an ``abs:`` window may carry for a date or timestamp column, in days."""
+DURATION_MICROS = {"w": 604_800_000_000, "d": 86_400_000_000, "h": 3_600_000_000, "min": 60_000_000, "s": 1_000_000}
+"""Units an ``abs:`` window may carry for a date or timestamp column, in microseconds."""
+
+MICROS_PER_DAY = DURATION_MICROS["d"]
+"""Timestamps are compared in microseconds since 1970 (integers: exact and symmetric), dates in days."""
 
 
 class Similarity(ABC):
@@ -63,12 +66,15 @@ class Similarity(ABC):
     equivalence: ClassVar[bool] = False
     """Whether the test is an equivalence relation (then every cohort is a GROUP BY cell)."""
 
-    def parameters(self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES) -> dict[str, str]:
+    def parameters(
+        self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES, *, per_day: int = 1
+    ) -> dict[str, str]:
         """Named whole-table aggregates over the numeric `value` that the predicate needs (none by default).
 
         `value` has a type whose differences are exact (see `cohortsql.queries.statistics.statistic_value`);
         subtract before casting to DOUBLE. Quantiles the caller computed beforehand (`known`, by
-        expression and probability) enter as literals instead of aggregates."""
+        expression and probability) enter as literals instead of aggregates. `per_day` is how many of
+        the value's units make a day (1 for numbers and dates, `MICROS_PER_DAY` for timestamps)."""
         return {}
 
     @abstractmethod
@@ -122,26 +128,39 @@ class Exact(Similarity):
 
 @dataclass(frozen=True)
 class AbsoluteWindow(Similarity):
-    """|x_i - x_t| <= delta; for dates and timestamps delta is in days, or in `unit` (w, d, h, min, s)."""
+    """|x_i - x_t| <= delta; for dates and timestamps delta is in days, or in `unit` (w, d, h, min, s).
+
+    The width is a whole-table parameter in the column's own units (microseconds for timestamps), a
+    constant, so that a timestamp window compares integers: ``abs:1h`` over hourly data holds the
+    neighbours on both sides exactly."""
 
     delta: float
     unit: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "delta", _check_non_negative("abs delta", self.delta))
-        if self.unit is not None and self.unit not in DURATION_DAYS:
-            raise CohortError(f"abs window unit must be one of {', '.join(DURATION_DAYS)}, got {self.unit!r}")
+        if self.unit is not None and self.unit not in DURATION_MICROS:
+            raise CohortError(f"abs window unit must be one of {', '.join(DURATION_MICROS)}, got {self.unit!r}")
+
+    def parameters(
+        self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES, *, per_day: int = 1
+    ) -> dict[str, str]:
+        if per_day == MICROS_PER_DAY:  # a timestamp's: whole microseconds
+            return {"delta": dialect.number(self.delta * DURATION_MICROS[self.unit or "d"])}
+        return {"delta": dialect.number(self.width)}
 
     @property
     def width(self) -> float:
         """The half-width in the column's numeric scale (days for dates and timestamps)."""
-        return self.delta * DURATION_DAYS.get(self.unit or "d", 1.0)
+        if self.unit is None:
+            return self.delta
+        return self.delta * DURATION_MICROS[self.unit] / MICROS_PER_DAY
 
     def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
-        return _window(subject, target, dialect.number(self.width))
+        return _window(subject, target, parameters["delta"])
 
     def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
-        return _window_interval(target, self.width)
+        return _window_interval(target, parameters["delta"])
 
     def __str__(self) -> str:
         return f"abs:{self.delta:g}{self.unit or ''}"
@@ -175,7 +194,9 @@ class RangeWindow(Similarity):
     def __post_init__(self) -> None:
         object.__setattr__(self, "fraction", _check_non_negative("range fraction", self.fraction))
 
-    def parameters(self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES) -> dict[str, str]:
+    def parameters(
+        self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES, *, per_day: int = 1
+    ) -> dict[str, str]:
         spread = f"CAST(coalesce(max({value}) - min({value}), 0) AS DOUBLE)"
         return {"delta": f"{dialect.number(self.fraction)} * {spread}"}
 
@@ -203,7 +224,9 @@ class QuantileWindow(Similarity):
             raise CohortError(f"quantile p must be in [0, 0.5), got {self.p}")
         object.__setattr__(self, "p", p)
 
-    def parameters(self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES) -> dict[str, str]:
+    def parameters(
+        self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES, *, per_day: int = 1
+    ) -> dict[str, str]:
         high, low = (
             dialect.optional_number(known[(value, p)]) if (value, p) in known else dialect.quantile_aggregate(value, p)
             for p in (1 - self.p, self.p)
@@ -235,7 +258,9 @@ class Bins(Similarity):
             raise CohortError(f"bins needs a whole number of bins >= 1, got {self.k}")
         object.__setattr__(self, "k", int(self.k))
 
-    def parameters(self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES) -> dict[str, str]:
+    def parameters(
+        self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES, *, per_day: int = 1
+    ) -> dict[str, str]:
         # The low edge keeps the column's type, so x - low is exact before it becomes DOUBLE.
         return {"low": f"min({value})", "range": f"CAST(max({value}) - min({value}) AS DOUBLE)"}
 

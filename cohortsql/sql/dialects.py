@@ -12,11 +12,9 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from cohortsql.errors import CohortError
-
-Temporal = Literal["date", "timestamp"]
 
 
 class Dialect:
@@ -87,8 +85,12 @@ class Dialect:
         """The engine's exact quantile aggregate, computed in DOUBLE."""
         raise NotImplementedError
 
-    def epoch_days(self, expression: str, temporal: Temporal) -> str:
-        """A date (exact, integer) or timestamp (DOUBLE) as days since 1970-01-01."""
+    def epoch_days(self, expression: str) -> str:
+        """A date as days since 1970-01-01 (an integer)."""
+        raise NotImplementedError
+
+    def epoch_micros(self, expression: str) -> str:
+        """A timestamp as microseconds since 1970-01-01 (a BIGINT: differences are exact)."""
         raise NotImplementedError
 
     def md5_hash(self, text: str) -> str:
@@ -122,10 +124,11 @@ class DuckDBDialect(Dialect):
     def quantile_aggregate(self, expression: str, probability: float) -> str:
         return f"quantile_cont(CAST({expression} AS DOUBLE), {self.number(probability)})"
 
-    def epoch_days(self, expression: str, temporal: Temporal) -> str:
-        if temporal == "date":
-            return f"({expression} - DATE '1970-01-01')"
-        return f"(epoch_us({expression}) / CAST(86400000000 AS DOUBLE))"
+    def epoch_days(self, expression: str) -> str:
+        return f"({expression} - DATE '1970-01-01')"
+
+    def epoch_micros(self, expression: str) -> str:
+        return f"epoch_us({expression})"
 
     def md5_hash(self, text: str) -> str:
         # The 16 bytes as one little-endian 128-bit integer: parts are shifts and masks (3x faster than text).
@@ -147,10 +150,11 @@ class SparkDialect(Dialect):
     def quantile_aggregate(self, expression: str, probability: float) -> str:
         return f"percentile(CAST({expression} AS DOUBLE), {self.number(probability)})"
 
-    def epoch_days(self, expression: str, temporal: Temporal) -> str:
-        if temporal == "date":
-            return f"unix_date({expression})"
-        return f"(unix_micros({expression}) / CAST(86400000000 AS DOUBLE))"
+    def epoch_days(self, expression: str) -> str:
+        return f"unix_date({expression})"
+
+    def epoch_micros(self, expression: str) -> str:
+        return f"unix_micros({expression})"
 
     def md5_hash(self, text: str) -> str:
         return f"md5({text})"

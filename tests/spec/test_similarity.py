@@ -108,7 +108,7 @@ NULL = None
 
 def test_windows_are_inclusive_and_null_safe(engine):
     pairs = [(1.0, 3.5), (1.0, 3.6), (6.0, 3.5), (NULL, NULL), (NULL, 1.0), (1.0, NULL)]
-    assert evaluate(engine, AbsoluteWindow(2.5), {}, pairs) == [True, False, True, True, False, False]
+    assert evaluate(engine, AbsoluteWindow(2.5), {"delta": 2.5}, pairs) == [True, False, True, True, False, False]
 
 
 def test_relative_window_scales_with_the_target(engine):
@@ -155,3 +155,26 @@ def test_durations_for_dates_and_timestamps():
 def test_sql_kinds_are_one_expression(text):
     with pytest.raises(CohortError):
         parse_similarity(text)
+
+
+def test_timestamp_windows_compare_whole_microseconds(engine):
+    """abs:1h over hourly data: each hour's cohort is itself and its neighbours, symmetric and inclusive
+    (in floating-point days the sizes came out 1, 2, 2, 1, ...)."""
+    import datetime
+
+    import numpy as np
+    import polars as pl
+
+    import cohortsql
+
+    hours = pl.datetime_range(datetime.datetime(2024, 1, 1), datetime.datetime(2024, 1, 1, 9), "1h", eager=True)
+    frame = pl.DataFrame({"t": hours, "y": np.arange(10.0)})
+    expected = [2, 3, 3, 3, 3, 3, 3, 3, 3, 2]
+    for kind in ("abs:1h", "abs:60min", "abs:3600s", "range:0.2"):
+        result = cohortsql.cohort_shapley(frame, prediction="y", similarity={"t": kind}, **engine.options)
+        assert result.cohort_size.tolist() == expected, kind
+    days = pl.DataFrame({"t": pl.date_range(datetime.date(2024, 1, 1), datetime.date(2024, 1, 10), eager=True)})
+    result = cohortsql.cohort_shapley(
+        days.with_columns(y=pl.Series(np.arange(10.0))), prediction="y", similarity={"t": "abs:36h"}, **engine.options
+    )
+    assert result.cohort_size.tolist() == expected
