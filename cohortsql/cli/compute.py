@@ -9,8 +9,8 @@ from typing import Any
 import typer
 
 from cohortsql import _typing as api
-from cohortsql.cli import options as flags
-from cohortsql.cli.options import EXPLAINED, OUTPUTS, command
+from cohortsql.cli.flags import EXPLAINED, OUTPUTS
+from cohortsql.cli.options import command, names, numbers, pick, request
 from cohortsql.errors import CohortError
 
 SHAPLEY_EPILOG = (
@@ -34,7 +34,7 @@ def shapley(options: dict[str, Any]) -> None:
     from cohortsql.cli.outputs import write
     from cohortsql.cli.summaries import shapley_summary
 
-    arguments = flags.request(options, api.ShapleyOptions)
+    arguments = request(options, api.ShapleyOptions)
     if options.get("dry_run"):
         typer.echo(str(estimate(options["data"], **arguments)))
         return
@@ -57,7 +57,7 @@ def effects(options: dict[str, Any]) -> None:
     from cohortsql.cli.outputs import write
     from cohortsql.cli.summaries import effects_summary
 
-    arguments = flags.request(options, api.EffectsOptions)
+    arguments = request(options, api.EffectsOptions)
     if options.get("dry_run"):
         typer.echo(str(estimate(options["data"], **arguments)))
         return
@@ -73,7 +73,7 @@ def uniqueness(options: dict[str, Any]) -> None:
     from cohortsql.cli.outputs import write
     from cohortsql.cli.summaries import uniqueness_summary
 
-    result = uniqueness_shapley(options["data"], **flags.request(options, api.UniquenessOptions, explained=False))
+    result = uniqueness_shapley(options["data"], **request(options, api.UniquenessOptions, explained=False))
     written = write(options, {"": result.local, "totals": result.totals}, result.settings)
     typer.echo(uniqueness_summary(result, options["top"]) + written)
 
@@ -87,7 +87,7 @@ def compare(options: dict[str, Any]) -> None:
     from cohortsql.cli.summaries import comparison_summary
     from cohortsql.games.baseline.models import load_model
 
-    arguments = flags.request(options, api.CompareOptions)
+    arguments = request(options, api.CompareOptions)
     if not options.get("model"):
         raise CohortError("no --model given: name the fitted model's pickle (or .joblib) file")
     result = compare_methods(options["data"], model=load_model(options["model"]), **arguments)
@@ -105,15 +105,15 @@ def calibrate(options: dict[str, Any]) -> None:
 
     if not options.get("data"):
         raise CohortError("no DATA given: pass a file, FILE.duckdb:TABLE or a SQL query")
-    chosen = flags.names(options.get("features"))
+    chosen = names(options.get("features"))
     if not chosen:
         raise CohortError("no features given: use --features a,b,c")
     if options.get("plot"):
         check_figure_path(Path(options["plot"]), "--plot")  # before the work, not after it
-    given = flags.pick(options, *api.CalibrationOptions.__annotations__) | {"exact": flags.names(options.get("exact"))}
+    given = pick(options, *api.CalibrationOptions.__annotations__) | {"exact": names(options.get("exact"))}
     for name in ("thresholds", "holdouts"):
         if name in given:
-            given[name] = flags.numbers(name, given[name])
+            given[name] = numbers(name, given[name])
     result = calibrate_threshold(options["data"], features=chosen, **given)
     written = write(options, {"": result.rates}, result.settings)
     if options.get("plot"):

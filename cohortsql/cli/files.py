@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from cohortsql.cli import options as flags
 from cohortsql.cli.failures import _reported_failures
-from cohortsql.cli.options import EXPLAINED, OUTPUTS, Debug, OutcomeOption, TargetIds, command
+from cohortsql.cli.flags import EXPLAINED, OUTPUTS, Debug, OutcomeOption, TargetIds
+from cohortsql.cli.options import command, pick, request, similarity
 from cohortsql.errors import CohortError
 
 REPORT_EPILOG = (
@@ -62,7 +62,7 @@ def sql(options: dict[str, Any]) -> None:
     """
     from cohortsql.api.sql import histogram_sql
 
-    typer.echo(histogram_sql(options.get("data"), **flags.request(options, SQL_ARGUMENTS)))
+    typer.echo(histogram_sql(options.get("data"), **request(options, SQL_ARGUMENTS)))
 
 
 ASSEMBLE_EPILOG = (
@@ -87,8 +87,8 @@ def assemble(options: dict[str, Any]) -> None:
         raise CohortError("no HISTOGRAM given: pass the file the `cohortsql sql` query's result was saved to")
     result = assemble_histogram(
         options["histogram"],
-        similarity=flags.similarity(options.get("similar"), options.get("features")),
-        **flags.pick(options, "method", "seed", "tolerance", "max_permutations"),
+        similarity=similarity(options.get("similar"), options.get("features")),
+        **pick(options, "method", "seed", "tolerance", "max_permutations"),
     )
     written = write(options, {"": result.local, "totals": result.totals, "paths": result.paths}, result.settings)
     typer.echo(shapley_summary(result, options["top"], None) + written)

@@ -385,7 +385,7 @@ def test_compare_command(data, frame, tmp_path):
 )
 def test_every_api_option_of_a_command_is_a_flag(command: str, group: str) -> None:
     from cohortsql import _typing
-    from cohortsql.cli.options import API_ONLY
+    from cohortsql.cli.flags import API_ONLY
 
     shown = runner.invoke(app, [command, "--help"], terminal_width=200).output
     for key in getattr(_typing, group).__annotations__:

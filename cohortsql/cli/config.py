@@ -1,0 +1,116 @@
+"""The command's options from its flags and its TOML config file.
+
+A config file holds any option under its flag's name (``memory_limit`` or ``memory-limit``); flags
+override it; paths in it are relative to the file. Every value is checked for its type here, so a
+wrong one is a one-line error naming the key.
+"""
+
+from __future__ import annotations
+
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from cohortsql.cli.flags import DISPLAY, FLAGS
+from cohortsql.errors import CohortError
+from cohortsql.sql.user import is_query
+
+_PATH_KEYS = ("data", "histogram", "out", "database", "temp_directory", "model", "plot")
+
+_COMMA_LISTS = ("features", "target_ids", "exact", "thresholds", "holdouts")
+"""Flags given as comma-separated text, which a config file may also give as a list."""
+
+
+def _config_types(name: str, flag: Any) -> tuple[type, ...]:
+    """The types a config file may give for a flag: its declared type's (a path is text, a whole
+    number is a number too, a repeatable flag a list or one value)."""
+    if name == "similar":
+        return (dict,)
+    if name in _COMMA_LISTS:
+        return (str, list)
+    declared = typing.get_args(flag)[0]  # Annotated[T, typer.Option(...)]
+    optional = typing.get_origin(declared) in (typing.Union, types.UnionType)
+    kind = next(kind for kind in typing.get_args(declared) if kind is not type(None)) if optional else declared
+    if typing.get_origin(kind) is list:
+        return (str, list)
+    return {Path: (str,), float: (int, float)}.get(kind, (kind,))
+
+
+CONFIG_TYPES: dict[str, tuple[type, ...]] = {
+    name: _config_types(name, flag) for name, (flag, _) in FLAGS.items() if name not in DISPLAY
+}
+"""The type of every value a config file may hold."""
+
+_TYPE_NAMES = {
+    str: "text",
+    int: "a whole number",
+    float: "a number",
+    list: "a list",
+    dict: "a table",
+    bool: "true or false",
+}
+
+
+def merged_options(arguments: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The command's options: its config file's, overridden by the flags that were given."""
+    flags = {key: arguments[key] for key in keys if key in arguments and key != "config"}
+    flags["similar"] = dict(_split_similar(text) for text in arguments.get("similar") or [])
+    return _merge_config(arguments.get("config"), flags, keys)
+
+
+def _split_similar(text: str) -> tuple[str, str]:
+    name, equals, kind = text.partition("=")
+    if not equals or not name.strip() or not kind.strip():
+        raise CohortError(f"--similar {text!r} is not FEATURE=KIND, e.g. --similar age=range:0.1")
+    return name.strip(), kind.strip()
+
+
+def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Options from the TOML file, overridden by every flag that was given."""
+    merged: dict[str, Any] = {}
+    if config is not None:
+        try:
+            loaded = tomllib.loads(Path(config).read_text(encoding="utf-8"))
+        except OSError as error:
+            raise CohortError(f"cannot read config {str(config)!r}: {error.strerror}") from None
+        except tomllib.TOMLDecodeError as error:
+            raise CohortError(f"config {str(config)!r} is not valid TOML: {error}") from None
+        except UnicodeDecodeError:
+            raise CohortError(f"config {str(config)!r} is not UTF-8 text (a TOML file is)") from None
+        merged = {key.replace("-", "_"): value for key, value in loaded.items()}
+        known = [key for key in keys if key not in DISPLAY]
+        unknown = sorted(set(merged) - set(known))
+        if unknown:
+            raise CohortError(f"config {str(config)!r} has unknown keys {unknown}; known keys: {', '.join(known)}")
+        for key, value in merged.items():
+            _check_config_value(config, key, value)
+        for key in _PATH_KEYS:
+            # Paths in a config file are relative to the file, so it works from any directory.
+            value = merged.get(key)
+            if isinstance(value, str) and not is_query(value) and not Path(value).is_absolute():
+                merged[key] = str(Path(config).parent / value)
+    for key, value in flags.items():
+        if value in (None, [], {}):
+            continue
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            value = {**merged[key], **value}  # e.g. one --similar flag overrides one feature's kind
+        merged[key] = value
+    return merged
+
+
+def _check_config_value(config: Path, key: str, value: object) -> None:
+    expected = CONFIG_TYPES[key]
+    wrong = not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected)
+    if key == "similar" and isinstance(value, dict):
+        wrong = not all(isinstance(kind, str) for kind in value.values())
+    if key in ("features", "prediction") and isinstance(value, list):
+        wrong = not value or not all(isinstance(item, str) for item in value)
+    if key == "target_ids" and isinstance(value, list):
+        wrong = not all(isinstance(item, str | int) and not isinstance(item, bool) for item in value)
+    if wrong:
+        names = " or ".join(_TYPE_NAMES[kind] for kind in expected)
+        if key == "similar":
+            names = 'a table of FEATURE = "KIND" entries'
+        raise CohortError(f"config {str(config)!r}: {key} must be {names}, got {value!r}")

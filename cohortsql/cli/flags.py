@@ -1,0 +1,212 @@
+"""The command line's flags, declared once: each flag's typer declaration and default under the API's
+name for it (`FLAGS`), and the groups commands share. A command's flags derive from these and from
+the API's option `TypedDict`s (`cohortsql.cli.options.command`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cohortsql._typing import DIALECTS, ENGINES, METHODS, MODEL_INPUTS, MODEL_OUTPUTS, PATHS, VARIANTS
+
+Data = Annotated[
+    str | None,
+    typer.Argument(
+        help="A parquet/csv/json path or glob, FILE.duckdb:TABLE, a table name (--engine spark), or a quoted SQL query.",
+        show_default=False,
+    ),
+]
+Histogram = Annotated[
+    Path | None, typer.Argument(help="The result of the `cohortsql sql` query (.parquet or .csv).", show_default=False)
+]
+Prediction = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="The column to explain (a model's prediction or an outcome); repeat it to explain several"
+        " columns over the same cohorts in one pass."
+    ),
+]
+Weight = Annotated[
+    str | None, typer.Option(help="A column of case weights (>= 0; an integer weight counts as that many rows).")
+]
+Bootstrap = Annotated[
+    int | None,
+    typer.Option(help="B Bayesian-bootstrap replicates, in the same pass: intervals of every value (try 200)."),
+]
+Confidence = Annotated[float | None, typer.Option(help="The bootstrap intervals' coverage (default 0.95).")]
+Id = Annotated[
+    str | None, typer.Option("--id", help="The column that identifies rows (default: 0-based row position).")
+]
+Similar = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--similar",
+        help="FEATURE=KIND, repeatable. Kinds: exact, abs:D[unit], relative:D, range:R, quantile:R[:P], bins:K, sql:EXPR.",
+    ),
+]
+Features = Annotated[str | None, typer.Option(help="Comma-separated features that get default kinds.")]
+Targets = Annotated[str | None, typer.Option(help="SQL predicate over the data's columns choosing the targets.")]
+TargetIds = Annotated[str | None, typer.Option(help="Comma-separated ids of the targets (read in the id's type).")]
+Sample = Annotated[
+    float | None,
+    typer.Option(
+        help="A random sample of the targets (of --targets' rows, or every row): a count (>= 1) or a fraction (< 1)."
+    ),
+]
+Seed = Annotated[
+    int | None, typer.Option(help="Seed for the sample of targets, the permutations and the bootstrap replicates.")
+]
+MethodOption = Annotated[str | None, typer.Option("--method", help=f"{' | '.join(METHODS)} (default exact).")]
+PathOption = Annotated[
+    str | None, typer.Option("--path", help=f"How exact cohorts are found: {' | '.join(PATHS)} (default auto).")
+]
+Tolerance = Annotated[float | None, typer.Option(help="Permutation method: stop a target at this standard error.")]
+MaxPermutations = Annotated[int | None, typer.Option(help="Permutation method: budget per target (default 200).")]
+MemoryLimit = Annotated[
+    str | None, typer.Option(help="DuckDB memory limit, e.g. 1GB; beyond it DuckDB spills to disk.")
+]
+TempDirectory = Annotated[Path | None, typer.Option(help="Where DuckDB spills.")]
+Out = Annotated[
+    Path | None,
+    typer.Option(
+        help="Write the results here (.parquet or .csv); `shapley` writes the per-target totals and refinement"
+        " paths beside it (_totals, _paths, and _reasons with --reasons)."
+    ),
+]
+IntoTable = Annotated[
+    str | None,
+    typer.Option(help="Also write the results into this table (of --database on DuckDB, of the catalog on Spark)."),
+]
+Database = Annotated[Path | None, typer.Option(help="DuckDB database file for --into-table.")]
+Replace = Annotated[bool, typer.Option(help="Let --into-table replace existing tables of the same names.")]
+EngineOption = Annotated[
+    str | None, typer.Option("--engine", help=f"{' | '.join(ENGINES)} (default duckdb; spark for Spark tables).")
+]
+SparkMaster = Annotated[
+    str | None,
+    typer.Option(help="Spark master URL (default local[*]; with SPARK_REMOTE set and no master: Spark Connect)."),
+]
+Config = Annotated[Path | None, typer.Option(help="TOML file with any of these options; flags override it.")]
+Top = Annotated[int, typer.Option(help="How many features the summary lists.")]
+ModelFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--model",
+        help="The fitted model, saved with pickle (or joblib: .joblib). Loading it runs code stored in the file:"
+        " only load files you trust.",
+    ),
+]
+ModelInputOption = Annotated[
+    str | None,
+    typer.Option("--model-input", help=f"How the model reads rows: {' | '.join(MODEL_INPUTS)} (default pandas)."),
+]
+ModelOutputOption = Annotated[
+    str | None,
+    typer.Option("--model-output", help=f"{' | '.join(MODEL_OUTPUTS)}: predict, or predict_proba's second column."),
+]
+BaselineSample = Annotated[
+    int | None, typer.Option(help="All-baseline Shapley over this many rows drawn at random (default: every row).")
+]
+Exact = Annotated[str | None, typer.Option(help="Comma-separated numeric features to compare exactly (not by window).")]
+CalibrationKindOption = Annotated[
+    str | None, typer.Option("--kind", help="range | quantile: the width a threshold is a share of (default range).")
+]
+Thresholds = Annotated[str | None, typer.Option(help="Comma-separated thresholds (default 0.05, 0.10, ..., 1.00).")]
+Holdouts = Annotated[str | None, typer.Option(help="Comma-separated shares of rows held out (default 0.1,0.2,0.3).")]
+Runs = Annotated[int | None, typer.Option(help="Random splits (and marginal draws) per holdout share (default 100).")]
+MarginalSamples = Annotated[int | None, typer.Option(help="Points drawn from the marginals per run (default 1000).")]
+MaxRows = Annotated[
+    int | None, typer.Option(help="Calibrate a larger table on a random sample of this many rows (default 20000).")
+]
+PlotOut = Annotated[Path | None, typer.Option("--plot", help="Save the calibration figure here (.png, .svg, .pdf).")]
+Realistic = Annotated[
+    bool | None,
+    typer.Option("--realistic/--no-realistic", help="Split BS and ABS by realistic hybrid points (default on)."),
+]
+Reasons = Annotated[
+    int | None, typer.Option(help="Give each target's top N features in words (printed for the first targets).")
+]
+DryRun = Annotated[bool, typer.Option(help="Print the plan and a time estimate from a pilot batch; compute nothing.")]
+Progress = Annotated[
+    bool | None,
+    typer.Option("--progress/--no-progress", help="Progress on stderr (default: on a terminal, for long runs)."),
+]
+Debug = Annotated[bool, typer.Option(help="Show the traceback of a failure.")]
+OutcomeOption = Annotated[
+    str | None,
+    typer.Option("--outcome", help="Of a run that explained several columns (--prediction repeated), the one to show."),
+]
+Table = Annotated[str | None, typer.Option(help="The table the SQL reads (default: the file DATA names).")]
+Dialect = Annotated[str, typer.Option(help=f"{' | '.join(DIALECTS)}.")]
+Variant = Annotated[
+    str,
+    typer.Option(
+        help=f"{' | '.join(VARIANTS)}: one row per target and mask; the same with identical subjects merged"
+        " first; or (exact/bins only) the cells, with no join."
+    ),
+]
+
+FLAGS: dict[str, tuple[Any, Any]] = {
+    "data": (Data, None),
+    "histogram": (Histogram, None),
+    "prediction": (Prediction, None),
+    "model": (ModelFile, None),
+    "id": (Id, None),
+    "weight": (Weight, None),
+    "similar": (Similar, None),
+    "features": (Features, None),
+    "targets": (Targets, None),
+    "target_ids": (TargetIds, None),
+    "sample": (Sample, None),
+    "seed": (Seed, None),
+    "bootstrap": (Bootstrap, None),
+    "confidence": (Confidence, None),
+    "method": (MethodOption, None),
+    "path": (PathOption, None),
+    "tolerance": (Tolerance, None),
+    "max_permutations": (MaxPermutations, None),
+    "model_input": (ModelInputOption, None),
+    "model_output": (ModelOutputOption, None),
+    "baseline_sample": (BaselineSample, None),
+    "realistic": (Realistic, None),
+    "exact": (Exact, None),
+    "kind": (CalibrationKindOption, None),
+    "thresholds": (Thresholds, None),
+    "holdouts": (Holdouts, None),
+    "runs": (Runs, None),
+    "marginal_samples": (MarginalSamples, None),
+    "max_rows": (MaxRows, None),
+    "table": (Table, None),
+    "dialect": (Dialect, "duckdb"),
+    "variant": (Variant, "histogram"),
+    "memory_limit": (MemoryLimit, None),
+    "temp_directory": (TempDirectory, None),
+    "engine": (EngineOption, None),
+    "spark_master": (SparkMaster, None),
+    "progress": (Progress, None),
+    "out": (Out, None),
+    "plot": (PlotOut, None),
+    "into_table": (IntoTable, None),
+    "database": (Database, None),
+    "replace": (Replace, False),
+    "top": (Top, 10),
+    "reasons": (Reasons, None),
+    "dry_run": (DryRun, False),
+    "config": (Config, None),
+    "debug": (Debug, False),
+}
+"""Every flag of the commands that take options: its declaration and default, by the API's name for it."""
+
+API_ONLY = frozenset({"connection", "batch_rows", "baseline"})
+"""API options with no flag: a live connection, the model's batch size, and baseline Shapley's
+baselines (the command line's `compare` uses the mean and every row)."""
+
+EXPLAINED = ("data", "prediction", "similar", "features", "target_ids")
+"""The flags that say what is explained (beside an API option group's)."""
+OUTPUTS = ("out", "into_table", "database", "replace")
+"""Where a computing command writes its tables."""
+DISPLAY = ("top", "dry_run", "config", "debug")
+"""Flags of one invocation that a config file does not hold."""
