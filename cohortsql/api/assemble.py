@@ -8,6 +8,7 @@ stages as `cohortsql.cohort_shapley` on them. Nothing here touches an engine.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Mapping
@@ -28,7 +29,7 @@ from cohortsql.results.files import read_frame
 from cohortsql.results.tables import run_settings
 from cohortsql.run.grouping_sets import Cells, values_of_cells
 from cohortsql.run.preparation import BATCH_MEMORY_BYTES
-from cohortsql.run.strategy import AUTO_EXACT_FEATURES, MAX_EXACT_FEATURES
+from cohortsql.run.strategy import choose_method
 from cohortsql.spec import arguments
 from cohortsql.spec.measures import Measures
 from cohortsql.spec.similarity import Similarity, as_similarity
@@ -78,6 +79,8 @@ def assemble(
     missing = [column for column in _SUMS if column not in frame.columns]
     if missing:
         raise CohortError(f"the histogram lacks columns {missing}: pass the result of `cohortsql sql` as it is")
+    _check_feature_order(frame, features)
+    _check_sums(frame)
     if "mask0" in frame.columns:
         return _from_masks(frame, features, kinds, method, seed, max_permutations, tolerance)
     keys = [f"k{index}" for index in range(d)]
@@ -109,6 +112,34 @@ def _features(similarity: SimilarityArgument) -> tuple[tuple[str, ...], dict[str
             name: None if kind is None else as_similarity(kind) for name, kind in similarity.items()
         }
     return tuple(similarity), {name: None for name in similarity}
+
+
+def _check_feature_order(frame: pl.DataFrame, features: tuple[str, ...]) -> None:
+    """The features named as the query named them, in its order: bit j of a mask (key k_j) is the
+    query's feature j, so another order would swap their values."""
+    if "features" not in frame.columns or frame.height == 0:
+        return  # a query printed before the column existed: the caller vouches for the order
+    try:
+        queried = tuple(json.loads(str(frame["features"][0])))
+    except (ValueError, TypeError):
+        raise CohortError("the histogram's features column is not the list the query wrote") from None
+    if queried != features:
+        raise CohortError(f"the query explained the features {list(queried)}, in this order; name them so")
+
+
+def _check_sums(frame: pl.DataFrame) -> None:
+    """Counts and sums are numbers without gaps, and every count is positive: a malformed file is
+    refused here, not turned into a traceback or NaN values."""
+    for column in ("subjects", "sum_y", "sum_y2", "mean"):
+        dtype = frame.schema[column]
+        if not dtype.is_numeric():
+            raise CohortError(f"the histogram's column {column!r} holds {dtype}, not numbers")
+        if frame[column].null_count() or not frame[column].cast(pl.Float64).is_finite().all():
+            raise CohortError(f"the histogram's column {column!r} has missing or non-finite values")
+    if (frame["subjects"] <= 0).any():
+        raise CohortError("the histogram has rows of no subjects: it is not the result of `cohortsql sql`")
+    if "mask0" in frame.columns and frame["target"].null_count():  # in cells, rows of no target are the others
+        raise CohortError("the histogram has rows without a target")
 
 
 def _moments(totals: pl.DataFrame) -> tuple[float, float, float, int]:
@@ -146,13 +177,7 @@ def _from_masks(
         raise CohortError("the histogram's targets do not all cover the same subjects; it is not one query's result")
     mean, centred_mean, variance, n = _moments(targets)
     numbered = frame.join(targets.select("target").with_row_index("__cohort_number"), on="target")
-    chosen = "exact" if method == "auto" and d <= AUTO_EXACT_FEATURES else method
-    if chosen == "auto":
-        chosen = "permutation"
-    if chosen == "exact" and d > MAX_EXACT_FEATURES:
-        raise CohortError(
-            f"exact cohort Shapley handles at most {MAX_EXACT_FEATURES} features; use method='permutation'"
-        )
+    chosen = choose_method(method, d)
     count = targets.height
     batch = shapley.targets_per_batch(d, BATCH_MEMORY_BYTES)
     generators = target_generators(count, seed)

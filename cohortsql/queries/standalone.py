@@ -11,6 +11,7 @@ edges) are columns of every target row. Its result is two games of one weighting
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -88,8 +89,9 @@ def standalone(
 
     `target_predicate` is the caller's predicate (it sets ``__cohort_target``); `condition` says which
     subjects are targets, over the subjects' columns."""
+    names = [feature.name for feature in resolved]
     header = (CELLS_HEADER if variant == "cells" else HISTOGRAM_HEADER).format(
-        feature_list=", ".join(feature.name for feature in resolved), position_note=position_note
+        feature_list=", ".join(names), position_note=position_note
     )
     custom = any(isinstance(feature.kind, SqlPredicate) for feature in resolved)
     steps = [
@@ -110,7 +112,9 @@ def standalone(
     if variant == "cells":
         steps += _cell_steps(resolved, condition, dialect)
         keys = [f"k{feature.index}" for feature in resolved]
-        result = _result("c", ["target", "prediction", *keys], "st", "cells AS c\nCROSS JOIN statistics AS st", dialect)
+        result = _result(
+            "c", ["target", "prediction", *keys], "st", "cells AS c\nCROSS JOIN statistics AS st", names, dialect
+        )
     else:
         steps += _histogram_steps(resolved, condition, dialect, collapsed=variant == "collapsed")
         masks = [f"mask{index}" for index in range(math.ceil(len(resolved) / MASK_WORD_BITS))]
@@ -119,6 +123,7 @@ def standalone(
             ["target", "t.__cohort_prediction AS prediction", *masks],
             "t",
             "histogram AS h\nJOIN targets AS t ON h.target = t.__cohort_batch",
+            names,
             dialect,
         )
     return header + "\n" + with_query(steps, result)
@@ -182,15 +187,19 @@ def _cell_steps(resolved: Sequence[ResolvedFeature], condition: str, dialect: Di
     return [Step("keyed", keyed), Step("cells", cells)]
 
 
-def _result(alias: str, leading: Sequence[str], statistics: str, source: str, dialect: Dialect) -> str:
+def _result(
+    alias: str, leading: Sequence[str], statistics: str, source: str, features: Sequence[str], dialect: Dialect
+) -> str:
     """The result's columns as `cohortsql.assemble` reads them: the `leading` ones (target,
-    prediction, masks or keys; of relation `alias` unless qualified), the sums, and the mean (of the
-    relation `statistics` that holds it)."""
+    prediction, masks or keys; of relation `alias` unless qualified), the sums, the mean (of the
+    relation `statistics` that holds it), and the `features` in the query's order (a JSON list, so
+    that assemble can refuse another order)."""
     measures = STANDALONE_MEASURES
     columns = [column if "." in column else f"{alias}.{column}" for column in leading] + [
         f"CAST({alias}.{measures.weight_name(0)} AS BIGINT) AS subjects",
         f"{alias}.{measures.sum_name(0, 0)} AS sum_y",
         f"{alias}.{measures.sum_name(1, 0)} AS sum_y2",
         f"{statistics}.{dialect.quote(MEAN)} AS mean",
+        f"{dialect.string(json.dumps(list(features)))} AS features",
     ]
     return "SELECT\n    " + ",\n    ".join(columns) + f"\nFROM {source}"

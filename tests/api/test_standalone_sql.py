@@ -1,9 +1,12 @@
 """SQL out and results back in: `histogram_sql` run by each engine itself, then `assemble`, equals `cohort_shapley`."""
 
+import json
+
 import numpy as np
 import polars as pl
 import pytest
 import sqlglot
+from conftest import EngineUnderTest
 from typer.testing import CliRunner
 
 import cohortsql
@@ -200,3 +203,35 @@ def test_bad_requests(parquet, options, message):
     options.setdefault("similarity", {"age": "range:0.1"})
     with pytest.raises(cohortsql.CohortError, match=message.replace("(", r"\(").replace("[", r"\[")):
         cohortsql.histogram_sql(str(parquet), prediction="score", **options)
+
+
+@pytest.mark.parametrize("variant", ["histogram", "cells"])
+def test_assemble_refuses_the_features_in_another_order(parquet, variant):
+    """The query writes its features, in its order, beside the sums: another order would have swapped
+    the features' values without a word."""
+    similarity = {"region": "exact", "tenure": "exact"}
+    sql = cohortsql.histogram_sql(parquet, prediction="score", similarity=similarity, id="loan", variant=variant)
+    histogram = run_sql(EngineUnderTest("duckdb"), sql)
+    assert json.loads(histogram["features"][0]) == ["region", "tenure"]
+    with pytest.raises(cohortsql.CohortError, match=r"explained the features \['region', 'tenure'\], in this order"):
+        cohortsql.assemble(histogram, similarity={"tenure": "exact", "region": "exact"})
+    cohortsql.assemble(histogram, similarity=similarity)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda h: h.with_columns(subjects=pl.lit(None, pl.Int64)), "'subjects' has missing or non-finite"),
+        (lambda h: h.with_columns(sum_y=pl.lit(float("nan"))), "'sum_y' has missing or non-finite"),
+        (lambda h: h.with_columns(sum_y2=pl.lit("x")), "'sum_y2' holds String, not numbers"),
+        (lambda h: h.with_columns(subjects=pl.lit(0, pl.Int64)), "rows of no subjects"),
+        (lambda h: h.with_columns(target=pl.lit(None, pl.String)), "rows without a target"),
+        (lambda h: h.drop("mean"), r"lacks columns \['mean'\]"),
+    ],
+)
+def test_a_malformed_histogram_is_one_error_not_a_traceback_or_nan(parquet, damage, message):
+    similarity = {"region": "exact", "age": "range:0.1"}
+    sql = cohortsql.histogram_sql(parquet, prediction="score", similarity=similarity, id="loan")
+    histogram = run_sql(EngineUnderTest("duckdb"), sql)
+    with pytest.raises(cohortsql.CohortError, match=message):
+        cohortsql.assemble(damage(histogram), similarity=similarity)
