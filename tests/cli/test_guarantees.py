@@ -460,3 +460,29 @@ def test_weights_whose_sums_overflow_are_refused_not_nan(engine):
     scaled = frame.with_columns(w=pl.lit(1e300))  # the same ratios, within range: the unweighted values
     values = cohortsql.cohort_shapley(scaled, prediction="y", similarity=["x"], weight="w", **engine.options).shapley
     np.testing.assert_allclose(values.ravel(), [-0.5, 0.5, -0.5, 0.5], atol=1e-12)
+
+
+def test_a_ctrl_c_that_a_library_swallows_still_stops_the_command(scores, monkeypatch):
+    """pyarrow lost a KeyboardInterrupt raised while it imported pandas inside to_numpy(): the run went
+    on, wrote its files and exited 0. Ctrl-C now also sets a flag that the command checks before it
+    writes anything and when it ends."""
+    import signal
+
+    from cohortsql.results import tables
+
+    original = tables.warn_about_singletons
+
+    def interrupted_and_swallowed(*arguments, **options):
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            pass  # what a library's C code did with it
+        return original(*arguments, **options)
+
+    monkeypatch.setattr(tables, "warn_about_singletons", interrupted_and_swallowed)
+    monkeypatch.setattr("cohortsql.api.local.warn_about_singletons", interrupted_and_swallowed)
+    out = scores / "out.parquet"
+    result = invoke("shapley", scores / "scores.parquet", "--prediction", "y", "--features", "x", "--out", out)
+    assert result.exit_code == 130, result.output
+    assert "interrupted; nothing was written" in result.output
+    assert not out.exists()
