@@ -103,7 +103,13 @@ def _write_all(contents: Mapping[Path, Any], write: Callable[[Any, Path, Path], 
         for target, content in contents.items():
             temporary = _temporary(target)
             written[target] = temporary
-            write(content, temporary, target)
+            try:
+                write(content, temporary, target)
+            except Exception as error:  # polars reports a full disk as its own ComputeError
+                if isinstance(error, CohortError):
+                    raise
+                first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                raise CohortError(f"cannot write {str(target)!r}: {first}") from None
         for target in contents:
             if target.exists():
                 backup = _temporary(target)

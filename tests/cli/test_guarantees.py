@@ -486,3 +486,18 @@ def test_a_ctrl_c_that_a_library_swallows_still_stops_the_command(scores, monkey
     assert result.exit_code == 130, result.output
     assert "interrupted; nothing was written" in result.output
     assert not out.exists()
+
+
+def test_a_full_disk_is_one_line_and_keeps_the_previous_file(scores, monkeypatch):
+    """polars reports ENOSPC as its own ComputeError (measured on a 64 KiB tmpfs), not an OSError."""
+    out = scores / "out.parquet"
+    out.write_bytes(b"previous run")
+
+    def disk_full(self, *arguments, **options):
+        raise pl.exceptions.ComputeError("parquet: underlying IO error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", disk_full)
+    result = invoke("shapley", scores / "scores.parquet", "--prediction", "y", "--features", "x", "--out", out)
+    assert result.exit_code == 2 and "No space left on device" in result.output, result.output
+    assert out.read_bytes() == b"previous run"
+    assert [path.name for path in scores.iterdir() if path.name.endswith(".tmp")] == []
