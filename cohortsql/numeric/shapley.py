@@ -73,21 +73,32 @@ def shapley_values(game: np.ndarray) -> np.ndarray:
 
     phi_j = sum_{u not containing j} w(|u|) (v(u + j) - v(u)), computed as
     phi_j = sum_{u containing j} v(u) (w(|u| - 1) + w(|u|)) - sum_u v(u) w(|u|),
-    with w(-1) = w(d) = 0, in d vectorised passes over the batch.
+    with w(-1) = w(d) = 0, in d vectorised passes over the batch; beyond 2^`BLOCK_BITS` sets, a block
+    of sets at a time, so that the weights and products never take more than a block's memory.
     """
     game = np.asarray(game, dtype=np.float64)
     d = _dimension(game)
     batch_shape = game.shape[:-1]
     if d == 0:
         return np.zeros((*batch_shape, 0))
-    sizes = set_sizes(d)
     padded = np.concatenate(([0.0], shapley_weights(d), [0.0]))  # padded[s + 1] = w(s)
-    weight_without = padded[sizes + 1]
-    weight_with = padded[sizes]
     flat = game.reshape(-1, 1 << d)
-    phi = _sums_over_sets_containing(flat * (weight_with + weight_without))
-    phi -= (flat @ weight_without)[:, None]
+    low = min(d, BLOCK_BITS)
+    low_sizes = set_sizes(low)
+    phi = np.zeros((len(flat), d))
+    for block in range(1 << (d - low)):  # u = block * 2^low + r: the high bits are the block's
+        values = flat[:, block << low : (block + 1) << low]
+        sizes = low_sizes + block.bit_count()
+        weighted = values * (padded[sizes] + padded[sizes + 1])
+        phi[:, :low] += _sums_over_sets_containing(weighted)
+        high = (block >> np.arange(d - low)) & 1
+        phi[:, low:] += weighted.sum(axis=1)[:, None] * high
+        phi -= (values @ padded[sizes + 1])[:, None]
     return phi.reshape(*batch_shape, d)
+
+
+BLOCK_BITS = 20
+"""Sets of one block in `shapley_values`: 2^20 (8 MiB of float64 per game row and array)."""
 
 
 def _sums_over_sets_containing(values: np.ndarray) -> np.ndarray:
@@ -325,7 +336,9 @@ def _in_chunks(
         return _of_games(sizes, pair, means[start:stop]), weights[start:stop, None] * pair[1]
 
     starts = range(0, rows, chunk)
-    results = map(values, starts) if len(starts) < 2 else _CORES.map(values, starts)
+    # A row of more than a block of cells is memory-bound and holds hundreds of MB: one at a time.
+    serial = len(starts) < 2 or cells > 1 << BLOCK_BITS
+    results = map(values, starts) if serial else _CORES.map(values, starts)
     squared_games = np.zeros((slots, cells))
     parts = []
     for start, (fields, squared) in zip(starts, results):
