@@ -501,3 +501,23 @@ def test_a_full_disk_is_one_line_and_keeps_the_previous_file(scores, monkeypatch
     assert result.exit_code == 2 and "No space left on device" in result.output, result.output
     assert out.read_bytes() == b"previous run"
     assert [path.name for path in scores.iterdir() if path.name.endswith(".tmp")] == []
+
+
+def test_defaulted_features_are_counted_in_bounded_memory(tmp_path):
+    """count(DISTINCT) over 2,000,000 distinct floats failed at memory_limit="50MB" (a hash table that
+    does not spill); an estimate decides, and small estimates are counted exactly: a 10-level number
+    is still `exact` and an 11-level one a window, as an exact count makes them."""
+    rng = np.random.default_rng(0)
+    n = 2_000_000
+    frame = pl.DataFrame({f"x{j}": rng.normal(size=n) for j in range(6)}).with_columns(
+        ten=pl.Series(rng.integers(0, 10, n)), eleven=pl.Series(rng.integers(0, 11, n)), y=pl.Series(rng.normal(size=n))
+    )
+    frame.write_parquet(tmp_path / "wide.parquet")
+    features = [f"x{j}" for j in range(6)] + ["ten", "eleven"]
+    plan = cohortsql.estimate(
+        tmp_path / "wide.parquet", prediction="y", similarity=features, memory_limit="50MB", targets=[0, 1]
+    )
+    assert plan.features == 8
+    small = frame.head(5_000)
+    result = cohortsql.cohort_shapley(small, prediction="y", similarity=["ten", "eleven"], targets=[0])
+    assert result.similarity == {"ten": "exact", "eleven": "range:0.1"}
