@@ -65,8 +65,9 @@ def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: di
 
 
 def input_files(options: dict[str, Any]) -> list[Path]:
-    """The files the run reads: the data's file or every file of its glob, a DuckDB database's file."""
-    data = str(options.get("data") or "")
+    """The files the run reads: the data's file or every file of its glob, a DuckDB database's file,
+    or the histogram `assemble` reads."""
+    data = str(options.get("data") or options.get("histogram") or "")
     if not data or is_query(data):
         return []
     in_database = database_table(data)

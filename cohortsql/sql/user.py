@@ -25,8 +25,9 @@ def _duckdb_tokens(text: str) -> list[tuple[str, str]]:
     string_const, operator, keyword, comment."""
     import duckdb
 
-    starts = [position for position, _ in duckdb.tokenize(text)]
-    kinds = [str(kind).rsplit(".", 1)[-1] for _, kind in duckdb.tokenize(text)]
+    tokens = duckdb.tokenize(text)
+    starts = [position for position, _ in tokens]
+    kinds = [str(kind).rsplit(".", 1)[-1] for _, kind in tokens]
     ends = [*starts[1:], len(text)]
     return [(text[start:end].strip(), kind) for start, end, kind in zip(starts, ends, kinds)]
 

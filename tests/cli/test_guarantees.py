@@ -521,3 +521,14 @@ def test_defaulted_features_are_counted_in_bounded_memory(tmp_path):
     small = frame.head(5_000)
     result = cohortsql.cohort_shapley(small, prediction="y", similarity=["ten", "eleven"], targets=[0])
     assert result.similarity == {"ten": "exact", "eleven": "range:0.1"}
+
+
+def test_assemble_never_writes_over_the_histogram_it_reads(scores):
+    histogram = scores / "histogram.parquet"
+    sql = cohortsql.histogram_sql(scores / "scores.parquet", prediction="y", similarity=["x"], id="loan")
+    import duckdb
+
+    duckdb.sql(sql).pl().write_parquet(histogram)
+    before = histogram.read_bytes()
+    one_line_error(invoke("assemble", histogram, "--features", "x", "--out", histogram), "is an input")
+    assert histogram.read_bytes() == before
