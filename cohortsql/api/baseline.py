@@ -211,5 +211,5 @@ def _baselines(
         return "all-baseline", (read_rows(engine, prepared, rows), rows)
     if not isinstance(baseline, (Sequence, np.ndarray, pl.Series, pa.Array)):
         raise CohortError(f"baseline must be 'mean', 'all' or a list of ids, got {baseline!r}")
-    rows = rows_by_id(engine, prepared, baseline, role="baseline", within_targets=False)
+    rows, _ = rows_by_id(engine, prepared, baseline, role="baseline", within_targets=False)
     return "baseline", (read_rows(engine, prepared, rows), rows)

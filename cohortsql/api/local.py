@@ -147,7 +147,7 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
             for outcome in range(len(prepared.outcomes))
         ]
     else:
-        keep = bootstrap_module.worth_keeping(chosen.count, prepared.d, prepared.measures)
+        keep = bootstrap_module.worth_keeping(chosen.count, prepared.d, prepared.measures, prepared.batch_bytes)
         intervals = bootstrap_module.collect(batches, prepared.measures, confidence, keep=keep).fanned_out(chosen.group)
         fields = [values._asdict() for values in intervals.values]
     return {

@@ -142,6 +142,10 @@ class Engine(ABC):
     def close(self) -> None:
         """Drop what the engine created, restore settings, release what it opened."""
 
+    def expect_aggregates(self, sums: int) -> None:  # noqa: B027 (an optional hook)
+        """The next queries' GROUP BY will carry `sums` aggregates per group: an engine that sizes
+        its group tables before it sees the data (DuckDB's perfect hash) bounds them by it."""
+
     def _before_query(self) -> None:  # noqa: B027 (an optional hook: most backends need nothing here)
         """Run in the worker thread before each query (Spark: join this engine's job group)."""
 

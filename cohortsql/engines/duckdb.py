@@ -36,7 +36,20 @@ _GLOB_CHARACTERS = set("*?[")
 _READER_FUNCTIONS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json"}
 PERFECT_HASH_BITS = 20
 """GROUP BY keys spanning up to 2^20 values (target x mask) get DuckDB's perfect hash aggregate, whose
-table then takes up to ~25 MB per thread; the default, 12 bits, misses every histogram of d >= 6."""
+table then takes up to ~32 MB per thread with two sums; the default, 12 bits, misses every histogram
+of d >= 6. With more sums per group, fewer bits (`perfect_hash_bits`)."""
+
+PERFECT_HASH_BYTES = 2**25
+"""The most a perfect hash table may take per thread: DuckDB allocates it whole for every value the
+keys' ranges span (2^bits slots, about 16 bytes per sum each), before it sees a row."""
+
+
+def perfect_hash_bits(sums: int) -> int:
+    """The widest key range, in bits, whose perfect hash table of `sums` aggregates fits
+    `PERFECT_HASH_BYTES`: 20 for two sums, 17 for ten, 5 for 40,000 (bootstrap replicates)."""
+    slots = PERFECT_HASH_BYTES // (16 * max(1, sums))
+    return max(0, min(PERFECT_HASH_BITS, slots.bit_length() - 1))
+
 
 _BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
 """Units of DuckDB's display of memory_limit (e.g. '953.6 MiB')."""
@@ -90,6 +103,10 @@ class DuckDBEngine(Engine):
                 self._set(setting, str(chosen), restore=True)  # restored at close (memory_budget reads it)
 
     # -- the Engine methods --------------------------------------------------------------------
+
+    def expect_aggregates(self, sums: int) -> None:
+        bits = str(perfect_hash_bits(sums))
+        self._set("perfect_ht_threshold", bits, restore=not self._owns_connection)
 
     def register_input(self, data: Any, *, positions: bool) -> Input:
         if isinstance(data, Path):

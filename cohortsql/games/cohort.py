@@ -15,6 +15,10 @@ from cohortsql import queries
 from cohortsql.numeric import kernels, permutation, shapley
 from cohortsql.spec.measures import Measures
 
+GAME_ENTRY_BYTES = 128 * 2**20
+"""Memory for the histogram entries of every game formed at once (four arrays of 2^22 entries),
+unless the batch's budget is smaller."""
+
 
 def game_batch(
     histogram: dict[str, np.ndarray], rows: int, d: int, measures: Measures, means: np.ndarray, weights: np.ndarray
@@ -44,6 +48,7 @@ def exact_values(
     means: np.ndarray,
     weights: np.ndarray,
     run_targets: int | None = None,
+    memory_bytes: int = GAME_ENTRY_BYTES,
 ) -> shapley.CohortShapley:
     """Exact values of every game of a batch of `rows` targets from their mask histogram (``target``
     numbers them 0..rows-1): game row r is target r // games, game r % games (`cohortsql.spec.measures`).
@@ -54,7 +59,8 @@ def exact_values(
     small matrix products of the transforms ran 3.5-5x slower with BLAS threads fighting for busy cores).
 
     Several games per target (weights, outcomes, replicates) multiply the histogram's entries by
-    the number of games, so those are formed `GAME_ENTRIES` at a time, a run of targets after another."""
+    the number of games, so those are formed in `memory_bytes` (32 bytes an entry), a run of targets
+    after another."""
     games = measures.games
     compiled = kernels.worth_compiling((run_targets or rows) * games, d)
 
@@ -70,7 +76,7 @@ def exact_values(
     order = np.argsort(histogram["target"], kind="stable")
     ordered = {name: column[order] for name, column in histogram.items()}
     bounds = np.searchsorted(ordered["target"], np.arange(rows + 1))
-    step = max(1, GAME_ENTRIES // (games * max(1, int(np.diff(bounds).max(initial=1)))))
+    step = max(1, memory_bytes // 32 // (games * max(1, int(np.diff(bounds).max(initial=1)))))
     parts = []
     for start in range(0, rows, step):
         stop = min(rows, start + step)
@@ -78,10 +84,6 @@ def exact_values(
         part["target"] = part["target"] - start
         parts.append(values(part, stop - start, weights[start:stop]))
     return shapley.concatenate(parts)
-
-
-GAME_ENTRIES = 1 << 22
-"""Histogram entries of every game formed at once (four arrays of them: 128 MiB)."""
 
 
 def permutation_values(

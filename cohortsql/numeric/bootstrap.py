@@ -19,7 +19,8 @@ from cohortsql.numeric.shapley import CohortShapley, concatenate, fan_out, shapl
 from cohortsql.spec.measures import Measures
 
 KEEP_REPLICATES_BYTES = 512 * 2**20
-"""Each target's replicate values are kept (float32, for `by` intervals) up to this much memory."""
+"""Each target's replicate values are kept (float32, for `by` intervals) up to this much memory, or
+the run's batch budget when that is less (a quarter of an engine's memory limit)."""
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float, axis: int) -> tuple[np.ndarray, np.ndarray]:
@@ -77,9 +78,14 @@ class Collected:
         )
 
 
-def worth_keeping(targets: int, d: int, measures: Measures) -> bool:
-    """Whether every target's replicate values (float32, phi and phi^2) fit `KEEP_REPLICATES_BYTES`."""
-    return targets * measures.outcomes * measures.replicates * d * 2 * 4 <= KEEP_REPLICATES_BYTES
+def kept_bytes(targets: int, d: int, measures: Measures) -> int:
+    """The memory every target's replicate values take (float32, phi and phi^2)."""
+    return targets * measures.outcomes * measures.replicates * d * 2 * 4
+
+
+def worth_keeping(targets: int, d: int, measures: Measures, budget: int) -> bool:
+    """Whether every target's replicate values fit `KEEP_REPLICATES_BYTES` and the run's `budget`."""
+    return kept_bytes(targets, d, measures) <= min(KEEP_REPLICATES_BYTES, budget)
 
 
 def collect(
@@ -91,14 +97,18 @@ def collect(
     parts: list[list[CohortShapley]] = [[] for _ in range(outcomes)]
     bounds: list[list[tuple[np.ndarray, ...]]] = [[] for _ in range(outcomes)]
     kept: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(outcomes)]
-    squared = []
+    total = None  # a running sum: a (games, 2^d) array kept per batch would add up to hundreds of MB
     for batch in batches:
         *per_row, squared_games = batch
-        squared.append(squared_games)
+        if total is None:
+            total = np.array(squared_games, dtype=np.float64)
+        else:
+            total += squared_games
         rows = len(batch.cohort_size) // measures.games
         split = [array.reshape(rows, outcomes, weightings, *array.shape[1:]) for array in per_row]
         for outcome in range(outcomes):
-            parts[outcome].append(CohortShapley._make([array[:, outcome, 0] for array in split] + [np.zeros(0)]))
+            # copies, not views: a view would keep the batch's every replicate alive
+            parts[outcome].append(CohortShapley._make([array[:, outcome, 0].copy() for array in split] + [np.zeros(0)]))
             if measures.replicates and (intervals or keep):
                 phi = batch.shapley.reshape(rows, outcomes, weightings, -1)[:, outcome, 1:]
                 phi2 = batch.shapley_squared.reshape(rows, outcomes, weightings, -1)[:, outcome, 1:]
@@ -108,7 +118,6 @@ def collect(
                     )
                 if keep:
                     kept[outcome].append((phi.astype(np.float32), phi2.astype(np.float32)))
-    total = np.sum(squared, axis=0)
     return Collected(
         [concatenate(outcome_parts)._replace(squared_games=np.zeros(0)) for outcome_parts in parts],
         [tuple(np.concatenate(ends) for ends in zip(*outcome_bounds)) for outcome_bounds in bounds if outcome_bounds],  # type: ignore[misc]
@@ -118,7 +127,7 @@ def collect(
             else None
             for outcome_kept in kept
         ],
-        total,
+        np.zeros(0) if total is None else total,
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cohortsql.queries.common import SUBJECT_ALIAS, TARGET_ALIAS, ordinals
-from cohortsql.queries.measures import DRAWS_PER_HASH, draw_from_hash, draw_hash, measure_sums
+from cohortsql.queries.measures import draw_hash, measure_sums, replicate_measures
 from cohortsql.queries.statistics import literal_parameters
 from cohortsql.spec.features import ResolvedFeature
 from cohortsql.spec.measures import Measures
@@ -66,14 +66,7 @@ def replicate_cells(
 ) -> str:
     """SELECT the finest cells under every bootstrap replicate, one row per cell and hash group (the
     ``__cohort_group`` column of relation `groups`): see ``sql/replicate_cells.sql``."""
-    weight = "s.__cohort_weight" if measures.weighted else "CAST(1 AS DOUBLE)"
-    own = f"CASE WHEN s.__cohort_group = 0 THEN {weight} ELSE CAST(0 AS DOUBLE) END"
-    sums = [f"sum({own}) AS own_w"]
-    sums += [f"sum({own} * s.__cohort_y{k}) AS own_s{k}" for k in range(measures.outcomes)]
-    for part in range(DRAWS_PER_HASH):
-        replicate = f"{weight} * {draw_from_hash('s.__cohort_hash', part, dialect)}"
-        sums.append(f"sum({replicate}) AS w{part}")
-        sums += [f"sum({replicate} * s.__cohort_y{k}) AS s{k}_{part}" for k in range(measures.outcomes)]
+    sums = [f"sum({sql}) AS {name}" for name, sql in replicate_measures(measures, dialect).items()]
     return template("replicate_cells").format(
         keys=key_columns(features, SUBJECT_ALIAS, dialect),
         sums=",\n    ".join(sums),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cohortsql.queries.common import SUBJECT_ALIAS, TARGET_ALIAS, ordinals
-from cohortsql.queries.measures import measure_sums
+from cohortsql.queries.measures import DRAWS_PER_HASH, measure_sums, replicate_sums
 from cohortsql.queries.statistics import literal_parameters
 from cohortsql.spec.features import ResolvedFeature
 from cohortsql.spec.measures import Measures
@@ -63,22 +63,38 @@ def mask_histogram(
     *,
     collapsed: bool,
     parameters: Sequence[ParameterSql] | None = None,
+    draw_groups: bool = False,
 ) -> str:
     """GROUP BY target, mask words -> the sums of `measures` for every target in relation `targets`.
 
     `subjects` has the measure columns: collapsed identical subjects, or (not `collapsed`) every
-    subject on its own. The features' whole-table `parameters` are literals unless given (the
-    self-contained query reads them from its statistics)."""
+    subject on its own; with `draw_groups`, one row per group of four bootstrap replicates (see
+    ``sql/replicate_subjects.sql``), and the histogram is grouped by ``draw_group`` too. The
+    features' whole-table `parameters` are literals unless given (the self-contained query reads
+    them from its statistics)."""
     if parameters is None:
         parameters = [literal_parameters(feature, dialect) for feature in features]
     words = mask_words(features, parameters, dialect)
+    masks = aliased_masks(words)
+    if draw_groups:
+        masks += f",\n    {SUBJECT_ALIAS}.__cohort_draw_group AS draw_group"
+        sums = replicate_sums(measures, dialect)
+    else:
+        sums = measure_sums(measures, "collapsed" if collapsed else "weighted")
     return template("mask_histogram").format(
-        masks=aliased_masks(words),
-        sums=measure_sums(measures, "collapsed" if collapsed else "weighted"),
+        masks=masks,
+        sums=sums,
         subjects=subjects,
         targets=targets,
-        ordinals=ordinals(len(words) + 1),
+        ordinals=ordinals(len(words) + 1 + draw_groups),
     )
+
+
+def histogram_sums(measures: Measures, *, draw_groups: bool) -> int:
+    """How many sums a row of `mask_histogram` carries."""
+    if draw_groups:
+        return (1 + measures.outcomes) * (1 + DRAWS_PER_HASH)
+    return measures.weightings + measures.games
 
 
 def aliased_masks(words: Sequence[str]) -> str:

@@ -39,13 +39,6 @@ def draw_from_hash(hash_sql: str, part: int, dialect: Dialect) -> str:
     return f"-ln(({dialect.md5_part(hash_sql, part)} + 0.5) / {dialect.number(2.0**32)})"
 
 
-def replicate_draw(replicate: int, seed: int, dialect: Dialect) -> str:
-    """SQL of subject ``__cohort_id``'s Exp(1) draw for bootstrap replicate `replicate` >= 1, hash
-    included (see ``sql/replicate_draws.sql``)."""
-    group, part = draw_group(replicate)
-    return draw_from_hash(draw_hash(group, seed, dialect), part, dialect)
-
-
 MeasureSource = Literal["subjects", "weighted", "collapsed"]
 """Where the sums of the measures come from: the subjects' own columns (weights computed), the
 weighted subjects (their weights stored, see `weighted_subjects`), or collapsed subjects (every sum stored)."""
@@ -102,15 +95,80 @@ def collapsed_subjects(subjects: str, features: Sequence[ResolvedFeature], measu
     )
 
 
-def target_weights(measures: Measures, dialect: Dialect) -> str:
-    """The select list of a target's weight under every weighting, ``__cohort_w0`` .. ``__cohort_w<B>``."""
-    weights = []
-    for weighting in range(measures.weightings):
-        weight = "__cohort_weight" if measures.weighted else "CAST(1 AS DOUBLE)"
-        if weighting:
-            weight = f"{weight} * {replicate_draw(weighting, measures.seed, dialect)}"
-        weights.append(f"{weight} AS __cohort_{measures.weight_name(weighting)}")
-    return ", ".join(weights)
+def target_weight(measures: Measures) -> str:
+    """The select list of a target's own weight ``__cohort_w0`` (its case weight, or 1); its
+    replicates' weights multiply it by the draws of `target_draws`."""
+    weight = "__cohort_weight" if measures.weighted else "CAST(1 AS DOUBLE)"
+    return f"{weight} AS __cohort_{measures.weight_name(0)}"
+
+
+def target_draws(targets: str, groups: str, measures: Measures, dialect: Dialect) -> str:
+    """SELECT position, draw_group, e0 .. e3: the bootstrap draws of the targets in relation `targets`
+    (``__cohort_id`` and ``__cohort_position``) for every hash group of relation `groups`
+    (``__cohort_group``), in long form (see ``sql/target_draws.sql``)."""
+    draws = ",\n    ".join(
+        f"{draw_from_hash('__cohort_hash', part, dialect)} AS e{part}" for part in range(DRAWS_PER_HASH)
+    )
+    return template("target_draws").format(
+        draws=draws, hash=draw_hash("g.__cohort_group", measures.seed, dialect), targets=targets, groups=groups
+    )
+
+
+def replicate_measures(measures: Measures, dialect: Dialect, alias: str = "s.") -> dict[str, str]:
+    """What a row of subject `alias` (with ``__cohort_group`` g and ``__cohort_hash``, the md5 of g and
+    its id) adds to each sum under a group of four replicates, by name: ``own_w`` and ``own_s<k>``, the
+    data's own weighting (in group 0 only), and ``w<r>``, ``s<k>_<r>``, replicate b = 4g + 1 + r."""
+    weight = f"{alias}__cohort_weight" if measures.weighted else "CAST(1 AS DOUBLE)"
+    own = f"CASE WHEN {alias}__cohort_group = 0 THEN {weight} ELSE CAST(0 AS DOUBLE) END"
+    columns = {"own_w": own}
+    columns.update({f"own_s{k}": f"{own} * {alias}__cohort_y{k}" for k in range(measures.outcomes)})
+    for part in range(DRAWS_PER_HASH):
+        replicate = f"{weight} * {draw_from_hash(f'{alias}__cohort_hash', part, dialect)}"
+        columns[f"w{part}"] = replicate
+        columns.update({f"s{k}_{part}": f"{replicate} * {alias}__cohort_y{k}" for k in range(measures.outcomes)})
+    return columns
+
+
+def replicate_subjects(
+    subjects: str,
+    features: Sequence[ResolvedFeature],
+    measures: Measures,
+    groups: str,
+    dialect: Dialect,
+    *,
+    collapsed: bool,
+) -> str:
+    """SELECT the subjects under every hash group of four replicates (relation `groups`): one row per
+    subject and group, or, `collapsed`, per distinct predictor row and group (see
+    ``sql/replicate_subjects.sql``); the sums of `replicate_measures` as ``__cohort_<name>``."""
+    measured = replicate_measures(measures, dialect)
+    if collapsed:
+        columns = ", ".join(f"s.{dialect.quote(feature.column)}" for feature in features)
+        listed = [f"sum({sql}) AS __cohort_{name}" for name, sql in measured.items()]
+        grouping = f"GROUP BY {ordinals(len(features) + 1)}"
+    else:
+        columns, listed, grouping = "s.*", [f"{sql} AS __cohort_{name}" for name, sql in measured.items()], ""
+    return template("replicate_subjects").format(
+        columns=columns,
+        measures=",\n    ".join(listed),
+        hash=draw_hash("g.__cohort_group", measures.seed, dialect),
+        subjects=subjects,
+        groups=groups,
+        grouping=grouping,
+    )
+
+
+def replicate_sums(measures: Measures, dialect: Dialect, alias: str = f"{SUBJECT_ALIAS}.") -> str:
+    """The sums over rows of `replicate_subjects` of each of their measures, under its own name."""
+    names = replicate_measures(measures, dialect)
+    return ",\n    ".join(f"sum({alias}__cohort_{name}) AS {name}" for name in names)
+
+
+def replicate_totals(relation: str, measures: Measures, dialect: Dialect) -> str:
+    """SELECT draw_group and the sums of `replicate_sums` over every row of `relation` (rows of
+    `replicate_subjects`) in that group: the totals of every weighting."""
+    sums = replicate_sums(measures, dialect, alias="")
+    return f"SELECT __cohort_draw_group AS draw_group, {sums} FROM {relation} GROUP BY __cohort_draw_group"
 
 
 def measure_sums(measures: Measures, source: MeasureSource) -> str:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cohortsql.queries.measures import target_weights
+from cohortsql.queries.measures import target_weight
 from cohortsql.spec.measures import Measures
 from cohortsql.sql.dialects import Dialect
 from cohortsql.sql.text import template
 
 
-def target_rows(subjects: str, condition: str, measures: Measures, dialect: Dialect) -> str:
+def target_rows(subjects: str, condition: str, measures: Measures) -> str:
     """The subject rows that satisfy `condition` (every column and their weights), in id order."""
-    return template("targets").format(subjects=subjects, condition=condition, weights=target_weights(measures, dialect))
+    return template("targets").format(subjects=subjects, condition=condition, weights=target_weight(measures))
 
 
 def row_count(relation: str, condition: str = "TRUE") -> str:
@@ -43,7 +43,7 @@ def id_membership(column: str, ids: Sequence[object] | None, table: str | None, 
 def sampled_targets(subjects: str, condition: str, size: int, seed: int, measures: Measures, dialect: Dialect) -> str:
     """`size` targets drawn at random among the rows satisfying `condition`, identically on every engine."""
     return template("sampled_targets").format(
-        weights=target_weights(measures, dialect),
+        weights=target_weight(measures),
         subjects=subjects,
         condition=condition,
         size=int(size),

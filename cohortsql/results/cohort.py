@@ -273,10 +273,12 @@ class CohortShapleyResult(TargetValues):
         replicates = self.bootstrap
         assert replicates is not None
         if replicates.shapley is None or replicates.shapley_squared is None:
+            size = len(self.ids) * replicates.replicates * len(self.features) * 8
             raise CohortError(
                 f"by({column!r}) intervals need each target's replicate values, which were not kept for"
-                f" {len(self.ids)} targets x {replicates.replicates} replicates (over"
-                f" {bootstrap_module.KEEP_REPLICATES_BYTES // 2**20} MiB): use fewer targets (sample=) or replicates"
+                f" {len(self.ids)} targets x {replicates.replicates} replicates ({size / 2**20:.0f} MiB, over"
+                " the run's memory budget for them): use fewer targets (sample=) or replicates, or a larger"
+                " memory_limit"
             )
         values = groups[column].to_list()
         if reference is None:

@@ -12,7 +12,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql.engines.base import Engine
@@ -20,6 +19,7 @@ from cohortsql.numeric import lattice, shapley
 from cohortsql.results.tables import diagnostics
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, game_means
+from cohortsql.run.replicates import draw_groups, one_row_per_key
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec.measures import Measures
 
@@ -86,13 +86,10 @@ def _cells(engine: Engine, prepared: Prepared) -> tuple[Cells, np.ndarray]:
     if not measures.replicates:
         frame = _frame(engine, queries.cells.equivalence_cells(prepared.subjects, prepared.features, measures, dialect))
     else:
-        count = queries.measures.draw_group(measures.replicates)[0] + 1
-        groups = engine.upload(pa.table({"__cohort_group": np.arange(count, dtype=np.int64)}), "draw_groups")
-        try:
+        with draw_groups(engine, measures) as groups:
             sql = queries.cells.replicate_cells(prepared.subjects, prepared.features, measures, groups, dialect)
-            frame = _one_row_per_cell(_frame(engine, sql), keys, measures)
-        finally:
-            engine.drop(groups)
+            distinct, columns = one_row_per_key(_frame(engine, sql), keys, measures)
+            frame = distinct.with_columns(pl.DataFrame(columns))
     totals = frame.select([*measures.weight_names, *measures.sum_names]).sum().row(0, named=True)
     means, _ = game_means(measures, totals)
     return Cells.from_frame(frame, keys, measures, means), means
@@ -102,28 +99,6 @@ def _frame(engine: Engine, sql: str) -> pl.DataFrame:
     frame = pl.from_arrow(engine.fetch_arrow(sql, context="grouping subjects into cells"))
     assert isinstance(frame, pl.DataFrame)
     return frame
-
-
-def _one_row_per_cell(frame: pl.DataFrame, keys: list[str], measures: Measures) -> pl.DataFrame:
-    """Cells with one row per hash group of replicates (see ``sql/replicate_cells.sql``) as one row per
-    cell with the columns of every weighting (``w<b>``, ``s<k>_<b>``)."""
-    cells = frame.select(keys).unique(maintain_order=True).with_row_index("__cohort_cell")
-    numbered = frame.join(cells, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    cell = numbered["__cohort_cell"].to_numpy().astype(np.int64)
-    group = numbered["draw_group"].to_numpy().astype(np.int64)
-    columns = {}
-    for outcome in [None, *range(measures.outcomes)]:
-        own, part = ("own_w", "w{part}") if outcome is None else (f"own_s{outcome}", f"s{outcome}_{{part}}")
-        values = np.zeros((cells.height, measures.weightings))
-        np.add.at(values[:, 0], cell, numbered[own].to_numpy())
-        for index in range(queries.measures.DRAWS_PER_HASH):
-            replicate = queries.measures.DRAWS_PER_HASH * group + index + 1
-            kept = replicate <= measures.replicates
-            values[cell[kept], replicate[kept]] = numbered[part.format(part=index)].to_numpy()[kept]
-        for weighting in range(measures.weightings):
-            name = measures.weight_name(weighting) if outcome is None else measures.sum_name(outcome, weighting)
-            columns[name] = values[:, weighting]
-    return cells.drop("__cohort_cell").with_columns(pl.DataFrame(columns))
 
 
 def variance_game(engine: Engine, prepared: Prepared) -> tuple[np.ndarray, dict[str, Any]]:

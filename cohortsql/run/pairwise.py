@@ -12,14 +12,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import polars as pl
+import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_numpy
-from cohortsql.games.cohort import exact_values, permutation_values, target_generators
+from cohortsql.games.cohort import GAME_ENTRY_BYTES, exact_values, permutation_values, target_generators
 from cohortsql.games.uniqueness import uniqueness_values
 from cohortsql.numeric import permutation, shapley
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, WeightedSubjects, weigh_subjects
+from cohortsql.run.replicates import one_row_per_key, weigh_replicates
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec.similarity import SqlPredicate
 
@@ -27,40 +30,62 @@ from cohortsql.spec.similarity import SqlPredicate
 def _histograms(
     engine: Engine, prepared: Prepared, weighted: WeightedSubjects, targets: TargetSet, pacer: Pacer
 ) -> Iterator[tuple[int, int, dict[str, Any]]]:
-    """(first target, number of targets, histogram columns) for consecutive batches of distinct targets."""
+    """(first target, number of targets, histogram columns) for consecutive batches of distinct targets
+    (with `weighted` rows per group of replicates, their sums turned into a column per weighting)."""
     custom = [feature.name for feature in prepared.features if isinstance(feature.kind, SqlPredicate)]
     context = "computing similarity masks" + (f" (check the sql: similarity of {custom})" if custom else "")
+    engine.expect_aggregates(queries.histogram.histogram_sums(prepared.measures, draw_groups=weighted.draw_groups))
     for start, size in pacer.batches():
         batch = targets.numbered(start, size)
         uploaded = engine.upload(batch, "targets")
         try:
-            histogram = fetch_numpy(
-                engine,
-                queries.histogram.mask_histogram(
-                    weighted.relation,
-                    uploaded,
-                    prepared.features,
-                    prepared.measures,
-                    engine.dialect,
-                    collapsed=prepared.compressed,
-                ),
-                context=context,
+            sql = queries.histogram.mask_histogram(
+                weighted.relation,
+                uploaded,
+                prepared.features,
+                prepared.measures,
+                engine.dialect,
+                collapsed=prepared.compressed,
+                draw_groups=weighted.draw_groups,
             )
+            if weighted.draw_groups:
+                histogram = _one_column_per_weighting(engine.fetch_arrow(sql, context=context), prepared)
+            else:
+                histogram = fetch_numpy(engine, sql, context=context)
         finally:
             engine.drop(uploaded)
         yield start, batch.num_rows, histogram
 
 
+def _one_column_per_weighting(table: pa.Table, prepared: Prepared) -> dict[str, np.ndarray]:
+    """A histogram with a row per target, mask and group of replicates as one with a row per target
+    and mask and a column per weighting."""
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    keys = [name for name in frame.columns if name == "target" or name.startswith("mask")]
+    distinct, columns = one_row_per_key(frame, keys, prepared.measures)
+    return {**{name: distinct[name].to_numpy() for name in keys}, **columns}
+
+
 def pairwise_batches(
-    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
+    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer, *, long_replicates: bool
 ) -> Iterator[shapley.CohortShapley]:
-    """Exact cohort Shapley values of every game, one batch of distinct targets at a time (batches from `pacer`)."""
+    """Exact cohort Shapley values of every game, one batch of distinct targets at a time (batches from
+    `pacer`); with `long_replicates`, the subjects come in a row per group of replicates, not a
+    column per replicate (`cohortsql.run.strategy.long_replicates`)."""
     measures = prepared.measures
-    weighted = weigh_subjects(engine, prepared)
+    weighted = weigh_replicates(engine, prepared) if long_replicates else weigh_subjects(engine, prepared)
     for start, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
         weights = targets.multiplicity[start : start + rows][:, measures.weighting_of_game]
         yield exact_values(
-            histogram, rows, prepared.d, measures, weighted.game_means, weights, targets.distinct.num_rows
+            histogram,
+            rows,
+            prepared.d,
+            measures,
+            weighted.game_means,
+            weights,
+            targets.distinct.num_rows,
+            memory_bytes=min(GAME_ENTRY_BYTES, prepared.batch_bytes // 4),
         )
 
 

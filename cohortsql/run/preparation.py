@@ -33,6 +33,9 @@ BATCH_MEMORY_BYTES = 256 * 2**20
 """Budget for the numpy arrays of one batch of targets; with an engine memory limit, a quarter of it
 when that is less."""
 
+ENGINE_MEMORY_BYTES = 2**30
+"""What one query may hold in the engine when no memory limit says (see `cohortsql.run.strategy.ENGINE_SUM_BYTES`)."""
+
 COMPRESS_BELOW = 0.8
 """Identical subjects are collapsed before the join when the distinct predictor rows are at most this
 fraction of the rows (estimated with approx_count_distinct); otherwise collapsing costs more than it saves."""
@@ -106,6 +109,8 @@ class Prepared:
     """Whether identical predictor rows are collapsed before the join (see `COMPRESS_BELOW`)."""
     batch_bytes: int
     """Budget for one batch's numpy arrays: targets per batch are derived from it and d."""
+    engine_bytes: int
+    """What one query may hold in the engine: its memory limit, else `ENGINE_MEMORY_BYTES`."""
     measures: Measures
     """What the histogram sums: outcomes, case weights, bootstrap replicates."""
 
@@ -238,6 +243,7 @@ def prepare(
         target_predicate=target_predicate,
         compressed=compress,
         batch_bytes=_batch_bytes(engine),
+        engine_bytes=engine.memory_budget or ENGINE_MEMORY_BYTES,
         measures=measures,
     )
 
@@ -252,6 +258,9 @@ class WeightedSubjects:
     """The centred overall mean S_bk(all) / W_b(all) of every game, in the order of `Measures`."""
     weight_totals: np.ndarray
     """W_b(all): the total weight of every subject under each weighting (n when unweighted)."""
+    draw_groups: bool = False
+    """Whether the relation has a row per group of four replicates (`cohortsql.run.replicates`)
+    instead of a column per replicate."""
 
 
 def weigh_subjects(engine: Engine, prepared: Prepared) -> WeightedSubjects:

@@ -34,19 +34,42 @@ HISTOGRAM_ROW_BYTES = 64
 sum, sorted copies and unpacked bits); a batch has at most one row per target and subject row."""
 
 
+ENGINE_SUM_BYTES = 800_000
+"""What the engine holds per sum of a histogram query while it runs: DuckDB 2.0 moves vectors of
+2,048 rows through each step of a query on each thread, whatever the rows. Measured on 200 subjects
+with 2,000 replicates under memory_limit=200MB: a column per replicate (4,002 sums) failed, queries of
+1,000 sums peaked at 660 MB and of 250 sums at 430 MB."""
+
+VALUE_BYTES = 8 * 3
+"""Each cohort value of a batch's output (phi, phi^2, the refinement path ...) is a float64 held about
+three times: as computed, as kept, and sorted for the intervals."""
+
+
+def long_replicates(prepared: Prepared) -> bool:
+    """Whether the pairwise path's subjects come in a row per group of four replicates instead of a
+    column per weighting: when a column per weighting would hold more sums than the engine's memory
+    allows one query (`ENGINE_SUM_BYTES` each). A row per group makes the join B / 4 times longer,
+    so it is kept for what does not fit otherwise."""
+    measures = prepared.measures
+    sums = measures.weightings * (1 + measures.outcomes)
+    return measures.replicates > 0 and sums * ENGINE_SUM_BYTES > prepared.engine_bytes
+
+
 def exact_batch_size(prepared: Prepared, path: str) -> int:
     """The most targets whose arrays fit the batch memory budget: on the pairwise path their histogram
     entries for every game (at most min(subject rows, 2^d) per target; the dense 2^d arrays are built
-    a cache-sized chunk at a time), on the lattice path their 2^d sizes and values of every game."""
+    a cache-sized chunk at a time) and the values of every game, on the lattice path their 2^d sizes
+    and values of every game."""
     measures, d = prepared.measures, prepared.d
     games, weightings = max(1, measures.games), measures.weightings
     if path == "grouping_sets":
         per_target = 8 * ((weightings + 2 * games) << d)
     else:
         # The histogram's columns, twice (as fetched and sorted), and the engine's own copy while it
-        # aggregates; the games' entries are formed a run at a time.
+        # aggregates; the games' entries are formed a run at a time; the values of all games.
         columns = math.ceil(d / queries.histogram.MASK_WORD_BITS) + 1 + weightings + games
         per_target = min(prepared.subject_rows, 1 << d) * (2 * 8 * columns + ENGINE_GROUP_BYTES)
+        per_target += games * (6 * d + 2) * VALUE_BYTES
     return max(1, prepared.batch_bytes // per_target)
 
 
@@ -108,7 +131,9 @@ def local_batches(
         return permutation_batches(
             engine, prepared, targets, pacer, seed=seed, max_permutations=max_permutations, tolerance=tolerance
         )
-    return (grouping_sets_batches if path == "grouping_sets" else pairwise_batches)(engine, prepared, targets, pacer)
+    if path == "grouping_sets":
+        return grouping_sets_batches(engine, prepared, targets, pacer)
+    return pairwise_batches(engine, prepared, targets, pacer, long_replicates=long_replicates(prepared))
 
 
 def choose_method(method: str, d: int, game: Literal["cohort", "baseline"] = "cohort") -> str:

@@ -17,9 +17,10 @@ import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql._typing import Targets
-from cohortsql.engines.base import Engine, fetch_record
+from cohortsql.engines.base import Engine, fetch_numpy, fetch_record
 from cohortsql.errors import CohortError
 from cohortsql.run.preparation import Prepared
+from cohortsql.run.replicates import draw_groups
 from cohortsql.spec.arguments import drawn_seed
 from cohortsql.spec.features import ResolvedFeature
 
@@ -81,25 +82,23 @@ def select_targets(
             raise CohortError(f"targets {prepared.target_predicate!r} selects no rows; loosen the predicate")
         size = _sample_size(sample, population)
         sql = queries.targets.sampled_targets(subjects, condition, size, seed, prepared.measures, engine.dialect)
-        table = engine.fetch_arrow(sql, context="selecting a sample of targets")
+        table, weights = read_targets(engine, prepared, sql, context="selecting a sample of targets")
     elif targets is None or isinstance(targets, str):
-        table = engine.fetch_arrow(
-            queries.targets.target_rows(subjects, condition, prepared.measures, engine.dialect),
-            context="selecting targets",
-        )
+        sql = queries.targets.target_rows(subjects, condition, prepared.measures)
+        table, weights = read_targets(engine, prepared, sql, context="selecting targets")
         if table.num_rows == 0:
             raise CohortError(f"targets {prepared.target_predicate!r} selects no rows; loosen the predicate")
         population = prepared.subject_count if targets is None else None
         seed = None
     else:
-        table = _targets_by_id(engine, prepared, targets)
+        table, weights = _targets_by_id(engine, prepared, targets)
         seed = None
-    weights = np.column_stack(
-        [table.column(f"__cohort_{name}").to_numpy() for name in prepared.measures.weight_names]
-    ).astype(np.float64)
     distinct, group = _distinct_targets(table, prepared.features, merge=not prepared.custom)
-    multiplicity = np.zeros((distinct.num_rows, weights.shape[1]))
-    np.add.at(multiplicity, group, weights)
+    if distinct.num_rows == table.num_rows and np.array_equal(group, np.arange(len(group))):
+        multiplicity = weights  # every target its own: the same weights, not a copy (B columns each)
+    else:
+        multiplicity = np.zeros((distinct.num_rows, weights.shape[1]))
+        np.add.at(multiplicity, group, weights)
     return TargetSet(table, distinct, group, weights, multiplicity, population, seed)
 
 
@@ -120,7 +119,32 @@ def _sample_size(sample: object, n: int) -> int:
     return max(1, math.ceil(float(sample) * n))
 
 
-def _targets_by_id(engine: Engine, prepared: Prepared, targets: Any) -> pa.Table:
+def read_targets(engine: Engine, prepared: Prepared, sql: str, *, context: str) -> tuple[pa.Table, np.ndarray]:
+    """The target rows of query `sql` (in id order) and each one's weight under every weighting,
+    (targets, 1 + B): its own, then times its draw of each bootstrap replicate, read in long form
+    (``sql/target_draws.sql``) so that no query grows with B."""
+    table = engine.fetch_arrow(sql, context=context)
+    own = table.column(f"__cohort_{prepared.measures.weight_name(0)}").to_numpy().astype(np.float64)
+    measures = prepared.measures
+    if not measures.replicates or table.num_rows == 0:
+        return table, own[:, None]
+    with draw_groups(engine, measures) as groups:
+        drawn = fetch_numpy(
+            engine,
+            queries.measures.target_draws(f"({sql}) AS chosen", groups, measures, engine.dialect),
+            context="drawing the targets' bootstrap weights",
+        )
+    weights = np.empty((table.num_rows, measures.weightings))
+    weights[:, 0] = own
+    position = drawn["position"].astype(np.int64)
+    for part in range(queries.measures.DRAWS_PER_HASH):
+        replicate = queries.measures.DRAWS_PER_HASH * drawn["draw_group"].astype(np.int64) + part + 1
+        kept = replicate <= measures.replicates
+        weights[position[kept], replicate[kept]] = own[position[kept]] * drawn[f"e{part}"][kept]
+    return table, weights
+
+
+def _targets_by_id(engine: Engine, prepared: Prepared, targets: Any) -> tuple[pa.Table, np.ndarray]:
     if not isinstance(targets, (Sequence, np.ndarray, pl.Series, pa.Array)):
         raise CohortError(
             "targets must be None, a SQL predicate, a sample size or fraction, or a list of id values;"
@@ -129,17 +153,22 @@ def _targets_by_id(engine: Engine, prepared: Prepared, targets: Any) -> pa.Table
     return rows_by_id(engine, prepared, targets, role="target", within_targets=True)
 
 
-def rows_by_id(engine: Engine, prepared: Prepared, ids: Any, *, role: str, within_targets: bool) -> pa.Table:
-    """The subject rows with the given ids, in id order; a `CohortError` names the `role` ids not
-    found. `within_targets`: only among the rows of the caller's targets predicate."""
+def rows_by_id(
+    engine: Engine, prepared: Prepared, ids: Any, *, role: str, within_targets: bool
+) -> tuple[pa.Table, np.ndarray]:
+    """The subject rows with the given ids, in id order, and their weights (see `read_targets`); a
+    `CohortError` names the `role` ids not found. `within_targets`: only among the rows of the
+    caller's targets predicate."""
     requested = requested_ids(ids, id_type(prepared), prepared.id)
     column = "row positions" if prepared.id is None else f"id column {prepared.id!r}"
     with id_membership(engine, "__cohort_id", requested) as membership:
         condition = queries.targets.target_condition(
             within_targets and prepared.target_predicate is not None, membership
         )
-        table = engine.fetch_arrow(
-            queries.targets.target_rows(prepared.subjects, condition, prepared.measures, engine.dialect),
+        table, weights = read_targets(
+            engine,
+            prepared,
+            queries.targets.target_rows(prepared.subjects, condition, prepared.measures),
             context=f"matching {role} ids to the {column}",
         )
     found = pl.Series(table.column("__cohort_id"))
@@ -149,7 +178,7 @@ def rows_by_id(engine: Engine, prepared: Prepared, ids: Any, *, role: str, withi
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         dropped = " (rows of weight 0 are left out)" if prepared.weight is not None else ""
         raise CohortError(f"{role} ids not found in the {column}{dropped}: {shown}{more}")
-    return table
+    return table, weights
 
 
 def id_type(prepared: Prepared) -> pa.DataType:
@@ -256,7 +285,7 @@ def every_row(engine: Engine, prepared: Prepared, sample: int | None, seed: int)
     random with `seed` the way targets are sampled."""
     condition = queries.targets.target_condition(False, None)
     if sample is None:
-        sql = queries.targets.target_rows(prepared.subjects, condition, prepared.measures, engine.dialect)
+        sql = queries.targets.target_rows(prepared.subjects, condition, prepared.measures)
     else:
         sql = queries.targets.sampled_targets(
             prepared.subjects, condition, sample, seed, prepared.measures, engine.dialect

@@ -12,7 +12,10 @@ import pytest
 import cohortsql
 from cohortsql import queries
 from cohortsql.engines.base import fetch_numpy
+from cohortsql.engines.duckdb import DuckDBEngine
 from cohortsql.numeric import bootstrap
+from cohortsql.run import pairwise, preparation, strategy
+from cohortsql.run.replicates import weigh_replicates
 
 SIMILARITY = {"a": "exact", "b": "bins:3"}
 
@@ -47,8 +50,14 @@ def evaluated(engine, ids: range, columns: dict[str, str]) -> dict[str, np.ndarr
 def draws(engine, ids: range, replicates: range, seed: int) -> np.ndarray:
     """The SQL draws e_b(id), shape (ids, replicates), as the engine computes them."""
     dialect = engine.open().dialect
-    values = evaluated(engine, ids, {f"e{b}": queries.measures.replicate_draw(b, seed, dialect) for b in replicates})
+    values = evaluated(engine, ids, {f"e{b}": replicate_draw(b, seed, dialect) for b in replicates})
     return np.column_stack([values[f"e{b}"] for b in replicates])
+
+
+def replicate_draw(replicate: int, seed: int, dialect) -> str:
+    """SQL of subject ``__cohort_id``'s Exp(1) draw for replicate `replicate` >= 1, hash included."""
+    group, part = queries.measures.draw_group(replicate)
+    return queries.measures.draw_from_hash(queries.measures.draw_hash(group, seed, dialect), part, dialect)
 
 
 def test_the_draws_are_exponential_independent_and_the_same_on_every_engine(engine):
@@ -122,6 +131,57 @@ def test_replicates_agree_across_engines_paths_and_runs(engine):
     ]
     for column in ("shapley_effect", "shapley_effect_ci_low", "shapley_effect_ci_high"):
         np.testing.assert_allclose(effects[0].effects[column], effects[1].effects[column], atol=1e-10)
+
+
+@pytest.mark.parametrize("collapsed", [False, True])
+def test_replicates_in_a_row_per_group_equal_a_column_per_replicate(engine, monkeypatch, collapsed):
+    data = table(6, rows=50).with_columns(w=pl.Series(np.random.default_rng(3).integers(1, 4, 50)))
+    if collapsed:  # repeated predictor rows are collapsed before the join
+        data = data.with_columns(pl.col("b").round(1), pl.col("c").round(0))
+    options = dict(
+        prediction=["y", "z"],
+        similarity={"a": "exact", "b": "abs:0.2", "c": "abs:0.5"},
+        id="id",
+        weight="w",
+        bootstrap=10,  # groups of four: the last group holds two replicates
+        seed=8,
+        path="pairwise",
+        **engine.options,
+    )
+    wide = quietly(cohortsql.cohort_shapley, data, **options)
+    monkeypatch.setattr(strategy, "ENGINE_SUM_BYTES", preparation.ENGINE_MEMORY_BYTES)  # any sums are too many
+    called = []
+    monkeypatch.setattr(pairwise, "weigh_replicates", lambda *args: called.append(1) or weigh_replicates(*args))
+    long = quietly(cohortsql.cohort_shapley, data, **options)
+    assert called
+    for outcome in ("y", "z"):
+        first, second = wide[outcome], long[outcome]
+        for name in ("shapley", "shapley_squared", "cohort_size", "cohort_mean"):
+            np.testing.assert_allclose(getattr(second, name), getattr(first, name), rtol=1e-12, atol=1e-12)
+        for name in ("shapley_low", "shapley_high", "shapley_squared_high", "effects", "target_weights", "shapley"):
+            np.testing.assert_allclose(
+                getattr(second.bootstrap, name), getattr(first.bootstrap, name), rtol=1e-6, atol=1e-12
+            )
+
+
+def test_no_query_grows_with_the_replicates_under_a_memory_limit(monkeypatch):
+    """20,000 replicates under memory_limit=200MB peaked at 2.5 GB before DuckDB ran out of memory: every
+    query summed a column per replicate. Now their queries are as wide for 4,000 replicates as for 40."""
+    longest = {}
+    for method in ("fetch_arrow", "create"):
+        original = getattr(DuckDBEngine, method)
+
+        def recorded(self, select, *args, _original=original, **kwargs):
+            longest[replicates] = max(longest.get(replicates, 0), len(select))
+            return _original(self, select, *args, **kwargs)
+
+        monkeypatch.setattr(DuckDBEngine, method, recorded)
+    data = table(9, rows=30)
+    for replicates in (40, 4000):
+        options = dict(prediction="y", similarity={"a": "exact", "b": "abs:0.2"}, bootstrap=replicates, seed=2)
+        result = quietly(cohortsql.cohort_shapley, data, id="id", path="pairwise", memory_limit="20MB", **options)
+        assert result.bootstrap.shapley_low.shape == (30, 2)
+    assert longest[4000] == longest[40]
 
 
 def test_intervals_surround_the_estimates_and_narrow_with_more_data():

@@ -1,0 +1,89 @@
+"""Bootstrap replicates in long form: one row per group of four replicates instead of a column per
+replicate, so that no query grows with B (``sql/replicate_cells.sql``, ``sql/replicate_subjects.sql``,
+``sql/target_draws.sql``), then one row per key with a column per weighting, as the games expect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from cohortsql import queries
+from cohortsql.engines.base import Engine
+from cohortsql.run.preparation import Prepared, WeightedSubjects, game_means
+from cohortsql.spec.measures import Measures
+
+
+def draw_group_count(measures: Measures) -> int:
+    """How many groups of four replicates hold replicates 1 .. B."""
+    return queries.measures.draw_group(measures.replicates)[0] + 1
+
+
+@contextmanager
+def draw_groups(engine: Engine, measures: Measures) -> Iterator[str]:
+    """A relation numbering the groups of replicates, ``__cohort_group`` = 0 .. G - 1, for one use."""
+    numbers = np.arange(draw_group_count(measures), dtype=np.int64)
+    groups = engine.upload(pa.table({"__cohort_group": numbers}), "draw_groups")
+    try:
+        yield groups
+    finally:
+        engine.drop(groups)
+
+
+def weigh_replicates(engine: Engine, prepared: Prepared) -> WeightedSubjects:
+    """The histogram's input for many replicates: the subjects (collapsed when that pays) under every
+    group of four replicates, a view (``sql/replicate_subjects.sql``: its draws are computed again in
+    each batch, an md5 per subject and group, which costs less than the batch's join by the number of
+    its targets); and the games' overall means."""
+    measures = prepared.measures
+    numbers = np.arange(draw_group_count(measures), dtype=np.int64)
+    groups = engine.upload(pa.table({"__cohort_group": numbers}), "draw_groups")  # read by every batch
+    relation = engine.create(
+        queries.measures.replicate_subjects(
+            prepared.subjects, prepared.features, measures, groups, engine.dialect, collapsed=prepared.compressed
+        ),
+        "replicate_subjects",
+        materialize=False,
+        context="weighing the subjects",
+    )
+    frame = pl.from_arrow(
+        engine.fetch_arrow(
+            queries.measures.replicate_totals(relation, measures, engine.dialect),
+            context="summing the bootstrap replicates",
+        )
+    )
+    assert isinstance(frame, pl.DataFrame)
+    _, totals = one_row_per_key(frame, [], measures)
+    means, weights = game_means(measures, {name: float(total[0]) for name, total in totals.items()})
+    return WeightedSubjects(relation, means, weights, draw_groups=True)
+
+
+def one_row_per_key(
+    frame: pl.DataFrame, keys: list[str], measures: Measures
+) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
+    """Rows of `keys` with one row per hash group of replicates (``draw_group``; the sums ``own_w``,
+    ``own_s<k>``, ``w<r>``, ``s<k>_<r>`` of ``sql/replicate_cells.sql``) as one row per key: the
+    distinct keys in order of first appearance, and the columns of every weighting (``w<b>``,
+    ``s<k>_<b>``) for them."""
+    distinct = frame.select(keys).unique(maintain_order=True).with_row_index("__cohort_key")
+    numbered = frame.join(distinct, on=keys, how="left", nulls_equal=True, maintain_order="left") if keys else frame
+    key = numbered["__cohort_key"].to_numpy().astype(np.int64) if keys else np.zeros(frame.height, dtype=np.int64)
+    rows = distinct.height if keys else 1
+    group = numbered["draw_group"].to_numpy().astype(np.int64)
+    columns = {}
+    for outcome in [None, *range(measures.outcomes)]:
+        own, part = ("own_w", "w{part}") if outcome is None else (f"own_s{outcome}", f"s{outcome}_{{part}}")
+        values = np.zeros((measures.weightings, rows))
+        np.add.at(values[0], key, numbered[own].to_numpy())
+        for index in range(queries.measures.DRAWS_PER_HASH):
+            replicate = queries.measures.DRAWS_PER_HASH * group + index + 1
+            kept = replicate <= measures.replicates
+            values[replicate[kept], key[kept]] = numbered[part.format(part=index)].to_numpy()[kept]
+        for weighting in range(measures.weightings):
+            name = measures.weight_name(weighting) if outcome is None else measures.sum_name(outcome, weighting)
+            columns[name] = values[weighting]
+    return distinct.drop("__cohort_key"), columns
