@@ -12,7 +12,7 @@ from numba import njit, prange
 
 
 @njit(cache=True, nogil=True)
-def one_target(n, s, c, c2, masks, counts, sums, low, high, d, mean, weight, tie_tolerance, out, squares, row):
+def one_target(n, s, masks, counts, sums, low, high, d, mean, weight, tie_tolerance, out, squares, row):
     """Scatter, superset-sum and both Shapley sums of one game row; results into row `row` of `out`.
 
     phi_j = sum_{u containing j} v(u) (w(|u| - 1) + w(|u|)) - sum_u v(u) w(|u|) (see
@@ -33,9 +33,11 @@ def one_target(n, s, c, c2, masks, counts, sums, low, high, d, mean, weight, tie
                 s[i] += s[i + step]
     total = 0.0
     total2 = 0.0
-    c[0] = 0.0
-    c2[0] = 0.0
-    for u in range(1, cells):
+    half = d // 2
+    lows = 1 << half
+    by_low = np.zeros((2, lows))
+    by_high = np.zeros((2, cells >> half))
+    for u in range(1, cells):  # v(t, {}) = 0 adds nothing
         value = s[u] / n[u] - mean
         square = value * value
         squares[u] += weight * square
@@ -47,17 +49,10 @@ def one_target(n, s, c, c2, masks, counts, sums, low, high, d, mean, weight, tie
         total += value * without_j[members]
         total2 += square * without_j[members]
         both = with_j[members] + without_j[members]
-        c[u] = value * both
-        c2[u] = square * both
-    half = d // 2
-    lows = 1 << half
-    by_low = np.zeros((2, lows))
-    by_high = np.zeros((2, cells >> half))
-    for u in range(cells):
-        by_low[0, u & (lows - 1)] += c[u]
-        by_low[1, u & (lows - 1)] += c2[u]
-        by_high[0, u >> half] += c[u]
-        by_high[1, u >> half] += c2[u]
+        by_low[0, u & (lows - 1)] += value * both
+        by_low[1, u & (lows - 1)] += square * both
+        by_high[0, u >> half] += value * both
+        by_high[1, u >> half] += square * both
     for part in range(lows):
         for j in range(half):
             if part >> j & 1:
@@ -101,16 +96,12 @@ def fused(starts, masks, counts, sums, d, means, with_j, without_j, groups, weig
     for group in prange(groups):
         n = np.empty(cells)
         s = np.empty(cells)
-        c = np.empty(cells)
-        c2 = np.empty(cells)
         out = (phi, phi2, size, cohort, order, path_size, path_mean, single, with_j, without_j)
         for t in range(group * per_group, min(targets, (group + 1) * per_group)):
             squares = squared_games[group, t % slots]
             one_target(
                 n,
                 s,
-                c,
-                c2,
                 masks,
                 counts,
                 sums,

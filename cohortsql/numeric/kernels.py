@@ -23,8 +23,8 @@ COMPILE_WORTH_CELLS = 200_000_000
 """Targets x 2^d cells from which compiling (a few seconds, once) beats numpy (about 7e7 cells/s here)."""
 
 KERNEL_MEMORY_BYTES = 512 * 2**20
-"""What the kernel's groups of targets may hold at once: at d = 24 one group (640 MB), so one
-thread; at d = 20, 12 groups. With 64 groups at d = 24, 40 targets peaked at 6.6 GB."""
+"""What the kernel's groups of targets may hold at once: at d = 24 one group (384 MB), so one
+thread; at d = 20, 21 groups. With 64 groups at d = 24, 40 targets peaked at 6.6 GB."""
 
 _compiled: list[Any] = []
 
@@ -62,8 +62,8 @@ def exact_values(batch: GameBatch) -> CohortShapley:
     padded = np.concatenate(([0.0], shapley_weights(d), [0.0]))
     with_j = padded[np.arange(d + 1)]  # w(s - 1) for a set of size s containing j
     without_j = padded[np.arange(d + 1) + 1]  # w(s) for a set of size s
-    # Each group of targets holds four 2^d work arrays and its own squared games: bound them by memory.
-    per_group = (4 + batch.slots) * 8 << d
+    # Each group of targets holds two 2^d work arrays and its own squared games: bound them by memory.
+    per_group = (2 + batch.slots) * 8 << d
     groups = max(1, min(rows, 64, KERNEL_MEMORY_BYTES // per_group))
     values = CohortShapley(  # the kernel returns CohortShapley's fields in order
         *_kernel()(
