@@ -12,6 +12,7 @@ from types import FrameType
 
 import typer
 
+from cohortsql.cli.flags import cli_spelling
 from cohortsql.errors import CohortError, CohortWarning
 
 INTERRUPTED = 130
@@ -66,7 +67,7 @@ def _reported_failures(debug: bool) -> Iterator[None]:
         if debug:
             raise
         _print_warnings(caught)
-        typer.echo(f"cohortsql: error: {error}", err=True)
+        typer.echo(f"cohortsql: error: {cli_spelling(str(error))}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         if debug:
@@ -82,6 +83,6 @@ def _print_warnings(caught: list[warnings.WarningMessage]) -> None:
         text = str(warning.message)
         if issubclass(warning.category, CohortWarning) and text not in seen:
             seen.add(text)
-            typer.echo(f"cohortsql: warning: {text}", err=True)
+            typer.echo(f"cohortsql: warning: {cli_spelling(text)}", err=True)
         elif not issubclass(warning.category, CohortWarning):
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)

@@ -5,6 +5,8 @@ the API's option `TypedDict`s (`cohortsql.cli.options.command`).
 
 from __future__ import annotations
 
+import re
+import typing
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -210,3 +212,30 @@ OUTPUTS = ("out", "into_table", "database", "replace")
 """Where a computing command writes its tables."""
 DISPLAY = ("top", "dry_run", "config", "debug")
 """Flags of one invocation that a config file does not hold."""
+
+
+def spelled(name: str, value: str) -> str:
+    """How the command line says the API's ``name=value``: ``--flag value``, ``--flag`` for a value
+    left open or true, ``--no-flag`` for false."""
+    option = typing.get_args(FLAGS[name][0])[1]
+    # In Annotated, typer reads the first argument of Option(...) (here `default`) as its declaration.
+    declared = [option.default, *(option.param_decls or ())]
+    decls = [text for text in declared if isinstance(text, str) and text.startswith("-")]
+    on, _, off = (decls[0] if decls else "--" + name.replace("_", "-")).partition("/")
+    if value in ("True", "False"):
+        return on if value == "True" or not off else off
+    return f"{on} {value}" if value else on
+
+
+_OPTIONS = [name for name, (flag, _) in FLAGS.items() if isinstance(typing.get_args(flag)[1], typer.models.OptionInfo)]
+"""The flags that are options (not positional arguments such as the data)."""
+
+_API_SPELLING = re.compile(
+    r"(?<![\w.-])(" + "|".join(sorted(_OPTIONS, key=len, reverse=True)) + r")=('[^']*'|\"[^\"]*\"|[^\s,;)]*)"
+)
+
+
+def cli_spelling(message: str) -> str:
+    """A message written in the API's spelling of options (``method='permutation'``, ``sample=``)
+    in the command line's (``--method permutation``, ``--sample``)."""
+    return _API_SPELLING.sub(lambda match: spelled(match[1], match[2].strip("'\"")), message)

@@ -242,3 +242,24 @@ def test_command_line_inputs_that_raised_raw_errors(tmp_path, monkeypatch):
             app, ["shapley", str(data), "--prediction", "y", "--features", "age", "--engine", "spark"]
         )
         assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_the_command_line_names_options_as_flags(tmp_path):
+    """Messages are written once, in the API's spelling (method='permutation'); the command line
+    shows its own (--method permutation), which is what its user can type."""
+    from typer.testing import CliRunner
+
+    from cohortsql.cli import app
+    from cohortsql.cli.flags import cli_spelling
+
+    wide = pl.DataFrame({f"x{j}": [0, 1, 0, 1] for j in range(25)}).with_columns(y=pl.Series([0.1, 0.2, 0.3, 0.4]))
+    data = tmp_path / "wide.parquet"
+    wide.write_parquet(data)
+    features = ",".join(f"x{j}" for j in range(25))
+    arguments = ["shapley", str(data), "--prediction", "y", "--features", features, "--method", "exact"]
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 2 and "use --method permutation (or 'auto')" in result.output, result.output
+    assert "method=" not in result.output
+    assert cli_spelling("(baseline_sample=), realistic=False, sample=10; x=1") == (
+        "(--baseline-sample), --no-realistic, --sample 10; x=1"
+    )
