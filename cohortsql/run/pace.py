@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from cohortsql.run.progress import Reporter
+from cohortsql.run.progress import Reporter, duration
 
 SECONDS_PER_BATCH = 2.0
 WIDE_BATCH_SECONDS = 10.0
@@ -67,17 +67,6 @@ class Plan:
                 f" in {self.pilot_seconds:.2f} s)",
             ]
         )
-
-
-def duration(seconds: float) -> str:
-    """Seconds in words: '0.4 s', '45 s', '12 min', '4.3 h'."""
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 @dataclass

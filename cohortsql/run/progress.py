@@ -20,6 +20,17 @@ LOG_EVERY_SECONDS = 10.0
 """Log lines (stderr not a terminal, progress=True) are at most this far apart."""
 
 
+def duration(seconds: float) -> str:
+    """Seconds in words: '0.4 s', '45 s', '12 min', '4.3 h'."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 class Reporter:
     """Reports nothing (the base of every reporter: the methods they share)."""
 
@@ -46,8 +57,8 @@ class Reporter:
 
     def _line(self, done: int) -> str:
         elapsed = time.perf_counter() - self.started
-        left = f", about {elapsed / done * (self.total - done):.0f} s left" if 0 < done < self.total else ""
-        return f"{done:,}/{self.total:,} targets, {elapsed:.0f} s{left}"
+        left = f", about {duration(elapsed / done * (self.total - done))} left" if 0 < done < self.total else ""
+        return f"{done:,}/{self.total:,} targets, {duration(elapsed)}{left}"
 
 
 class Silent(Reporter):

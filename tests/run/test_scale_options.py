@@ -114,6 +114,19 @@ def test_log_lines_are_spaced(monkeypatch):
     assert stream.getvalue().splitlines()[-1].startswith("cohortsql: 100/100 targets, 25 s")
 
 
+def test_times_left_are_in_the_same_words_as_the_estimate(monkeypatch):
+    """A run estimated at "about 4.3 h" said "about 15561 s left" in its log lines."""
+    clock = Clock()
+    monkeypatch.setattr(progress.time, "perf_counter", clock)
+    stream = Terminal(False)
+    log = progress.reporter(True, stream)
+    log.start(10_000)
+    clock.now = 15.0
+    log.update(10)
+    assert stream.getvalue().splitlines()[-1] == "cohortsql: 10/10,000 targets, 15 s, about 4.2 h left"
+    assert [progress.duration(s) for s in (0.4, 45, 720, 15561)] == ["0.4 s", "45 s", "12 min", "4.3 h"]
+
+
 def test_progress_over_real_batches(monkeypatch, capsys):
     """Progress counts distinct targets: targets with identical predictors are computed once."""
     monkeypatch.setattr(pace, "PILOT_PAIRS", 1)  # one target in the pilot, then time-sized batches
