@@ -54,6 +54,7 @@ def shapley_summary(result: CohortShapleyResult | CohortShapleyResults, top: int
             f"{left['feature']:<{width}}  {left['mean_abs_shapley']:<10.4g}  "
             f"{right['feature']:<{width}}  {right['shapley_effect']:.4g}{_interval(right)}"
         )
+    lines += _not_shown(len(result.features), top)
     if result.bootstrap is not None:
         lines.append(
             f"({result.bootstrap.confidence:.0%} intervals from {result.bootstrap.replicates} Bayesian-bootstrap"
@@ -90,10 +91,23 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults) -> str:
     ]
     for row in ranked.iter_rows(named=True):
         lines.append(
-            f"{row['feature']:<{width}}  {row['shapley_effect']:>10.4g}  {row['shapley_effect_se']:>10.2g}"
+            f"{row['feature']:<{width}}  {row['shapley_effect']:>10.4g}  {_standard_error(row):>10}"
             f"  {row['share']:>7.1%}{_interval(row)}"
         )
+    if (ranked["shapley_effect_se"] == 0).all():
+        lines.append(
+            "(se: the error of explaining a sample of targets, none here as every row is a target;"
+            " --bootstrap gives intervals for the data's own uncertainty)"
+            if effects.effects.get_column("shapley_effect_ci_low", default=None) is None
+            else "(se: the error of explaining a sample of targets, none here as every row is a target)"
+        )
     return "\n".join(lines)
+
+
+def _standard_error(row: Mapping[str, Any]) -> str:
+    """A standard error in 2 digits, or "-" where there is none to show (every row explained)."""
+    error = row["shapley_effect_se"]
+    return "-" if error is None or error == 0 else f"{error:.2g}"
 
 
 def uniqueness_summary(result: UniquenessResult, top: int) -> str:
@@ -110,7 +124,13 @@ def uniqueness_summary(result: UniquenessResult, top: int) -> str:
     ]
     for row in ranked.iter_rows(named=True):
         lines.append(f"{row['feature']:<{width}}  {row['mean_shapley']:>22.4g}  {row['share']:>7.1%}")
-    return "\n".join(lines)
+    return "\n".join(lines + _not_shown(len(result.features), top))
+
+
+def _not_shown(features: int, top: int) -> list[str]:
+    """A line saying how many features a table of the `top` leaves out (none when it shows them all)."""
+    hidden = features - top
+    return [f"... and {hidden:,} more features (--top {features} shows them all)"] if hidden > 0 else []
 
 
 def _interval(row: Mapping[str, Any]) -> str:
@@ -137,7 +157,7 @@ def comparison_summary(result: Comparison, top: int) -> str:
     lines += ["", f"{'feature':<{width}}  {'CS2':>10}  {'BS2':>10}  {'ABS2':>10}   (mean squared values)"]
     for row in table.head(top).iter_rows(named=True):
         lines.append(f"{str(row['feature']):<{width}}  {row['CS2']:>10.4g}  {row['BS2']:>10.4g}  {row['ABS2']:>10.4g}")
-    return "\n".join(lines)
+    return "\n".join(lines + _not_shown(len(result.features), top))
 
 
 def calibration_summary(result: Calibration) -> str:

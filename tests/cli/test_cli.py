@@ -319,6 +319,17 @@ def test_effects_with_two_predictions_and_intervals(data, frame):
     table = pl.read_csv(out)
     assert table["outcome"].unique(maintain_order=True).to_list() == ["score", "late"]
     assert {"shapley_effect_ci_low", "shapley_effect_ci_high"} <= set(table.columns)
+    # Every row is a target: no standard error to show, and no "se 0" beside the intervals.
+    rows = [line.split() for line in done.output.splitlines() if line.startswith(("age ", "region "))]
+    assert rows and all(row[2] == "-" and row[-2].startswith("[") for row in rows), done.output
+    assert "every row is a target" in done.output
+
+
+def test_a_top_that_hides_features_says_how_many(data):
+    done = invoke("run", data / "scores.parquet", *RUN, "--top", "1")
+    assert done.exit_code == 0, done.output
+    assert "... and 1 more features (--top 2 shows them all)" in done.output
+    assert "more features" not in invoke("run", data / "scores.parquet", *RUN, "--top", "2").output
 
 
 def test_uniqueness_command(data, frame):
