@@ -187,10 +187,12 @@ class Engine(ABC):
     ) -> None:
         """Store result tables by name, all or none; refuse existing names unless `replace`, and `protected`
         always; record the run's `settings` as a row of `RUNS_TABLE`."""
-        check_writable(
-            list(tables), [name for name in tables if self._has_table(name)], replace=replace, protected=protected
-        )
+        self.check_writable(list(tables), replace=replace, protected=protected)
         self._store_tables(tables, json.dumps(dict(settings or {})))
+
+    def check_writable(self, names: list[str], *, replace: bool, protected: tuple[str, ...] = ()) -> None:
+        """Refuse to write tables `names` where one exists (unless `replace`) or is `protected`."""
+        check_writable(names, [name for name in names if self._has_table(name)], replace=replace, protected=protected)
 
     def __enter__(self) -> Self:
         return self
@@ -209,7 +211,7 @@ def check_writable(names: list[str], existing: list[str], *, replace: bool, prot
         raise CohortError(f"will not write over table {refused[0]!r}: {reason}")
     if existing and not replace:
         raise CohortError(
-            f"table {existing[0]!r} already exists; pass --replace (replace=True) to replace it, or choose another name"
+            f"table {existing[0]!r} already exists; pass --replace to replace it, or choose another name"
         )
 
 

@@ -130,6 +130,9 @@ def test_into_table(data, frame):
         assert connection.execute("SELECT count(*) FROM explained_totals").fetchall() == [(80,)]
     again = invoke(*arguments[:-4], "--targets", "region = 's'", *arguments[-4:])
     assert again.exit_code == 2 and "table 'explained' already exists; pass --replace" in again.output
+    # refused before any work: a run that would fail while computing is refused for its table first
+    early = invoke(*arguments[:-4], "--prediction", "nosuch", *arguments[-4:])
+    assert early.exit_code == 2 and "table 'explained' already exists" in early.output, early.output
     with duckdb.connect(str(database), read_only=True) as connection:  # the first run's tables are intact
         assert connection.execute("SELECT count(*) FROM explained").fetchall() == [(160,)]
     replaced = invoke(*arguments[:-4], "--targets", "region = 's'", *arguments[-4:], "--replace")
