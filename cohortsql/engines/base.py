@@ -210,9 +210,7 @@ def check_writable(names: list[str], existing: list[str], *, replace: bool, prot
         reason = "it is this run's input" if _resolved(refused[0]) in kept else "it records cohortsql's runs"
         raise CohortError(f"will not write over table {refused[0]!r}: {reason}")
     if existing and not replace:
-        raise CohortError(
-            f"table {existing[0]!r} already exists; pass --replace to replace it, or choose another name"
-        )
+        raise CohortError(f"table {existing[0]!r} already exists; pass --replace to replace it, or choose another name")
 
 
 def _resolved(name: str) -> str:

@@ -88,6 +88,8 @@ class Pacer:
     """False where a batch costs about the same whatever its size (the lattice walk): memory sizes it."""
     pilot_only: bool = False
     """Stop after the pilot batch (a dry run)."""
+    unit: str = "targets"
+    """What the progress counts: targets, or distinct targets when identical ones are computed once."""
     cells_per_target: int = 0
     """The numpy work per target beside the SQL (the exact method's 2^d cohort values of every game):
     the pilot holds at most `PILOT_CELLS` of them."""
@@ -96,7 +98,7 @@ class Pacer:
     started: float = field(default_factory=time.perf_counter, init=False)
 
     def batches(self) -> Iterator[tuple[int, int]]:
-        self.reporter.start(self.total)
+        self.reporter.start(self.total, self.unit)
         start = 0
         size = self._pilot_size()
         while start < self.total:

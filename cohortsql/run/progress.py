@@ -37,11 +37,13 @@ class Reporter:
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = sys.stderr if stream is None else stream
         self.total = 0
+        self.unit = "targets"
         self.started = time.perf_counter()
 
-    def start(self, total: int) -> None:
-        """A new stage of `total` targets begins."""
+    def start(self, total: int, unit: str = "targets") -> None:
+        """A new stage of `total` targets begins (`unit` says what is counted, e.g. "distinct targets of 1,500")."""
         self.total = total
+        self.unit = unit
         self.started = time.perf_counter()
 
     def update(self, done: int) -> None:
@@ -58,7 +60,7 @@ class Reporter:
     def _line(self, done: int) -> str:
         elapsed = time.perf_counter() - self.started
         left = f", about {duration(elapsed / done * (self.total - done))} left" if 0 < done < self.total else ""
-        return f"{done:,}/{self.total:,} targets, {duration(elapsed)}{left}"
+        return f"{done:,}/{self.total:,} {self.unit}, {duration(elapsed)}{left}"
 
 
 class Silent(Reporter):
@@ -108,7 +110,7 @@ class Bar(Reporter):
                 transient=True,
             )
             self.bar.start()
-            self.task = self.bar.add_task("targets", total=self.total)
+            self.task = self.bar.add_task(self.unit, total=self.total)
         if self.bar is not None:
             self.bar.update(self.task, completed=done)
 

@@ -102,8 +102,9 @@ def make_pacer(
     """Batches of targets for a computation: bounded by memory, paced by time (not the lattice walk)."""
     memory = permutation_batch_size(prepared) if method == "permutation" else exact_batch_size(prepared, path)
     measures = prepared.measures
+    distinct = targets.distinct.num_rows
     return Pacer(
-        total=targets.distinct.num_rows,
+        total=distinct,
         memory_batch=memory,
         pairs_per_target=prepared.subject_rows,
         reporter=report,
@@ -112,6 +113,7 @@ def make_pacer(
         paced=path != "grouping_sets",
         pilot_only=pilot_only,
         cells_per_target=(max(1, measures.games) << prepared.d) if method == "exact" else 0,
+        unit="targets" if distinct == targets.count else f"distinct targets of {targets.count:,}",
     )
 
 

@@ -128,10 +128,12 @@ def test_times_left_are_in_the_same_words_as_the_estimate(monkeypatch):
 
 
 def test_progress_over_real_batches(monkeypatch, capsys):
-    """Progress counts distinct targets: targets with identical predictors are computed once."""
+    """Progress counts distinct targets, and says so: targets with identical predictors are computed once."""
     monkeypatch.setattr(pace, "PILOT_PAIRS", 1)  # one target in the pilot, then time-sized batches
     cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["x"], progress=True)
-    assert capsys.readouterr().err.splitlines()[-1].startswith("cohortsql: 7/7 targets")
+    assert capsys.readouterr().err.splitlines()[-1].startswith("cohortsql: 7/7 distinct targets of 40,")
+    cohortsql.cohort_shapley(FRAME.head(7), prediction="y", similarity=["x"], progress=True)
+    assert capsys.readouterr().err.splitlines()[-1].startswith("cohortsql: 7/7 targets,")
     cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["x"], progress=False)
     assert capsys.readouterr().err == ""
 
