@@ -48,6 +48,10 @@ except ImportError:  # pragma: no cover - a Spark Connect client without py4j (p
 _QUIET_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 """PySpark logs every failed query with its JVM stack; cohortsql reports the failure itself, in one line."""
 
+QUIET_LOGGING = Path(__file__).with_name("spark_log4j2.properties")
+"""The log configuration of sessions cohortsql starts: errors only (Spark's default printed eight lines
+of banner and warnings before the command line's output)."""
+
 CANCEL_INTERVAL_SECONDS = 0.25
 CANCEL_SECONDS = 60.0
 """After an interrupt, how often and for how long the cancel is repeated while a query is in flight."""
@@ -100,6 +104,7 @@ def start_session(master: str | None = None) -> SparkSession:
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")  # cohortsql reports progress itself
             .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={QUIET_LOGGING.as_uri()}")
             .getOrCreate()
         )
     except Exception as error:  # a bad master fails in the JVM, with Java's exception types

@@ -122,6 +122,22 @@ def start_session():
     return started()
 
 
+def test_a_spark_run_of_the_command_line_prints_no_spark_log_lines(tmp_path):
+    """Spark's default log profile printed eight lines of banner and warnings before the output."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyspark")
+    data = tmp_path / "s.parquet"
+    pl.DataFrame({"a": np.arange(30) % 3, "y": np.arange(30) / 30}).write_parquet(data)
+    command = [sys.executable, "-m", "cohortsql", "shapley", str(data), "--prediction", "y", "--features", "a"]
+    done = subprocess.run([*command, "--engine", "spark"], capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "30 targets x 1 features" in done.stdout
+    noise = [line for line in done.stderr.splitlines() if " WARN " in line or "log4j" in line]
+    assert not noise, done.stderr
+
+
 def test_spark_tables_written_from_the_command_line(spark_client, monkeypatch, tmp_path):
     """--into-table on Spark (classic, or Connect through SPARK_REMOTE): the tables and the runs log,
     and no table replaced without --replace."""
