@@ -71,7 +71,7 @@ Targets: TypeAlias = "None | str | int | float | Sequence[Any] | np.ndarray | pl
 """None (every row), a SQL predicate, a sample size (int) or fraction (float), or a list of ids."""
 
 
-SimilarityArgument: TypeAlias = "Mapping[str, Similarity | str | None] | Sequence[str]"
+SimilarityArgument: TypeAlias = "Mapping[str, Similarity | str | None] | Sequence[str] | Literal['all']"
 """Feature -> similarity kind (an object or its text form, None for the default), or a list of
 feature names that get default kinds; its order is the feature order."""
 

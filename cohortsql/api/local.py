@@ -65,7 +65,10 @@ def cohort_shapley(
             of columns explained over the same cohorts in one pass (the result is then a
             `CohortShapleyResults`, one result per column, its tables with an ``outcome`` column).
         similarity: feature -> similarity kind (object or text such as ``"range:0.1"``), or a
-            list of feature names that get default kinds; its order is the feature order.
+            list of feature names that get default kinds; its order is the feature order. ``"all"``:
+            every column but the explained ones, the id and the weight, with default kinds; in a
+            mapping, the key ``"*"`` stands for every column not named otherwise
+            (``{"*": "exact"}``: one kind for all).
         id: the column that identifies rows; None uses the 0-based row position.
         weight: a column of case weights (finite, >= 0): cohort means, the overall mean, averages over
             targets and quantile windows weigh each row by it (an integer weight counts as that many

@@ -46,10 +46,16 @@ Similar = Annotated[
     list[str] | None,
     typer.Option(
         "--similar",
-        help="FEATURE=KIND, repeatable. Kinds: exact, abs:D[unit], relative:D, range:R, quantile:R[:P], bins:K, sql:EXPR.",
+        help="FEATURE=KIND, repeatable (*=KIND: every column not named otherwise). Kinds: exact, abs:D[unit],"
+        " relative:D, range:R, quantile:R[:P], bins:K, sql:EXPR.",
     ),
 ]
-Features = Annotated[str | None, typer.Option(help="Comma-separated features that get default kinds.")]
+Features = Annotated[
+    str | None,
+    typer.Option(
+        help="Comma-separated features that get default kinds; all: every column but the id, weight and explained ones."
+    ),
+]
 Targets = Annotated[str | None, typer.Option(help="SQL predicate over the data's columns choosing the targets.")]
 TargetIds = Annotated[str | None, typer.Option(help="Comma-separated ids of the targets (read in the id's type).")]
 Sample = Annotated[

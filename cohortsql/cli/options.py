@@ -14,6 +14,7 @@ from cohortsql.cli.config import merged_options
 from cohortsql.cli.failures import _reported_failures
 from cohortsql.cli.flags import API_ONLY, FLAGS
 from cohortsql.errors import CohortError
+from cohortsql.spec.features import EVERY_OTHER
 
 
 def command(*groups: tuple[str, ...] | type) -> Callable[[Callable[[dict[str, Any]], None]], Callable[..., None]]:
@@ -121,9 +122,12 @@ def _sample(sample: float | None) -> int | float | None:
 
 
 def similarity(similar: dict[str, str] | None, features: str | list[str] | None) -> dict[str, str | None]:
-    """--features (default kinds) then --similar FEATURE=KIND, in the order given."""
+    """--features (default kinds; ``all``: every other column) then --similar FEATURE=KIND (``*=KIND``:
+    every column not named otherwise), in the order given."""
     names = features.split(",") if isinstance(features, str) else list(features or [])
-    kinds: dict[str, str | None] = {name.strip(): None for name in names if name.strip()}
+    kinds: dict[str, str | None] = {
+        EVERY_OTHER if name.strip() == "all" else name.strip(): None for name in names if name.strip()
+    }
     kinds.update(similar or {})
     if not kinds:
         raise CohortError("no features given: use --similar FEATURE=KIND or --features a,b,c")

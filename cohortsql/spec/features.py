@@ -171,7 +171,8 @@ def plan_features(
         if name.startswith(RESERVED_PREFIX):
             raise CohortError(f"column {name!r}: names starting with {RESERVED_PREFIX!r} are reserved; rename it")
 
-    requested = _requested(similarity)
+    others = [name for name in schema.names if name not in {*outcomes, id, weight}]
+    requested = _requested(similarity, others)
     features: list[Feature] = []
     for name, kind in requested:
         if not isinstance(name, str):
@@ -197,10 +198,21 @@ def plan_features(
     return tuple(features)
 
 
-def _requested(similarity: SimilarityArgument) -> list[tuple[Any, Similarity | str | None]]:
+EVERY_OTHER = "*"
+"""In a similarity mapping, the key standing for every column not named otherwise (nor explained, the
+id or the weight), in the data's order: ``{"*": None}`` is ``"all"``, ``{"age": "quantile:0.1",
+"*": "exact"}`` gives every other column one kind."""
+
+
+def _requested(similarity: SimilarityArgument, others: Sequence[str]) -> list[tuple[Any, Similarity | str | None]]:
+    """(feature, kind) pairs of the caller's `similarity`; ``"all"`` and the key ``"*"`` stand for the
+    columns in `others` (every column but the explained ones, the id and the weight) not named."""
+    if similarity == "all":
+        similarity = {EVERY_OTHER: None}
     if isinstance(similarity, str) or similarity is None:
         raise CohortError(
-            f"similarity must be a mapping like {{'age': 'range:0.1'}} or a list of feature names, got {similarity!r}"
+            "similarity must be a mapping like {'age': 'range:0.1'}, a list of feature names or 'all',"
+            f" got {similarity!r}"
         )
     if isinstance(similarity, Mapping):
         requested = list(similarity.items())
@@ -208,9 +220,19 @@ def _requested(similarity: SimilarityArgument) -> list[tuple[Any, Similarity | s
         requested = [(name, None) for name in similarity]
     else:
         raise CohortError(f"similarity must be a mapping or a list of feature names, got {type(similarity).__name__}")
-    if not requested:
+    named = {name for name, _ in requested if name != EVERY_OTHER}
+    expanded = []
+    for name, kind in requested:
+        if name == EVERY_OTHER:
+            rest = [(other, kind) for other in others if other not in named and not other.startswith(RESERVED_PREFIX)]
+            if not rest:
+                raise CohortError("similarity '*' (every other column) adds no columns: the data has none left")
+            expanded += rest
+        else:
+            expanded.append((name, kind))
+    if not expanded:
         raise CohortError("similarity names no features; give at least one predictor column")
-    return requested
+    return expanded
 
 
 def _feature_kind(name: str, kind: Similarity | str | None, values: ColumnKind) -> Similarity | None:

@@ -263,3 +263,34 @@ def test_the_command_line_names_options_as_flags(tmp_path):
     assert cli_spelling("(baseline_sample=), realistic=False, sample=10; x=1") == (
         "(--baseline-sample), --no-realistic, --sample 10; x=1"
     )
+
+
+def test_every_other_column_is_a_feature_with_all_or_star():
+    data = FRAME.with_columns(w=pl.Series([1.0, 2.0, 1.0]))
+    every = explain(data, similarity="all", id="id", weight="w")
+    assert every.features == ("age", "sex")  # not the id, the weight or the explained column
+    explicit = explain(data, similarity={"age": None, "sex": None}, id="id", weight="w")
+    np.testing.assert_array_equal(every.shapley, explicit.shapley)
+    one_kind = explain(data, similarity={"sex": "exact", "*": "abs:1"}, id="id", weight="w")
+    assert one_kind.features == ("sex", "age")
+    np.testing.assert_array_equal(
+        one_kind.shapley, explain(data, similarity={"sex": "exact", "age": "abs:1"}, id="id", weight="w").shapley
+    )
+    with pytest.raises(CohortError, match=r"similarity '\*' \(every other column\) adds no columns"):
+        explain(data.select("id", "y"), similarity="all", id="id")
+    with pytest.raises(CohortError, match="a list of feature names or 'all'"):
+        explain(similarity="every")
+
+
+def test_the_command_line_takes_all_features(tmp_path):
+    from typer.testing import CliRunner
+
+    from cohortsql.cli import app
+
+    data = tmp_path / "d.parquet"
+    FRAME.write_parquet(data)
+    out = tmp_path / "out.parquet"
+    arguments = ["shapley", str(data), "--prediction", "y", "--id", "id", "--features", "all", "--out", str(out)]
+    result = CliRunner().invoke(app, [*arguments, "--similar", "age=abs:1"])
+    assert result.exit_code == 0, result.output
+    assert pl.read_parquet(out)["feature"].unique(maintain_order=True).to_list() == ["sex", "age"]
