@@ -71,6 +71,11 @@ Targets: TypeAlias = "None | str | int | float | Sequence[Any] | np.ndarray | pl
 """None (every row), a SQL predicate, a sample size (int) or fraction (float), or a list of ids."""
 
 
+EVERY_OTHER = "*"
+"""In a similarity mapping, the key standing for every column not named otherwise (nor explained, the
+id or the weight), in the data's order: ``{"*": None}`` is ``"all"``, ``{"age": "quantile:0.1",
+"*": "exact"}`` gives every other column one kind."""
+
 SimilarityArgument: TypeAlias = "Mapping[str, Similarity | str | None] | Sequence[str] | Literal['all']"
 """Feature -> similarity kind (an object or its text form, None for the default), or a list of
 feature names that get default kinds; its order is the feature order."""

@@ -12,7 +12,7 @@ from cohortsql.api.local import explain_targets
 from cohortsql.errors import CohortError
 from cohortsql.games.baseline.models import model_function
 from cohortsql.results.comparison import Comparison
-from cohortsql.results.tables import warn_about_singletons
+from cohortsql.results.tables import warn_about_cohorts
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method
 from cohortsql.spec.arguments import checked_options, drawn_seed
@@ -59,5 +59,5 @@ def compare(
         estimation = choose_method(asked["method"], session.prepared.d, "baseline")
         baseline = explain_with_model(session, chosen, function, asked, baseline="mean", estimation=estimation)
         all_baseline = explain_with_model(session, chosen, function, asked, baseline="all", estimation=estimation)
-    warn_about_singletons(cohort.diagnostics)
+    warn_about_cohorts(cohort.diagnostics)
     return Comparison(cohort=cohort, baseline=baseline, all_baseline=all_baseline)

@@ -13,7 +13,7 @@ from cohortsql._typing import EffectsOptions, Prediction, SimilarityArgument
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.results.effects import ShapleyEffects
 from cohortsql.results.outcomes import ShapleyEffectsResults
-from cohortsql.results.tables import diagnostics, warn_about_singletons
+from cohortsql.results.tables import diagnostics, warn_about_cohorts
 from cohortsql.run.grouping_sets import variance_game
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, local_batches, make_pacer
@@ -111,7 +111,7 @@ def shapley_effects(
             checks = diagnostics(
                 first.cohort_size, first.feature_cohort_size, features, prepared.total_weight, target_weights
             )
-    warn_about_singletons(checks)
+    warn_about_cohorts(checks)
     results = {
         outcome: ShapleyEffects.from_game(
             features=features,

@@ -15,7 +15,7 @@ from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.outcomes import CohortShapleyResults
-from cohortsql.results.tables import warn_about_singletons
+from cohortsql.results.tables import warn_about_cohorts
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method_and_path, local_batches, make_pacer
@@ -115,7 +115,7 @@ def cohort_shapley(
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
         results = explain_targets(session, session.select(), asked)
     first = next(iter(results.values()))
-    warn_about_singletons(first.diagnostics)
+    warn_about_cohorts(first.diagnostics)
     return first if isinstance(prediction, str) else CohortShapleyResults(results)
 
 

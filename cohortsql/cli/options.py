@@ -9,12 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cohortsql._typing import ENGINES
+from cohortsql._typing import ENGINES, EVERY_OTHER
 from cohortsql.cli.config import merged_options
 from cohortsql.cli.failures import _reported_failures
 from cohortsql.cli.flags import API_ONLY, FLAGS
 from cohortsql.errors import CohortError
-from cohortsql.spec.features import EVERY_OTHER
 
 
 def command(*groups: tuple[str, ...] | type) -> Callable[[Callable[[dict[str, Any]], None]], Callable[..., None]]:

@@ -30,6 +30,9 @@ def diagnostics_in_words(checks: Mapping[str, Any]) -> list[str]:
     narrow = {name: share for name, share in checks["narrow_features"].items() if share > 0}
     for name, share in sorted(narrow.items(), key=lambda item: -item[1])[:5]:
         lines.append(f"similarity on {name} alone keeps at most 1% of the table for {share:.1%} of the targets")
+    broad = {name: share for name, share in checks.get("broad_features", {}).items() if share > 0}
+    for name, share in sorted(broad.items(), key=lambda item: -item[1])[:5]:
+        lines.append(f"similarity on {name} alone keeps over 90% of the table for {share:.1%} of the targets")
     return lines
 
 

@@ -22,12 +22,20 @@ NARROW_SHARE = 0.01
 """A feature is narrow for a target when similarity on it alone keeps at most this share of the table."""
 
 
+BROAD_SHARE = 0.9
+"""A feature is broad for a target when similarity on it alone keeps more than this share of the table."""
+
 SINGLETON_WARNING_SHARE = 0.5
 """More than this share of targets in a cohort of one row gets a `CohortWarning`."""
 
+BROAD_WARNING_SHARE = 0.5
+"""A feature broad for more than this share of the targets gets a `CohortWarning`."""
 
-def warn_about_singletons(checks: Mapping[str, Any]) -> None:
-    """Warn when most targets' cohorts on every feature are the target alone."""
+
+def warn_about_cohorts(checks: Mapping[str, Any]) -> None:
+    """Warn when most targets' cohorts on every feature are the target alone, and when a feature's
+    similarity keeps nearly the whole table for most targets (it can then earn little credit,
+    whatever the model does with it: a default window over skewed numbers does this)."""
     share = checks.get("singleton_share", 0.0)
     if share > SINGLETON_WARNING_SHARE:
         warnings.warn(
@@ -36,6 +44,15 @@ def warn_about_singletons(checks: Mapping[str, Any]) -> None:
             CohortWarning,
             stacklevel=3,
         )
+    for name, broad in checks.get("broad_features", {}).items():
+        if broad > BROAD_WARNING_SHARE:
+            warnings.warn(
+                f"similarity on {name} alone keeps over {BROAD_SHARE:.0%} of the table for {broad:.0%} of the"
+                f" targets, so {name} can earn little credit: narrow its window (e.g. quantile:0.1 for skewed"
+                " numbers)",
+                CohortWarning,
+                stacklevel=3,
+            )
 
 
 def run_settings(**settings: Any) -> dict[str, str]:
@@ -64,20 +81,23 @@ def diagnostics(
     ``singleton_share``: share of targets whose cohort on every feature is the target alone (of size
     1; with case weights, of weight 1); ``median_cohort_size``: the median of those cohorts' sizes;
     ``narrow_features``: per feature, the share of targets for which similarity on that feature alone
-    keeps at most 1% of the table (of its `subjects`, their total weight when weighted). `weights`
-    count how many targets each row stands for (default one each)."""
+    keeps at most 1% of the table (of its `subjects`, their total weight when weighted);
+    ``broad_features``: the share for which it keeps more than `BROAD_SHARE` of it. `weights` count
+    how many targets each row stands for (default one each)."""
     weights = np.ones(len(cohort_size)) if weights is None else np.asarray(weights, dtype=float)
     total = weights.sum()
     order = np.argsort(cohort_size, kind="stable")
     cumulative = np.cumsum(weights[order])
     median = float(cohort_size[order][np.searchsorted(cumulative, total / 2)]) if total else float("nan")
     narrow = feature_cohort_size <= NARROW_SHARE * subjects
+    broad = feature_cohort_size > BROAD_SHARE * subjects
     return {
         "targets": int(round(total)) if float(total).is_integer() else float(total),
         "subjects": int(subjects) if float(subjects).is_integer() else float(subjects),
         "singleton_share": float(weights @ (cohort_size == 1) / total) if total else float("nan"),
         "median_cohort_size": median,
         "narrow_features": {name: float(weights @ narrow[:, index] / total) for index, name in enumerate(features)},
+        "broad_features": {name: float(weights @ broad[:, index] / total) for index, name in enumerate(features)},
     }
 
 

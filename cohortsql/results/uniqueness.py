@@ -67,6 +67,7 @@ class UniquenessResult(TargetValues):
             self.cohort_size, np.full((len(self.ids), len(self.features)), n), self.features, n, self.target_weights
         )
         checks.pop("narrow_features")
+        checks.pop("broad_features")
         return {"unique_share": checks.pop("singleton_share"), **checks}
 
     def __repr__(self) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from cohortsql._typing import SimilarityArgument
+from cohortsql._typing import EVERY_OTHER, SimilarityArgument
 from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.spec.similarity import AbsoluteWindow, Exact, RangeWindow, Similarity, SqlPredicate, as_similarity
 
@@ -196,12 +196,6 @@ def plan_features(
             )
         features.append(Feature(name, len(features), values, str(columns[name]), _feature_kind(name, kind, values)))
     return tuple(features)
-
-
-EVERY_OTHER = "*"
-"""In a similarity mapping, the key standing for every column not named otherwise (nor explained, the
-id or the weight), in the data's order: ``{"*": None}`` is ``"all"``, ``{"age": "quantile:0.1",
-"*": "exact"}`` gives every other column one kind."""
 
 
 def _requested(similarity: SimilarityArgument, others: Sequence[str]) -> list[tuple[Any, Similarity | str | None]]:

@@ -96,6 +96,26 @@ def test_diagnostics_on_a_hand_built_table():
     assert effects.diagnostics["narrow_features"] == wider.diagnostics["narrow_features"]
 
 
+def test_a_window_that_keeps_nearly_the_whole_table_is_flagged():
+    """A lognormal income under range:0.1 kept most of the table for most targets and got a 3% share;
+    the diagnostics now say so, with a warning that names the fix."""
+    rng = np.random.default_rng(3)
+    income = rng.lognormal(mean=10, sigma=1.2, size=2000)
+    age = rng.uniform(20, 70, 2000)
+    frame = pl.DataFrame({"income": income, "age": age, "y": np.log(income) + age / 50})
+    with pytest.warns(cohortsql.CohortWarning, match=r"similarity on income alone keeps over 90% of the table"):
+        broad = cohortsql.cohort_shapley(
+            frame, prediction="y", similarity={"income": "range:0.1", "age": "range:0.1"}, targets=200, seed=1
+        )
+    assert broad.diagnostics["broad_features"]["income"] > 0.5 and broad.diagnostics["broad_features"]["age"] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cohortsql.CohortWarning)
+        fitted = cohortsql.cohort_shapley(
+            frame, prediction="y", similarity={"income": "quantile:0.1", "age": "range:0.1"}, targets=200, seed=1
+        )
+    assert fitted.diagnostics["broad_features"]["income"] == 0
+
+
 def test_diagnostics_of_the_lattice_walk_equal_the_pairwise_ones():
     rng = np.random.default_rng(5)
     frame = pl.DataFrame({"a": rng.integers(0, 3, 300), "b": rng.integers(0, 40, 300), "y": rng.normal(size=300)})
@@ -103,7 +123,8 @@ def test_diagnostics_of_the_lattice_walk_equal_the_pairwise_ones():
     walked = cohortsql.shapley_effects(frame, prediction="y", similarity=similarity, path="grouping_sets")
     joined = cohortsql.shapley_effects(frame, prediction="y", similarity=similarity, path="pairwise")
     assert walked.path == "grouping_sets"
-    assert walked.diagnostics["narrow_features"] == pytest.approx(joined.diagnostics["narrow_features"])
+    for name in ("narrow_features", "broad_features"):
+        assert walked.diagnostics[name] == pytest.approx(joined.diagnostics[name])
     for name in ("singleton_share", "median_cohort_size", "targets", "subjects"):
         assert walked.diagnostics[name] == pytest.approx(joined.diagnostics[name])
 

@@ -470,7 +470,7 @@ def test_a_ctrl_c_that_a_library_swallows_still_stops_the_command(scores, monkey
 
     from cohortsql.results import tables
 
-    original = tables.warn_about_singletons
+    original = tables.warn_about_cohorts
 
     def interrupted_and_swallowed(*arguments, **options):
         try:
@@ -479,8 +479,8 @@ def test_a_ctrl_c_that_a_library_swallows_still_stops_the_command(scores, monkey
             pass  # what a library's C code did with it
         return original(*arguments, **options)
 
-    monkeypatch.setattr(tables, "warn_about_singletons", interrupted_and_swallowed)
-    monkeypatch.setattr("cohortsql.api.local.warn_about_singletons", interrupted_and_swallowed)
+    monkeypatch.setattr(tables, "warn_about_cohorts", interrupted_and_swallowed)
+    monkeypatch.setattr("cohortsql.api.local.warn_about_cohorts", interrupted_and_swallowed)
     out = scores / "out.parquet"
     result = invoke("shapley", scores / "scores.parquet", "--prediction", "y", "--features", "x", "--out", out)
     assert result.exit_code == 130, result.output
