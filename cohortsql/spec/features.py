@@ -8,6 +8,7 @@ defaults), its parameters and how its values are represented in SQL.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -274,7 +275,7 @@ def resolve_feature(feature: Feature, statistics: Mapping[str, Any], rows: int) 
         )
     levels = statistics.get("distinct", statistics.get("levels"))
     if isinstance(kind, Exact):
-        _warn_about_levels(feature.name, levels, rows)
+        _warn_about_levels(feature, levels, rows)
     parameters = {
         name.removeprefix("parameter:"): value for name, value in statistics.items() if name.startswith("parameter:")
     }
@@ -314,21 +315,30 @@ def _representation(feature: Feature, kind: Similarity, statistics: Mapping[str,
     return "native"
 
 
-def _warn_about_levels(name: str, levels: int | None, rows: int) -> None:
-    """Warn about an `exact` feature whose cohorts will be tiny (levels are estimated: allow for that)."""
+def _warn_about_levels(feature: Feature, levels: int | None, rows: int) -> None:
+    """Warn about an `exact` feature whose cohorts will be tiny (levels are estimated: allow for that),
+    with advice that fits its values: a window or bins for numbers, a coarser key for text."""
     if levels is None or levels <= LOW_CARDINALITY:
         return
+    name = feature.name
+    if feature.values in NUMERIC_KINDS:
+        advice = "give it a window (range:0.1) or bins (bins:10)"
+    elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        advice = f"compare a coarser key of it with a sql: kind, e.g. sql:left(s.{name}, 3) = left(t.{name}, 3)"
+    else:
+        advice = "compare a coarser key of it with a sql: kind"
     if levels >= ID_LIKE_SHARE * rows:
         warnings.warn(
             f"feature {name!r} has a different value on every row (like an id) and is compared with 'exact':"
-            " every cohort on it is one row; give it a window (range:0.1) or bins (bins:10), or drop it",
+            f" every cohort on it is one row; {advice}, or drop it",
             CohortWarning,
             stacklevel=4,
         )
     elif levels > MANY_LEVELS or levels > MANY_LEVELS_SHARE * rows:
         warnings.warn(
             f"feature {name!r} has about {levels:,} distinct values and is compared with 'exact': its cohorts"
-            " are small; if its values are ordered, give it a window (range:0.1) or bins (bins:10)",
+            f" are small; "
+            + (f"if its values are ordered, {advice}" if feature.values in NUMERIC_KINDS else f"{advice}, or drop it"),
             CohortWarning,
             stacklevel=4,
         )

@@ -78,6 +78,14 @@ def test_exact_features_with_many_levels_warn():
     assert any("'code' has about" in message and "distinct values" in message for message in messages)
     assert any("'key' has a different value on every row (like an id)" in message for message in messages)
     assert not any("'few'" in message for message in messages)
+    # text has no window: the advice for it is a coarser key, and the advice works as given
+    advice = "sql:left(s.code, 3) = left(t.code, 3)"
+    assert any(advice in message for message in messages) and not any("range:0.1" in m for m in messages)
+    coarser = cohortsql.shapley_effects(frame, prediction="y", similarity={"code": advice}, sample=50, seed=1)
+    assert coarser.effects["feature"].to_list() == ["code"]
+    numbers = frame.with_columns(pl.col("code").cast(pl.Int64))
+    with pytest.warns(cohortsql.CohortWarning, match=r"if its values are ordered, give it a window \(range:0.1\)"):
+        cohortsql.shapley_effects(numbers, prediction="y", similarity={"code": "exact"}, sample=50, seed=1)
 
 
 def test_diagnostics_on_a_hand_built_table():
