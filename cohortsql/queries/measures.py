@@ -103,9 +103,9 @@ def target_weight(measures: Measures) -> str:
 
 
 def target_draws(targets: str, groups: str, measures: Measures, dialect: Dialect) -> str:
-    """SELECT position, draw_group, e0 .. e3: the bootstrap draws of the targets in relation `targets`
-    (``__cohort_id`` and ``__cohort_position``) for every hash group of relation `groups`
-    (``__cohort_group``), in long form (see ``sql/target_draws.sql``)."""
+    """SELECT position, draw_group, e0 .. e3: the bootstrap draws of the targets of relation `targets`
+    (numbered 0.. in ``__cohort_id`` order, the order they are read in) for every hash group of
+    relation `groups` (``__cohort_group``), in long form (see ``sql/target_draws.sql``)."""
     draws = ",\n    ".join(
         f"{draw_from_hash('__cohort_hash', part, dialect)} AS e{part}" for part in range(DRAWS_PER_HASH)
     )

@@ -23,11 +23,16 @@ def draw_group_count(measures: Measures) -> int:
     return queries.measures.draw_group(measures.replicates)[0] + 1
 
 
+def _upload_groups(engine: Engine, measures: Measures) -> str:
+    """A relation numbering the groups of replicates, ``__cohort_group`` = 0 .. G - 1."""
+    numbers = np.arange(draw_group_count(measures), dtype=np.int64)
+    return engine.upload(pa.table({"__cohort_group": numbers}), "draw_groups")
+
+
 @contextmanager
 def draw_groups(engine: Engine, measures: Measures) -> Iterator[str]:
-    """A relation numbering the groups of replicates, ``__cohort_group`` = 0 .. G - 1, for one use."""
-    numbers = np.arange(draw_group_count(measures), dtype=np.int64)
-    groups = engine.upload(pa.table({"__cohort_group": numbers}), "draw_groups")
+    """The relation of `_upload_groups`, for one use."""
+    groups = _upload_groups(engine, measures)
     try:
         yield groups
     finally:
@@ -40,8 +45,7 @@ def weigh_replicates(engine: Engine, prepared: Prepared) -> WeightedSubjects:
     each batch, an md5 per subject and group, which costs less than the batch's join by the number of
     its targets); and the games' overall means."""
     measures = prepared.measures
-    numbers = np.arange(draw_group_count(measures), dtype=np.int64)
-    groups = engine.upload(pa.table({"__cohort_group": numbers}), "draw_groups")  # read by every batch
+    groups = _upload_groups(engine, measures)  # kept: the view reads it in every batch
     relation = engine.create(
         queries.measures.replicate_subjects(
             prepared.subjects, prepared.features, measures, groups, engine.dialect, collapsed=prepared.compressed
