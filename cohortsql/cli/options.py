@@ -73,11 +73,11 @@ def request(options: dict[str, Any], group: type | tuple[str, ...], *, explained
     if options.get("targets") is not None and not str(options["targets"]).strip():
         raise CohortError("--targets is empty: give a SQL condition, or leave it out to explain every row")
     if options.get("database"):
-        from cohortsql.cli.outputs import check_database, check_tables_free
+        from cohortsql.cli.outputs import check_database, check_table_free
 
         check_database(Path(options["database"]))  # before the work, not after it
         if (options.get("engine") or "duckdb") == "duckdb":
-            check_tables_free(options, _SIBLINGS)
+            check_table_free(options)
     if options.get("out"):
         from cohortsql.cli.outputs import refuse_inputs
         from cohortsql.results.files import check_destination, sibling_path

@@ -64,10 +64,11 @@ def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: di
     return "".join(f"\nwrote {item}" for item in written)
 
 
-def check_tables_free(options: dict[str, Any], labels: Iterable[str]) -> None:
-    """Before the work: --into-table's tables (the name, and the name_<label> beside it) may be
-    written into --database's DuckDB file: none exists unless --replace, none is the run's input.
-    (On Spark the check waits for the session the run opens.)"""
+def check_table_free(options: dict[str, Any]) -> None:
+    """Before the work: --into-table's name may be written into --database's DuckDB file: it does not
+    exist unless --replace, and it is not the run's input. (The tables beside it, name_<label>, depend
+    on what the command writes and are checked when it writes; on Spark the whole check waits for the
+    session the run opens.)"""
     if not options.get("into_table") or not options.get("database") or not Path(options["database"]).exists():
         return
     from cohortsql.engines import EngineSettings, open_engine
@@ -75,8 +76,7 @@ def check_tables_free(options: dict[str, Any], labels: Iterable[str]) -> None:
     name = options["into_table"]
     target = open_engine(engine="duckdb", settings=EngineSettings(database=str(options["database"])))
     try:
-        names = [name, *(f"{name}_{label}" for label in labels)]
-        target.check_writable(names, replace=bool(options.get("replace")), protected=_input_tables(options))
+        target.check_writable([name], replace=bool(options.get("replace")), protected=_input_tables(options))
     finally:
         target.close()
 

@@ -98,12 +98,9 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults) -> str:
             f"  {row['share']:>7.1%}{_interval(row)}"
         )
     if (ranked["shapley_effect_se"] == 0).all():
-        lines.append(
-            "(se: the error of explaining a sample of targets, none here as every row is a target;"
-            " --bootstrap gives intervals for the data's own uncertainty)"
-            if effects.effects.get_column("shapley_effect_ci_low", default=None) is None
-            else "(se: the error of explaining a sample of targets, none here as every row is a target)"
-        )
+        intervals = "shapley_effect_ci_low" in ranked.columns
+        advice = "" if intervals else "; --bootstrap gives intervals for the data's own uncertainty"
+        lines.append(f"(se: the error of explaining a sample of targets, none here as every row is a target{advice})")
     return "\n".join(lines)
 
 
