@@ -138,6 +138,9 @@ class Modelling(TypedDict, total=False):
 
     model_input: ModelInput
     model_output: ModelOutput
+    model_tolerance: float
+    """How far the model may stray from the stored predictions on the targets (relative, at least 1 in
+    scale) before the call refuses; ``inf`` skips the check."""
     batch_rows: int
 
 
@@ -209,6 +212,7 @@ DEFAULTS: dict[str, Any] = {
     "path": "auto",
     "model_input": "pandas",
     "model_output": "prediction",
+    "model_tolerance": 1e-6,
     "batch_rows": BATCH_ROWS,
     "baseline": "mean",
     "baseline_sample": None,

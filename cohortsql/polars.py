@@ -48,7 +48,7 @@ class CohortNamespace:
 
     >>> import cohortsql  # registers df.cohort
     >>> loans = cohortsql.datasets.loans()
-    >>> model = cohortsql.datasets.loans_model  # 1 - income / 100
+    >>> model = cohortsql.datasets.loans_model  # 1 - income / 100, + 0.05 in the south
     """
 
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
@@ -66,7 +66,7 @@ class CohortNamespace:
         Examples
         --------
         >>> loans.cohort.shapley(prediction="score", similarity={"income": "abs:15", "region": "exact"}).shapley[0].round(4).tolist()
-        [0.3667, 0.0542]
+        [0.2738, -0.0037]
         """
         from cohortsql.api.local import cohort_shapley
 
@@ -85,7 +85,7 @@ class CohortNamespace:
         --------
         >>> effects = loans.cohort.effects(prediction="score", similarity={"income": "abs:15", "region": "exact"})
         >>> effects.effects["share"].round(3).to_list()
-        [0.801, 0.111]
+        [0.78, 0.142]
         """
         from cohortsql.api.effects import shapley_effects
 
@@ -131,6 +131,7 @@ class CohortNamespace:
         *,
         model: object,
         features: SimilarityArgument,
+        prediction: str | None = None,
         **options: Unpack[BaselineOptions],
     ) -> BaselineShapleyResult:
         """Baseline or all-baseline Shapley of `model` (`cohortsql.baseline_shapley`).
@@ -142,7 +143,7 @@ class CohortNamespace:
         """
         from cohortsql.api.baseline import baseline_shapley
 
-        return baseline_shapley(self._frame, model=model, features=features, **options)
+        return baseline_shapley(self._frame, model=model, features=features, prediction=prediction, **options)
 
     def compare(
         self,

@@ -67,7 +67,7 @@ def assemble(
     <...>
     >>> res = cohortsql.assemble(warehouse.sql(sql).pl(), similarity=similarity)
     >>> res.shapley[0].round(4).tolist()  # as cohortsql.cohort_shapley gives them
-    [0.3667, 0.0542]
+    [0.2738, -0.0037]
     """
     check_choice("method", method, METHODS)
     seed = arguments.seed(seed)

@@ -25,7 +25,7 @@ from cohortsql._typing import (
 from cohortsql.engines import Engine
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.games.baseline.exact import Model, baseline_totals, run_baseline_shapley
-from cohortsql.games.baseline.models import model_function, predict
+from cohortsql.games.baseline.models import check_reproduces, model_function, predict
 from cohortsql.games.baseline.permutation import estimate_baseline_shapley
 from cohortsql.games.baseline.points import encode_points
 from cohortsql.games.baseline.realism import subject_bitsets
@@ -44,6 +44,7 @@ def baseline_shapley(
     *,
     model: Any,
     features: SimilarityArgument,
+    prediction: str | None = None,
     **options: Unpack[BaselineOptions],
 ) -> BaselineShapleyResult:
     """Baseline Shapley (``baseline="mean"``) or all-baseline Shapley (``baseline="all"``) of `model`.
@@ -58,6 +59,9 @@ def baseline_shapley(
       batches of at most `batch_rows` distinct hybrid rows, read as `model_input` says: a pandas
       frame with the data's column types (so fitted scikit-learn pipelines work), a polars frame,
       or a float numpy array with the columns in feature order.
+    - `prediction`: the column holding the model's stored predictions, if the data have one. The model
+      is then run on the targets first and the call refused if it does not give that column (within
+      `model_tolerance`, relative; ``inf`` skips the check), naming the output that would.
     - `features`: the model's inputs, as a list of column names or a mapping to similarity kinds
       (as `cohort_shapley`'s `similarity`); the kinds decide realism.
     - `baseline`: ``"mean"`` (one point: each numeric feature's mean, every other feature's most
@@ -82,19 +86,32 @@ def baseline_shapley(
     >>> import cohortsql
     >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
-    >>> model = cohortsql.datasets.loans_model  # 1 - income / 100
+    >>> model = cohortsql.datasets.loans_model  # 1 - income / 100, + 0.05 in the south
     >>> res = cohortsql.baseline_shapley(loans, model=model, features=["income", "region"], model_input="polars")
-    >>> res.game, res.method, res.shapley[0].round(4).tolist()  # the model never reads region
+    >>> res.game, res.method, res.shapley[0].round(4).tolist()  # target 0 is in the baseline's region
     ('baseline', 'exact', [0.295, 0.0])
     """
     asked = checked_options(options, BaselineOptions)
     function = model_function(model, asked["model_output"])
-    with open_session(data, asked, outcomes=(), similarity=features, max_features=MAX_FEATURES) as session:
+    if prediction is not None and not isinstance(prediction, str):
+        raise CohortError(f"prediction names the column of the model's stored predictions, got {prediction!r}")
+    outcomes = () if prediction is None else (prediction,)
+    with open_session(data, asked, outcomes=outcomes, similarity=features, max_features=MAX_FEATURES) as session:
         estimation = choose_method(asked["method"], session.prepared.d, "baseline")
         asked["seed"] = drawn_seed(asked["seed"], estimation == "permutation")
-        return explain_with_model(
-            session, session.select(), function, asked, baseline=asked["baseline"], estimation=estimation
-        )
+        chosen = session.select()
+        if prediction is not None:
+            check_model(session, chosen, model, asked)
+        return explain_with_model(session, chosen, function, asked, baseline=asked["baseline"], estimation=estimation)
+
+
+def check_model(session: Session, chosen: TargetSet, model: Any, asked: Mapping[str, Any]) -> None:
+    """Refuse a model that does not give the session's explained column on the `chosen` targets
+    (`cohortsql.games.baseline.models.check_reproduces`)."""
+    rows = session.target_data(chosen)
+    names = [feature.name for feature in session.prepared.features]
+    ids = pl.Series("id", chosen.table.column("__cohort_id"))
+    check_reproduces(model, asked["model_output"], rows.select(names), rows[session.prepared.outcomes[0]], ids, asked)
 
 
 def explain_with_model(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Unpack
 
 from cohortsql._typing import CompareOptions, SimilarityArgument
-from cohortsql.api.baseline import explain_with_model
+from cohortsql.api.baseline import check_model, explain_with_model
 from cohortsql.api.local import explain_targets
 from cohortsql.errors import CohortError
 from cohortsql.games.baseline.models import model_function
@@ -36,16 +36,20 @@ def compare(
     `max_permutations` and `tolerance` apply to all three (each method's own ``auto`` rule). Other
     arguments are those of `cohort_shapley` and `baseline_shapley`.
 
+    The model must reproduce `prediction` on the targets (within `model_tolerance`), or the call is
+    refused before anything is computed: otherwise BS and ABS would explain a different function than
+    CS (a classifier's 0/1 labels against stored probabilities; `model_output="probability"` fixes that).
+
     Examples
     --------
     >>> import polars as pl
     >>> import cohortsql
     >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
-    >>> model = cohortsql.datasets.loans_model  # 1 - income / 100
+    >>> model = cohortsql.datasets.loans_model  # 1 - income / 100, + 0.05 in the south
     >>> both = cohortsql.compare(loans, model=model, prediction="score", similarity=similarity, model_input="polars")
     >>> both.global_.filter(pl.col("method") == "CS2").select("feature", pl.col("share").round(3)).rows()
-    [('income', 0.878), ('region', 0.122)]
+    [('income', 0.846), ('region', 0.154)]
     """
     asked = checked_options(options, CompareOptions, realistic=True)
     if not isinstance(prediction, str):
@@ -55,6 +59,7 @@ def compare(
     asked["seed"] = drawn_seed(asked["seed"], asked["sample"] is not None or asked["method"] != "exact")
     with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_FEATURES) as session:
         chosen = session.select()  # one sample of targets for all three methods
+        check_model(session, chosen, model, asked)  # BS and ABS must explain the function CS explains
         (cohort,) = explain_targets(session, chosen, asked).values()
         estimation = choose_method(asked["method"], session.prepared.d, "baseline")
         baseline = explain_with_model(session, chosen, function, asked, baseline="mean", estimation=estimation)

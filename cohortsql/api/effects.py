@@ -65,7 +65,7 @@ def shapley_effects(
     >>> similarity = {"income": "abs:15", "region": "exact"}
     >>> effects = cohortsql.shapley_effects(loans, prediction="score", similarity=similarity)
     >>> effects.effects.select("feature", pl.col("share").round(3)).rows()
-    [('income', 0.801), ('region', 0.111)]
+    [('income', 0.78), ('region', 0.142)]
     """
     asked = checked_options(options, EffectsOptions)
     targets, sample, seed, confidence, path = (

@@ -115,6 +115,14 @@ ModelOutputOption = Annotated[
     str | None,
     typer.Option("--model-output", help=f"{' | '.join(MODEL_OUTPUTS)}: predict, or predict_proba's second column."),
 ]
+ModelToleranceOption = Annotated[
+    float | None,
+    typer.Option(
+        "--model-tolerance",
+        help="How far the model may differ from the --prediction column on the targets (relative; default 1e-6;"
+        " inf skips the check).",
+    ),
+]
 BaselineSample = Annotated[
     int | None, typer.Option(help="All-baseline Shapley over this many rows drawn at random (default: every row).")
 ]
@@ -178,6 +186,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "max_permutations": (MaxPermutations, None),
     "model_input": (ModelInputOption, None),
     "model_output": (ModelOutputOption, None),
+    "model_tolerance": (ModelToleranceOption, None),
     "baseline_sample": (BaselineSample, None),
     "realistic": (Realistic, None),
     "exact": (Exact, None),

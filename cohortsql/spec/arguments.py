@@ -43,6 +43,15 @@ def positive_number(name: str, value: object) -> float | None:
     return float(value)
 
 
+def tolerance_or_inf(name: str, value: object) -> float:
+    """A number >= 0, infinity included."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise CohortError(f"{name} must be a number, got {value!r}")
+    if math.isnan(value) or value < 0:
+        raise CohortError(f"{name} must be a number >= 0 (inf skips the check), got {value}")
+    return float(value)
+
+
 def optional_text(name: str, value: object) -> str | None:
     """None, or text."""
     if value is not None and not isinstance(value, str):
@@ -128,6 +137,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "max_permutations": lambda name, value: whole_number(name, value, minimum=2),
     "model_input": _choice(MODEL_INPUTS),
     "model_output": _choice(MODEL_OUTPUTS),
+    "model_tolerance": tolerance_or_inf,
     "batch_rows": lambda name, value: whole_number(name, value, minimum=1),
     "baseline_sample": _optional_count,
     "realistic": _boolean,

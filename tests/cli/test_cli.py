@@ -386,6 +386,13 @@ def test_compare_command(data, frame, tmp_path):
     assert not_a_model.exit_code == 2 and "cannot load model" in not_a_model.output
     nowhere = invoke(*arguments, "--features", "age", "--out", tmp_path / "no" / "such.parquet")
     assert nowhere.exit_code == 2 and "does not exist" in nowhere.output
+    shifted = frame.with_columns(prediction=pl.Series(model.predict(frame.select("age").to_numpy()) + 1e-3))
+    shifted.write_parquet(data / "shifted.parquet")
+    moved = ["compare", data / "shifted.parquet", "--prediction", "prediction", "--model", saved, "--features", "age"]
+    refused = invoke(*moved, "--model-input", "numpy")
+    assert refused.exit_code == 2 and "does not reproduce the column 'prediction'" in refused.output
+    assert "--model-tolerance (inf skips the check)" in refused.output  # the command line's spelling
+    assert invoke(*moved, "--model-input", "numpy", "--model-tolerance", "0.01").exit_code == 0
 
 
 @pytest.mark.parametrize(

@@ -510,3 +510,114 @@ def test_compare_reads_the_data_once_and_explains_one_sample(engine, monkeypatch
         frame, prediction="prediction", similarity=KINDS, sample=12, seed=3, **engine.options
     )
     np.testing.assert_allclose(both.cohort.shapley, alone.shapley, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    """A scikit-learn pipeline (one-hot text, scaling, logistic regression) and its table, whose
+    `prediction` column holds the stored probabilities of class 1."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(23)
+    frame = pl.DataFrame(
+        {"age": rng.uniform(20, 70, 120).round(), "sex": rng.choice(["f", "m"], 120), "fare": rng.lognormal(3, 1, 120)}
+    )
+    label = ((frame["sex"] == "f").to_numpy() ^ (rng.uniform(size=120) < 0.2)).astype(int)
+    model = make_pipeline(
+        make_column_transformer((OneHotEncoder(), ["sex"]), (StandardScaler(), ["age", "fare"])), LogisticRegression()
+    ).fit(frame.to_pandas(), label)
+    scored = frame.with_columns(prediction=pl.Series(model.predict_proba(frame.to_pandas())[:, 1]))
+    return model, scored
+
+
+CLASSIFIER_KINDS = {"age": "abs:5", "sex": "exact", "fare": "quantile:0.1"}
+
+
+class Counting:
+    """A model that counts the rows it was asked about."""
+
+    def __init__(self, model):
+        self.model, self.rows = model, 0
+
+    def predict(self, frame):
+        self.rows += len(frame)
+        return self.model.predict(frame)
+
+    def predict_proba(self, frame):
+        self.rows += len(frame)
+        return self.model.predict_proba(frame)
+
+
+def test_compare_refuses_a_classifier_whose_labels_are_not_the_stored_probabilities(classifier):
+    """The README's line on a classifier: BS and ABS would explain 0/1 labels, CS the probabilities."""
+    model, scored = classifier
+    counting = Counting(model)
+    with pytest.raises(cohortsql.CohortError) as refused:
+        cohortsql.compare(scored, model=counting, prediction="prediction", similarity=CLASSIFIER_KINDS, sample=30)
+    message = str(refused.value)
+    assert "does not reproduce the column 'prediction'" in message
+    assert "predict_proba's second column does: pass model_output='probability'" in message
+    assert counting.rows == 2 * 30  # the targets, once for each output: no hybrid point was valued
+    both = cohortsql.compare(
+        scored,
+        model=model,
+        prediction="prediction",
+        similarity=CLASSIFIER_KINDS,
+        sample=30,
+        seed=2,
+        model_output="probability",
+    )
+    np.testing.assert_allclose(both.all_baseline.totals["prediction"], both.cohort.prediction, atol=1e-12)
+
+
+def test_the_model_check_names_the_worst_target_and_allows_a_tolerance(classifier):
+    model, scored = classifier
+    noisy = scored.with_columns(prediction=pl.col("prediction") + np.linspace(0, 1e-4, scored.height))
+    options = dict(prediction="prediction", similarity=CLASSIFIER_KINDS, model_output="probability", id="age")
+    with pytest.raises(cohortsql.CohortError) as refused:
+        cohortsql.compare(noisy.with_row_index("row"), model=model, **options | {"id": "row"})
+    message = str(refused.value)
+    assert f"the target with id {scored.height - 1}" in message  # the largest difference is the last row's
+    assert "Neither does its predict" in message and "model_tolerance=" in message
+    assert " of 120 targets differ by more than model_tolerance=1e-06" in message
+    accepted = cohortsql.compare(noisy, model=model, **options | {"id": None}, model_tolerance=2e-4, sample=5)
+    assert accepted.cohort.shapley.shape == (5, 3)
+    skipped = cohortsql.compare(noisy, model=model, **options | {"id": None}, model_tolerance=float("inf"), sample=5)
+    assert skipped.cohort.shapley.shape == (5, 3)
+    for wrong in (-1, float("nan"), "1e-3", True):
+        with pytest.raises(cohortsql.CohortError, match="model_tolerance must be a number"):
+            cohortsql.compare(noisy, model=model, **options | {"id": None}, model_tolerance=wrong)
+
+
+def test_baseline_shapley_checks_the_model_against_a_named_prediction_column(classifier):
+    model, scored = classifier
+    features = list(CLASSIFIER_KINDS)
+    with pytest.raises(cohortsql.CohortError, match="model_output='probability'"):
+        cohortsql.baseline_shapley(scored, model=model, features=features, prediction="prediction", sample=3)
+    checked = cohortsql.baseline_shapley(
+        scored, model=model, features=features, prediction="prediction", model_output="probability", sample=3, seed=1
+    )
+    unchecked = cohortsql.baseline_shapley(
+        scored, model=model, features=features, model_output="probability", sample=3, seed=1
+    )
+    np.testing.assert_allclose(checked.shapley, unchecked.shapley, atol=0)
+    labels = scored.with_columns(prediction=pl.Series(model.predict(scored.to_pandas()), dtype=pl.Float64))
+    with pytest.raises(cohortsql.CohortError, match="Its predict does: pass model_output='prediction'"):
+        cohortsql.baseline_shapley(
+            labels, model=model, features=features, prediction="prediction", model_output="probability", sample=3
+        )
+
+
+def test_a_function_model_that_misses_stored_probabilities_is_told_so():
+    data = cohortsql.datasets.loans()
+    with pytest.raises(cohortsql.CohortError, match="'score' holds probabilities, and the model has no predict_proba"):
+        cohortsql.compare(
+            data,
+            model=lambda frame: np.zeros(len(frame)),
+            prediction="score",
+            similarity={"income": "abs:15"},
+            model_input="polars",
+        )

@@ -8,9 +8,10 @@ polars frame, or a float numpy array with the columns in feature order.
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,63 @@ def model_function(model: Any, output: ModelOutput) -> Callable[[Any], Any]:
     if callable(model):
         return model
     raise CohortError(f"model must be a callable f(X) or have a predict method; got {model!r}")
+
+
+def check_reproduces(
+    model: Any,
+    output: ModelOutput,
+    rows: pl.DataFrame,
+    stored: pl.Series,
+    ids: pl.Series,
+    options: Mapping[str, Any],
+) -> None:
+    """Refuse, before any hybrid point is valued, a model that does not give the stored predictions
+    `stored` on the target `rows` (feature columns only): baseline Shapley would explain another function
+    than the one cohort Shapley explains. A difference beyond ``model_tolerance`` (relative to the
+    stored value, at least 1 in scale) is a `CohortError` naming the worst target and, when the model's
+    other output reproduces the column (``predict`` against ``predict_proba``), the option that says so."""
+    tolerance = options["model_tolerance"]
+    if math.isinf(tolerance) or rows.height == 0:
+        return
+    expected = stored.cast(pl.Float64).fill_null(np.nan).to_numpy()
+    known = ~np.isnan(expected)
+    given = predict(model_function(model, output), rows, options["model_input"], options["batch_rows"])
+    excess = _excess(given, expected, tolerance)
+    if not (excess[known] > 0).any():
+        return
+    worst = int(np.argmax(np.where(known, excess, -np.inf)))
+    differing = int(np.count_nonzero(excess[known] > 0))
+    message = (
+        f"the model does not reproduce the column {stored.name!r}: for the target with id {ids[worst]!r} it gives"
+        f" {given[worst]:.6g} where {stored.name!r} holds {expected[worst]:.6g}; {differing} of"
+        f" {int(known.sum())} targets differ by more than model_tolerance={tolerance:g}."
+    )
+    other: ModelOutput = "probability" if output == "prediction" else "prediction"
+    if hasattr(model, "predict_proba") and hasattr(model, "predict"):
+        alternative = predict(model_function(model, other), rows, options["model_input"], options["batch_rows"])
+        if not (_excess(alternative, expected, tolerance)[known] > 0).any():
+            raise CohortError(f"{message} Its {_OUTPUTS[other]} does: pass model_output='{other}'")
+        message += f" Neither does its {_OUTPUTS[other]}."
+    elif output == "prediction" and _probabilities(expected[known]):
+        message += f" {stored.name!r} holds probabilities, and the model has no predict_proba."
+    raise CohortError(
+        f"{message} Pass the model that made the column, or, for a model that is not deterministic, allow for it"
+        " with model_tolerance= (inf skips the check)"
+    )
+
+
+_OUTPUTS: dict[ModelOutput, str] = {"prediction": "predict", "probability": "predict_proba's second column"}
+
+
+def _excess(given: np.ndarray, expected: np.ndarray, tolerance: float) -> np.ndarray:
+    """How far each model value lies beyond the tolerance around the stored one (> 0: too far; NaN: unknown)."""
+    with np.errstate(invalid="ignore"):
+        return np.abs(given - expected) - tolerance * np.maximum(1.0, np.abs(expected))
+
+
+def _probabilities(values: np.ndarray) -> bool:
+    """Values in [0, 1] that are not all 0 or 1."""
+    return bool(len(values)) and bool(((values >= 0) & (values <= 1)).all()) and not np.isin(values, (0, 1)).all()
 
 
 def model_rows(frame: pl.DataFrame, model_input: ModelInput) -> Any:
