@@ -150,7 +150,7 @@ class ShapleyOptions(Selection, Weighting, Estimation, RunOptions, total=False):
     path: CohortPath
 
 
-class EffectsOptions(Selection, Weighting, RunOptions, total=False):
+class EffectsOptions(Selection, Weighting, Estimation, RunOptions, total=False):
     """The options of `cohortsql.shapley_effects`."""
 
     path: CohortPath

@@ -4,19 +4,22 @@ explain (global importance).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Unpack, overload
 
 import numpy as np
 
 from cohortsql._typing import EffectsOptions, Prediction, SimilarityArgument
+from cohortsql.errors import CohortError
 from cohortsql.numeric import bootstrap as bootstrap_module
+from cohortsql.numeric import permutation
 from cohortsql.results.effects import ShapleyEffects
 from cohortsql.results.outcomes import ShapleyEffectsResults
 from cohortsql.results.tables import diagnostics, warn_about_cohorts
 from cohortsql.run.grouping_sets import variance_game
-from cohortsql.run.session import open_session
-from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, local_batches, make_pacer
+from cohortsql.run.session import Session, open_session
+from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_path, local_batches, make_pacer
+from cohortsql.run.targets import TargetSet
 from cohortsql.spec.arguments import checked_options, explained_columns
 
 
@@ -55,7 +58,13 @@ def shapley_effects(
     `seed`) v_var is the sample mean over the sampled targets and every effect gets a standard error.
     With case weights, v_var averages over the targets weighted by them; with ``bootstrap=B``, each
     effect gets a percentile interval from B Bayesian-bootstrap replicates of the whole table.
-    Arguments are those of `cohort_shapley`; `variance_shapley` is the same function.
+
+    ``method="permutation"`` (or ``"auto"``, above d = 16; up to 128 features) estimates them by
+    linearity: v_var is the mean over the targets of the squared games v_t(u)^2, so its Shapley values
+    are the mean of the targets' Shapley values of v_t^2, each estimated from random antithetic orders
+    (at most `max_permutations` per target, fewer once every standard error is below `tolerance`).
+    Their standard errors add the permutations' error to the sampling of targets; v_var(1:d), the
+    total, stays exact. Arguments are those of `cohort_shapley`; `variance_shapley` is the same function.
 
     Examples
     --------
@@ -68,51 +77,54 @@ def shapley_effects(
     [('income', 0.78), ('region', 0.142)]
     """
     asked = checked_options(options, EffectsOptions)
+    outcomes = explained_columns(prediction)
+    with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
+        method = choose_method(asked["method"], session.prepared.d)
+        if method == "permutation":
+            if session.prepared.measures.replicates:
+                raise CohortError(
+                    "bootstrap intervals need method='exact' (the permutation method has standard errors)"
+                )
+            results = _estimated_effects(session, asked)
+        else:
+            results = _exact_effects(session, asked)
+    warn_about_cohorts(next(iter(results.values())).diagnostics)
+    return next(iter(results.values())) if isinstance(prediction, str) else ShapleyEffectsResults(results)
+
+
+def _exact_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, ShapleyEffects]:
+    """Every explained column's effects as the Shapley values of its exact variance game: from grouping
+    sets over every row when they apply, else the mean of the targets' squared games."""
     targets, sample, seed, confidence, path = (
         asked[name] for name in ("targets", "sample", "seed", "confidence", "path")
     )
-    outcomes = explained_columns(prediction)
-    with open_session(
-        data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_EXACT_FEATURES
-    ) as session:
-        running, prepared = session.engine, session.prepared
-        measures = prepared.measures
-        features = tuple(feature.name for feature in prepared.features)
-        settings = session.settings(None, method="exact", path=path)
-        if (
-            targets is None
-            and sample is None
-            and choose_path(path, prepared, prepared.subject_count) == "grouping_sets"
-        ):
-            (games, checks), squared, target_weights = variance_game(running, prepared), None, None
-            count, population, chosen_path = prepared.subject_count, None, "grouping_sets"
-            variances = prepared.variances
-        else:
-            chosen = session.select()
-            count, population = chosen.count, chosen.population
-            chosen_path = choose_path(path, prepared, count)
-            pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, session.reporter())
-            batches = local_batches(running, prepared, chosen, "exact", chosen_path, pacer, seed, 2, None)
-            collected = bootstrap_module.collect(batches, measures, confidence, keep=False, intervals=False).fanned_out(
-                chosen.group
-            )
-            weights = chosen.weights[:, measures.weighting_of_game]
-            games = collected.squared_games / weights.sum(axis=0)[:, None]
-            squared = [values.shapley_squared for values in collected.values]
-            target_weights = chosen.weights[:, 0]
-            centred = (
-                np.column_stack(
-                    [chosen.table.column(f"__cohort_y{index}").to_numpy() for index in range(len(outcomes))]
-                )
-                - prepared.centred_means
-            )
-            variances = np.average(centred**2, axis=0, weights=target_weights)
-            first = collected.values[0]
-            checks = diagnostics(
-                first.cohort_size, first.feature_cohort_size, features, prepared.total_weight, target_weights
-            )
-    warn_about_cohorts(checks)
-    results = {
+    running, prepared = session.engine, session.prepared
+    measures, outcomes = prepared.measures, prepared.outcomes
+    features = tuple(feature.name for feature in prepared.features)
+    settings = session.settings(None, method="exact", path=path)
+    if targets is None and sample is None and choose_path(path, prepared, prepared.subject_count) == "grouping_sets":
+        (games, checks), squared, target_weights = variance_game(running, prepared), None, None
+        count, population, chosen_path = prepared.subject_count, None, "grouping_sets"
+        variances = prepared.variances
+    else:
+        chosen = session.select()
+        count, population = chosen.count, chosen.population
+        chosen_path = choose_path(path, prepared, count)
+        pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, session.reporter())
+        batches = local_batches(running, prepared, chosen, "exact", chosen_path, pacer, seed, 2, None)
+        collected = bootstrap_module.collect(batches, measures, confidence, keep=False, intervals=False).fanned_out(
+            chosen.group
+        )
+        weights = chosen.weights[:, measures.weighting_of_game]
+        games = collected.squared_games / weights.sum(axis=0)[:, None]
+        squared = [values.shapley_squared for values in collected.values]
+        target_weights = chosen.weights[:, 0]
+        variances = _target_variances(session, chosen)
+        first = collected.values[0]
+        checks = diagnostics(
+            first.cohort_size, first.feature_cohort_size, features, prepared.total_weight, target_weights
+        )
+    return {
         outcome: ShapleyEffects.from_game(
             features=features,
             game=games[measures.game(index, 0)],
@@ -128,11 +140,72 @@ def shapley_effects(
             replicate_games=games[measures.game(index, 1) : measures.game(index + 1, 0)]
             if measures.replicates
             else None,
-            confidence=confidence,
+            confidence=asked["confidence"],
         )
         for index, outcome in enumerate(outcomes)
     }
-    return next(iter(results.values())) if isinstance(prediction, str) else ShapleyEffectsResults(results)
+
+
+def _estimated_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, ShapleyEffects]:
+    """Every explained column's effects by the permutation method: by linearity, the (weighted) mean
+    over the targets of their estimated Shapley values of v_t(u)^2, whose mean over the targets is
+    v_var(u); the standard errors add the permutations' error to the sampling of targets."""
+    running, prepared = session.engine, session.prepared
+    features = tuple(feature.name for feature in prepared.features)
+    chosen = session.select()
+    pacer = make_pacer(running, prepared, chosen, "permutation", "pairwise", session.reporter())
+    batches = list(
+        local_batches(
+            running,
+            prepared,
+            chosen,
+            "permutation",
+            "pairwise",
+            pacer,
+            asked["seed"],
+            asked["max_permutations"],
+            asked["tolerance"],
+        )
+    )
+    settings = session.settings(chosen, method="permutation", path="pairwise")
+    target_weights = chosen.weights[:, 0]
+    variances = _target_variances(session, chosen)
+    results = {}
+    for index, outcome in enumerate(prepared.outcomes):
+        estimates = [estimate for batch in batches for estimate in batch[index]]
+        stacked = permutation.stack(estimates, chosen.group)
+        checks = diagnostics(
+            stacked["cohort_size"],
+            stacked["feature_cohort_size"],
+            features,
+            prepared.total_weight,
+            target_weights,
+        )
+        results[outcome] = ShapleyEffects.from_estimates(
+            features=features,
+            squared_values=stacked["shapley_squared"],
+            distinct_errors=np.array([estimate.shapley_squared_se for estimate in estimates]),
+            group=chosen.group,
+            target_weights=target_weights,
+            variance=float(variances[index]),
+            subjects=prepared.subject_count,
+            population=chosen.population,
+            diagnostics=checks,
+            settings={**settings, "prediction": outcome, "max_permutations": str(asked["max_permutations"])},
+        )
+    return results
+
+
+def _target_variances(session: Session, chosen: TargetSet) -> np.ndarray:
+    """Per explained column, the (weighted) mean over the targets of (y_t - ybar)^2."""
+    prepared = session.prepared
+    centred = (
+        np.column_stack(
+            [chosen.table.column(f"__cohort_y{index}").to_numpy() for index in range(len(prepared.outcomes))]
+        )
+        - prepared.centred_means
+    )
+    return np.average(centred**2, axis=0, weights=chosen.weights[:, 0])
 
 
 variance_shapley = shapley_effects

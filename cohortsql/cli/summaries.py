@@ -87,7 +87,7 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults) -> str:
     lines = [
         f"variance {effects.variance:.6g}; the cohorts on every feature explain {effects.explained:.6g}"
         f" ({effects.explained_share:.1%}){caveat}; {effects.targets} targets of {effects.subjects} subjects,"
-        f" path {effects.path}",
+        f" method {effects.method}, path {effects.path}",
         *diagnostics_in_words(effects.diagnostics),
         "",
         f"{'feature':<{width}}  {'effect':>10}  {'se':>10}  {'share':>7}",

@@ -37,6 +37,8 @@ class ShapleyEffects:
     """How much of v_var rests on tiny cohorts (see `cohortsql.results.cohort.diagnostics`)."""
     settings: dict[str, str] = field(default_factory=dict)
     """The run's settings: written with every output."""
+    method: str = "exact"
+    """``exact`` (the Shapley values of v_var) or ``permutation`` (the mean of the targets' estimates)."""
 
     @classmethod
     def from_game(
@@ -79,6 +81,48 @@ class ShapleyEffects:
             settings=settings,
         )
 
+    @classmethod
+    def from_estimates(
+        cls,
+        *,
+        features: tuple[str, ...],
+        squared_values: np.ndarray,
+        distinct_errors: np.ndarray,
+        group: np.ndarray,
+        target_weights: np.ndarray,
+        variance: float,
+        subjects: int,
+        population: int | None,
+        diagnostics: dict[str, Any],
+        settings: dict[str, str],
+    ) -> ShapleyEffects:
+        """Effects by the permutation method: the weighted mean over the targets of their estimated
+        Shapley values of v_t(u)^2 (`squared_values`, targets x features), equal in expectation to the
+        Shapley values of v_var (their mean game) by linearity; v_var(1:d) is exact, each permutation's
+        increments adding up to it.
+
+        The standard error combines the sampling of targets (`standard_error`, with the finite-population
+        correction when `population` is known) and the permutations' own error: targets that share one
+        estimate (one `group`, `distinct_errors` per group) share its error, so its variance counts once
+        with the group's whole weight, (sum_{t in g} p_t)^2 se_g^2."""
+        shares = target_weights / target_weights.sum()
+        effects = shares @ squared_values
+        errors = standard_error(squared_values, population, None, target_weights)
+        if population is not None and len(distinct_errors):
+            group_shares = np.bincount(group, weights=shares, minlength=len(distinct_errors))
+            errors = np.sqrt(errors**2 + group_shares**2 @ distinct_errors**2)
+        return cls(
+            effects=effects_table(features, effects, errors, variance),
+            explained=float(shares @ squared_values.sum(axis=1)),
+            variance=variance,
+            subjects=subjects,
+            targets=len(squared_values),
+            path="pairwise",
+            diagnostics=diagnostics,
+            settings=settings,
+            method="permutation",
+        )
+
     @property
     def explained_share(self) -> float:
         """v_var(1:d) / variance: the fraction of the variance the cohorts explain."""
@@ -87,7 +131,8 @@ class ShapleyEffects:
     def __repr__(self) -> str:
         return (
             f"ShapleyEffects({len(self.effects)} features, explained {self.explained:.6g} of variance"
-            f" {self.variance:.6g}, {self.targets} targets of {self.subjects} subjects, path={self.path!r})\n{self.effects}"
+            f" {self.variance:.6g}, {self.targets} targets of {self.subjects} subjects, method={self.method!r},"
+            f" path={self.path!r})\n{self.effects}"
         )
 
 

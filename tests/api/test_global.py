@@ -207,3 +207,71 @@ def test_duplicating_every_row_changes_nothing(engine):
     np.testing.assert_allclose(
         effects_twice.effects["shapley_effect"], effects_once.effects["shapley_effect"], atol=1e-12
     )
+
+
+def wide_table(informative: int = 12, constant: int = 18, rows: int = 200, seed: int = 31) -> pl.DataFrame:
+    """`informative` three-level features that drive y, and `constant` features that hold one value:
+    every subject is similar to every target on them, so the cohorts, and the effects of the
+    informative features, are those of the table without them."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 3, (rows, informative))
+    y = x[:, 0] + 0.5 * x[:, 1] * x[:, 2] + 0.3 * x[:, 3] + rng.normal(scale=0.2, size=rows)
+    columns = {f"x{j}": x[:, j] for j in range(informative)} | {f"c{j}": np.zeros(rows) for j in range(constant)}
+    return pl.DataFrame(columns | {"y": y})
+
+
+def test_effects_by_permutation_at_d30_agree_with_exact_effects_at_d12(engine):
+    """30 features, 18 of them constant: the same game as its 12 informative features, computed exactly."""
+    frame = wide_table()
+    informative = {f"x{j}": "exact" for j in range(12)}
+    every = informative | {f"c{j}": "exact" for j in range(18)}
+    exact = cohortsql.shapley_effects(frame.select(*informative, "y"), prediction="y", similarity=informative)
+    with pytest.raises(cohortsql.CohortError, match="at most 24 features .* method='permutation'"):
+        cohortsql.shapley_effects(frame, prediction="y", similarity=every)
+    estimated = cohortsql.shapley_effects(
+        frame, prediction="y", similarity=every, method="auto", seed=4, max_permutations=60, **engine.options
+    )
+    assert estimated.method == "permutation" and estimated.settings["method"] == "permutation"
+    table = estimated.effects.filter(pl.col("feature").is_in(list(informative)))
+    error = table["shapley_effect_se"].to_numpy()
+    assert (error > 0).all()
+    gap = np.abs(table["shapley_effect"].to_numpy() - exact.effects["shapley_effect"].to_numpy())
+    assert (gap <= 3 * error).all(), gap / error
+    constant = estimated.effects.filter(pl.col("feature").str.starts_with("c"))
+    np.testing.assert_allclose(constant["shapley_effect"], 0.0, atol=1e-15)  # it never changes a cohort
+    assert estimated.explained == pytest.approx(exact.explained, abs=1e-12)  # each chain ends at v_var(1:d)
+    assert estimated.effects["shapley_effect"].sum() == pytest.approx(exact.explained, abs=1e-12)
+
+
+def test_permutation_effects_average_the_targets_estimates():
+    """By linearity the effects are the (weighted) mean of the targets' squared values, for a sample
+    of targets, with case weights, for several columns at once."""
+    frame = window_table(12, n=80).with_columns(w=pl.Series(np.arange(80) % 3 + 1.0), z=pl.col("y") ** 2)
+    options = dict(similarity=WINDOWS, method="permutation", seed=7, max_permutations=20, targets=30, weight="w")
+    local = cohortsql.cohort_shapley(frame, prediction=["y", "z"], **options)
+    effects = cohortsql.shapley_effects(frame, prediction=["y", "z"], **options)
+    for outcome in ("y", "z"):
+        weights = local[outcome].weights
+        expected = weights @ local[outcome].shapley_squared / weights.sum()
+        np.testing.assert_allclose(effects[outcome].effects["shapley_effect"], expected, atol=1e-12)
+        assert (effects[outcome].effects["shapley_effect_se"] > 0).all()
+    with pytest.raises(cohortsql.CohortError, match="bootstrap intervals need method='exact'"):
+        cohortsql.shapley_effects(frame, prediction="y", similarity=WINDOWS, method="permutation", bootstrap=20)
+
+
+def test_targets_that_share_an_estimate_share_its_error():
+    """Two targets with one estimate (one group) carry its error with their joint weight, not as two
+    independent draws: the standard error is that of one target of weight 2 beside one of weight 1."""
+    from cohortsql.results.effects import ShapleyEffects
+
+    common = dict(features=("a",), variance=1.0, subjects=3, population=3, diagnostics={}, settings={})
+    shared = ShapleyEffects.from_estimates(
+        squared_values=np.array([[0.5], [0.5], [0.2]]),
+        distinct_errors=np.array([[0.1], [0.3]]),
+        group=np.array([0, 0, 1]),
+        target_weights=np.ones(3),
+        **common,
+    )
+    expected = np.sqrt((2 / 3 * 0.1) ** 2 + (1 / 3 * 0.3) ** 2)  # every row is a target: no sampling error
+    assert shared.effects["shapley_effect_se"][0] == pytest.approx(expected, rel=1e-12)
+    assert shared.effects["shapley_effect"][0] == pytest.approx(0.4)

@@ -435,3 +435,18 @@ def test_a_mistyped_command_line_is_one_line_with_status_2(arguments, message):
 def test_no_arguments_show_the_help():
     done = subprocess.run([sys.executable, "-m", "cohortsql"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "Usage: cohortsql" in done.stdout and "shapley" in done.stdout
+
+
+def test_effects_command_estimates_wide_tables_by_permutation(tmp_path):
+    rng = np.random.default_rng(8)
+    columns = {f"f{j:02d}": rng.integers(0, 2, 60) for j in range(26)}
+    frame = pl.DataFrame(columns).with_columns(y=pl.col("f00") + 0.1 * pl.col("f01"))
+    frame.write_parquet(tmp_path / "wide.parquet")
+    arguments = ["effects", tmp_path / "wide.parquet", "--prediction", "y", "--features", "all"]
+    refused = invoke(*arguments)
+    assert refused.exit_code == 2 and "use --method permutation" in refused.output
+    assert "method=" not in refused.output  # the command line's spelling, not the API's
+    done = invoke(*arguments, "--method", "permutation", "--max-permutations", "10", "--seed", "1")
+    assert done.exit_code == 0, done.output
+    assert "method permutation, path pairwise" in done.output
+    assert done.output.index("f00 ") < done.output.index("f01 ")  # ranked by effect
