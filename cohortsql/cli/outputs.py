@@ -126,6 +126,8 @@ def check_database(database: Path) -> None:
     in-memory database, and nothing written would be kept)."""
     if database.is_dir():
         raise CohortError(f"--database {str(database)!r} is a directory: name a .duckdb file")
+    if not database.parent.is_dir():
+        raise CohortError(f"--database {str(database)!r}: the directory {str(database.parent)!r} does not exist")
     if database.exists():
         with database.open("rb") as file:
             header = file.read(12)

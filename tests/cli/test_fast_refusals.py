@@ -1,0 +1,76 @@
+"""On a 200,000-row churn table (a text id, an 82,000-level zip, a numeric id-like column, skewed
+incomes), refusals that need no rows come before any work, and a dry run measures a few targets:
+each answers in seconds where the run itself would take many minutes.
+
+The bounds are wall-clock times with ample room (each is about 1.5 s on 2 quiet cores); what they
+guard against is work proportional to the table (the refusal of an existing --into-table came after
+29 s of computing, a dry run's pilot with an id-like feature took 153 s)."""
+
+import time
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from cohortsql.cli import app
+
+ROWS = 200_000
+
+
+@pytest.fixture(scope="module")
+def churn(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    frame = pl.DataFrame(
+        {
+            "account": np.arange(ROWS),
+            "customer": [f"C{i:07d}" for i in range(ROWS)],
+            "zip": rng.integers(0, 82_000, ROWS).astype(str),
+            "income": rng.lognormal(10, 1, ROWS),
+            "age": rng.integers(18, 90, ROWS),
+            "plan": rng.choice(["basic", "plus", "pro"], ROWS),
+            "active": rng.uniform(size=ROWS) < 0.5,
+        }
+    ).with_columns(score=pl.col("income").log() / 20 + pl.col("age") / 200)
+    folder = tmp_path_factory.mktemp("churn")
+    frame.write_parquet(folder / "churn.parquet")
+    with duckdb.connect(str(folder / "results.duckdb")) as connection:
+        connection.execute("CREATE TABLE explained AS SELECT 1 AS x")
+    return folder
+
+
+def timed(*arguments):
+    started = time.perf_counter()
+    result = CliRunner().invoke(app, [str(argument) for argument in arguments])
+    return result, time.perf_counter() - started
+
+
+def whole_run(churn):
+    return ["shapley", churn / "churn.parquet", "--prediction", "score", "--features", "all"]
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        (["--into-table", "explained", "--database", "{folder}/results.duckdb"], "table 'explained' already exists"),
+        (["--out", "{folder}/no/such/dir/out.parquet"], "does not exist"),
+        (["--out", "{folder}/out.xlsx"], "xlsx"),
+        (["--into-table", "t", "--database", "{folder}/no/such/dir/x.duckdb"], "does not exist"),
+    ],
+)
+def test_refusals_that_need_no_rows_come_before_any_work(churn, where, message):
+    options = [option.format(folder=churn) for option in where]
+    result, seconds = timed(*whole_run(churn), *options)
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert seconds < 2.0, f"refused after {seconds:.1f} s"
+
+
+def test_a_dry_run_with_id_like_features_measures_a_few_targets(churn):
+    result, seconds = timed(*whole_run(churn), "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "plan: 200,000 targets" in result.output and "measured on 10 targets" in result.output
+    assert seconds < 10.0, f"the dry run took {seconds:.1f} s"
+    permutation, seconds = timed(*whole_run(churn), "--method", "permutation", "--dry-run")
+    assert permutation.exit_code == 0 and "estimate: about" in permutation.output, permutation.output
+    assert seconds < 10.0, f"the permutation dry run took {seconds:.1f} s"
