@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from cohortsql import _typing as api
+from cohortsql.cli.failures import print_warnings_so_far
 from cohortsql.cli.flags import EXPLAINED, OUTPUTS
 from cohortsql.cli.options import command, names, numbers, pick, request
 from cohortsql.errors import CohortError
@@ -46,7 +47,8 @@ def shapley(options: dict[str, Any]) -> None:
     if count:
         tables["reasons"] = result.reasons(count)
     written = write(options, tables, result.settings)
-    typer.echo(shapley_summary(result, options["top"], count) + written)
+    warned = print_warnings_so_far()  # before the table whose rows they qualify
+    typer.echo(shapley_summary(result, options["top"], count, warned) + written)
 
 
 @command(EXPLAINED, api.EffectsOptions, OUTPUTS, ("dry_run",))
@@ -63,7 +65,8 @@ def effects(options: dict[str, Any]) -> None:
         return
     result = shapley_effects(options["data"], **arguments)
     written = write(options, {"": result.effects}, result.settings)
-    typer.echo(effects_summary(result) + written)
+    warned = print_warnings_so_far()  # before the table whose rows they qualify
+    typer.echo(effects_summary(result, warned) + written)
 
 
 @command(("data", "similar", "features", "target_ids"), api.UniquenessOptions, OUTPUTS, ("top",))
@@ -75,6 +78,7 @@ def uniqueness(options: dict[str, Any]) -> None:
 
     result = uniqueness_shapley(options["data"], **request(options, api.UniquenessOptions, explained=False))
     written = write(options, {"": result.local, "totals": result.totals}, result.settings)
+    print_warnings_so_far()
     typer.echo(uniqueness_summary(result, options["top"]) + written)
 
 
@@ -93,6 +97,7 @@ def compare(options: dict[str, Any]) -> None:
     result = compare_methods(options["data"], model=load_model(options["model"]), **arguments)
     tables = {"": result.local, "global": result.global_, "totals": result.totals}
     written = write(options, tables, result.cohort.settings | {"comparison": "CS, BS, ABS"})
+    print_warnings_so_far()
     typer.echo(comparison_summary(result, options["top"]) + written)
 
 
@@ -121,6 +126,7 @@ def calibrate(options: dict[str, Any]) -> None:
 
         calibration(result).savefig(options["plot"], dpi=100)
         written += f"\nwrote {options['plot']}"
+    print_warnings_so_far()
     typer.echo(calibration_summary(result) + written)
 
 

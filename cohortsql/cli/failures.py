@@ -50,15 +50,34 @@ def _noticing_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+_RECORDING: list[list[warnings.WarningMessage]] = []
+"""The warnings of the command that is running (one list while it runs), so that it can print them
+before its results."""
+
+
+def print_warnings_so_far() -> set[str]:
+    """Print the running command's warnings now, before the results they qualify, and return their
+    texts (a summary marks the features they name). Other categories wait for the end: printing them
+    while the recorder runs would record them again."""
+    if not _RECORDING:
+        return set()
+    caught = _RECORDING[-1]
+    ours = [warning for warning in caught if issubclass(warning.category, CohortWarning)]
+    caught[:] = [warning for warning in caught if not issubclass(warning.category, CohortWarning)]
+    _print_warnings(ours)
+    return {str(warning.message) for warning in ours}
+
+
 @contextmanager
 def _reported_failures(debug: bool) -> Iterator[None]:
     """One line on stderr per warning; a failure as one line and status 2, Ctrl-C as one line and 130.
 
-    Warnings are printed once their recorder is gone: printing one while it records (as
-    `warnings.showwarning` does for other categories) would record it again, without end."""
+    Warnings are printed before a command's results (`print_warnings_so_far`) or at its end, once their
+    recorder is gone: printing one while it records (as `warnings.showwarning` does for other
+    categories) would record it again, without end."""
     caught: list[warnings.WarningMessage] = []
     try:
-        with _noticing_interrupts(), warnings.catch_warnings(record=True) as caught:
+        with _noticing_interrupts(), warnings.catch_warnings(record=True) as caught, _recording(caught):
             warnings.simplefilter("always", CohortWarning)
             # PySpark warns at import that pandas 3 is not fully supported; cohortsql hands it Arrow.
             warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
@@ -75,6 +94,15 @@ def _reported_failures(debug: bool) -> Iterator[None]:
         typer.echo("cohortsql: interrupted; nothing was written", err=True)
         raise typer.Exit(INTERRUPTED) from None
     _print_warnings(caught)
+
+
+@contextmanager
+def _recording(caught: list[warnings.WarningMessage]) -> Iterator[None]:
+    _RECORDING.append(caught)
+    try:
+        yield
+    finally:
+        _RECORDING.pop()
 
 
 def _print_warnings(caught: list[warnings.WarningMessage]) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cohortsql.cli.failures import _reported_failures
+from cohortsql.cli.failures import _reported_failures, print_warnings_so_far
 from cohortsql.cli.flags import EXPLAINED, OUTPUTS, Debug, OutcomeOption, TargetIds
 from cohortsql.cli.options import command, pick, request, similarity
 from cohortsql.errors import CohortError
@@ -91,7 +91,7 @@ def assemble(options: dict[str, Any]) -> None:
         **pick(options, "method", "seed", "tolerance", "max_permutations"),
     )
     written = write(options, {"": result.local, "totals": result.totals, "paths": result.paths}, result.settings)
-    typer.echo(shapley_summary(result, options["top"], None) + written)
+    typer.echo(shapley_summary(result, options["top"], None, print_warnings_so_far()) + written)
 
 
 PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path", "beeswarm")

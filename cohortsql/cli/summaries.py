@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cohortsql.results.cohort import CohortShapleyResult
@@ -36,28 +37,62 @@ def diagnostics_in_words(checks: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def shapley_summary(result: CohortShapleyResult | CohortShapleyResults, top: int, reasons: int | None) -> str:
-    """The run's size, its diagnostics, the features ranked by mean |value| and by mean squared value,
-    and (with --reasons) the first targets' reasons in words; one such summary per explained column."""
+def default_kinds_in_words(settings: Mapping[str, str], shown: int = 10) -> list[str]:
+    """The kinds chosen for features given without one, and why (from the settings' ``default_kinds``)."""
+    reasons = json.loads(settings.get("default_kinds", "{}"))
+    if not reasons:
+        return []
+    kinds = json.loads(settings["similarity"])
+    width = max(len(name) for name in reasons)
+    lines = ["kinds chosen by default (--similar NAME=KIND sets one):"]
+    lines += [f"  {name:<{width}}  {kinds[name]:<14} {reason}" for name, reason in list(reasons.items())[:shown]]
+    if len(reasons) > shown:
+        lines.append(f"  ... and {len(reasons) - shown:,} more (in the settings written with the results)")
+    return lines
+
+
+def marked(features: Iterable[str], warned: Collection[str]) -> dict[str, str]:
+    """Each feature's name as a table shows it: "! name" when a warning printed above names it
+    (quoted, as warnings name features), else "  name" (no prefix when no feature is named)."""
+    named = {feature for feature in features if any(f"'{feature}'" in text for text in warned)}
+    if not named:
+        return {feature: feature for feature in features}
+    return {feature: ("! " if feature in named else "  ") + feature for feature in features}
+
+
+def _marks_legend(shown: Mapping[str, str]) -> list[str]:
+    return ["(! named in a warning above)"] if any(name.startswith("! ") for name in shown.values()) else []
+
+
+def shapley_summary(
+    result: CohortShapleyResult | CohortShapleyResults, top: int, reasons: int | None, warned: Collection[str] = ()
+) -> str:
+    """The run's size, its diagnostics, the features ranked by mean |value| and by mean squared value
+    (marked where a warning named them), and (with --reasons) the first targets' reasons in words; one
+    such summary per explained column."""
     if not isinstance(result, CohortShapleyResult):
-        return "\n\n".join(f"== {outcome}\n" + shapley_summary(one, top, reasons) for outcome, one in result.items())
+        return "\n\n".join(
+            f"== {outcome}\n" + shapley_summary(one, top, reasons, warned) for outcome, one in result.items()
+        )
     importance = result.global_
     by_value = importance.sort("mean_abs_shapley", descending=True).head(top)
     by_square = importance.sort("shapley_effect", descending=True).head(top)
-    width = max(len(feature) for feature in result.features)
+    shown = marked(result.features, warned)
+    width = max(len(name) for name in shown.values())
     lines = [
         f"{len(result.ids)} targets x {len(result.features)} features, {result.subjects} subjects,"
         f" mean {result.mean:.6g}, method {result.method}",
+        *default_kinds_in_words(result.settings),
         *diagnostics_in_words(result.diagnostics),
         "",
         f"{'by mean |shapley|':<{width + 14}}by mean shapley_squared",
     ]
     for left, right in zip(by_value.iter_rows(named=True), by_square.iter_rows(named=True)):
         lines.append(
-            f"{left['feature']:<{width}}  {left['mean_abs_shapley']:<10.4g}  "
-            f"{right['feature']:<{width}}  {right['shapley_effect']:.4g}{_interval(right)}"
+            f"{shown[left['feature']]:<{width}}  {left['mean_abs_shapley']:<10.4g}  "
+            f"{shown[right['feature']]:<{width}}  {right['shapley_effect']:.4g}{_interval(right)}"
         )
-    lines += _not_shown(len(result.features), top)
+    lines += _not_shown(len(result.features), top) + _marks_legend(shown)
     if result.bootstrap is not None:
         lines.append(
             f"({result.bootstrap.confidence:.0%} intervals from {result.bootstrap.replicates} Bayesian-bootstrap"
@@ -74,13 +109,14 @@ def shapley_summary(result: CohortShapleyResult | CohortShapleyResults, top: int
     return "\n".join(lines)
 
 
-def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults) -> str:
-    """Shapley effects ranked, with their shares of the variance (and intervals) and the diagnostics;
-    one such summary per explained column."""
+def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults, warned: Collection[str] = ()) -> str:
+    """Shapley effects ranked, with their shares of the variance (and intervals) and the diagnostics,
+    marked where a warning named them; one such summary per explained column."""
     if not isinstance(effects, ShapleyEffects):
-        return "\n\n".join(f"== {outcome}\n" + effects_summary(one) for outcome, one in effects.items())
+        return "\n\n".join(f"== {outcome}\n" + effects_summary(one, warned) for outcome, one in effects.items())
     ranked = effects.effects.sort("shapley_effect", descending=True)
-    width = max(len(feature) for feature in ranked["feature"])
+    shown = marked(ranked["feature"].to_list(), warned)
+    width = max(len(name) for name in shown.values())
     caveat = ""
     if effects.diagnostics.get("singleton_share", 0) > SINGLETON_CAVEAT:
         caveat = " (most targets are alone in their cohort, so this share says little)"
@@ -88,15 +124,17 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults) -> str:
         f"variance {effects.variance:.6g}; the cohorts on every feature explain {effects.explained:.6g}"
         f" ({effects.explained_share:.1%}){caveat}; {effects.targets} targets of {effects.subjects} subjects,"
         f" method {effects.method}, path {effects.path}",
+        *default_kinds_in_words(effects.settings),
         *diagnostics_in_words(effects.diagnostics),
         "",
         f"{'feature':<{width}}  {'effect':>10}  {'se':>10}  {'share':>7}",
     ]
     for row in ranked.iter_rows(named=True):
         lines.append(
-            f"{row['feature']:<{width}}  {row['shapley_effect']:>10.4g}  {_standard_error(row):>10}"
+            f"{shown[row['feature']]:<{width}}  {row['shapley_effect']:>10.4g}  {_standard_error(row):>10}"
             f"  {row['share']:>7.1%}{_interval(row)}"
         )
+    lines += _marks_legend(shown)
     if (ranked["shapley_effect_se"] == 0).all():
         intervals = "shapley_effect_ci_low" in ranked.columns
         advice = "" if intervals else "; --bootstrap gives intervals for the data's own uncertainty"

@@ -134,6 +134,24 @@ def distinct_counts(source: str, columns: Mapping[str, str], dialect: Dialect) -
     return f"SELECT {select_list(counts, dialect)} FROM {source}"
 
 
+def near_mean_counts(source: str, windows: Mapping[str, tuple[str, float]], dialect: Dialect) -> str:
+    """SELECT, per alias, how many values of a column lie within `delta` of their mean (alias -> (SQL of
+    the column's values as DOUBLE, shifted so that the cast keeps their differences; delta))."""
+    counts = {}
+    for alias, (value, delta) in windows.items():
+        mean = f"(SELECT avg({value}) FROM {source})"
+        counts[alias] = f"count_if(abs({value} - {mean}) <= {dialect.number(delta)})"
+    return f"SELECT {select_list(counts, dialect)} FROM {source}"
+
+
+def shifted_double(value: str, values: ColumnKind, minimum: object, dialect: Dialect) -> str:
+    """A column's values as DOUBLE for measuring distances: integers less their minimum first, so that
+    values near 2^60 keep their differences (a DOUBLE holds integers exactly only below 2^53)."""
+    if values == "integer" and minimum is not None:
+        return f"CAST({value} - {dialect.literal(minimum)} AS DOUBLE)"
+    return f"CAST({value} AS DOUBLE)"
+
+
 def literal_parameters(feature: ResolvedFeature, dialect: Dialect) -> dict[str, str]:
     """A feature's whole-table parameters as SQL literals."""
     return {name: dialect.parameter(value) for name, value in feature.parameters.items()}

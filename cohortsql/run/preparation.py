@@ -9,7 +9,7 @@ rows as they are in the data are read only by computations that report them (`re
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,7 +21,15 @@ from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.engines.inputs import POSITION_COLUMN, Input
 from cohortsql.errors import CohortError
 from cohortsql.numeric.quantiles import interpolated_quantile, weighted_quantile
-from cohortsql.spec.features import Feature, ResolvedFeature, plan_features, resolve_feature
+from cohortsql.spec.features import (
+    LONG_TAILED_WINDOW,
+    LOW_CARDINALITY,
+    Feature,
+    ResolvedFeature,
+    default_kind,
+    plan_features,
+    resolve_feature,
+)
 from cohortsql.spec.measures import Measures
 from cohortsql.spec.similarity import QuantileWindow, SqlPredicate
 from cohortsql.sql.user import check_expression
@@ -212,6 +220,7 @@ def prepare(
     _check_finite(statistics, outcomes, weight)
     _count_distinct_values(engine, relation, features, statistics)
     n = statistics.subjects
+    _measure_tails(engine, relation, features, statistics, weight)
     resolved = tuple(resolve_feature(feature, statistics.features[feature.index], n) for feature in features)
     compress = mergeable and statistics.distinct_rows is not None and statistics.distinct_rows <= COMPRESS_BELOW * n
     measures = Measures(len(outcomes), weighted=weight is not None, replicates=replicates, seed=seed)
@@ -334,6 +343,62 @@ def _count_distinct_values(
         for feature in features:
             if str(feature.index) in few:
                 statistics.features[feature.index]["distinct"] = int(counts[str(feature.index)])
+
+
+def _measure_tails(
+    engine: Engine, relation: str, features: Sequence[Feature], statistics: TableStatistics, weight: str | None
+) -> None:
+    """For each defaulted numeric feature with many values, the share of its values within the default
+    window of their mean (``near_mean_share``, unweighted), which decides between `DEFAULT_WINDOW` and
+    `LONG_TAILED_WINDOW`; the features that get the latter have its parameters put in place of the
+    default's (exact quantiles, as an explicit ``quantile:0.1`` gets)."""
+    windows = {}
+    for feature in features:
+        own = statistics.features[feature.index]
+        if "approx_distinct" in own and own["distinct"] > LOW_CARDINALITY:
+            value = queries.statistics.statistic_value(
+                feature.values, engine.dialect.quote(feature.name), engine.dialect
+            )
+            shifted = queries.statistics.shifted_double(value, feature.values, own.get("min"), engine.dialect)
+            windows[str(feature.index)] = (shifted, float(own["parameter:delta"] or 0.0))
+    if not windows:
+        return
+    counts = fetch_record(
+        engine,
+        queries.statistics.near_mean_counts(relation, windows, engine.dialect),
+        context="measuring the features' tails",
+    )
+    long_tailed = []
+    for feature in features:
+        if str(feature.index) in windows:
+            own = statistics.features[feature.index]
+            known = statistics.subjects - int(own["nulls"]) - int(own.get("nan") or 0)
+            own["near_mean_share"] = int(counts[str(feature.index)]) / max(known, 1)
+            if default_kind(feature, own)[0] == LONG_TAILED_WINDOW:
+                long_tailed.append(replace(feature, kind=LONG_TAILED_WINDOW))
+    if not long_tailed:
+        return
+    limited = engine.memory_budget is not None
+    known_quantiles = _sorted_quantiles(engine, relation, tuple(long_tailed), weight) if limited or weight else {}
+    # count(*) makes the query one row when every quantile is already known (sorted) and the
+    # parameters are constants
+    aggregates = {"rows": "count(*)"} | {
+        queries.statistics.statistic_alias(feature.index, name): sql
+        for feature in long_tailed
+        for name, sql in queries.statistics.parameter_aggregates(
+            LONG_TAILED_WINDOW, feature.values, engine.dialect.quote(feature.name), engine.dialect, known_quantiles
+        ).items()
+    }
+    row = fetch_record(
+        engine,
+        queries.statistics.table_statistics(relation, aggregates, engine.dialect),
+        context="computing quantiles of long-tailed features",
+    )
+    for feature in long_tailed:
+        prefix = queries.statistics.statistic_alias(feature.index, "")
+        statistics.features[feature.index].update(
+            {alias.removeprefix(prefix): value for alias, value in row.items() if alias.startswith(prefix)}
+        )
 
 
 def _check_finite(statistics: TableStatistics, outcomes: Sequence[str], weight: str | None) -> None:

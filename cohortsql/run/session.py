@@ -68,6 +68,7 @@ class Session:
             id=prepared.id,
             weight=prepared.weight,
             similarity={feature.name: str(feature.kind) for feature in prepared.features},
+            **_default_kinds(prepared),
             method=method,
             path=path,
             targets=_described_targets(choices.get("targets")),
@@ -153,6 +154,12 @@ def open_session(
             seed=options.get("seed") or 0,
         )
         yield Session(engine, prepared, options)
+
+
+def _default_kinds(prepared: Prepared) -> dict[str, dict[str, str]]:
+    """``default_kinds``: why each feature given without a kind got its kind (nothing when all were given)."""
+    reasons = {feature.name: feature.reason for feature in prepared.features if feature.reason is not None}
+    return {"default_kinds": reasons} if reasons else {}
 
 
 def _described_targets(targets: Any) -> str:

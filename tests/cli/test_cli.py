@@ -450,3 +450,28 @@ def test_effects_command_estimates_wide_tables_by_permutation(tmp_path):
     assert done.exit_code == 0, done.output
     assert "method permutation, path pairwise" in done.output
     assert done.output.index("f00 ") < done.output.index("f01 ")  # ranked by effect
+
+
+def test_warnings_come_before_the_table_and_mark_its_rows(tmp_path):
+    """A high-cardinality text column: its warning is printed before the ranking (not after it), the row
+    it names is marked, and the summary says which kind each defaulted feature got and why."""
+    rng = np.random.default_rng(4)
+    rows = 400
+    frame = pl.DataFrame(
+        {
+            "zip": [f"{value:05d}" for value in rng.integers(0, 300, rows)],
+            "income": rng.lognormal(10, 1, rows),
+            "plan": rng.choice(["basic", "pro"], rows),
+        }
+    ).with_columns(score=pl.col("income").log() / 20 + (pl.col("plan") == "pro") * 0.1)
+    frame.write_parquet(tmp_path / "churn.parquet")
+    for command in ("effects", "shapley"):
+        done = invoke(command, tmp_path / "churn.parquet", "--prediction", "score", "--features", "zip,income,plan")
+        assert done.exit_code == 0, done.output
+        output = done.output
+        warning = output.index("warning: feature 'zip' has about")
+        assert warning < output.index("\n! zip ") and "(! named in a warning above)" in output
+        assert "\n  income " in output  # unmarked rows keep their alignment
+        assert "kinds chosen by default" in output
+        assert "income  quantile:0.1   long-tailed: range:0.1 would keep" in output
+        assert "plan    exact          text values" in output

@@ -1,5 +1,6 @@
 """Every accepted input form, target selection, ids, defaults and the result tables."""
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -148,6 +149,37 @@ def test_default_kinds(engine):
         frame, prediction="y", similarity={"few": "exact", "many": "range:0.1", "label": "exact", "flag": "exact"}
     )
     np.testing.assert_allclose(result.shapley, given.shapley, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"weight": "w"}, {"memory_limit": "200MB"}], ids=["plain", "weighted", "limited"]
+)
+def test_a_long_tailed_number_gets_a_quantile_window_by_default(engine, options):
+    """A lognormal income under range:0.1 keeps most rows around its mean, so its default is
+    quantile:0.1, with the parameters an explicit quantile:0.1 gets (sorted quantiles under a memory
+    limit, weighted quantiles with weights); normal and uniform numbers keep range:0.1."""
+    if "memory_limit" in options and engine.name == "spark":
+        pytest.skip("memory_limit is DuckDB's")
+    rng = np.random.default_rng(2)
+    n = 400
+    frame = pl.DataFrame(
+        {
+            "income": rng.lognormal(10, 1, n),
+            "height": rng.normal(170, 10, n),
+            "share": rng.uniform(size=n),
+            "w": rng.integers(1, 4, n).astype(float),
+        }
+    ).with_columns(y=pl.col("income").log() + pl.col("share"))
+    features = ["income", "height", "share"]
+    defaulted = cohortsql.cohort_shapley(frame, prediction="y", similarity=features, **options, **engine.options)
+    assert defaulted.similarity == {"income": "quantile:0.1", "height": "range:0.1", "share": "range:0.1"}
+    reasons = json.loads(defaulted.settings["default_kinds"])
+    assert reasons["income"].startswith("long-tailed: range:0.1 would keep 9")
+    assert "keeping" in reasons["height"] and reasons["height"].endswith("of its values around the mean")
+    given = {"income": "quantile:0.1", "height": "range:0.1", "share": "range:0.1"}
+    explicit = cohortsql.cohort_shapley(frame, prediction="y", similarity=given, **options)
+    np.testing.assert_allclose(defaulted.shapley, explicit.shapley, atol=1e-12)
+    assert "default_kinds" not in explicit.settings  # nothing was chosen for the caller
 
 
 def test_similarity_objects_and_text_mix(expected):
