@@ -62,7 +62,7 @@ def main() -> None:
     plot.stacked(result).savefig(FIGURES / "boston_stacked.png", dpi=100)
     plot.effects(effects).savefig(FIGURES / "boston_effects.png", dpi=100)
     plot.path(result, TARGET).savefig(FIGURES / "boston_path.png", dpi=100)
-    plot.cohort_scatter(table, result, TARGET, "lstat", "rm").savefig(FIGURES / "boston_scatter.png", dpi=100)
+    plot.cohort_scatter(result, TARGET, "lstat", "rm", data=table).savefig(FIGURES / "boston_scatter.png", dpi=100)
     _, model = fitted()
     comparison = cohortsql.compare(
         table, model=model, model_input="numpy", prediction="prediction", similarity=similarity, targets=[TARGET]

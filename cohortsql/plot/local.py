@@ -253,9 +253,18 @@ def path(source: Source, id: object, *, outcome: str | None = None) -> Figure:
     return figure
 
 
-def cohort_scatter(data: pl.DataFrame, result: CohortShapleyResult, id: object, x: str, y: str) -> Figure:
+def cohort_scatter(result: CohortShapleyResult, id: object, x: str, y: str, *, data: pl.DataFrame) -> Figure:
     """Two predictors of every subject, the target, the mean point and the target's cohort
-    boundaries on both (the paper's Boston figure). `data` is the table the result explains."""
+    boundaries on both (the paper's Boston figure). The result comes first, as in every figure;
+    `data` is the table the result explains (the result holds its targets' rows only)."""
+    if not isinstance(result, CohortShapleyResult):
+        raise CohortError(
+            f"cohort_scatter takes the result first and the table as data=: got {type(result).__name__} first"
+        )
+    if not isinstance(data, pl.DataFrame):
+        raise CohortError(
+            f"cohort_scatter: data= is the polars DataFrame the result explains, got {type(data).__name__}"
+        )
     plt = pyplot()
     for column in (x, y):
         if column not in data.columns:

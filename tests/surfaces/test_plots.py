@@ -60,7 +60,7 @@ def assert_drawn(figure, path):
         ),
         lambda r, d: plot.target(r, 204),
         lambda r, d: plot.path(r, 204),
-        lambda r, d: plot.cohort_scatter(d, r, 204, "lstat", "rm"),
+        lambda r, d: plot.cohort_scatter(r, 204, "lstat", "rm", data=d),
     ],
     ids=["stacked", "stacked-squared", "effects", "effects-sampled", "target", "path", "scatter"],
 )
@@ -263,3 +263,14 @@ def test_a_result_of_two_outcomes_draws_each_outcome_or_names_the_choice(tmp_pat
         plot.stacked(both)
     single = plot.stacked(both, outcome="doubled")
     assert_drawn(single, tmp_path / "single.png")
+
+
+def test_cohort_scatter_takes_the_result_first():
+    frame = cohortsql.datasets.loans()
+    result = cohortsql.cohort_shapley(frame, prediction="score", similarity={"income": "abs:15", "region": "exact"})
+    figure = plot.cohort_scatter(result, 0, "income", "score", data=frame)
+    assert figure.axes[0].get_xlabel() == "income"
+    with pytest.raises(cohortsql.CohortError, match="takes the result first"):
+        plot.cohort_scatter(frame, result, 0, "income", data=frame)  # the former order
+    with pytest.raises(cohortsql.CohortError, match="data= is the polars DataFrame"):
+        plot.cohort_scatter(result, 0, "income", "score", data="loans.parquet")
