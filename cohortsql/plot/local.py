@@ -152,34 +152,68 @@ def beeswarm(source: Source, *, squared: bool = False, seed: int = 0, outcome: s
     rng = np.random.default_rng(seed)
     figure, axes = plt.subplots(figsize=(8, 0.45 * len(order) + 1.5))
     sampled = False
+    categories: list[Any] = []  # legend handles of the categorical features' levels (one colour each)
+    categorical = 0
     for row, feature in enumerate(order):
         part = local.filter(pl.col("feature") == feature)
         if part.height > BEESWARM_POINTS:
             part = part.sample(BEESWARM_POINTS, seed=seed)
             sampled = True
         values = part[column].to_numpy()
+        heights = row + rng.uniform(-0.3, 0.3, size=len(values))
         shown = part["feature_value"].cast(pl.Float64, strict=False)
-        if shown.null_count() == part.height:  # text values: colour by their rank
-            shown = part["feature_value"].rank("dense").cast(pl.Float64)
+        if shown.null_count() == part.height and part["feature_value"].null_count() < part.height:
+            categories += _categorical_points(
+                axes, plt, feature, part["feature_value"], values, heights, len(categories)
+            )
+            categorical += 1
+            continue
         rank = shown.rank("average").to_numpy() / max(shown.len(), 1)
         axes.scatter(
-            values,
-            row + rng.uniform(-0.3, 0.3, size=len(values)),
-            c=np.nan_to_num(rank, nan=0.5),
-            cmap="coolwarm",
-            s=6,
-            vmin=0,
-            vmax=1,
-            linewidths=0,
+            values, heights, c=np.nan_to_num(rank, nan=0.5), cmap="coolwarm", s=6, vmin=0, vmax=1, linewidths=0
         )
     axes.set_yticks(np.arange(len(order)), order)
     axes.axvline(0, color="grey", linewidth=0.5)
     note = f" (a sample of {BEESWARM_POINTS:,} targets per feature)" if sampled else ""
-    axes.set_xlabel(
-        f"{'squared ' if squared else ''}cohort Shapley value{note}; colour: the feature's value, low to high"
-    )
+    colour = "; colour: a number's value, low (blue) to high (red)" if categorical < len(order) else ""
+    axes.set_xlabel(f"{'squared ' if squared else ''}cohort Shapley value{note}{colour}")
+    if categories:
+        axes.legend(handles=categories, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small", frameon=False)
     figure.tight_layout()
     return figure
+
+
+CATEGORY_LEVELS = 8
+"""A categorical feature's most frequent levels that get their own colour in the beeswarm; the rest share one."""
+
+
+def _categorical_points(
+    axes: Any, plt: Any, feature: str, levels: pl.Series, values: np.ndarray, heights: np.ndarray, first: int
+) -> list[Any]:
+    """A text or boolean feature's points, one colour per level (the most frequent `CATEGORY_LEVELS`,
+    then "other"; colours continue from the `first`-th, so no two levels in the legend share one), and
+    their legend handles labelled feature = level."""
+    counts = levels.fill_null("missing").value_counts(sort=True)
+    named = counts[levels.name].head(CATEGORY_LEVELS).to_list()
+    palette = plt.get_cmap("tab10")
+    text = levels.fill_null("missing").to_list()
+    handles = []
+    for index, level in enumerate([*named, None]):
+        chosen = np.array([item == level if level is not None else item not in named for item in text])
+        if not chosen.any():
+            continue
+        colour = palette((first + index) % 10) if level is not None else "grey"
+        handles.append(
+            axes.scatter(
+                values[chosen],
+                heights[chosen],
+                color=colour,
+                s=6,
+                linewidths=0,
+                label=f"{feature} = {level if level is not None else 'other'}",
+            )
+        )
+    return handles
 
 
 def target(source: Source, id: object, *, outcome: str | None = None) -> Figure:
@@ -220,9 +254,9 @@ def target(source: Source, id: object, *, outcome: str | None = None) -> Figure:
     start, end = ("mean baseline f", "f(x_t)") if isinstance(source, BaselineShapleyResult) else ("mean", "cohort mean")
     axes.axvline(mean, color="grey", linestyle=":", label=f"{start} {mean:.4g}")
     axes.axvline(row["cohort_mean"], color="black", linestyle="--", label=f"{end} {row['cohort_mean']:.4g}")
-    sized = " (n = cohort size once the feature joins)" if sizes else ""
-    axes.set_xlabel(f"target {id}: from the {start} to the {end}{sized}")
-    axes.legend(fontsize="small", loc="lower right")
+    sized = "; n = cohort size once the feature joins" if sizes else ""
+    axes.set_xlabel(f"target {id}{sized}")
+    axes.legend(fontsize="small", loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     ends = np.concatenate([starts, starts + heights, [mean, row["cohort_mean"]]])
     pad = 0.12 * (ends.max() - ends.min() or 1.0)
     axes.set_xlim(ends.min() - pad, ends.max() + pad)
