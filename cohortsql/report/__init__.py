@@ -100,7 +100,7 @@ def report_html(tables: ReportTables, targets: list[Any] | None = None, title: s
     body = [
         f"<header><h1>{escape(name)}</h1><p>{_summary(tables, features, mean)}</p></header>",
         _section("Settings and diagnostics", _settings(tables), "settings"),
-        _section("Shapley effects", _effects(tables.effects, colours), "effects"),
+        _section("Shapley effects", _effects(tables.effects, colours, tables.settings.get("confidence")), "effects"),
         _section("Top drivers", _drivers(tables.local, colours), "drivers"),
         _section("Targets", _targets_table(tables), "targets"),
         *(_target_section(tables, id, mean, colours) for id in chosen),
@@ -143,24 +143,49 @@ def _settings(tables: ReportTables) -> str:
     return f'<table class="settings">{cells}</table>'
 
 
-def _effects(effects: pl.DataFrame, colours: dict[str, str]) -> str:
+def _effects(effects: pl.DataFrame, colours: dict[str, str], confidence: str | None) -> str:
+    """The effects as bars with their standard errors, and a table with the standard errors (a dash
+    where every row was a target, so there is no sampling error) and the bootstrap intervals when the
+    run has them."""
     table = effects.sort("shapley_effect", descending=True)
     labels = table["feature"].to_list()
     errors = (
         table["shapley_effect_se"].fill_nan(0).fill_null(0).to_list() if "shapley_effect_se" in table.columns else None
     )
     chart = svg.bars(labels, table["shapley_effect"].to_list(), errors, [colours.get(f, "#777") for f in labels], "")
+    intervals = "shapley_effect_ci_low" in table.columns
     rows = "".join(
         f'<tr><td>{escape(row["feature"])}</td><td class="num">{row["shapley_effect"]:.4g}</td>'
-        f'<td class="num">{row.get("shapley_effect_se") or 0:.2g}</td><td class="num">{row.get("share") or 0:.1%}</td></tr>'
+        f'<td class="num">{_standard_error(row.get("shapley_effect_se"))}</td>'
+        + (
+            f'<td class="num">[{row["shapley_effect_ci_low"]:.4g}, {row["shapley_effect_ci_high"]:.4g}]</td>'
+            if intervals
+            else ""
+        )
+        + f'<td class="num">{row.get("share") or 0:.1%}</td></tr>'
         for row in table.iter_rows(named=True)
     )
+    level = f"{float(confidence):.0%} " if confidence else ""
+    interval_head = f"<th>{level}interval</th>" if intervals else ""
+    note = ""
+    if not any(errors or []):
+        note = (
+            "<p>Every row is a target, so the effects have no sampling error (–)"
+            + ("; the intervals are the data's own uncertainty (Bayesian bootstrap)." if intervals else ".")
+            + "</p>"
+        )
     return (
         "<p>Mean squared cohort Shapley value per feature: its share of the variance explained.</p>"
         + chart
-        + f'<table class="sortable"><thead><tr><th>feature</th><th>effect</th><th>standard error</th><th>share</th></tr>'
-        f"</thead><tbody>{rows}</tbody></table>"
+        + note
+        + f'<table class="sortable"><thead><tr><th>feature</th><th>effect</th><th>standard error</th>{interval_head}'
+        f"<th>share</th></tr></thead><tbody>{rows}</tbody></table>"
     )
+
+
+def _standard_error(error: float | None) -> str:
+    """A standard error in 2 digits, or a dash where there is none (0: every row was a target)."""
+    return "–" if error is None or error == 0 or error != error else f"{error:.2g}"
 
 
 def _drivers(local: pl.DataFrame, colours: dict[str, str]) -> str:

@@ -84,6 +84,15 @@ def waterfall(start: float, steps: Sequence[tuple[str, str, float, float]], end:
     return "".join(parts)
 
 
+def _axis_values(positions: Sequence[float], scale: Callable[[float], float], shown: Sequence[str]) -> list[str]:
+    """A vertical axis's values at `positions` (the ends of a series): a tick and the number left of the plot."""
+    return [
+        f'<line x1="62" x2="68" y1="{scale(position):.1f}" y2="{scale(position):.1f}" class="guide"/>'
+        f'<text x="60" y="{scale(position) + 4:.1f}" text-anchor="end" class="size">{escape(text)}</text>'
+        for position, text in zip(positions, shown)
+    ]
+
+
 def refinement(labels: Sequence[str], sizes: Sequence[float], means: Sequence[float], prediction: float) -> str:
     """The refinement path: cohort size (log scale) and cohort mean as features join, one point per step."""
     steps = len(labels)
@@ -92,7 +101,11 @@ def refinement(labels: Sequence[str], sizes: Sequence[float], means: Sequence[fl
     size_y = _scale(min(logs), max(logs) or 1.0, 110, 20)
     mean_y = _scale(min([*means, prediction]), max([*means, prediction]), 230, 140)
     parts = [f'<svg class="chart" viewBox="0 0 {WIDTH} 290" width="{WIDTH}" height="290" role="img">']
-    parts.append('<text x="8" y="16">cohort size</text><text x="8" y="136">cohort mean</text>')
+    parts.append('<text x="8" y="12">cohort size</text><text x="8" y="132">cohort mean</text>')
+    size_ends = (min(sizes), max(sizes))
+    parts += _axis_values([math.log10(max(size, 1.0)) for size in size_ends], size_y, [f"{s:,.0f}" for s in size_ends])
+    mean_ends = (min([*means, prediction]), max([*means, prediction]))
+    parts += _axis_values(list(mean_ends), mean_y, [_number(value) for value in mean_ends])
     parts.append(
         f'<line x1="70" x2="{WIDTH - 20}" y1="{mean_y(prediction):.1f}" y2="{mean_y(prediction):.1f}" class="guide"/>'
         f'<text x="{WIDTH - 20}" y="{mean_y(prediction) - 4:.1f}" text-anchor="end" class="size">prediction'

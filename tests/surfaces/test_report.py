@@ -75,6 +75,29 @@ def test_the_effects_file_brings_its_standard_errors(tmp_path):
     assert tables.settings["sample"] == "100"
 
 
+def test_the_report_shows_intervals_and_no_zero_standard_errors(tmp_path):
+    """With bootstrap replicates the effects table has the intervals; every row being a target, the
+    standard-error column has dashes (it read 0 everywhere), with a sentence saying why; the refinement
+    chart has values on both its axes."""
+    loans = cohortsql.datasets.loans()
+    similarity = {"income": "abs:15", "region": "exact"}
+    result = cohortsql.cohort_shapley(loans, prediction="score", similarity=similarity, bootstrap=50, seed=3)
+    html = report_html(ReportTables.of_result(result), [0])
+    effects = html[html.index('<section id="effects">') : html.index('<section id="drivers">')]
+    assert "<th>95% interval</th>" in effects
+    for row in result.global_.iter_rows(named=True):
+        assert f"[{row['shapley_effect_ci_low']:.4g}, {row['shapley_effect_ci_high']:.4g}]" in effects
+    assert 'class="num">0</td>' not in effects and 'class="num">–</td>' in effects
+    assert "no sampling error" in effects and "Bayesian bootstrap" in effects
+    refinement = html[html.rindex('<svg class="chart" viewBox="0 0 640 290"') :]
+    refinement = refinement[: refinement.index("</svg>")]
+    sizes = result.paths.filter(pl.col("id") == 0)["cohort_size"]
+    assert f">{int(sizes.max()):,}</text>" in refinement and f">{int(sizes.min()):,}</text>" in refinement
+    sampled = cohortsql.cohort_shapley(loans, prediction="score", similarity=similarity, targets=6, seed=3)
+    sampled_html = report_html(ReportTables.of_result(sampled), [sampled.ids[0]])
+    assert "no sampling error" not in sampled_html and "<th>95% interval</th>" not in sampled_html
+
+
 def test_ten_thousand_targets_make_a_report_under_five_megabytes(tmp_path):
     rng = np.random.default_rng(1)
     data = pl.DataFrame({f"x{j}": rng.integers(0, 6, 10_000) for j in range(6)}).with_columns(
