@@ -9,7 +9,7 @@ rows as they are in the data are read only by computations that report them (`re
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,18 +20,10 @@ from cohortsql._typing import SimilarityArgument
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.engines.inputs import POSITION_COLUMN, Input
 from cohortsql.errors import CohortError
-from cohortsql.numeric.quantiles import interpolated_quantile, weighted_quantile
-from cohortsql.spec.features import (
-    LONG_TAILED_WINDOW,
-    LOW_CARDINALITY,
-    Feature,
-    ResolvedFeature,
-    default_kind,
-    plan_features,
-    resolve_feature,
-)
+from cohortsql.run.feature_statistics import count_distinct_values, measure_tails, sorted_quantiles
+from cohortsql.spec.features import ResolvedFeature, plan_features, resolve_feature
 from cohortsql.spec.measures import Measures
-from cohortsql.spec.similarity import QuantileWindow, SqlPredicate
+from cohortsql.spec.similarity import SqlPredicate
 from cohortsql.sql.user import check_expression
 
 if TYPE_CHECKING:
@@ -195,7 +187,7 @@ def prepare(
     relation = source.relation if weight is None else _positive_rows(engine, source.relation, weight, id_sql, id)
     # Under a memory limit quantiles come from a sort that spills (and with weights, from weighted positions).
     limited = engine.memory_budget is not None
-    known = _sorted_quantiles(engine, relation, features, weight) if limited or weight is not None else {}
+    known = sorted_quantiles(engine, relation, features, weight) if limited or weight is not None else {}
     integers = [pa.types.is_integer(source.schema.field(outcome).type) for outcome in outcomes]
     pilots = tuple(_pilot(engine, relation, outcome, exact) for outcome, exact in zip(outcomes, integers))
     centred_values = [queries.statistics.centred(outcome, pilot, dialect) for outcome, pilot in zip(outcomes, pilots)]
@@ -218,9 +210,9 @@ def prepare(
     _check_table(row, outcomes, id)
     statistics = TableStatistics.parse(row, len(outcomes), len(features), weighted=weight is not None)
     _check_finite(statistics, outcomes, weight)
-    _count_distinct_values(engine, relation, features, statistics)
+    count_distinct_values(engine, relation, features, statistics)
     n = statistics.subjects
-    _measure_tails(engine, relation, features, statistics, weight)
+    measure_tails(engine, relation, features, statistics, weight)
     resolved = tuple(resolve_feature(feature, statistics.features[feature.index], n) for feature in features)
     compress = mergeable and statistics.distinct_rows is not None and statistics.distinct_rows <= COMPRESS_BELOW * n
     measures = Measures(len(outcomes), weighted=weight is not None, replicates=replicates, seed=seed)
@@ -315,92 +307,6 @@ def _check_condition(engine: Engine, relation: str, predicate: str) -> None:
         )
 
 
-EXACT_DISTINCT_BELOW = 1_000
-"""Features without a kind whose estimated number of distinct values is at most this are counted
-exactly (a small hash table); above it the estimate's error (about 2%) cannot reach `LOW_CARDINALITY`,
-so the choice between `exact` and a window is the same as an exact count's, on every engine."""
-
-
-def _count_distinct_values(
-    engine: Engine, relation: str, features: Sequence[Feature], statistics: TableStatistics
-) -> None:
-    """Each defaulted numeric feature's ``distinct``: exact where the estimate is small, else the estimate."""
-    few = {}
-    for feature in features:
-        own = statistics.features[feature.index]
-        if "approx_distinct" in own:
-            own["distinct"] = int(own["approx_distinct"] or 0)
-            if own["distinct"] <= EXACT_DISTINCT_BELOW:
-                few[str(feature.index)] = queries.statistics.statistic_value(
-                    feature.values, engine.dialect.quote(feature.name), engine.dialect
-                )
-    if few:
-        counts = fetch_record(
-            engine,
-            queries.statistics.distinct_counts(relation, few, engine.dialect),
-            context="counting distinct values",
-        )
-        for feature in features:
-            if str(feature.index) in few:
-                statistics.features[feature.index]["distinct"] = int(counts[str(feature.index)])
-
-
-def _measure_tails(
-    engine: Engine, relation: str, features: Sequence[Feature], statistics: TableStatistics, weight: str | None
-) -> None:
-    """For each defaulted numeric feature with many values, the share of its values within the default
-    window of their mean (``near_mean_share``, unweighted), which decides between `DEFAULT_WINDOW` and
-    `LONG_TAILED_WINDOW`; the features that get the latter have its parameters put in place of the
-    default's (exact quantiles, as an explicit ``quantile:0.1`` gets)."""
-    windows = {}
-    for feature in features:
-        own = statistics.features[feature.index]
-        if "approx_distinct" in own and own["distinct"] > LOW_CARDINALITY:
-            value = queries.statistics.statistic_value(
-                feature.values, engine.dialect.quote(feature.name), engine.dialect
-            )
-            shifted = queries.statistics.shifted_double(value, feature.values, own.get("min"), engine.dialect)
-            windows[str(feature.index)] = (shifted, float(own["parameter:delta"] or 0.0))
-    if not windows:
-        return
-    counts = fetch_record(
-        engine,
-        queries.statistics.near_mean_counts(relation, windows, engine.dialect),
-        context="measuring the features' tails",
-    )
-    long_tailed = []
-    for feature in features:
-        if str(feature.index) in windows:
-            own = statistics.features[feature.index]
-            known = statistics.subjects - int(own["nulls"]) - int(own.get("nan") or 0)
-            own["near_mean_share"] = int(counts[str(feature.index)]) / max(known, 1)
-            if default_kind(feature, own)[0] == LONG_TAILED_WINDOW:
-                long_tailed.append(replace(feature, kind=LONG_TAILED_WINDOW))
-    if not long_tailed:
-        return
-    limited = engine.memory_budget is not None
-    known_quantiles = _sorted_quantiles(engine, relation, tuple(long_tailed), weight) if limited or weight else {}
-    # count(*) makes the query one row when every quantile is already known (sorted) and the
-    # parameters are constants
-    aggregates = {"rows": "count(*)"} | {
-        queries.statistics.statistic_alias(feature.index, name): sql
-        for feature in long_tailed
-        for name, sql in queries.statistics.parameter_aggregates(
-            LONG_TAILED_WINDOW, feature.values, engine.dialect.quote(feature.name), engine.dialect, known_quantiles
-        ).items()
-    }
-    row = fetch_record(
-        engine,
-        queries.statistics.table_statistics(relation, aggregates, engine.dialect),
-        context="computing quantiles of long-tailed features",
-    )
-    for feature in long_tailed:
-        prefix = queries.statistics.statistic_alias(feature.index, "")
-        statistics.features[feature.index].update(
-            {alias.removeprefix(prefix): value for alias, value in row.items() if alias.startswith(prefix)}
-        )
-
-
 def _check_finite(statistics: TableStatistics, outcomes: Sequence[str], weight: str | None) -> None:
     """Refuse sums that overflowed a DOUBLE (weights near 1e308, or their products with y^2) rather
     than explain with NaN."""
@@ -441,31 +347,6 @@ def _positive_rows(engine: Engine, source: str, weight: str, id_sql: str, id: st
         materialize=False,
         context="weighing rows",
     )
-
-
-def _sorted_quantiles(
-    engine: Engine, source: str, features: tuple[Feature, ...], weight: str | None
-) -> dict[tuple[str, float], float | None]:
-    """The quantiles that quantile windows need, from order statistics (a sort spills; an exact
-    quantile aggregate holds every value in memory and fails under a small memory limit). With case
-    weights, a weight counts as that many repetitions of the row."""
-    known: dict[tuple[str, float], float | None] = {}
-    for feature in features:
-        if not isinstance(feature.kind, QuantileWindow):
-            continue
-        value = queries.statistics.statistic_value(feature.values, engine.dialect.quote(feature.name), engine.dialect)
-        probabilities = (feature.kind.p, 1 - feature.kind.p)
-        rows = engine.fetch_arrow(
-            queries.statistics.order_statistics(source, value, probabilities, engine.dialect)
-            if weight is None
-            else queries.statistics.weighted_order_statistics(source, value, weight, probabilities, engine.dialect),
-            context=f"sorting feature {feature.name!r} for its quantiles",
-        ).to_pylist()
-        for probability in probabilities:
-            known[(value, probability)] = (
-                interpolated_quantile(rows, probability) if weight is None else weighted_quantile(rows, probability)
-            )
-    return known
 
 
 def _pilot(engine: Engine, source: str, prediction: str, exact: bool) -> float | int:

@@ -1,0 +1,130 @@
+"""What a call learns about its features beyond the one statistics pass: exact counts of distinct
+values where an estimate is small, how long-tailed defaulted numbers are (which decides between
+`DEFAULT_WINDOW` and `LONG_TAILED_WINDOW`), and quantiles by a sort (which spills) under a memory limit
+or with case weights. Each step fills in the per-feature statistics `resolve_feature` reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from cohortsql import queries
+from cohortsql.engines.base import Engine, fetch_record
+from cohortsql.numeric.quantiles import interpolated_quantile, weighted_quantile
+from cohortsql.spec.features import LONG_TAILED_WINDOW, LOW_CARDINALITY, Feature, default_kind
+from cohortsql.spec.similarity import QuantileWindow
+
+if TYPE_CHECKING:
+    from cohortsql.run.preparation import TableStatistics
+
+
+EXACT_DISTINCT_BELOW = 1_000
+"""Features without a kind whose estimated number of distinct values is at most this are counted
+exactly (a small hash table); above it the estimate's error (about 2%) cannot reach `LOW_CARDINALITY`,
+so the choice between `exact` and a window is the same as an exact count's, on every engine."""
+
+
+def count_distinct_values(
+    engine: Engine, relation: str, features: Sequence[Feature], statistics: TableStatistics
+) -> None:
+    """Each defaulted numeric feature's ``distinct``: exact where the estimate is small, else the estimate."""
+    few = {}
+    for feature in features:
+        own = statistics.features[feature.index]
+        if "approx_distinct" in own:
+            own["distinct"] = int(own["approx_distinct"] or 0)
+            if own["distinct"] <= EXACT_DISTINCT_BELOW:
+                few[str(feature.index)] = queries.statistics.statistic_value(
+                    feature.values, engine.dialect.quote(feature.name), engine.dialect
+                )
+    if few:
+        counts = fetch_record(
+            engine,
+            queries.statistics.distinct_counts(relation, few, engine.dialect),
+            context="counting distinct values",
+        )
+        for feature in features:
+            if str(feature.index) in few:
+                statistics.features[feature.index]["distinct"] = int(counts[str(feature.index)])
+
+
+def measure_tails(
+    engine: Engine, relation: str, features: Sequence[Feature], statistics: TableStatistics, weight: str | None
+) -> None:
+    """For each defaulted numeric feature with many values, the share of its values within the default
+    window of their mean (``near_mean_share``, unweighted), which decides between `DEFAULT_WINDOW` and
+    `LONG_TAILED_WINDOW`; the features that get the latter have its parameters put in place of the
+    default's (exact quantiles, as an explicit ``quantile:0.1`` gets)."""
+    windows = {}
+    for feature in features:
+        own = statistics.features[feature.index]
+        if "approx_distinct" in own and own["distinct"] > LOW_CARDINALITY:
+            value = queries.statistics.statistic_value(
+                feature.values, engine.dialect.quote(feature.name), engine.dialect
+            )
+            shifted = queries.statistics.shifted_double(value, feature.values, own.get("min"), engine.dialect)
+            windows[str(feature.index)] = (shifted, float(own["parameter:delta"] or 0.0))
+    if not windows:
+        return
+    counts = fetch_record(
+        engine,
+        queries.statistics.near_mean_counts(relation, windows, engine.dialect),
+        context="measuring the features' tails",
+    )
+    long_tailed = []
+    for feature in features:
+        if str(feature.index) in windows:
+            own = statistics.features[feature.index]
+            known = statistics.subjects - int(own["nulls"]) - int(own.get("nan") or 0)
+            own["near_mean_share"] = int(counts[str(feature.index)]) / max(known, 1)
+            if default_kind(feature, own)[0] == LONG_TAILED_WINDOW:
+                long_tailed.append(replace(feature, kind=LONG_TAILED_WINDOW))
+    if not long_tailed:
+        return
+    limited = engine.memory_budget is not None
+    known_quantiles = sorted_quantiles(engine, relation, tuple(long_tailed), weight) if limited or weight else {}
+    # count(*) makes the query one row when every quantile is already known (sorted) and the
+    # parameters are constants
+    aggregates = {"rows": "count(*)"} | {
+        queries.statistics.statistic_alias(feature.index, name): sql
+        for feature in long_tailed
+        for name, sql in queries.statistics.parameter_aggregates(
+            LONG_TAILED_WINDOW, feature.values, engine.dialect.quote(feature.name), engine.dialect, known_quantiles
+        ).items()
+    }
+    row = fetch_record(
+        engine,
+        queries.statistics.table_statistics(relation, aggregates, engine.dialect),
+        context="computing quantiles of long-tailed features",
+    )
+    for feature in long_tailed:
+        prefix = queries.statistics.statistic_alias(feature.index, "")
+        statistics.features[feature.index].update(
+            {alias.removeprefix(prefix): value for alias, value in row.items() if alias.startswith(prefix)}
+        )
+
+
+def sorted_quantiles(
+    engine: Engine, source: str, features: tuple[Feature, ...], weight: str | None
+) -> dict[tuple[str, float], float | None]:
+    """The quantiles that quantile windows need, from order statistics (a sort spills; an exact
+    quantile aggregate holds every value in memory and fails under a small memory limit). With case
+    weights, a weight counts as that many repetitions of the row."""
+    known: dict[tuple[str, float], float | None] = {}
+    for feature in features:
+        if not isinstance(feature.kind, QuantileWindow):
+            continue
+        value = queries.statistics.statistic_value(feature.values, engine.dialect.quote(feature.name), engine.dialect)
+        probabilities = (feature.kind.p, 1 - feature.kind.p)
+        rows = engine.fetch_arrow(
+            queries.statistics.order_statistics(source, value, probabilities, engine.dialect)
+            if weight is None
+            else queries.statistics.weighted_order_statistics(source, value, weight, probabilities, engine.dialect),
+            context=f"sorting feature {feature.name!r} for its quantiles",
+        ).to_pylist()
+        for probability in probabilities:
+            known[(value, probability)] = (
+                interpolated_quantile(rows, probability) if weight is None else weighted_quantile(rows, probability)
+            )
+    return known
