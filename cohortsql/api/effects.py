@@ -20,7 +20,7 @@ from cohortsql.run.grouping_sets import variance_game
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_path, local_batches, make_pacer
 from cohortsql.run.targets import TargetSet
-from cohortsql.spec.arguments import checked_options, explained_columns
+from cohortsql.spec.arguments import checked_options, drawn_seed, explained_columns
 
 
 @overload
@@ -85,6 +85,7 @@ def shapley_effects(
                 raise CohortError(
                     "bootstrap intervals need method='exact' (the permutation method has standard errors)"
                 )
+            asked["seed"] = drawn_seed(asked["seed"])  # recorded in the settings, so the run can be repeated
             results = _estimated_effects(session, asked)
         else:
             results = _exact_effects(session, asked)

@@ -259,6 +259,15 @@ def test_permutation_effects_average_the_targets_estimates():
         cohortsql.shapley_effects(frame, prediction="y", similarity=WINDOWS, method="permutation", bootstrap=20)
 
 
+def test_unseeded_permutation_effects_record_the_seed_that_repeats_them():
+    frame = window_table(13, n=60)
+    options = dict(prediction="y", similarity=WINDOWS, method="permutation", max_permutations=10)
+    first = cohortsql.shapley_effects(frame, **options)
+    seed = int(first.settings["seed"])
+    again = cohortsql.shapley_effects(frame, **options, seed=seed)
+    assert again.effects.equals(first.effects)
+
+
 def test_targets_that_share_an_estimate_share_its_error():
     """Two targets with one estimate (one group) carry its error with their joint weight, not as two
     independent draws: the standard error is that of one target of weight 2 beside one of weight 1."""
