@@ -76,21 +76,20 @@ def measure_tails(
     for feature in features:
         if str(feature.index) in windows:
             own = statistics.features[feature.index]
-            known = statistics.subjects - int(own["nulls"]) - int(own.get("nan") or 0)
-            own["near_mean_share"] = int(counts[str(feature.index)]) / max(known, 1)
+            present = statistics.subjects - int(own["nulls"]) - int(own.get("nan") or 0)
+            own["near_mean_share"] = int(counts[str(feature.index)]) / max(present, 1)
             if default_kind(feature, own)[0] == LONG_TAILED_WINDOW:
                 long_tailed.append(replace(feature, kind=LONG_TAILED_WINDOW))
     if not long_tailed:
         return
-    limited = engine.memory_budget is not None
-    known_quantiles = sorted_quantiles(engine, relation, tuple(long_tailed), weight) if limited or weight else {}
+    known = known_quantiles(engine, relation, tuple(long_tailed), weight)
     # count(*) makes the query one row when every quantile is already known (sorted) and the
     # parameters are constants
     aggregates = {"rows": "count(*)"} | {
         queries.statistics.statistic_alias(feature.index, name): sql
         for feature in long_tailed
         for name, sql in queries.statistics.parameter_aggregates(
-            LONG_TAILED_WINDOW, feature.values, engine.dialect.quote(feature.name), engine.dialect, known_quantiles
+            LONG_TAILED_WINDOW, feature.values, engine.dialect.quote(feature.name), engine.dialect, known
         ).items()
     }
     row = fetch_record(
@@ -103,6 +102,17 @@ def measure_tails(
         statistics.features[feature.index].update(
             {alias.removeprefix(prefix): value for alias, value in row.items() if alias.startswith(prefix)}
         )
+
+
+def known_quantiles(
+    engine: Engine, relation: str, features: tuple[Feature, ...], weight: str | None
+) -> dict[tuple[str, float], float | None]:
+    """The quantile windows' quantiles, computed ahead of the statistics query where its exact quantile
+    aggregate will not do: under a memory limit (a sort spills, the aggregate holds every value) and
+    with case weights (weighted positions). Otherwise none: the aggregate computes them in place."""
+    if engine.memory_budget is None and weight is None:
+        return {}
+    return sorted_quantiles(engine, relation, features, weight)
 
 
 def sorted_quantiles(

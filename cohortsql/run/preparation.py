@@ -20,7 +20,7 @@ from cohortsql._typing import SimilarityArgument
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.engines.inputs import POSITION_COLUMN, Input
 from cohortsql.errors import CohortError
-from cohortsql.run.feature_statistics import count_distinct_values, measure_tails, sorted_quantiles
+from cohortsql.run.feature_statistics import count_distinct_values, known_quantiles, measure_tails
 from cohortsql.spec.features import ResolvedFeature, plan_features, resolve_feature
 from cohortsql.spec.measures import Measures
 from cohortsql.spec.similarity import SqlPredicate
@@ -185,9 +185,7 @@ def prepare(
         )
     id_sql = dialect.quote(POSITION_COLUMN if id is None else id)
     relation = source.relation if weight is None else _positive_rows(engine, source.relation, weight, id_sql, id)
-    # Under a memory limit quantiles come from a sort that spills (and with weights, from weighted positions).
-    limited = engine.memory_budget is not None
-    known = sorted_quantiles(engine, relation, features, weight) if limited or weight is not None else {}
+    known = known_quantiles(engine, relation, features, weight)
     integers = [pa.types.is_integer(source.schema.field(outcome).type) for outcome in outcomes]
     pilots = tuple(_pilot(engine, relation, outcome, exact) for outcome, exact in zip(outcomes, integers))
     centred_values = [queries.statistics.centred(outcome, pilot, dialect) for outcome, pilot in zip(outcomes, pilots)]
