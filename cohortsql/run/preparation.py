@@ -199,12 +199,17 @@ def prepare(
         weight,
         dialect,
         check_ids=id is not None,
+        duplicates_in_place=engine.memory_budget is None,
         distinct_rows=mergeable,
         known=known,
     )
     row = fetch_record(
         engine, queries.statistics.table_statistics(relation, aggregates, dialect), context="computing table statistics"
     )
+    if id is not None and "duplicate_ids" not in aggregates:
+        row |= fetch_record(
+            engine, queries.statistics.duplicate_ids(relation, id_sql, dialect), context="checking that ids are unique"
+        )
     _check_table(row, outcomes, id)
     statistics = TableStatistics.parse(row, len(outcomes), len(features), weighted=weight is not None)
     _check_finite(statistics, outcomes, weight)
@@ -378,7 +383,7 @@ def _check_table(statistics: dict[str, Any], outcomes: Sequence[str], id: str | 
         return
     if statistics["missing_ids"]:
         raise CohortError(f"id column {id!r} has {statistics['missing_ids']} NULL values; ids must identify rows")
-    duplicates = statistics["subjects"] - statistics["distinct_ids"]
+    duplicates = statistics["duplicate_ids"]
     if duplicates:
         raise CohortError(f"id column {id!r} has {duplicates} duplicate values; ids must identify rows")
 

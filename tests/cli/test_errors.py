@@ -92,11 +92,18 @@ def test_empty_table():
 
 @pytest.mark.parametrize(
     "ids, message",
-    [([1, 1, 2], "id column 'id' has 1 duplicate values"), ([1, None, 2], "id column 'id' has 1 NULL values")],
+    [
+        ([1, 1, 2], "id column 'id' has 1 duplicate values"),
+        ([5, 5, 5], "id column 'id' has 2 duplicate values"),
+        ([1, None, 2], "id column 'id' has 1 NULL values"),
+        ([None, None, 2], "id column 'id' has 2 NULL values"),
+    ],
 )
-def test_bad_id_column(ids, message):
+@pytest.mark.parametrize("memory_limit", [None, "500MB"], ids=["in-place", "grouped"])
+def test_bad_id_column(ids, message, memory_limit):
+    """Under a memory limit duplicates are counted by a grouped query of their own (it spills)."""
     with pytest.raises(CohortError, match=message):
-        explain(FRAME.with_columns(id=pl.Series(ids)), id="id")
+        explain(FRAME.with_columns(id=pl.Series(ids)), id="id", memory_limit=memory_limit)
 
 
 def test_missing_files(tmp_path):
