@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -26,6 +26,9 @@ OPTIONAL_VALUE_FIELDS = ("shapley_se", "shapley_squared_se", "permutations")
 
 
 SIZE_FIELDS = ("cohort_size", "path_size", "feature_cohort_size")
+
+FULL_COHORT_REST = "(rest of the full cohort)"
+"""`to_shap(end="prediction")`'s last column: y_t minus the target's cohort mean over every feature."""
 
 
 def value_fields(values: Mapping[str, Any], offset: float, *, counted: bool = True) -> dict[str, Any]:
@@ -304,22 +307,62 @@ class CohortShapleyResult(TargetValues):
         columns["shapley_difference_ci_low"], columns["shapley_difference_ci_high"] = low.reshape(-1), high.reshape(-1)
         return pl.DataFrame(columns)
 
-    def to_shap(self, *, squared: bool = False) -> Any:
+    def to_shap(self, *, squared: bool = False, end: Literal["cohort_mean", "prediction"] = "cohort_mean") -> Any:
         """The values as a ``shap.Explanation`` (needs ``pip install 'cohortsql[shap]'``), for SHAP's
-        waterfall, beeswarm and bar plots. ``base_values`` is the mean, so base + sum of values is
-        each target's cohort mean (its prediction when the cohort is the target alone)."""
+        waterfall, beeswarm and bar plots.
+
+        shap labels a target's bars from E[f(X)] to f(x). Here E[f(X)] (``base_values``) is the mean ybar
+        of the explained column and f(x) = base + the sum of the values is the target's cohort mean
+        ybar_{t,1:d}: the mean over the rows similar to the target in every feature (v(1:d) + ybar,
+        efficiency). It is the target's own prediction only when the target is alone in that cohort.
+        With ``end="prediction"`` a last column, ``(rest of the full cohort)``, holds y_t - ybar_{t,1:d}
+        so that f(x) reads as each target's prediction: it is not an attribution to any feature, it is
+        what the features cannot separate the target from the rows that share all of its similarities.
+
+        With ``squared=True`` the values are those of v_CS2 (base 0, f(x) = (ybar_{t,1:d} - ybar)^2, or
+        (y_t - ybar)^2 with ``end="prediction"``). ``instance_names`` are the targets' ids as text,
+        ``output_names`` says what f(x) is; estimated values carry ``error_std`` and bootstrap intervals
+        ``lower_bounds`` / ``upper_bounds``.
+        """
         try:
             import shap
         except ImportError:
             raise CohortError("to_shap() needs shap: pip install 'cohortsql[shap]'") from None
+        if end not in ("cohort_mean", "prediction"):
+            raise CohortError(f"to_shap(end={end!r}): end must be 'cohort_mean' or 'prediction'")
         values = self.shapley_squared if squared else self.shapley
+        errors = self.shapley_squared_se if squared else self.shapley_se
+        low = high = None
+        if self.bootstrap is not None:
+            low = self.bootstrap.shapley_squared_low if squared else self.bootstrap.shapley_low
+            high = self.bootstrap.shapley_squared_high if squared else self.bootstrap.shapley_high
         data = self.targets.select(self.features)
-        numeric = all(dtype.is_numeric() or dtype == pl.Boolean for dtype in data.dtypes)
+        names = list(self.features)
+        explained = self.settings.get("prediction", "the prediction")
+        output = f"cohort mean of {explained}"
+        if end == "prediction":
+            own = self.prediction - self.mean
+            rest = (own**2 if squared else own) - values.sum(axis=1)
+            values = np.column_stack([values, rest])
+            errors, low, high = (
+                None if a is None else np.column_stack([a, np.zeros(len(a))]) for a in (errors, low, high)
+            )
+            data = data.with_columns(pl.lit(None).alias(FULL_COHORT_REST))
+            names.append(FULL_COHORT_REST)
+            output = explained
+        if squared:
+            output = f"({output} - mean)^2"
+        numeric = all(dtype.is_numeric() or dtype in (pl.Boolean, pl.Null) for dtype in data.dtypes)
         return shap.Explanation(
             values=values,
             base_values=np.full(len(values), 0.0 if squared else self.mean),
             data=data.to_numpy().astype(float) if numeric else data.to_numpy(),
-            feature_names=list(self.features),
+            feature_names=names,
+            instance_names=[str(target) for target in self.ids.to_list()],
+            output_names=output,
+            error_std=errors,
+            lower_bounds=low,
+            upper_bounds=high,
         )
 
     def report(self, path: str | os.PathLike[str], *, targets: list[Any] | None = None) -> None:

@@ -105,6 +105,41 @@ def test_to_shap(result):
     assert explanation.values.shape == (506, 4)
     np.testing.assert_allclose(explanation.base_values + explanation.values.sum(axis=1), result.cohort_mean, atol=1e-10)
     assert explanation.feature_names == list(result.features)
+    assert explanation.output_names == "cohort mean of prediction"
+    assert explanation[97].instance_names == str(result.ids[97])
+    assert explanation.error_std is None  # exact values
+
+
+def test_to_shap_can_end_at_each_prediction(result):
+    """Boston's quantile windows leave targets in cohorts with other rows, so the cohort mean is not the
+    prediction; end="prediction" adds the rest of the full cohort as its own column."""
+    import shap
+
+    assert np.abs(result.cohort_mean - result.prediction).max() > 0.1
+    explanation = result.to_shap(end="prediction")
+    assert explanation.feature_names == [*result.features, "(rest of the full cohort)"]
+    np.testing.assert_allclose(explanation.base_values + explanation.values.sum(axis=1), result.prediction, atol=1e-10)
+    np.testing.assert_array_equal(explanation.values[:, :-1], result.shapley)
+    assert explanation.output_names == "prediction"
+    squared = result.to_shap(squared=True, end="prediction")
+    np.testing.assert_allclose(squared.values.sum(axis=1), (result.prediction - result.mean) ** 2, atol=1e-8)
+    shap.plots.waterfall(explanation[97], show=False)
+    with pytest.raises(cohortsql.CohortError, match="end must be 'cohort_mean' or 'prediction'"):
+        result.to_shap(end="model")
+
+
+def test_to_shap_carries_standard_errors_and_intervals(data):
+    options = dict(prediction="prediction", similarity=SIMILARITY)
+    estimated = cohortsql.cohort_shapley(data.head(60), method="permutation", seed=3, **options)
+    explanation = estimated.to_shap(end="prediction")
+    np.testing.assert_array_equal(explanation.error_std[:, :-1], estimated.shapley_se)
+    np.testing.assert_array_equal(explanation.error_std[:, -1], 0.0)
+    resampled = cohortsql.cohort_shapley(data.head(60), bootstrap=20, seed=3, **options)
+    bounds = resampled.to_shap(squared=True)
+    assert bounds.error_std is None
+    np.testing.assert_array_equal(bounds.lower_bounds, resampled.bootstrap.shapley_squared_low)
+    np.testing.assert_array_equal(bounds.upper_bounds, resampled.bootstrap.shapley_squared_high)
+    assert (bounds.lower_bounds <= bounds.values + 1e-12).mean() > 0.9
 
 
 @pytest.mark.parametrize("name", ["titanic", "boston"])
