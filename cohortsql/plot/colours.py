@@ -4,7 +4,8 @@ needs no matplotlib)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 
 PALETTE = (
     "#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896", "#9467bd", "#c5b0d5",
@@ -15,3 +16,15 @@ PALETTE = (
 def feature_colours(features: Sequence[str]) -> dict[str, str]:
     """Each feature's colour (hex), by its place among `features`."""
     return {feature: PALETTE[index % len(PALETTE)] for index, feature in enumerate(features)}
+
+
+def run_feature_order(settings: Mapping[str, str], shown: Sequence[str]) -> list[str]:
+    """The run's features in the order it was given them (the keys of its ``similarity`` setting), so
+    that a table sorted by importance draws each feature in the colour it has in the other figures;
+    `shown` as it is where the settings do not name every shown feature (a table from elsewhere)."""
+    try:
+        named = json.loads(settings.get("similarity", "{}"))
+    except ValueError:
+        named = {}
+    order = list(named) if isinstance(named, dict) else []
+    return order if set(shown) <= set(order) else list(shown)

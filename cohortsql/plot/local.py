@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from cohortsql.errors import CohortError
-from cohortsql.plot.colours import feature_colours
+from cohortsql.plot.colours import feature_colours, run_feature_order
 from cohortsql.plot.tables import Source, chosen_outcome, pyplot, read_tables
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
@@ -103,18 +103,19 @@ def effects(source: ShapleyEffects | ShapleyEffectsResults | Source, *, outcome:
     if isinstance(source, (ShapleyEffectsResults, CohortShapleyResults)):
         source = source[chosen_outcome(source.outcomes, outcome)]
     if isinstance(source, ShapleyEffects):
-        table = source.effects
+        table, settings = source.effects, source.settings
     elif isinstance(source, CohortShapleyResult):
-        table = source.global_
+        table, settings = source.global_, source.settings
     elif isinstance(source, BaselineShapleyResult):
-        table = source.global_.rename({"mean_squared_shapley": "shapley_effect"})
+        table, settings = source.global_.rename({"mean_squared_shapley": "shapley_effect"}), source.settings
     else:
         table = read_frame(source, "plot --kind effects, from what `cohortsql effects` or `shapley` writes")
+        settings = parquet_settings(source)
         if "shapley_effect" in table.columns:
             (table,) = one_outcome([table], outcome, repr(str(source)))
         else:
-            table = effects_of_tables(*read_tables(source, outcome=outcome), parquet_settings(source))
-    colours = feature_colours(table["feature"].to_list())
+            table = effects_of_tables(*read_tables(source, outcome=outcome), settings)
+    colours = feature_colours(run_feature_order(settings, table["feature"].to_list()))
     table = table.sort("shapley_effect")
     errors = (
         table["shapley_effect_se"].fill_nan(0).fill_null(0).to_numpy() if "shapley_effect_se" in table.columns else None

@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 
 from cohortsql.results.base import TargetValues
+from cohortsql.results.tables import by_importance
 
 VALUE_ARRAYS = ("shapley", "shapley_squared", "shapley_realistic", "shapley_squared_realistic")
 
@@ -96,7 +97,7 @@ class BaselineShapleyResult(TargetValues):
 
     @cached_property
     def global_(self) -> pl.DataFrame:
-        """Per feature, averaged over the targets: ``mean_squared_shapley`` (the global importance of
+        """Per feature, the most important first, averaged over the targets: ``mean_squared_shapley`` (the global importance of
         the squared method, as the paper compares them), its ``share`` of the mean ``value_squared``, and
         ``mean_abs_shapley``; with realism the realistic part of the mean squared value."""
         table = pl.DataFrame(
@@ -107,9 +108,11 @@ class BaselineShapleyResult(TargetValues):
                 "mean_abs_shapley": np.abs(self.shapley).mean(axis=0),
             }
         )
-        if self.shapley_squared_realistic is None:
-            return table
-        return table.with_columns(mean_squared_shapley_realistic=pl.Series(self.shapley_squared_realistic.mean(axis=0)))
+        if self.shapley_squared_realistic is not None:
+            table = table.with_columns(
+                mean_squared_shapley_realistic=pl.Series(self.shapley_squared_realistic.mean(axis=0))
+            )
+        return by_importance(table, "mean_squared_shapley")
 
     def __repr__(self) -> str:
         realism = "" if self.realistic_points is None else f", {self.realistic_share:.0%} of hybrid points realistic"

@@ -18,7 +18,7 @@ from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import Bootstrap, percentile_interval
 from cohortsql.results.base import TargetValues
 from cohortsql.results.effects import effects_table
-from cohortsql.results.tables import diagnostics, standard_error, target_groups
+from cohortsql.results.tables import by_importance, diagnostics, standard_error, target_groups
 from cohortsql.spec.similarity import Similarity
 
 VALUE_FIELDS = ("cohort_size", "shapley", "shapley_squared", "path_order", "path_size", "feature_cohort_size")
@@ -221,7 +221,7 @@ class CohortShapleyResult(TargetValues):
 
     @cached_property
     def global_(self) -> pl.DataFrame:
-        """Per feature, averaged over the targets (weighted by their case weights): ``shapley_effect``
+        """Per feature, the largest effect first, averaged over the targets (weighted by their case weights): ``shapley_effect``
         (mean squared cohort Shapley value), its standard error ``shapley_effect_se``, ``share`` =
         shapley_effect / `target_variance`, and ``mean_abs_shapley``; with ``bootstrap=B``, the
         interval ``shapley_effect_ci_low`` .. ``_high``.
@@ -239,10 +239,10 @@ class CohortShapleyResult(TargetValues):
         table = table.with_columns(
             mean_abs_shapley=pl.Series(np.average(np.abs(self.shapley), axis=0, weights=weights))
         )
-        if self.bootstrap is None:
-            return table
-        low, high = percentile_interval(self.bootstrap.effects, self.bootstrap.confidence, 0)
-        return table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
+        if self.bootstrap is not None:
+            low, high = percentile_interval(self.bootstrap.effects, self.bootstrap.confidence, 0)
+            table = table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
+        return by_importance(table, "shapley_effect")
 
     def by(self, column: str, reference: object = None) -> pl.DataFrame:
         """Per group of `column` (any column of the data, a model input or not) and feature: the group's

@@ -14,7 +14,7 @@ import polars as pl
 
 from cohortsql.numeric.bootstrap import percentile_interval
 from cohortsql.numeric.shapley import shapley_values
-from cohortsql.results.tables import standard_error
+from cohortsql.results.tables import by_importance, standard_error
 
 
 @dataclass(frozen=True)
@@ -22,8 +22,9 @@ class ShapleyEffects:
     """Shapley effects of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 (`cohortsql.variance_shapley`)."""
 
     effects: pl.DataFrame
-    """One row per feature: ``feature``, ``shapley_effect``, ``shapley_effect_se``, ``share`` (and with
-    ``bootstrap=B`` the interval ``shapley_effect_ci_low`` .. ``_high``)."""
+    """One row per feature, the largest effect first: ``feature``, ``shapley_effect``,
+    ``shapley_effect_se``, ``share`` (and with ``bootstrap=B`` the interval ``shapley_effect_ci_low`` ..
+    ``_high``)."""
     explained: float
     """v_var(1:d): the variance explained by the cohorts on every feature; the effects add up to it."""
     variance: float
@@ -71,7 +72,7 @@ class ShapleyEffects:
             low, high = percentile_interval(shapley_values(replicate_games), confidence, 0)
             table = table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
         return cls(
-            effects=table,
+            effects=by_importance(table, "shapley_effect"),
             explained=float(game[-1]),
             variance=variance,
             subjects=subjects,
@@ -112,7 +113,7 @@ class ShapleyEffects:
             group_shares = np.bincount(group, weights=shares, minlength=len(distinct_errors))
             errors = np.sqrt(errors**2 + group_shares**2 @ distinct_errors**2)
         return cls(
-            effects=effects_table(features, effects, errors, variance),
+            effects=by_importance(effects_table(features, effects, errors, variance), "shapley_effect"),
             explained=float(shares @ squared_values.sum(axis=1)),
             variance=variance,
             subjects=subjects,
@@ -154,18 +155,12 @@ def effects_of_tables(
     population = int(subjects[0]) if every_row else None
     mean = (totals["cohort_mean"] - totals["value"]).to_numpy()
     spread = float(np.mean((totals["prediction"].to_numpy() - mean) ** 2))
-    effects = squared.mean(axis=0)
-    return pl.DataFrame(
-        {
-            "feature": features,
-            "shapley_effect": effects,
-            "shapley_effect_se": standard_error(squared, population, errors),
-            "share": effects / spread if spread > 0 else np.full(len(features), np.nan),
-        }
-    )
+    table = effects_table(tuple(features), squared.mean(axis=0), standard_error(squared, population, errors), spread)
+    return by_importance(table, "shapley_effect")
 
 
 def effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.ndarray, variance: float) -> pl.DataFrame:
+    """Per feature, in the features' order: the effect, its standard error and its share of `variance`."""
     return pl.DataFrame(
         {
             "feature": list(features),

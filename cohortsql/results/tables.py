@@ -176,3 +176,9 @@ def standard_error(
         if monte_carlo_se is not None:
             variance += (shares**2) @ monte_carlo_se**2
     return np.sqrt(variance)
+
+
+def by_importance(table: pl.DataFrame, column: str) -> pl.DataFrame:
+    """A per-feature table with its most important feature first (largest `column`; ties and missing
+    values keep the features' order, missing last)."""
+    return table.sort(column, descending=True, nulls_last=True, maintain_order=True)

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from cohortsql.results.base import TargetValues
-from cohortsql.results.tables import diagnostics
+from cohortsql.results.tables import by_importance, diagnostics
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -45,18 +45,20 @@ class UniquenessResult(TargetValues):
 
     @cached_property
     def global_(self) -> pl.DataFrame:
-        """Per feature: ``mean_shapley`` (the targets' weighted mean of phi_j) and its ``share`` of the
-        mean total uniqueness; ``unique_share`` in `diagnostics` says how many targets are alone."""
+        """Per feature, the largest first: ``mean_shapley`` (the targets' weighted mean of phi_j) and its
+        ``share`` of the mean total uniqueness; ``unique_share`` in `diagnostics` says how many targets
+        are alone."""
         weights = self.target_weights
         means = np.average(self.shapley, axis=0, weights=weights)
         total = float(np.average(self.value, weights=weights))
-        return pl.DataFrame(
+        table = pl.DataFrame(
             {
                 "feature": list(self.features),
                 "mean_shapley": means,
                 "share": means / total if total > 0 else np.full(len(means), np.nan),
             }
         )
+        return by_importance(table, "mean_shapley")
 
     @cached_property
     def diagnostics(self) -> dict[str, Any]:

@@ -252,8 +252,9 @@ def test_permutation_effects_average_the_targets_estimates():
     effects = cohortsql.shapley_effects(frame, prediction=["y", "z"], **options)
     for outcome in ("y", "z"):
         weights = local[outcome].weights
-        expected = weights @ local[outcome].shapley_squared / weights.sum()
-        np.testing.assert_allclose(effects[outcome].effects["shapley_effect"], expected, atol=1e-12)
+        expected = dict(zip(local[outcome].features, weights @ local[outcome].shapley_squared / weights.sum()))
+        table = effects[outcome].effects
+        np.testing.assert_allclose(table["shapley_effect"], [expected[name] for name in table["feature"]], atol=1e-12)
         assert (effects[outcome].effects["shapley_effect_se"] > 0).all()
     with pytest.raises(cohortsql.CohortError, match="bootstrap intervals need method='exact'"):
         cohortsql.shapley_effects(frame, prediction="y", similarity=WINDOWS, method="permutation", bootstrap=20)

@@ -256,10 +256,13 @@ def test_a_feature_keeps_its_colour_in_every_figure(result):
     colours = feature_colours(list(result.features))
     stacked = plot.stacked(result)
     drawn = {patch.get_label(): to_hex(patch.get_facecolor()) for patch in stacked.axes[0].patches if patch.get_label()}
-    bars = plot.effects(result).axes[0]
-    names = [label.get_text() for label in bars.get_yticklabels()]
     assert drawn == {name: colours[name] for name in result.features}
-    assert [to_hex(bar.get_facecolor()) for bar in bars.patches] == [colours[name] for name in names]
+    assert result.global_["feature"].to_list() != list(result.features)  # sorted by importance, colours are not
+    effects = cohortsql.shapley_effects(BOSTON, prediction="prediction", similarity=SIMILARITY)
+    for source in (result, effects):
+        bars = plot.effects(source).axes[0]
+        names = [label.get_text() for label in bars.get_yticklabels()]
+        assert [to_hex(bar.get_facecolor()) for bar in bars.patches] == [colours[name] for name in names]
 
 
 def test_a_result_of_two_outcomes_draws_each_outcome_or_names_the_choice(tmp_path):
