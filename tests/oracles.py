@@ -1,5 +1,5 @@
-"""Independent forms of the numpy core, for checking it: the Moebius inverse and the paper's anchored
-form of Shapley values (Theorem 1), and cohort Shapley from dense histograms (every subset's cell
+"""Independent forms of the numpy core, for checking it: the paper's anchored form of Shapley values
+(Theorem 1, from the dividends that tests/numeric/test_dividends.py checks by their definition), and cohort Shapley from dense histograms (every subset's cell
 spelled out). They reuse the library's transforms only where the test is about something else."""
 
 from __future__ import annotations
@@ -7,25 +7,15 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from cohortsql.numeric.dividends import dividends
 from cohortsql.numeric.shapley import (
     CohortShapley,
-    _bit_halves,
-    _dimension,
     _games_of_pair,
     _in_chunks,
     _sums_over_sets_containing,
+    game_dimension,
     set_sizes,
 )
-
-
-def moebius_inverse(values: np.ndarray) -> np.ndarray:
-    """g_u = sum over w subset of u of (-1)^{|u - w|} v(w): the Moebius inverse of a game v."""
-    result = np.array(values, dtype=np.float64, copy=True)
-    d = _dimension(result)
-    for bit in range(d):
-        halves = _bit_halves(result, bit)
-        halves[:, 1, :] -= halves[:, 0, :]
-    return result
 
 
 def anchored_shapley_values(game: np.ndarray) -> np.ndarray:
@@ -34,9 +24,9 @@ def anchored_shapley_values(game: np.ndarray) -> np.ndarray:
     An independent route to the same numbers as `shapley_values`, used to cross-check it.
     """
     game = np.asarray(game, dtype=np.float64)
-    d = _dimension(game)
+    d = game_dimension(game)
     sizes = set_sizes(d)
-    shares = moebius_inverse(game) / np.maximum(sizes, 1)
+    shares = dividends(game) / np.maximum(sizes, 1)
     phi = _sums_over_sets_containing(shares.reshape(-1, 1 << d))
     return phi.reshape(*game.shape[:-1], d)
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 
-def _bit_halves(values: np.ndarray, bit: int) -> np.ndarray:
+def bit_halves(values: np.ndarray, bit: int) -> np.ndarray:
     """View of `values` (..., 2^d) as (rest, 2, 2^bit), where axis 1 is the value of `bit`."""
     return values.reshape(-1, 2, 1 << bit)
 
@@ -33,11 +33,11 @@ bits 0-3 have inner loops of 1-8 values, which numpy runs several times slower."
 def superset_sums(values: np.ndarray) -> np.ndarray:
     """F(u) = sum over m containing u of f(m), along the last axis (length 2^d); returns a new array."""
     values = np.asarray(values, dtype=np.float64)
-    d = _dimension(values)
+    d = game_dimension(values)
     low = min(d, MATRIX_BITS)
     result = (values.reshape(-1, 1 << low) @ _superset_matrix(low).T).reshape(values.shape)
     for bit in range(low, d):
-        halves = _bit_halves(result, bit)
+        halves = bit_halves(result, bit)
         halves[:, 0, :] += halves[:, 1, :]
     return result
 
@@ -77,7 +77,7 @@ def shapley_values(game: np.ndarray) -> np.ndarray:
     of sets at a time, so that the weights and products never take more than a block's memory.
     """
     game = np.asarray(game, dtype=np.float64)
-    d = _dimension(game)
+    d = game_dimension(game)
     batch_shape = game.shape[:-1]
     if d == 0:
         return np.zeros((*batch_shape, 0))
@@ -372,7 +372,8 @@ def fan_out(values: CohortShapley, group: np.ndarray) -> CohortShapley:
     return CohortShapley._make([*(array[group] for array in per_target), squared_games])
 
 
-def _dimension(values: np.ndarray) -> int:
+def game_dimension(values: np.ndarray) -> int:
+    """d, for a game (or a batch of games) whose last axis has length 2^d."""
     length = values.shape[-1]
     d = length.bit_length() - 1
     if length < 1 or 1 << d != length:
