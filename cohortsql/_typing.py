@@ -133,6 +133,12 @@ class Estimation(TypedDict, total=False):
     max_permutations: int
 
 
+class Interactions(TypedDict, total=False):
+    """Pairwise Shapley interaction values beside the Shapley values (exact method)."""
+
+    interactions: bool
+
+
 class Modelling(TypedDict, total=False):
     """How the caller's model is called on hybrid points (baseline and all-baseline Shapley)."""
 
@@ -144,7 +150,7 @@ class Modelling(TypedDict, total=False):
     batch_rows: int
 
 
-class ShapleyOptions(Selection, Weighting, Estimation, RunOptions, total=False):
+class ShapleyOptions(Selection, Weighting, Estimation, Interactions, RunOptions, total=False):
     """The options of `cohortsql.cohort_shapley` and `cohortsql.estimate`."""
 
     path: CohortPath
@@ -217,6 +223,7 @@ DEFAULTS: dict[str, Any] = {
     "baseline": "mean",
     "baseline_sample": None,
     "realistic": False,
+    "interactions": False,
     "exact": (),
     "kind": "range",
     "thresholds": CALIBRATION_THRESHOLDS,

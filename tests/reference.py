@@ -83,18 +83,11 @@ def cohort_shapley(
     targets: Sequence[int],
 ) -> tuple[np.ndarray, np.ndarray]:
     """(phi of v_CS, phi of v_CS2), each of shape (len(targets), d), by the definitions."""
-    y = np.asarray(y, dtype=float)
-    n, d = len(y), len(columns)
-    tests = [kind(column) for kind, column in zip(kinds, columns)]
-    mean = y.mean()
+    d = len(columns)
     phi = np.zeros((len(targets), d))
     phi2 = np.zeros((len(targets), d))
     for row, t in enumerate(targets):
-        value = {}
-        for size in range(d + 1):
-            for u in itertools.combinations(range(d), size):
-                cohort = [i for i in range(n) if all(similar(tests[j], columns[j][i], columns[j][t]) for j in u)]
-                value[frozenset(u)] = y[cohort].mean() - mean
+        value = cohort_values(columns, kinds, y, t)
         for j in range(d):
             others = [k for k in range(d) if k != j]
             for size in range(d):
@@ -104,6 +97,48 @@ def cohort_shapley(
                     phi[row, j] += weight * (with_j - without)
                     phi2[row, j] += weight * (with_j**2 - without**2)
     return phi, phi2
+
+
+def cohort_values(
+    columns: Sequence[Sequence[object]], kinds: Sequence[Callable[[Sequence[object]], Test]], y: Sequence[float], t: int
+) -> dict[frozenset[int], float]:
+    """v_CS(t, u) = ybar_{t,u} - ybar for every set u of predictors, each cohort found row by row."""
+    y = np.asarray(y, dtype=float)
+    n, d = len(y), len(columns)
+    tests = [kind(column) for kind, column in zip(kinds, columns)]
+    value = {}
+    for size in range(d + 1):
+        for u in itertools.combinations(range(d), size):
+            cohort = [i for i in range(n) if all(similar(tests[j], columns[j][i], columns[j][t]) for j in u)]
+            value[frozenset(u)] = y[cohort].mean() - y.mean()
+    return value
+
+
+def cohort_interactions(
+    columns: Sequence[Sequence[object]],
+    kinds: Sequence[Callable[[Sequence[object]], Test]],
+    y: Sequence[float],
+    targets: Sequence[int],
+) -> np.ndarray:
+    """Interaction values of v_CS in shap's convention, shape (len(targets), d, d), from the definition
+    of the Shapley interaction index (Grabisch & Roubens 1999): I_ij = sum over S not meeting {i, j}
+    of |S|! (d - |S| - 2)! / (d - 1)! (v(S + ij) - v(S + i) - v(S + j) + v(S)); Phi_ij = I_ij / 2 and
+    Phi_ii = phi_i - sum over j != i of Phi_ij."""
+    d = len(columns)
+    phi, _ = cohort_shapley(columns, kinds, y, targets)
+    values = np.zeros((len(targets), d, d))
+    for row, t in enumerate(targets):
+        value = cohort_values(columns, kinds, y, t)
+        for i, j in itertools.combinations(range(d), 2):
+            others = [k for k in range(d) if k not in (i, j)]
+            for size in range(d - 1):
+                weight = math.factorial(size) * math.factorial(d - size - 2) / math.factorial(d - 1)
+                for u in map(frozenset, itertools.combinations(others, size)):
+                    step = value[u | {i, j}] - value[u | {i}] - value[u | {j}] + value[u]
+                    values[row, i, j] += weight * step / 2
+            values[row, j, i] = values[row, i, j]
+        values[row][np.diag_indices(d)] = phi[row] - values[row].sum(axis=1)
+    return values
 
 
 def uniqueness_shapley(

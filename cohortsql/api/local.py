@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack, overload
 
+import numpy as np
+
 from cohortsql._typing import (
     Prediction,
     ShapleyOptions,
@@ -16,9 +18,10 @@ from cohortsql.numeric import permutation
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.outcomes import CohortShapleyResults
 from cohortsql.results.tables import warn_about_cohorts
+from cohortsql.run.pairwise import interaction_batches
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
-from cohortsql.run.strategy import MAX_FEATURES, choose_method_and_path, local_batches, make_pacer
+from cohortsql.run.strategy import MAX_EXACT_FEATURES, MAX_FEATURES, choose_method_and_path, local_batches, make_pacer
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec.arguments import checked_options, explained_columns
 
@@ -88,6 +91,12 @@ def cohort_shapley(
         tolerance: permutation method: stop a target once every standard error is at most this.
         max_permutations: permutation method: the budget per target (antithetic pairs count twice).
         path: one of `PATHS` (exact method).
+        interactions: also each target's pairwise Shapley interaction values of v_CS, in shap's
+            convention (``res.interactions``, targets x d x d; ``res.interaction_table``): Phi_ij =
+            Phi_ji is half the Shapley interaction index of {i, j}, I_ij = sum over T containing
+            {i, j} of g_T / (|T| - 1) (g: the Harsanyi dividends, the paper's Theorem 1), and
+            Phi_ii = phi_i - sum over j != i of Phi_ij, so row i adds up to phi_i (exact method;
+            one more pass over the data).
         **options: where and how it runs, the same for every method (`cohortsql._typing.RunOptions`):
             ``memory_limit`` (DuckDB's, e.g. ``"1GB"``; beyond it DuckDB spills), ``temp_directory``
             (where it spills), ``progress`` (on stderr; None: on long runs at a terminal),
@@ -129,6 +138,12 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
     chosen_method, chosen_path = choose_method_and_path(asked["method"], path, prepared, chosen.count)
     if prepared.measures.replicates and chosen_method != "exact":
         raise CohortError("bootstrap intervals need method='exact' (the permutation method has standard errors)")
+    if asked.get("interactions") and chosen_method != "exact":
+        raise CohortError(
+            f"interactions=True needs method='exact' (up to {MAX_EXACT_FEATURES} features); with"
+            f" {prepared.d} features and method={asked['method']!r} the values are estimated by permutations,"
+            " which do not give interaction values"
+        )
     settings = session.settings(chosen, method=chosen_method, path=path)
     pacer = make_pacer(session.engine, prepared, chosen, chosen_method, chosen_path, session.reporter())
     batches = local_batches(
@@ -153,6 +168,7 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
         keep = bootstrap_module.worth_keeping(chosen.count, prepared.d, prepared.measures, prepared.batch_bytes)
         intervals = bootstrap_module.collect(batches, prepared.measures, confidence, keep=keep).fanned_out(chosen.group)
         fields = [values._asdict() for values in intervals.values]
+    interactions = _interactions(session, chosen) if asked.get("interactions") else None
     return {
         outcome: CohortShapleyResult(
             **session.result_fields(chosen, index),
@@ -161,9 +177,21 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
             path=chosen_path,
             settings={**settings, "prediction": outcome, "path": chosen_path},
             bootstrap=None if intervals is None else _bootstrap(intervals, prepared, chosen, index, confidence),
+            interactions=None if interactions is None else interactions[index],
         )
         for index, outcome in enumerate(prepared.outcomes)
     }
+
+
+def _interactions(session: Session, chosen: TargetSet) -> np.ndarray:
+    """Every chosen target's interaction values for every explained column, (outcomes, targets, d, d),
+    from the mask histograms of one more pass over the data (the pairwise path's)."""
+    prepared = session.prepared
+    pacer = make_pacer(session.engine, prepared, chosen, "exact", "pairwise", session.reporter())
+    batches = list(interaction_batches(session.engine, prepared, chosen, pacer))
+    if not batches:
+        return np.empty((len(prepared.outcomes), 0, prepared.d, prepared.d))
+    return np.concatenate(batches, axis=1)[:, chosen.group]
 
 
 def _bootstrap(

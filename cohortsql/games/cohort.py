@@ -12,7 +12,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from cohortsql import queries
-from cohortsql.numeric import kernels, permutation, shapley
+from cohortsql.numeric import dividends, kernels, permutation, shapley
 from cohortsql.spec.measures import Measures
 
 GAME_ENTRY_BYTES = 128 * 2**20
@@ -84,6 +84,25 @@ def exact_values(
         part["target"] = part["target"] - start
         parts.append(values(part, stop - start, weights[start:stop]))
     return shapley.concatenate(parts)
+
+
+def interaction_values(
+    histogram: dict[str, np.ndarray], rows: int, d: int, measures: Measures, means: np.ndarray
+) -> np.ndarray:
+    """Shapley interaction values, in shap's convention (`cohortsql.numeric.dividends`), of each target's
+    cohort game v_CS(t, u) = ybar_{t,u} - ybar for every explained column (its main weighting), from
+    the mask histogram of a batch of `rows` targets: shape (outcomes, rows, d, d). Row i of a target's
+    matrix adds up to its phi_i, and the whole matrix to its cohort mean - mean."""
+    batch = game_batch(histogram, rows, d, measures, means, np.ones((rows, measures.games)))
+    main = [measures.game(outcome, 0) for outcome in range(measures.outcomes)]
+    values = np.empty((measures.outcomes, rows, d, d))
+    with threadpool_limits(limits=1, user_api="blas"):
+        for start, stop, games in shapley.cohort_games(batch):
+            target, game = np.divmod(np.arange(start, stop), measures.games)
+            for outcome, chosen in enumerate(main):
+                mine = game == chosen
+                values[outcome, target[mine]] = dividends.interaction_values(games[mine])
+    return values
 
 
 def permutation_values(

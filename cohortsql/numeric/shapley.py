@@ -244,6 +244,16 @@ def dense_chunks(
         yield start, stop, entries.dense(start, stop, d)
 
 
+def cohort_games(batch: GameBatch) -> Iterator[tuple[int, int, np.ndarray]]:
+    """v_CS(r, u) = ybar_{r,u} - ybar of every game row r of `batch` and every u, one cache-sized chunk
+    of rows at a time: (first row, row after the last, games of shape (rows, 2^d))."""
+    means = np.broadcast_to(np.asarray(batch.means, dtype=np.float64), (batch.rows,))
+    values = [batch.subjects, batch.sum_y]
+    for start, stop, dense in dense_chunks(batch.row, batch.mask, values, batch.rows, batch.d, batch.slots):
+        _, (game, _) = _games_of_pair(dense, means[start:stop])
+        yield start, stop, game
+
+
 def cohort_shapley_of_games(
     sizes: np.ndarray, game: np.ndarray, means: float | np.ndarray, weights: np.ndarray, slots: int = 1
 ) -> CohortShapley:

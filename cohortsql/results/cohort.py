@@ -97,6 +97,10 @@ class CohortShapleyResult(TargetValues):
     """The subjects' total case weight, n of a weighted table (None: unweighted, n = `subjects`)."""
     bootstrap: Bootstrap | None = None
     """Bayesian-bootstrap replicates and intervals (``bootstrap=B``), else None."""
+    interactions: np.ndarray | None = None
+    """With ``interactions=True``: Shapley interaction values of v_CS in shap's convention, shape
+    (targets, features, features); off the diagonal Phi_ij = Phi_ji = I_ij / 2, on it
+    Phi_ii = phi_i - sum over j != i of Phi_ij (`cohortsql.numeric.dividends`), else None."""
 
     @property
     def population_weight(self) -> float:
@@ -210,6 +214,24 @@ class CohortShapleyResult(TargetValues):
                 "feature": pl.Series(names[order.reshape(-1)].tolist(), dtype=pl.String),
                 "cohort_size": sizes.reshape(-1),
                 "cohort_mean": means.reshape(-1),
+            }
+        )
+
+    @cached_property
+    def interaction_table(self) -> pl.DataFrame:
+        """With ``interactions=True``, one row per target and ordered pair of features: ``id``,
+        ``feature``, ``other`` and ``interaction`` (Phi of the pair; the main effect Phi_ii where
+        ``other`` is ``feature``). Each target's rows of one feature add up to its Shapley value."""
+        if self.interactions is None:
+            raise CohortError("this result has no interaction values: run cohort_shapley(..., interactions=True)")
+        targets, d = len(self.ids), len(self.features)
+        names = np.array(self.features, dtype=object)
+        return pl.DataFrame(
+            {
+                "id": self.ids.gather(np.repeat(np.arange(targets), d * d)),
+                "feature": pl.Series(np.tile(np.repeat(names, d), targets).tolist(), dtype=pl.String),
+                "other": pl.Series(np.tile(names, d * targets).tolist(), dtype=pl.String),
+                "interaction": self.interactions.reshape(-1),
             }
         )
 

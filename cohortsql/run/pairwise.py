@@ -17,7 +17,13 @@ import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_numpy
-from cohortsql.games.cohort import GAME_ENTRY_BYTES, exact_values, permutation_values, target_generators
+from cohortsql.games.cohort import (
+    GAME_ENTRY_BYTES,
+    exact_values,
+    interaction_values,
+    permutation_values,
+    target_generators,
+)
 from cohortsql.games.uniqueness import uniqueness_values
 from cohortsql.numeric import permutation, shapley
 from cohortsql.run.pace import Pacer
@@ -96,6 +102,14 @@ def uniqueness_batches(
     weighted = weigh_subjects(engine, prepared)
     for _, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
         yield uniqueness_values(histogram, rows, prepared.d, prepared.measures, weighted.weight_totals)
+
+
+def interaction_batches(engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer) -> Iterator[np.ndarray]:
+    """Shapley interaction values of every explained column's cohort game, shape (outcomes, targets, d,
+    d), one batch of distinct targets at a time (batches from `pacer`)."""
+    weighted = weigh_subjects(engine, prepared)
+    for _, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
+        yield interaction_values(histogram, rows, prepared.d, prepared.measures, weighted.game_means)
 
 
 def permutation_batches(

@@ -141,6 +141,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "batch_rows": lambda name, value: whole_number(name, value, minimum=1),
     "baseline_sample": _optional_count,
     "realistic": _boolean,
+    "interactions": _boolean,
 }
 """How each plain option is checked (and normalised: a numpy integer becomes an int)."""
 

@@ -1,0 +1,101 @@
+"""cohort_shapley(interactions=True) against the definition of the Shapley interaction index, by brute
+force over every subset, on every engine; and the identities that tie interactions to the values."""
+
+import numpy as np
+import polars as pl
+import pytest
+import reference
+
+import cohortsql
+
+CASES = {
+    "equivalences": (
+        {"a": "exact", "b": "bins:3", "c": "quantile:0.25", "d": "sql:s.d - t.d BETWEEN -0.2 AND 0.35"},
+        {
+            "a": reference.exact(),
+            "b": reference.bins(3),
+            "c": reference.quantile_window(0.25),
+            "d": reference.custom(lambda s, t: -0.2 <= s - t <= 0.35),
+        },
+    ),
+    "windows": (
+        {"a": "abs:1", "b": "relative:0.4", "c": "range:0.2", "d": "quantile:0.3:0.2"},
+        {
+            "a": reference.absolute(1),
+            "b": reference.relative(0.4),
+            "c": reference.range_window(0.2),
+            "d": reference.quantile_window(0.3, 0.2),
+        },
+    ),
+}
+
+
+def table(n=30, seed=4):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 3, n).astype(float)
+    b, c, d = rng.uniform(0, 1, n), rng.uniform(0, 1, n), rng.uniform(-1, 1, n)
+    # y has a pure a x b interaction, so that the off-diagonal values are not all near zero
+    y = a * (b > 0.5) + c + rng.normal(scale=0.1, size=n)
+    return pl.DataFrame({"a": a, "b": b, "c": c, "d": d, "y": y})
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_interactions_match_the_definition_by_brute_force(case, engine):
+    frame = table()
+    kinds, python = CASES[case]
+    result = cohortsql.cohort_shapley(
+        frame, prediction="y", similarity=kinds, interactions=True, targets=[0, 3, 7, 11], **engine.options
+    )
+    expected = reference.cohort_interactions(
+        [frame[name].to_list() for name in kinds], list(python.values()), frame["y"].to_list(), [0, 3, 7, 11]
+    )
+    np.testing.assert_allclose(result.interactions, expected, atol=1e-12)
+    assert np.abs(expected[:, 0, 1]).max() > 0.01  # a and b interact
+
+
+def test_interactions_add_up_to_the_values_for_every_column_weight_and_repeated_target():
+    """Rows add up to phi, matrices to cohort mean - mean; targets that share predictor values (one
+    distinct target fanned out) and several explained columns with case weights keep that."""
+    frame = table(60).with_columns(
+        a2=pl.col("a"), z=pl.col("y") ** 2, w=pl.Series(np.arange(60) % 4 + 0.5), b=(pl.col("b") * 4).round()
+    )
+    similarity = {"a": "exact", "b": "exact", "c": "abs:0.1", "a2": "exact"}
+    results = cohortsql.cohort_shapley(
+        frame, prediction=["y", "z"], similarity=similarity, weight="w", interactions=True, sample=25, seed=1
+    )
+    for outcome in ("y", "z"):
+        result = results[outcome]
+        assert result.interactions.shape == (25, 4, 4)
+        np.testing.assert_allclose(result.interactions.sum(axis=2), result.shapley, atol=1e-12)
+        np.testing.assert_allclose(result.interactions.sum(axis=(1, 2)), result.totals["value"], atol=1e-12)
+        np.testing.assert_allclose(result.interactions, result.interactions.transpose(0, 2, 1), atol=1e-15)
+        # a2 is a copy of a: the pair is symmetric, each gets the same interaction with every other feature
+        np.testing.assert_allclose(result.interactions[:, 0, 1], result.interactions[:, 3, 1], atol=1e-12)
+
+
+def test_the_interaction_table_is_the_array_in_long_form():
+    frame = table()
+    result = cohortsql.cohort_shapley(
+        frame, prediction="y", similarity={"a": "exact", "b": "bins:3"}, interactions=True, targets=[2, 5]
+    )
+    long = result.interaction_table
+    assert long.columns == ["id", "feature", "other", "interaction"]
+    assert long.height == 2 * 2 * 2
+    row = long.filter((pl.col("id") == 5) & (pl.col("feature") == "b") & (pl.col("other") == "a"))
+    assert row["interaction"].item() == result.interactions[1, 1, 0]
+    by_feature = long.group_by("id", "feature", maintain_order=True).agg(pl.col("interaction").sum())
+    np.testing.assert_allclose(by_feature["interaction"], result.shapley.reshape(-1), atol=1e-12)
+
+
+def test_interactions_need_the_exact_method_and_are_absent_unless_asked():
+    frame = table()
+    plain = cohortsql.cohort_shapley(frame, prediction="y", similarity={"a": "exact"})
+    assert plain.interactions is None
+    with pytest.raises(cohortsql.CohortError, match="interactions=True"):
+        _ = plain.interaction_table
+    with pytest.raises(cohortsql.CohortError, match="interactions=True needs method='exact'"):
+        cohortsql.cohort_shapley(
+            frame, prediction="y", similarity={"a": "exact"}, interactions=True, method="permutation", seed=1
+        )
+    with pytest.raises(cohortsql.CohortError, match="interactions must be True or False"):
+        cohortsql.cohort_shapley(frame, prediction="y", similarity={"a": "exact"}, interactions="yes")
