@@ -156,7 +156,7 @@ class ShapleyOptions(Selection, Weighting, Estimation, Interactions, RunOptions,
     path: CohortPath
 
 
-class EffectsOptions(Selection, Weighting, Estimation, RunOptions, total=False):
+class EffectsOptions(Selection, Weighting, Estimation, Interactions, RunOptions, total=False):
     """The options of `cohortsql.shapley_effects`."""
 
     path: CohortPath

@@ -120,24 +120,32 @@ def cohort_interactions(
     y: Sequence[float],
     targets: Sequence[int],
 ) -> np.ndarray:
-    """Interaction values of v_CS in shap's convention, shape (len(targets), d, d), from the definition
-    of the Shapley interaction index (Grabisch & Roubens 1999): I_ij = sum over S not meeting {i, j}
-    of |S|! (d - |S| - 2)! / (d - 1)! (v(S + ij) - v(S + i) - v(S + j) + v(S)); Phi_ij = I_ij / 2 and
-    Phi_ii = phi_i - sum over j != i of Phi_ij."""
-    d = len(columns)
-    phi, _ = cohort_shapley(columns, kinds, y, targets)
-    values = np.zeros((len(targets), d, d))
-    for row, t in enumerate(targets):
-        value = cohort_values(columns, kinds, y, t)
-        for i, j in itertools.combinations(range(d), 2):
-            others = [k for k in range(d) if k not in (i, j)]
-            for size in range(d - 1):
-                weight = math.factorial(size) * math.factorial(d - size - 2) / math.factorial(d - 1)
-                for u in map(frozenset, itertools.combinations(others, size)):
-                    step = value[u | {i, j}] - value[u | {i}] - value[u | {j}] + value[u]
-                    values[row, i, j] += weight * step / 2
-            values[row, j, i] = values[row, i, j]
-        values[row][np.diag_indices(d)] = phi[row] - values[row].sum(axis=1)
+    """Interaction values of v_CS in shap's convention, shape (len(targets), d, d) (`interactions`)."""
+    return np.array([interactions(cohort_values(columns, kinds, y, t), len(columns)) for t in targets])
+
+
+def interactions(value: dict[frozenset[int], float], d: int) -> np.ndarray:
+    """A game's interaction values in shap's convention, (d, d), from the definition of the Shapley
+    interaction index (Grabisch & Roubens 1999): I_ij = sum over S not meeting {i, j} of
+    |S|! (d - |S| - 2)! / (d - 1)! (v(S + ij) - v(S + i) - v(S + j) + v(S)); Phi_ij = I_ij / 2 and
+    Phi_ii = phi_i - sum over j != i of Phi_ij, phi by the weighted-marginal definition."""
+    values = np.zeros((d, d))
+    for i in range(d):
+        others = [k for k in range(d) if k != i]
+        for size in range(d):
+            weight = math.factorial(size) * math.factorial(d - size - 1) / math.factorial(d)
+            for u in map(frozenset, itertools.combinations(others, size)):
+                values[i, i] += weight * (value[u | {i}] - value[u])
+    for i, j in itertools.combinations(range(d), 2):
+        others = [k for k in range(d) if k not in (i, j)]
+        for size in range(d - 1):
+            weight = math.factorial(size) * math.factorial(d - size - 2) / math.factorial(d - 1)
+            for u in map(frozenset, itertools.combinations(others, size)):
+                step = value[u | {i, j}] - value[u | {i}] - value[u | {j}] + value[u]
+                values[i, j] += weight * step / 2
+        values[j, i] = values[i, j]
+        values[i, i] -= values[i, j]
+        values[j, j] -= values[i, j]
     return values
 
 

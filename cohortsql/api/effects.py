@@ -18,7 +18,14 @@ from cohortsql.results.outcomes import ShapleyEffectsResults
 from cohortsql.results.tables import diagnostics, warn_about_cohorts
 from cohortsql.run.grouping_sets import variance_game
 from cohortsql.run.session import Session, open_session
-from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_path, local_batches, make_pacer
+from cohortsql.run.strategy import (
+    MAX_FEATURES,
+    check_interactions,
+    choose_method,
+    choose_path,
+    local_batches,
+    make_pacer,
+)
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec.arguments import checked_options, drawn_seed, explained_columns
 
@@ -80,6 +87,7 @@ def shapley_effects(
     outcomes = explained_columns(prediction)
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
         method = choose_method(asked["method"], session.prepared.d)
+        check_interactions(asked, method, session.prepared.d)
         if method == "permutation":
             if session.prepared.measures.replicates:
                 raise CohortError(
@@ -142,6 +150,7 @@ def _exact_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, Shap
             if measures.replicates
             else None,
             confidence=asked["confidence"],
+            interactions=asked["interactions"],
         )
         for index, outcome in enumerate(outcomes)
     }

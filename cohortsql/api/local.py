@@ -21,7 +21,13 @@ from cohortsql.results.tables import warn_about_cohorts
 from cohortsql.run.pairwise import interaction_batches
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
-from cohortsql.run.strategy import MAX_EXACT_FEATURES, MAX_FEATURES, choose_method_and_path, local_batches, make_pacer
+from cohortsql.run.strategy import (
+    MAX_FEATURES,
+    check_interactions,
+    choose_method_and_path,
+    local_batches,
+    make_pacer,
+)
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec.arguments import checked_options, explained_columns
 
@@ -138,12 +144,7 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
     chosen_method, chosen_path = choose_method_and_path(asked["method"], path, prepared, chosen.count)
     if prepared.measures.replicates and chosen_method != "exact":
         raise CohortError("bootstrap intervals need method='exact' (the permutation method has standard errors)")
-    if asked.get("interactions") and chosen_method != "exact":
-        raise CohortError(
-            f"interactions=True needs method='exact' (up to {MAX_EXACT_FEATURES} features); with"
-            f" {prepared.d} features and method={asked['method']!r} the values are estimated by permutations,"
-            " which do not give interaction values"
-        )
+    check_interactions(asked, chosen_method, prepared.d)
     settings = session.settings(chosen, method=chosen_method, path=path)
     pacer = make_pacer(session.engine, prepared, chosen, chosen_method, chosen_path, session.reporter())
     batches = local_batches(

@@ -46,6 +46,8 @@ def shapley(options: dict[str, Any]) -> None:
     tables = {"": result.local, "totals": result.totals, "paths": result.paths}
     if count:
         tables["reasons"] = result.reasons(count)
+    if arguments.get("interactions"):
+        tables["interactions"] = result.interaction_table
     written = write(options, tables, result.settings)
     warned = print_warnings_so_far()  # before the table whose rows they qualify
     typer.echo(shapley_summary(result, options["top"], count, warned) + written)
@@ -64,7 +66,10 @@ def effects(options: dict[str, Any]) -> None:
         typer.echo(str(estimate(options["data"], **arguments)))
         return
     result = shapley_effects(options["data"], **arguments)
-    written = write(options, {"": result.effects}, result.settings)
+    tables = {"": result.effects}
+    if arguments.get("interactions"):
+        tables["interactions"] = result.interaction_table
+    written = write(options, tables, result.settings)
     warned = print_warnings_so_far()  # before the table whose rows they qualify
     typer.echo(effects_summary(result, warned) + written)
 

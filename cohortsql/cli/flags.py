@@ -142,6 +142,13 @@ Realistic = Annotated[
     bool | None,
     typer.Option("--realistic/--no-realistic", help="Split BS and ABS by realistic hybrid points (default on)."),
 ]
+InteractionsOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--interactions/--no-interactions",
+        help="Also the pairwise Shapley interaction values (exact method): printed by size, written as _interactions.",
+    ),
+]
 Reasons = Annotated[
     int | None, typer.Option(help="Give each target's top N features in words (printed for the first targets).")
 ]
@@ -189,6 +196,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "model_tolerance": (ModelToleranceOption, None),
     "baseline_sample": (BaselineSample, None),
     "realistic": (Realistic, None),
+    "interactions": (InteractionsOption, None),
     "exact": (Exact, None),
     "kind": (CalibrationKindOption, None),
     "thresholds": (Thresholds, None),

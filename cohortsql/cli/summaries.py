@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import ShapleyEffects
@@ -98,6 +100,9 @@ def shapley_summary(
             f"({result.bootstrap.confidence:.0%} intervals from {result.bootstrap.replicates} Bayesian-bootstrap"
             " replicates; every value's in the shapley_ci_low/high columns)"
         )
+    if result.interactions is not None:
+        typical = np.average(np.abs(result.interactions), axis=0, weights=result.target_weights)
+        lines += _interaction_lines(result.features, typical, "mean |interaction value| over the targets")
     if reasons:
         lines += ["", f"top {reasons} reasons (mean {result.mean:.4g}):"]
         table = result.reasons(reasons)
@@ -139,7 +144,27 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults, warned: Col
         intervals = "shapley_effect_ci_low" in ranked.columns
         advice = "" if intervals else "; --bootstrap gives intervals for the data's own uncertainty"
         lines.append(f"(se: the error of explaining a sample of targets, none here as every row is a target{advice})")
+    if effects.interactions is not None:
+        lines += _interaction_lines(effects.features, effects.interactions, "interaction values of the variance game")
     return "\n".join(lines)
+
+
+INTERACTIONS_SHOWN = 5
+"""Pairs of features the summaries print with --interactions (every pair is in the written table)."""
+
+
+def _interaction_lines(features: Sequence[str], values: np.ndarray, what: str) -> list[str]:
+    """The pairs of features of largest |value| in a (d, d) matrix of interaction values (each pair's
+    value is half its Shapley interaction index; the other half is on the other side of the diagonal)."""
+    first, second = np.triu_indices(len(features), 1)
+    order = np.argsort(-np.abs(values[first, second]), kind="stable")[:INTERACTIONS_SHOWN]
+    if not len(order):
+        return []
+    return [
+        "",
+        f"largest interactions ({what}; each half of the pair's interaction index):",
+        *(f"  {features[first[k]]} x {features[second[k]]}  {values[first[k], second[k]]:.4g}" for k in order),
+    ]
 
 
 def _standard_error(row: Mapping[str, Any]) -> str:

@@ -12,12 +12,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from cohortsql.errors import CohortError
 from cohortsql.numeric.bootstrap import percentile_interval
+from cohortsql.numeric.dividends import interaction_values
 from cohortsql.numeric.shapley import shapley_values
 from cohortsql.results.tables import by_importance, standard_error
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ShapleyEffects:
     """Shapley effects of v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 (`cohortsql.variance_shapley`)."""
 
@@ -40,6 +42,12 @@ class ShapleyEffects:
     """The run's settings: written with every output."""
     method: str = "exact"
     """``exact`` (the Shapley values of v_var) or ``permutation`` (the mean of the targets' estimates)."""
+    features: tuple[str, ...] = ()
+    """The features, in the order given (`effects` puts the largest first)."""
+    interactions: np.ndarray | None = None
+    """With ``interactions=True``: the interaction values of v_var in shap's convention, (features,
+    features) in feature order: half the Shapley interaction index of the pair off the diagonal, the
+    rest of the feature's effect on it, so that row j adds up to feature j's effect; else None."""
 
     @classmethod
     def from_game(
@@ -58,6 +66,7 @@ class ShapleyEffects:
         target_weights: np.ndarray | None = None,
         replicate_games: np.ndarray | None = None,
         confidence: float = 0.95,
+        interactions: bool = False,
     ) -> ShapleyEffects:
         """Effects = Shapley values of the game v_var; standard errors from the targets' squared values
         (their mean equals the effects, by linearity), or 0 (None given) where v_var is exact over every
@@ -80,6 +89,8 @@ class ShapleyEffects:
             path=path,
             diagnostics=diagnostics,
             settings=settings,
+            features=features,
+            interactions=interaction_values(game, effects) if interactions else None,
         )
 
     @classmethod
@@ -122,7 +133,24 @@ class ShapleyEffects:
             diagnostics=diagnostics,
             settings=settings,
             method="permutation",
+            features=features,
         )
+
+    @property
+    def interaction_table(self) -> pl.DataFrame:
+        """With ``interactions=True``, one row per ordered pair of features: ``feature``, ``other`` and
+        ``interaction_effect`` (`interactions` in long form), the pairs of largest |value| first."""
+        if self.interactions is None:
+            raise CohortError("these effects have no interaction values: run shapley_effects(..., interactions=True)")
+        d = len(self.features)
+        table = pl.DataFrame(
+            {
+                "feature": pl.Series(np.repeat(self.features, d).tolist(), dtype=pl.String),
+                "other": pl.Series(np.tile(self.features, d).tolist(), dtype=pl.String),
+                "interaction_effect": self.interactions.reshape(-1),
+            }
+        )
+        return table.sort(pl.col("interaction_effect").abs(), descending=True, maintain_order=True)
 
     @property
     def explained_share(self) -> float:

@@ -90,6 +90,7 @@ class CohortShapleyResults(_ByOutcome[CohortShapleyResult]):
     totals = _Stacked()
     paths = _Stacked()
     global_ = _Stacked()
+    interaction_table = _Stacked()
 
     @property
     def diagnostics(self) -> dict[str, Any]:
@@ -123,6 +124,7 @@ class ShapleyEffectsResults(_ByOutcome[ShapleyEffects]):
     column's `ShapleyEffects`; ``effects`` stacks their tables with an ``outcome`` column first."""
 
     effects = _Stacked()
+    interaction_table = _Stacked()
 
     @property
     def diagnostics(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ batches bounded by the memory budget (every array a batch allocates) and paced b
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 from cohortsql import queries
@@ -145,6 +145,17 @@ def choose_method(method: str, d: int, game: Literal["cohort", "baseline"] = "co
     return arguments.exact_or_permutation(
         method, d, auto_exact_up_to=auto_exact_up_to, exact_up_to=exact_up_to, work=work
     )
+
+
+def check_interactions(asked: Mapping[str, Any], method: str, d: int) -> None:
+    """Interaction values come from each target's exact lattice of cohorts: refused where the values
+    are estimated by permutations."""
+    if asked.get("interactions") and method != "exact":
+        raise CohortError(
+            f"interactions=True needs method='exact' (up to {MAX_EXACT_FEATURES} features); with {d} features"
+            f" and method={asked['method']!r} the values are estimated by permutations, which do not give"
+            " interaction values"
+        )
 
 
 def choose_method_and_path(method: str, path: str, prepared: Prepared, targets: int) -> tuple[str, str]:

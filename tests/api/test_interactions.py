@@ -9,6 +9,8 @@ import reference
 import cohortsql
 
 CASES = {
+    # every kind an equivalence: effects over every row take the grouping-sets path
+    "cells": ({"a": "exact", "b": "bins:3"}, {"a": reference.exact(), "b": reference.bins(3)}),
     "equivalences": (
         {"a": "exact", "b": "bins:3", "c": "quantile:0.25", "d": "sql:s.d - t.d BETWEEN -0.2 AND 0.35"},
         {
@@ -99,3 +101,27 @@ def test_interactions_need_the_exact_method_and_are_absent_unless_asked():
         )
     with pytest.raises(cohortsql.CohortError, match="interactions must be True or False"):
         cohortsql.cohort_shapley(frame, prediction="y", similarity={"a": "exact"}, interactions="yes")
+
+
+@pytest.mark.parametrize("case", ["cells", "equivalences"])
+def test_interaction_effects_are_the_variance_games_interaction_values(case, engine):
+    """v_var(u) = mean over every row t of v_CS(t, u)^2, its interactions by the definition."""
+    frame = table(24)
+    kinds, python = CASES[case]
+    effects = cohortsql.shapley_effects(frame, prediction="y", similarity=kinds, interactions=True, **engine.options)
+    columns, y = [frame[name].to_list() for name in kinds], frame["y"].to_list()
+    games = [reference.cohort_values(columns, list(python.values()), y, t) for t in range(frame.height)]
+    variance = {u: np.mean([game[u] ** 2 for game in games]) for u in games[0]}
+    expected = reference.interactions(variance, len(kinds))
+    names = list(kinds)
+    for row in effects.interaction_table.iter_rows(named=True):
+        i, j = names.index(row["feature"]), names.index(row["other"])
+        assert row["interaction_effect"] == pytest.approx(expected[i, j], abs=1e-12)
+    assert effects.interaction_table.height == len(names) ** 2
+    sums = effects.interaction_table.group_by("feature").agg(pl.col("interaction_effect").sum())
+    for name, total in sums.iter_rows():
+        assert total == pytest.approx(effects.effects.filter(pl.col("feature") == name)["shapley_effect"].item())
+    first = effects.interaction_table["interaction_effect"].abs().to_numpy()
+    assert (np.diff(first) <= 1e-15).all()  # the largest pairs first
+    assert cohortsql.shapley_effects(frame, prediction="y", similarity=kinds).interactions is None
+    np.testing.assert_allclose(effects.interactions, expected, atol=1e-12)  # feature order

@@ -328,6 +328,23 @@ def test_effects_with_two_predictions_and_intervals(data, frame):
     assert "every row is a target" in done.output
 
 
+@pytest.mark.parametrize("command", ["shapley", "effects"])
+def test_interactions_are_written_and_their_largest_pairs_printed(data, frame, command):
+    """--interactions: the _interactions table beside --out (two outcomes stacked), the largest pairs in
+    the summary; refused in the command line's words with --method permutation."""
+    out = data / "explained.parquet"
+    done = invoke(command, data / "scores.parquet", *RUN, "--interactions", "--out", out)
+    assert done.exit_code == 0, done.output
+    assert "largest interactions" in done.output and "age x region" in done.output
+    table = pl.read_parquet(data / "explained_interactions.parquet")
+    assert set(table["feature"]) == set(table["other"]) == {"age", "region"} and table.height in (4, 80 * 4)
+    if command == "shapley":
+        api = expected(frame, id="loan", interactions=True)
+        np.testing.assert_allclose(table["interaction"].to_numpy(), api.interaction_table["interaction"].to_numpy())
+    refused = invoke(command, data / "scores.parquet", *RUN, "--interactions", "--method", "permutation")
+    assert refused.exit_code == 2 and "--interactions needs --method exact" in refused.output
+
+
 def test_a_top_that_hides_features_says_how_many(data):
     done = invoke("run", data / "scores.parquet", *RUN, "--top", "1")
     assert done.exit_code == 0, done.output
