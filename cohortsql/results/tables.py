@@ -17,6 +17,7 @@ import polars as pl
 
 from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.numeric import bootstrap as bootstrap_module
+from cohortsql.numeric.shapley import TIE_TOLERANCE
 
 NARROW_SHARE = 0.01
 """A feature is narrow for a target when similarity on it alone keeps at most this share of the table."""
@@ -179,6 +180,17 @@ def standard_error(
 
 
 def by_importance(table: pl.DataFrame, column: str) -> pl.DataFrame:
-    """A per-feature table with its most important feature first (largest `column`; ties and missing
-    values keep the features' order, missing last)."""
-    return table.sort(column, descending=True, nulls_last=True, maintain_order=True)
+    """A per-feature table with its most important feature first (largest `column`). Values within
+    `TIE_TOLERANCE` of each other (relative to the largest) are ties and keep the features' order, as
+    in `importance_order`: rounding noise (another engine, another summation order) never reorders
+    features that are equally important. Missing values come last."""
+    values = table[column].cast(pl.Float64).to_numpy()
+    finite = np.abs(values[np.isfinite(values)])
+    scale = TIE_TOLERANCE * max(1.0, float(finite.max(initial=0.0)))
+    steps = pl.Series(np.rint(values / scale), nan_to_null=True)
+    order = (
+        pl.DataFrame({"step": steps})
+        .with_row_index()
+        .sort("step", descending=True, nulls_last=True, maintain_order=True)
+    )
+    return table[order["index"].to_list()]

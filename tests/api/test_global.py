@@ -285,3 +285,15 @@ def test_targets_that_share_an_estimate_share_its_error():
     expected = np.sqrt((2 / 3 * 0.1) ** 2 + (1 / 3 * 0.3) ** 2)  # every row is a target: no sampling error
     assert shared.effects["shapley_effect_se"][0] == pytest.approx(expected, rel=1e-12)
     assert shared.effects["shapley_effect"][0] == pytest.approx(0.4)
+
+
+def test_tables_by_importance_keep_the_feature_order_within_rounding_noise():
+    """Equal effects that differ by rounding noise (another engine) keep the features' order; a real
+    difference reorders them; missing values come last."""
+    from cohortsql.results.tables import by_importance
+
+    table = pl.DataFrame({"feature": list("abcde"), "effect": [0.5, 2.0, 2.0 * (1 + 1e-15), None, 3.0]})
+    assert by_importance(table, "effect")["feature"].to_list() == ["e", "b", "c", "a", "d"]
+    noisy = table.with_columns(pl.Series("effect", [0.5, 2.0 * (1 + 1e-15), 2.0, float("nan"), 3.0]))
+    assert by_importance(noisy, "effect")["feature"].to_list() == ["e", "b", "c", "a", "d"]
+    assert by_importance(table.clear(), "effect").height == 0
