@@ -71,7 +71,10 @@ def shapley_effects(
     are the mean of the targets' Shapley values of v_t^2, each estimated from random antithetic orders
     (at most `max_permutations` per target, fewer once every standard error is below `tolerance`).
     Their standard errors add the permutations' error to the sampling of targets; v_var(1:d), the
-    total, stays exact. Arguments are those of `cohort_shapley`; `variance_shapley` is the same function.
+    total, stays exact. With ``interactions=True`` (exact method), ``interactions`` and
+    ``interaction_table`` hold the interaction values of v_var in shap's convention (each feature's
+    row adds up to its effect). Arguments are those of `cohort_shapley`; `variance_shapley` is the
+    same function.
 
     Examples
     --------
