@@ -38,6 +38,11 @@ VARIANTS: tuple[SqlVariant, ...] = ("histogram", "collapsed", "cells")
 """What `histogram_sql` computes: the mask histogram, the same after collapsing identical subjects,
 or (exact and bins only) the equivalence cells, with no join at all."""
 
+GroupValues = Literal["players", "owen"]
+GROUP_VALUES: tuple[GroupValues, ...] = ("players", "owen")
+"""What a run with ``groups=`` gives: ``players`` (each group one player, its members' similarities
+joined by AND) or ``owen`` (that, and each feature's Owen value within its group)."""
+
 EngineName = Literal["duckdb", "spark"]
 ENGINES: dict[str, str] = {"duckdb": "duckdb", "spark": "pyspark"}
 """Engine name -> the distribution it needs (its extra: ``pip install 'cohortsql[<name>]'``)."""
@@ -139,6 +144,13 @@ class Interactions(TypedDict, total=False):
     interactions: bool
 
 
+class Groups(TypedDict, total=False):
+    """Features explained together: each group one player, or each feature its Owen value within them."""
+
+    groups: Mapping[str, Sequence[str]] | None
+    group_values: GroupValues
+
+
 class Modelling(TypedDict, total=False):
     """How the caller's model is called on hybrid points (baseline and all-baseline Shapley)."""
 
@@ -150,19 +162,19 @@ class Modelling(TypedDict, total=False):
     batch_rows: int
 
 
-class ShapleyOptions(Selection, Weighting, Estimation, Interactions, RunOptions, total=False):
+class ShapleyOptions(Selection, Weighting, Estimation, Interactions, Groups, RunOptions, total=False):
     """The options of `cohortsql.cohort_shapley` and `cohortsql.estimate`."""
 
     path: CohortPath
 
 
-class EffectsOptions(Selection, Weighting, Estimation, Interactions, RunOptions, total=False):
+class EffectsOptions(Selection, Weighting, Estimation, Interactions, Groups, RunOptions, total=False):
     """The options of `cohortsql.shapley_effects`."""
 
     path: CohortPath
 
 
-class UniquenessOptions(Selection, RunOptions, total=False):
+class UniquenessOptions(Selection, Groups, RunOptions, total=False):
     """The options of `cohortsql.uniqueness_shapley`."""
 
     weight: str | None
@@ -224,6 +236,8 @@ DEFAULTS: dict[str, Any] = {
     "baseline_sample": None,
     "realistic": False,
     "interactions": False,
+    "groups": None,
+    "group_values": "players",
     "exact": (),
     "kind": "range",
     "thresholds": CALIBRATION_THRESHOLDS,

@@ -213,3 +213,33 @@ def baseline_shapley(
                         out["real"][row, j] += both * weight * (v1 - v0) / len(baselines)
                         out["real2"][row, j] += both * weight * (v1**2 - v0**2) / len(baselines)
     return out
+
+
+def conjunction(*kinds: Callable[[Sequence[object]], Test]) -> Callable[[Sequence[object]], Test]:
+    """The kind of a group whose values are tuples of its members' values: similar when similar on every
+    member (each member's NULL similar to NULL only), each member's test built from its own column."""
+
+    def build(column: Sequence[object]) -> Test:
+        tests = [kind([value[index] for value in column]) for index, kind in enumerate(kinds)]
+        return lambda s, t: all(similar(test, a, b) for test, a, b in zip(tests, s, t))
+
+    return build
+
+
+def owen_values(value: dict[frozenset[int], float], unions: Sequence[Sequence[int]]) -> np.ndarray:
+    """Owen values by their definition (Owen 1977): each player's marginal contribution averaged over
+    every order of the players in which the members of each union come one after another."""
+    d = sum(len(union) for union in unions)
+    union_of = {member: index for index, union in enumerate(unions) for member in union}
+    phi, orders = np.zeros(d), 0
+    for order in itertools.permutations(range(d)):
+        runs = [union_of[player] for player in order]
+        changes = [index for index in range(1, d) if runs[index] != runs[index - 1]]
+        if len(changes) != len(unions) - 1:  # a union's members are split by another's
+            continue
+        orders += 1
+        before: frozenset[int] = frozenset()
+        for player in order:
+            phi[player] += value[before | {player}] - value[before]
+            before = before | {player}
+    return phi / orders

@@ -5,22 +5,26 @@ explain (global importance).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Unpack, overload
 
 import numpy as np
 
 from cohortsql._typing import EffectsOptions, Prediction, SimilarityArgument
 from cohortsql.errors import CohortError
+from cohortsql.games.cohort import owen_effects
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
-from cohortsql.results.effects import ShapleyEffects
+from cohortsql.results.effects import ShapleyEffects, owen_effects_table
 from cohortsql.results.outcomes import ShapleyEffectsResults
 from cohortsql.results.tables import diagnostics, warn_about_cohorts
 from cohortsql.run.grouping_sets import variance_game
+from cohortsql.run.pairwise import owen_batches
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import (
     MAX_FEATURES,
     check_interactions,
+    check_owen,
     choose_method,
     choose_path,
     local_batches,
@@ -89,8 +93,8 @@ def shapley_effects(
     asked = checked_options(options, EffectsOptions)
     outcomes = explained_columns(prediction)
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
-        method = choose_method(asked["method"], session.prepared.d)
-        check_interactions(asked, method, session.prepared.d)
+        method = choose_method(asked["method"], session.prepared.players)
+        check_interactions(asked, method, session.prepared.players)
         if method == "permutation":
             if session.prepared.measures.replicates:
                 raise CohortError(
@@ -99,6 +103,7 @@ def shapley_effects(
             asked["seed"] = drawn_seed(asked["seed"])  # recorded in the settings, so the run can be repeated
             results = _estimated_effects(session, asked)
         else:
+            check_owen(method, session.prepared)
             results = _exact_effects(session, asked)
     warn_about_cohorts(next(iter(results.values())).diagnostics)
     return next(iter(results.values())) if isinstance(prediction, str) else ShapleyEffectsResults(results)
@@ -112,7 +117,7 @@ def _exact_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, Shap
     )
     running, prepared = session.engine, session.prepared
     measures, outcomes = prepared.measures, prepared.outcomes
-    features = tuple(feature.name for feature in prepared.features)
+    features = prepared.player_names
     settings = session.settings(None, method="exact", path=path)
     if targets is None and sample is None and choose_path(path, prepared, prepared.subject_count) == "grouping_sets":
         (games, checks), squared, target_weights = variance_game(running, prepared), None, None
@@ -136,27 +141,32 @@ def _exact_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, Shap
         checks = diagnostics(
             first.cohort_size, first.feature_cohort_size, features, prepared.total_weight, target_weights
         )
-    return {
-        outcome: ShapleyEffects.from_game(
-            features=features,
-            game=games[measures.game(index, 0)],
-            variance=float(variances[index]),
-            subjects=prepared.subject_count,
-            targets=count,
-            squared_values=None if squared is None else squared[index],
-            population=population,
-            path=chosen_path,
-            diagnostics=checks,
-            settings={**settings, "prediction": outcome, "path": chosen_path},
-            target_weights=target_weights if prepared.weight is not None else None,
-            replicate_games=games[measures.game(index, 1) : measures.game(index + 1, 0)]
-            if measures.replicates
-            else None,
-            confidence=asked["confidence"],
-            interactions=asked["interactions"],
-        )
-        for index, outcome in enumerate(outcomes)
-    }
+    owen = _owen_effects(session, chosen) if prepared.groups is not None and prepared.groups.values == "owen" else None
+    return _grouped(
+        session,
+        {
+            outcome: ShapleyEffects.from_game(
+                features=features,
+                game=games[measures.game(index, 0)],
+                variance=float(variances[index]),
+                subjects=prepared.subject_count,
+                targets=count,
+                squared_values=None if squared is None else squared[index],
+                population=population,
+                path=chosen_path,
+                diagnostics=checks,
+                settings={**settings, "prediction": outcome, "path": chosen_path},
+                target_weights=target_weights if prepared.weight is not None else None,
+                replicate_games=games[measures.game(index, 1) : measures.game(index + 1, 0)]
+                if measures.replicates
+                else None,
+                confidence=asked["confidence"],
+                interactions=asked["interactions"],
+            )
+            for index, outcome in enumerate(outcomes)
+        },
+        owen,
+    )
 
 
 def _estimated_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, ShapleyEffects]:
@@ -164,7 +174,7 @@ def _estimated_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, 
     over the targets of their estimated Shapley values of v_t(u)^2, whose mean over the targets is
     v_var(u); the standard errors add the permutations' error to the sampling of targets."""
     running, prepared = session.engine, session.prepared
-    features = tuple(feature.name for feature in prepared.features)
+    features = prepared.player_names
     chosen = session.select()
     pacer = make_pacer(running, prepared, chosen, "permutation", "pairwise", session.reporter())
     batches = list(
@@ -206,7 +216,43 @@ def _estimated_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, 
             diagnostics=checks,
             settings={**settings, "prediction": outcome, "max_permutations": str(asked["max_permutations"])},
         )
-    return results
+    return _grouped(session, results)
+
+
+def _owen_effects(session: Session, chosen: TargetSet) -> np.ndarray:
+    """Every feature's Owen value of each explained column's v_var, (outcomes, features in the data's
+    order), from one more pass over the chosen targets (their squared reduced games)."""
+    prepared = session.prepared
+    assert prepared.groups is not None
+    measures = prepared.measures
+    pacer = make_pacer(session.engine, prepared, chosen, "exact", "pairwise", session.reporter())
+    summed = None
+    for batch in owen_batches(session.engine, prepared, chosen, pacer):
+        summed = batch.squared_games if summed is None else [a + b for a, b in zip(summed, batch.squared_games)]
+    main = [measures.game(outcome, 0) for outcome in range(measures.outcomes)]
+    totals = chosen.weights[:, measures.weighting_of_game].sum(axis=0)[main]
+    return owen_effects(summed or [], prepared.groups.members, totals)
+
+
+def _grouped(
+    session: Session, results: dict[str, ShapleyEffects], owen: np.ndarray | None = None
+) -> dict[str, ShapleyEffects]:
+    """The effects of a grouped run with its players' members and (``group_values="owen"``) its
+    features' Owen effects; the effects unchanged without groups."""
+    groups = session.prepared.groups
+    if groups is None:
+        return results
+    members = groups.members_by_name(session.prepared.feature_names)
+    return {
+        outcome: replace(
+            effects,
+            groups=members,
+            owen=None
+            if owen is None
+            else owen_effects_table(members, owen[index][groups.member_order], effects.variance),
+        )
+        for index, (outcome, effects) in enumerate(results.items())
+    }
 
 
 def _target_variances(session: Session, chosen: TargetSet) -> np.ndarray:

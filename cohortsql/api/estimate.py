@@ -55,6 +55,7 @@ def estimate(
         subjects=prepared.subject_count,
         subject_rows=prepared.subject_rows,
         features=prepared.d,
+        players=prepared.players,
         method=chosen_method,
         path=chosen_path,
         engine=running.dialect.name,

@@ -18,12 +18,13 @@ from cohortsql.numeric import permutation
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.outcomes import CohortShapleyResults
 from cohortsql.results.tables import warn_about_cohorts
-from cohortsql.run.pairwise import interaction_batches
+from cohortsql.run.pairwise import interaction_batches, owen_batches
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import (
     MAX_FEATURES,
     check_interactions,
+    check_owen,
     choose_method_and_path,
     local_batches,
     make_pacer,
@@ -144,7 +145,8 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
     chosen_method, chosen_path = choose_method_and_path(asked["method"], path, prepared, chosen.count)
     if prepared.measures.replicates and chosen_method != "exact":
         raise CohortError("bootstrap intervals need method='exact' (the permutation method has standard errors)")
-    check_interactions(asked, chosen_method, prepared.d)
+    check_interactions(asked, chosen_method, prepared.players)
+    check_owen(chosen_method, prepared)
     settings = session.settings(chosen, method=chosen_method, path=path)
     pacer = make_pacer(session.engine, prepared, chosen, chosen_method, chosen_path, session.reporter())
     batches = local_batches(
@@ -166,10 +168,11 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
             for outcome in range(len(prepared.outcomes))
         ]
     else:
-        keep = bootstrap_module.worth_keeping(chosen.count, prepared.d, prepared.measures, prepared.batch_bytes)
+        keep = bootstrap_module.worth_keeping(chosen.count, prepared.players, prepared.measures, prepared.batch_bytes)
         intervals = bootstrap_module.collect(batches, prepared.measures, confidence, keep=keep).fanned_out(chosen.group)
         fields = [values._asdict() for values in intervals.values]
     interactions = _interactions(session, chosen) if asked.get("interactions") else None
+    owen = _owen(session, chosen) if prepared.groups is not None and prepared.groups.values == "owen" else None
     return {
         outcome: CohortShapleyResult(
             **session.result_fields(chosen, index),
@@ -179,6 +182,7 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
             settings={**settings, "prediction": outcome, "path": chosen_path},
             bootstrap=None if intervals is None else _bootstrap(intervals, prepared, chosen, index, confidence),
             interactions=None if interactions is None else interactions[index],
+            owen=None if owen is None else owen[index],
         )
         for index, outcome in enumerate(prepared.outcomes)
     }
@@ -191,8 +195,19 @@ def _interactions(session: Session, chosen: TargetSet) -> np.ndarray:
     pacer = make_pacer(session.engine, prepared, chosen, "exact", "pairwise", session.reporter())
     batches = list(interaction_batches(session.engine, prepared, chosen, pacer))
     if not batches:
-        return np.empty((len(prepared.outcomes), 0, prepared.d, prepared.d))
+        return np.empty((len(prepared.outcomes), 0, prepared.players, prepared.players))
     return np.concatenate(batches, axis=1)[:, chosen.group]
+
+
+def _owen(session: Session, chosen: TargetSet) -> np.ndarray:
+    """Every chosen target's Owen values for every explained column, (outcomes, targets, features as
+    the result's ``groups`` list them), from the mask histograms over the features of one more pass."""
+    prepared = session.prepared
+    assert prepared.groups is not None
+    pacer = make_pacer(session.engine, prepared, chosen, "exact", "pairwise", session.reporter())
+    parts = [batch.values for batch in owen_batches(session.engine, prepared, chosen, pacer)]
+    values = np.concatenate(parts, axis=1) if parts else np.empty((len(prepared.outcomes), 0, prepared.d))
+    return values[:, chosen.group][..., prepared.groups.member_order]
 
 
 def _bootstrap(

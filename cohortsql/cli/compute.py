@@ -48,6 +48,8 @@ def shapley(options: dict[str, Any]) -> None:
         tables["reasons"] = result.reasons(count)
     if arguments.get("interactions"):
         tables["interactions"] = result.interaction_table
+    if arguments.get("group_values") == "owen":
+        tables["owen"] = result.owen_table
     written = write(options, tables, result.settings)
     warned = print_warnings_so_far()  # before the table whose rows they qualify
     typer.echo(shapley_summary(result, options["top"], count, warned) + written)
@@ -69,6 +71,8 @@ def effects(options: dict[str, Any]) -> None:
     tables = {"": result.effects}
     if arguments.get("interactions"):
         tables["interactions"] = result.interaction_table
+    if arguments.get("group_values") == "owen":
+        tables["owen"] = result.owen
     written = write(options, tables, result.settings)
     warned = print_warnings_so_far()  # before the table whose rows they qualify
     typer.echo(effects_summary(result, warned) + written)

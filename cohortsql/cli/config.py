@@ -26,7 +26,7 @@ _COMMA_LISTS = ("features", "target_ids", "exact", "thresholds", "holdouts")
 def _config_types(name: str, flag: Any) -> tuple[type, ...]:
     """The types a config file may give for a flag: its declared type's (a path is text, a whole
     number is a number too, a repeatable flag a list or one value)."""
-    if name == "similar":
+    if name in ("similar", "groups"):
         return (dict,)
     if name in _COMMA_LISTS:
         return (str, list)
@@ -57,6 +57,8 @@ def merged_options(arguments: dict[str, Any], keys: tuple[str, ...]) -> dict[str
     """The command's options: its config file's, overridden by the flags that were given."""
     flags = {key: arguments[key] for key in keys if key in arguments and key != "config"}
     flags["similar"] = dict(_split_similar(text) for text in arguments.get("similar") or [])
+    if "groups" in keys:
+        flags["groups"] = dict(_split_group(text) for text in arguments.get("groups") or [])
     return _merge_config(arguments.get("config"), flags, keys)
 
 
@@ -65,6 +67,14 @@ def _split_similar(text: str) -> tuple[str, str]:
     if not equals or not name.strip() or not kind.strip():
         raise CohortError(f"--similar {text!r} is not FEATURE=KIND, e.g. --similar age=range:0.1")
     return name.strip(), kind.strip()
+
+
+def _split_group(text: str) -> tuple[str, list[str]]:
+    name, equals, members = text.partition("=")
+    features = [feature.strip() for feature in members.split(",") if feature.strip()]
+    if not equals or not name.strip() or not features:
+        raise CohortError(f"--group {text!r} is not NAME=FEATURE,FEATURE,..., e.g. --group place=lat,lon")
+    return name.strip(), features
 
 
 def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -105,6 +115,10 @@ def _check_config_value(config: Path, key: str, value: object) -> None:
     wrong = not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected)
     if key == "similar" and isinstance(value, dict):
         wrong = not all(isinstance(kind, str) for kind in value.values())
+    if key == "groups" and isinstance(value, dict):
+        wrong = not all(
+            isinstance(members, list) and all(isinstance(m, str) for m in members) for members in value.values()
+        )
     if key in ("features", "prediction") and isinstance(value, list):
         wrong = not value or not all(isinstance(item, str) for item in value)
     if key == "target_ids" and isinstance(value, list):
@@ -113,4 +127,6 @@ def _check_config_value(config: Path, key: str, value: object) -> None:
         names = " or ".join(_TYPE_NAMES[kind] for kind in expected)
         if key == "similar":
             names = 'a table of FEATURE = "KIND" entries'
+        if key == "groups":
+            names = 'a table of NAME = ["FEATURE", ...] entries'
         raise CohortError(f"config {str(config)!r}: {key} must be {names}, got {value!r}")

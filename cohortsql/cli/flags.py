@@ -149,6 +149,22 @@ InteractionsOption = Annotated[
         help="Also the pairwise Shapley interaction values (exact method): printed by size, written as _interactions.",
     ),
 ]
+GroupsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--group",
+        "--groups",
+        help="NAME=FEATURE,FEATURE,..., repeatable: explain those features as one player, similar when similar"
+        " on every member (features not named stay players of their own).",
+    ),
+]
+GroupValuesOption = Annotated[
+    str | None,
+    typer.Option(
+        help="With --group: players (each group's value) or owen (also each feature's Owen value within its"
+        " group, written as _owen)."
+    ),
+]
 Reasons = Annotated[
     int | None, typer.Option(help="Give each target's top N features in words (printed for the first targets).")
 ]
@@ -197,6 +213,8 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "baseline_sample": (BaselineSample, None),
     "realistic": (Realistic, None),
     "interactions": (InteractionsOption, None),
+    "groups": (GroupsOption, None),
+    "group_values": (GroupValuesOption, None),
     "exact": (Exact, None),
     "kind": (CalibrationKindOption, None),
     "thresholds": (Thresholds, None),

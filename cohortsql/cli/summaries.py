@@ -7,6 +7,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import polars as pl
 
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import ShapleyEffects
@@ -146,7 +147,25 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults, warned: Col
         lines.append(f"(se: the error of explaining a sample of targets, none here as every row is a target{advice})")
     if effects.interactions is not None:
         lines += _interaction_lines(effects.features, effects.interactions, "interaction values of the variance game")
+    if effects.owen is not None:
+        lines += _owen_lines(effects.owen)
     return "\n".join(lines)
+
+
+def _owen_lines(owen: pl.DataFrame) -> list[str]:
+    """Each grouped feature's Owen effect, group by group (a group's rows add up to its effect above)."""
+    grouped = owen.filter(pl.len().over("group") > 1)
+    if not len(grouped):
+        return []
+    width = max(len(f"{row['group']}.{row['feature']}") for row in grouped.iter_rows(named=True))
+    return [
+        "",
+        "Owen effects within the groups (each group's features add up to its effect):",
+        *(
+            f"  {row['group'] + '.' + row['feature']:<{width}}  {row['owen_effect']:>10.4g}  {row['share']:>7.1%}"
+            for row in grouped.iter_rows(named=True)
+        ),
+    ]
 
 
 INTERACTIONS_SHOWN = 5

@@ -91,10 +91,12 @@ def quotient_game(game: np.ndarray, unions: Sequence[Sequence[int]]) -> np.ndarr
     return game[..., members]
 
 
-def owen_values(game: np.ndarray, unions: Sequence[Sequence[int]]) -> np.ndarray:
+def owen_values(game: np.ndarray, unions: Sequence[Sequence[int]], only: int | None = None) -> np.ndarray:
     """Owen values of every player under the union structure `unions` (lists of player indices that
     partition 0..d-1), shape (..., d): the mean marginal contribution over the orders in which each
     union's members come together, as sum over T containing j of g_T / (m_T |T intersect B(j)|).
+    With `only` (an index into `unions`), the members of that union alone (the others stay 0): one
+    transform instead of one per union.
 
     The players of one union add up to that union's Shapley value in `quotient_game`; with one union
     of everyone, or every player alone, they are the Shapley values."""
@@ -106,7 +108,9 @@ def owen_values(game: np.ndarray, unions: Sequence[Sequence[int]]) -> np.ndarray
     met = sum((count > 0).astype(np.float64) for count in inside)
     split = dividends(game)
     values = np.zeros((*game.shape[:-1], d))
-    for union, count in zip(unions, inside):
+    for index, (union, count) in enumerate(zip(unions, inside)):
+        if only is not None and index != only:
+            continue
         share = np.where(count > 0, 1.0 / np.maximum(met * count, 1.0), 0.0)
         above = superset_sums(split * share)
         members = np.asarray(union, dtype=np.int64)

@@ -51,6 +51,9 @@ class TargetValues:
     """The run's settings (kinds, method, targets, seed, engine, version): written with every output."""
     weights: np.ndarray | None = None
     """Each target's case weight (None: unweighted); averages over targets are weighted by them."""
+    groups: dict[str, tuple[str, ...]] | None = None
+    """With ``groups=``: each player (a group, or a feature alone) and its features, in the order of
+    `features`; None when every feature is its own player."""
 
     @property
     def prediction_column(self) -> np.ndarray | None:

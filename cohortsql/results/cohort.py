@@ -101,6 +101,10 @@ class CohortShapleyResult(TargetValues):
     """With ``interactions=True``: Shapley interaction values of v_CS in shap's convention, shape
     (targets, features, features); off the diagonal Phi_ij = Phi_ji = I_ij / 2, on it
     Phi_ii = phi_i - sum over j != i of Phi_ij (`cohortsql.numeric.dividends`), else None."""
+    owen: np.ndarray | None = None
+    """With ``group_values="owen"``: each feature's Owen value of v_CS under the groups, shape (targets,
+    features), the features as `groups` lists them (player after player); a group's members add up to
+    its value in `shapley`; else None."""
 
     @property
     def population_weight(self) -> float:
@@ -232,6 +236,24 @@ class CohortShapleyResult(TargetValues):
                 "feature": pl.Series(np.tile(np.repeat(names, d), targets).tolist(), dtype=pl.String),
                 "other": pl.Series(np.tile(names, d * targets).tolist(), dtype=pl.String),
                 "interaction": self.interactions.reshape(-1),
+            }
+        )
+
+    @cached_property
+    def owen_table(self) -> pl.DataFrame:
+        """With ``group_values="owen"``, one row per target and feature: ``id``, ``group``, ``feature``
+        and ``owen`` (its Owen value; a group's rows add up to the group's Shapley value)."""
+        if self.owen is None or self.groups is None:
+            raise CohortError('this result has no Owen values: run with groups=... and group_values="owen"')
+        members = [(group, feature) for group, features in self.groups.items() for feature in features]
+        groups, features = (np.array(column, dtype=object) for column in zip(*members))
+        targets, d = self.owen.shape
+        return pl.DataFrame(
+            {
+                "id": self.ids.gather(np.repeat(np.arange(targets), d)),
+                "group": pl.Series(np.tile(groups, targets).tolist(), dtype=pl.String),
+                "feature": pl.Series(np.tile(features, targets).tolist(), dtype=pl.String),
+                "owen": self.owen.reshape(-1),
             }
         )
 

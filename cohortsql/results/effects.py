@@ -48,6 +48,12 @@ class ShapleyEffects:
     """With ``interactions=True``: the interaction values of v_var in shap's convention, (features,
     features) in feature order: half the Shapley interaction index of the pair off the diagonal, the
     rest of the feature's effect on it, so that row j adds up to feature j's effect; else None."""
+    groups: dict[str, tuple[str, ...]] | None = None
+    """With ``groups=``: each player (a group, or a feature alone) and its features; `effects` are the
+    players'. None when every feature is its own player."""
+    owen: pl.DataFrame | None = None
+    """With ``group_values="owen"``: one row per feature, ``group``, ``feature``, ``owen_effect`` (its
+    Owen value of v_var: a group's rows add up to the group's effect) and ``share``; else None."""
 
     @classmethod
     def from_game(
@@ -185,6 +191,20 @@ def effects_of_tables(
     spread = float(np.mean((totals["prediction"].to_numpy() - mean) ** 2))
     table = effects_table(tuple(features), squared.mean(axis=0), standard_error(squared, population, errors), spread)
     return by_importance(table, "shapley_effect")
+
+
+def owen_effects_table(groups: Mapping[str, tuple[str, ...]], values: np.ndarray, variance: float) -> pl.DataFrame:
+    """Per feature, player after player as `groups` lists them (`values` in that order): its group, its
+    Owen effect and its share of `variance`."""
+    members = [(group, feature) for group, features in groups.items() for feature in features]
+    return pl.DataFrame(
+        {
+            "group": [group for group, _ in members],
+            "feature": [feature for _, feature in members],
+            "owen_effect": values,
+            "share": values / variance if variance > 0 else np.full(len(values), np.nan),
+        }
+    )
 
 
 def effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.ndarray, variance: float) -> pl.DataFrame:

@@ -91,6 +91,7 @@ class CohortShapleyResults(_ByOutcome[CohortShapleyResult]):
     paths = _Stacked()
     global_ = _Stacked()
     interaction_table = _Stacked()
+    owen_table = _Stacked()
 
     @property
     def diagnostics(self) -> dict[str, Any]:
@@ -125,6 +126,7 @@ class ShapleyEffectsResults(_ByOutcome[ShapleyEffects]):
 
     effects = _Stacked()
     interaction_table = _Stacked()
+    owen = _Stacked()
 
     @property
     def diagnostics(self) -> dict[str, Any]:

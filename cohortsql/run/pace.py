@@ -48,6 +48,8 @@ class Plan:
     engine: str
     pilot_targets: int
     pilot_seconds: float
+    players: int | None = None
+    """The games' players when features are grouped (``groups=``); None: each feature is one."""
 
     @property
     def estimated_seconds(self) -> float:
@@ -56,11 +58,13 @@ class Plan:
 
     def __str__(self) -> str:
         pairs = self.distinct_targets * self.subject_rows
-        cohorts = f"{2**self.features:,} cohorts" if self.method == "exact" else "random chains of cohorts"
+        players = self.features if self.players is None else self.players
+        cohorts = f"{2**players:,} cohorts" if self.method == "exact" else "random chains of cohorts"
+        grouped = "" if players == self.features else f" in {players} groups"
         return "\n".join(
             [
                 f"plan: {self.targets:,} targets ({self.distinct_targets:,} distinct) x {self.subjects:,} subjects"
-                f" ({self.subject_rows:,} distinct rows), {self.features} features, {self.method} method"
+                f" ({self.subject_rows:,} distinct rows), {self.features} features{grouped}, {self.method} method"
                 f" ({cohorts} per target), {self.path} path, on {self.engine}",
                 f"work: {pairs:,} target-subject pairs",
                 f"estimate: about {duration(self.estimated_seconds)} (measured on {self.pilot_targets:,} targets"

@@ -19,13 +19,16 @@ from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_numpy
 from cohortsql.games.cohort import (
     GAME_ENTRY_BYTES,
+    OwenBatch,
     exact_values,
     interaction_values,
+    owen_values,
     permutation_values,
     target_generators,
 )
 from cohortsql.games.uniqueness import uniqueness_values
 from cohortsql.numeric import permutation, shapley
+from cohortsql.numeric.players import histogram_of_players
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, WeightedSubjects, weigh_subjects
 from cohortsql.run.replicates import one_row_per_key, weigh_replicates
@@ -34,10 +37,17 @@ from cohortsql.spec.similarity import SqlPredicate
 
 
 def _histograms(
-    engine: Engine, prepared: Prepared, weighted: WeightedSubjects, targets: TargetSet, pacer: Pacer
+    engine: Engine,
+    prepared: Prepared,
+    weighted: WeightedSubjects,
+    targets: TargetSet,
+    pacer: Pacer,
+    *,
+    of_players: bool = True,
 ) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """(first target, number of targets, histogram columns) for consecutive batches of distinct targets
-    (with `weighted` rows per group of replicates, their sums turned into a column per weighting)."""
+    (with `weighted` rows per group of replicates, their sums turned into a column per weighting); in a
+    grouped run, masks over the players (`of_players`) or over the features."""
     custom = [feature.name for feature in prepared.features if isinstance(feature.kind, SqlPredicate)]
     context = "computing similarity masks" + (f" (check the sql: similarity of {custom})" if custom else "")
     engine.expect_aggregates(queries.histogram.histogram_sums(prepared.measures, draw_groups=weighted.draw_groups))
@@ -60,6 +70,8 @@ def _histograms(
                 histogram = fetch_numpy(engine, sql, context=context)
         finally:
             engine.drop(uploaded)
+        if of_players and prepared.groups is not None:
+            histogram = histogram_of_players(histogram, prepared.groups.masks, queries.histogram.MASK_WORD_BITS)
         yield start, batch.num_rows, histogram
 
 
@@ -86,7 +98,7 @@ def pairwise_batches(
         yield exact_values(
             histogram,
             rows,
-            prepared.d,
+            prepared.players,
             measures,
             weighted.game_means,
             weights,
@@ -101,7 +113,7 @@ def uniqueness_batches(
     """Uniqueness Shapley values (phi, total, cohort size), one batch of distinct targets at a time."""
     weighted = weigh_subjects(engine, prepared)
     for _, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
-        yield uniqueness_values(histogram, rows, prepared.d, prepared.measures, weighted.weight_totals)
+        yield uniqueness_values(histogram, rows, prepared.players, prepared.measures, weighted.weight_totals)
 
 
 def interaction_batches(engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer) -> Iterator[np.ndarray]:
@@ -109,7 +121,18 @@ def interaction_batches(engine: Engine, prepared: Prepared, targets: TargetSet, 
     d), one batch of distinct targets at a time (batches from `pacer`)."""
     weighted = weigh_subjects(engine, prepared)
     for _, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
-        yield interaction_values(histogram, rows, prepared.d, prepared.measures, weighted.game_means)
+        yield interaction_values(histogram, rows, prepared.players, prepared.measures, weighted.game_means)
+
+
+def owen_batches(engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer) -> Iterator[OwenBatch]:
+    """Owen values of every feature under the run's groups, one batch of distinct targets at a time,
+    from mask histograms over the features (batches from `pacer`)."""
+    assert prepared.groups is not None
+    measures = prepared.measures
+    weighted = weigh_subjects(engine, prepared)
+    for start, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer, of_players=False):
+        weights = targets.multiplicity[start : start + rows][:, measures.weighting_of_game]
+        yield owen_values(histogram, rows, prepared.groups.members, measures, weighted.game_means, weights)
 
 
 def permutation_batches(
@@ -133,7 +156,7 @@ def permutation_batches(
             permutation_values(
                 histogram,
                 rows,
-                prepared.d,
+                prepared.players,
                 float(weighted.game_means[measures.game(outcome, 0)]),
                 generators[outcome][start : start + rows],
                 max_permutations=max_permutations,

@@ -16,12 +16,13 @@ import numpy as np
 import pyarrow as pa
 
 from cohortsql import queries
-from cohortsql._typing import SimilarityArgument
+from cohortsql._typing import GroupValues, SimilarityArgument
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.engines.inputs import POSITION_COLUMN, Input
 from cohortsql.errors import CohortError
 from cohortsql.run.feature_statistics import count_distinct_values, known_quantiles, measure_tails
 from cohortsql.spec.features import ResolvedFeature, plan_features, resolve_feature
+from cohortsql.spec.groups import FeatureGroups, plan_groups
 from cohortsql.spec.measures import Measures
 from cohortsql.spec.similarity import SqlPredicate
 from cohortsql.sql.user import check_expression
@@ -113,6 +114,8 @@ class Prepared:
     """What one query may hold in the engine: its memory limit, else `ENGINE_MEMORY_BYTES`."""
     measures: Measures
     """What the histogram sums: outcomes, case weights, bootstrap replicates."""
+    groups: FeatureGroups | None = None
+    """The players when features are explained in groups (``groups=``), else None: each feature alone."""
 
     @property
     def centred_means(self) -> np.ndarray:
@@ -144,6 +147,20 @@ class Prepared:
         return len(self.features)
 
     @property
+    def feature_names(self) -> tuple[str, ...]:
+        return tuple(feature.name for feature in self.features)
+
+    @property
+    def players(self) -> int:
+        """How many players the games have: the groups with ``groups=``, else the features (d)."""
+        return self.d if self.groups is None else len(self.groups.names)
+
+    @property
+    def player_names(self) -> tuple[str, ...]:
+        """The players' names: the groups' (a feature alone keeps its own), else the features'."""
+        return self.feature_names if self.groups is None else self.groups.names
+
+    @property
     def subject_rows(self) -> int:
         """Rows each target is compared with: distinct predictor rows (estimated) when collapsed, else n."""
         rows = self.statistics.distinct_rows
@@ -167,11 +184,14 @@ def prepare(
     weight: str | None = None,
     replicates: int = 0,
     seed: int = 0,
+    groups: Mapping[str, Sequence[str]] | None = None,
+    group_values: GroupValues = "players",
 ) -> Prepared:
     """Register `data`, check the request and its statistics, and define the subjects relations.
 
     With a `weight` column, rows of weight zero are left out everywhere (as if dropped) and every
-    statistic is weighted; `replicates` Bayesian-bootstrap weightings are drawn with `seed`."""
+    statistic is weighted; `replicates` Bayesian-bootstrap weightings are drawn with `seed`; `groups`
+    (checked before any row is read) makes each group one player (`cohortsql.spec.groups`)."""
     dialect = engine.dialect
     if target_predicate is not None:
         target_predicate = check_expression(target_predicate, "targets")
@@ -179,6 +199,7 @@ def prepare(
     if target_predicate is not None:
         _check_condition(engine, source.relation, target_predicate)
     features = plan_features(source.schema, similarity, outcomes, id, weight)
+    players = plan_groups(groups, [feature.name for feature in features], group_values)
     if len(features) > max_features:
         raise CohortError(
             f"this computation handles at most {max_features} features; got {len(features)}: drop or merge features"
@@ -249,6 +270,7 @@ def prepare(
         batch_bytes=_batch_bytes(engine),
         engine_bytes=engine.memory_budget or ENGINE_MEMORY_BYTES,
         measures=measures,
+        groups=players,
     )
 
 

@@ -24,6 +24,7 @@ from cohortsql.run.preparation import Prepared, prepare
 from cohortsql.run.progress import Reporter, reporter
 from cohortsql.run.targets import TargetSet, read_target_data, select_targets
 from cohortsql.spec.arguments import run_options
+from cohortsql.spec.features import ResolvedFeature
 
 
 @dataclass
@@ -75,30 +76,31 @@ class Session:
             sample=choices.get("sample"),
             seed=chosen.seed if chosen is not None and chosen.seed is not None else choices.get("seed"),
             **{name: choices[name] for name in ("bootstrap", "confidence") if choices.get("bootstrap")},
+            **_groups(prepared),
         )
 
     def result_fields(self, chosen: TargetSet, outcome: int | None) -> dict[str, Any]:
         """The result fields every game shares, and (with `outcome`) those of explained column number `outcome`."""
         prepared = self.prepared
         target_data = self.target_data(chosen)
+        alone = {feature.name: feature for feature in _features_alone(prepared)}
         fields = dict(
             ids=pl.Series("id", chosen.table.column("__cohort_id")),
-            features=tuple(feature.name for feature in prepared.features),
-            similarity={feature.name: str(feature.kind) for feature in prepared.features},
+            features=prepared.player_names,
+            similarity=player_similarity(prepared),
             subjects=prepared.subject_count,
             targets=target_data,
             weights=chosen.weights[:, 0] if prepared.weight is not None else None,
+            groups=None if prepared.groups is None else prepared.groups.members_by_name(prepared.feature_names),
         )
         if outcome is None:
             return fields
         name = prepared.outcomes[outcome]
         return fields | dict(
-            kinds={feature.name: feature.kind for feature in prepared.features},
+            kinds={name: feature.kind for name, feature in alone.items()},
             feature_statistics={
-                feature.name: {
-                    key: None if value is None else float(value) for key, value in feature.parameters.items()
-                }
-                for feature in prepared.features
+                name: {key: None if value is None else float(value) for key, value in feature.parameters.items()}
+                for name, feature in alone.items()
             },
             mean=float(prepared.means[outcome]),
             variance=float(prepared.variances[outcome]),
@@ -152,8 +154,41 @@ def open_session(
             max_features=max_features,
             replicates=options.get("bootstrap", 0),
             seed=options.get("seed") or 0,
+            groups=options.get("groups"),
+            group_values=options.get("group_values", "players"),
         )
         yield Session(engine, prepared, options)
+
+
+def player_similarity(prepared: Prepared) -> dict[str, str]:
+    """Each player's similarity as text: a feature's kind, or a group's members' kinds joined by AND."""
+    if prepared.groups is None:
+        return {feature.name: str(feature.kind) for feature in prepared.features}
+    alone = {feature.name for feature in _features_alone(prepared)}
+    return {
+        name: str(prepared.features[members[0]].kind)
+        if name in alone
+        else " AND ".join(f"{prepared.features[index].name}={prepared.features[index].kind}" for index in members)
+        for name, members in zip(prepared.groups.names, prepared.groups.members)
+    }
+
+
+def _features_alone(prepared: Prepared) -> list[ResolvedFeature]:
+    """The features that are players by themselves, under their own names (all of them without groups)."""
+    if prepared.groups is None:
+        return list(prepared.features)
+    return [
+        prepared.features[members[0]]
+        for name, members in zip(prepared.groups.names, prepared.groups.members)
+        if len(members) == 1 and prepared.features[members[0]].name == name
+    ]
+
+
+def _groups(prepared: Prepared) -> dict[str, Any]:
+    """``groups`` and ``group_values`` of a grouped run (nothing otherwise)."""
+    if prepared.groups is None:
+        return {}
+    return {"groups": prepared.groups.described(prepared.feature_names), "group_values": prepared.groups.values}
 
 
 def _default_kinds(prepared: Prepared) -> dict[str, dict[str, str]]:

@@ -60,7 +60,7 @@ def exact_batch_size(prepared: Prepared, path: str) -> int:
     entries for every game (at most min(subject rows, 2^d) per target; the dense 2^d arrays are built
     a cache-sized chunk at a time) and the values of every game, on the lattice path their 2^d sizes
     and values of every game."""
-    measures, d = prepared.measures, prepared.d
+    measures, d, players = prepared.measures, prepared.d, prepared.players
     games, weightings = max(1, measures.games), measures.weightings
     if path == "grouping_sets":
         per_target = 8 * ((weightings + 2 * games) << d)
@@ -69,7 +69,7 @@ def exact_batch_size(prepared: Prepared, path: str) -> int:
         # aggregates; the games' entries are formed a run at a time; the values of all games.
         columns = math.ceil(d / queries.histogram.MASK_WORD_BITS) + 1 + weightings + games
         per_target = min(prepared.subject_rows, 1 << d) * (2 * 8 * columns + ENGINE_GROUP_BYTES)
-        per_target += games * (6 * d + 2) * VALUE_BYTES
+        per_target += games * (6 * players + 2) * VALUE_BYTES
     return max(1, prepared.batch_bytes // per_target)
 
 
@@ -112,7 +112,7 @@ def make_pacer(
         seconds_per_batch=WIDE_BATCH_SECONDS if measures.replicates else SECONDS_PER_BATCH,
         paced=path != "grouping_sets",
         pilot_only=pilot_only,
-        cells_per_target=(max(1, measures.games) << prepared.d) if method == "exact" else 0,
+        cells_per_target=(max(1, measures.games) << prepared.players) if method == "exact" else 0,
         unit="targets" if distinct == targets.count else f"distinct targets of {targets.count:,}",
     )
 
@@ -158,14 +158,43 @@ def check_interactions(asked: Mapping[str, Any], method: str, d: int) -> None:
         )
 
 
+def check_owen(method: str, prepared: Prepared) -> None:
+    """Owen values come from each union's exact reduced game (every other group whole, the union's
+    members alone): refused by permutations, or where a reduced game has more than
+    `MAX_EXACT_FEATURES` players."""
+    groups = prepared.groups
+    if groups is None or groups.values != "owen":
+        return
+    if method != "exact":
+        raise CohortError(
+            f"group_values=\"owen\" needs method='exact' ({prepared.players} players here); the permutation"
+            ' method estimates the groups\' values (group_values="players")'
+        )
+    widest = max(groups.members, key=len)
+    size = len(groups.members) - 1 + len(widest)
+    if size > MAX_EXACT_FEATURES:
+        name = groups.names[groups.members.index(widest)]
+        raise CohortError(
+            f"Owen values of group {name!r} need a game of {size} players (the {len(groups.members) - 1} other"
+            f" groups and its {len(widest)} features); at most {MAX_EXACT_FEATURES} are exact: split it or"
+            " join other groups"
+        )
+
+
 def choose_method_and_path(method: str, path: str, prepared: Prepared, targets: int) -> tuple[str, str]:
     """Cohort Shapley's method, and the path its cohorts are found by (the permutation method joins)."""
-    chosen = choose_method(method, prepared.d)
+    chosen = choose_method(method, prepared.players)
     return chosen, "pairwise" if chosen == "permutation" else choose_path(path, prepared, targets)
 
 
 def choose_path(path: str, prepared: Prepared, targets: int) -> str:
     check_choice("path", path, PATHS)
+    if prepared.groups is not None:
+        if path == "grouping_sets":
+            raise CohortError(
+                "groups= runs on the pairwise path (its masks are joined into the groups'); use path='auto'"
+            )
+        return "pairwise"
     windows = [str(feature.name) for feature in prepared.features if not feature.kind.equivalence]
     if path == "grouping_sets" and windows:
         raise CohortError(

@@ -345,6 +345,39 @@ def test_interactions_are_written_and_their_largest_pairs_printed(data, frame, c
     assert refused.exit_code == 2 and "--interactions needs --method exact" in refused.output
 
 
+def test_groups_from_flags_and_config_give_the_apis_values_and_owen_table(data, frame):
+    """--group NAME=a,b (or a config's table) and --group-values owen: the players' values in the main
+    table, each feature's Owen value in _owen, equal to the API's; a malformed --group is named."""
+    frame = frame.with_columns(band=(pl.col("age") // 10).cast(pl.Int64))
+    frame.write_parquet(data / "banded.parquet")
+    flags = ["--prediction", "score", "--id", "loan", "--features", "age,region,band", "--group-values", "owen"]
+    out = data / "grouped.parquet"
+    done = invoke("shapley", data / "banded.parquet", *flags, "--group", "who=age,region", "--out", out)
+    assert done.exit_code == 0, done.output
+    api = cohortsql.cohort_shapley(
+        frame,
+        prediction="score",
+        id="loan",
+        similarity=["age", "region", "band"],
+        groups={"who": ["age", "region"]},
+        group_values="owen",
+    )
+    assert_same_local(out, api.local)
+    owen = pl.read_parquet(data / "grouped_owen.parquet")
+    assert owen.columns == ["id", "group", "feature", "owen"]
+    np.testing.assert_allclose(owen["owen"].to_numpy(), api.owen_table["owen"].to_numpy(), atol=1e-12)
+    config = data / "grouped.toml"
+    config.write_text('group_values = "owen"\n[groups]\nwho = ["age", "region"]\n')
+    effects = invoke("effects", data / "banded.parquet", *flags[:6], "--config", config)
+    assert effects.exit_code == 0, effects.output
+    assert "Owen effects within the groups" in effects.output and "who.region" in effects.output
+    wrong = invoke("shapley", data / "banded.parquet", *flags, "--group", "who")
+    assert wrong.exit_code == 2 and "--group 'who' is not NAME=FEATURE,FEATURE" in wrong.output
+    config.write_text('[groups]\nwho = "age,region"\n')
+    wrong = invoke("effects", data / "banded.parquet", *flags[:6], "--config", config)
+    assert wrong.exit_code == 2 and 'groups must be a table of NAME = ["FEATURE", ...] entries' in wrong.output
+
+
 def test_a_top_that_hides_features_says_how_many(data):
     done = invoke("run", data / "scores.parquet", *RUN, "--top", "1")
     assert done.exit_code == 0, done.output

@@ -1,0 +1,85 @@
+"""Players made of several features, on the similarity masks themselves (docs/design.md §5). Pure numpy.
+
+A player P is a set of features; a subject is similar to the target on P when it is similar on every
+member (the conjunction of their similarities). So a histogram over masks of features becomes a
+histogram over masks of players by one bit test per player, and every cohort game of the players
+(v_CS, v_CS2, v_var, v_U) follows from it as from a histogram of single features: the cohort of a set
+of players is the cohort of the union of their members.
+
+Owen values need, for the features of one union B_k, only the sets made of whole other unions plus
+some of B_k's members; the histogram over the players (each other union whole, each member of B_k
+alone) gives exactly those sets, 2^(m - 1 + |B_k|) of them instead of 2^d.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+
+def player_masks(words: Sequence[np.ndarray], players: Sequence[int], word_bits: int) -> list[np.ndarray]:
+    """Masks over players from masks over features: bit p is set when every feature of `players[p]`
+    (a set of features as the integer of its bits) is set. `words` hold the feature masks `word_bits`
+    bits each (word w holds features w * word_bits ...); the result too, one word per `word_bits` players."""
+    low_bits = (1 << word_bits) - 1
+    result = [np.zeros(len(words[0]), dtype=np.int64) for _ in range(max(1, -(-len(players) // word_bits)))]
+    for index, player in enumerate(players):
+        present = np.ones(len(words[0]), dtype=bool)
+        for word, mask in enumerate(words):
+            part = (player >> (word * word_bits)) & low_bits
+            if part:
+                present &= (mask & np.int64(part)) == part
+        result[index // word_bits] |= present.astype(np.int64) << np.int64(index % word_bits)
+    return result
+
+
+def histogram_of_players(
+    histogram: Mapping[str, np.ndarray], players: Sequence[int], word_bits: int
+) -> dict[str, np.ndarray]:
+    """A mask histogram (``target``, feature masks ``mask0``.., sums) as the histogram over `players`:
+    the masks become player masks (`player_masks`) and entries that now share a target and mask are
+    added up (every other column is a sum)."""
+    words = [histogram[name] for name in sorted((key for key in histogram if key.startswith("mask")), key=_word)]
+    masks = player_masks(words, players, word_bits)
+    sums = [name for name in histogram if name != "target" and not name.startswith("mask")]
+    target = np.asarray(histogram["target"], dtype=np.int64)
+    if len(masks) == 1 and (int(target.max(initial=0)) + 1) << len(players) < 1 << 62:
+        # one integer key per entry: a 1-D unique is several times faster than one over rows
+        distinct, inverse = np.unique((target << len(players)) | masks[0], return_inverse=True)
+        keys = [distinct >> len(players), distinct & ((1 << len(players)) - 1)]
+    else:
+        rows, inverse = np.unique(np.column_stack([target, *masks]), axis=0, return_inverse=True)
+        keys = [rows[:, column].copy() for column in range(rows.shape[1])]
+    inverse = inverse.reshape(-1)
+    merged = {
+        name: np.bincount(inverse, weights=np.asarray(histogram[name], dtype=np.float64), minlength=len(keys[0]))
+        for name in sums
+    }
+    return {"target": keys[0], **{f"mask{index}": mask for index, mask in enumerate(keys[1:])}, **merged}
+
+
+def _word(name: str) -> int:
+    return int(name.removeprefix("mask"))
+
+
+class UnionGame(NamedTuple):
+    """The players whose game gives the Owen values of one union's members, and that union's place."""
+
+    players: list[int]
+    """Every other union whole, then each member of the union alone (sets of features as bits)."""
+    unions: list[list[int]]
+    """The union structure over those players: each other union alone, the members together (last)."""
+    members: list[int]
+    """The union's features, in the order of the last players."""
+
+
+def union_game(unions: Sequence[Sequence[int]], union: int) -> UnionGame:
+    """The reduced game of `union` (an index into `unions`, which partition the features): Owen values
+    of its members there equal those in the game of every feature."""
+    others = [sum(1 << feature for feature in members) for index, members in enumerate(unions) if index != union]
+    members = list(unions[union])
+    players = others + [1 << feature for feature in members]
+    structure = [[index] for index in range(len(others))] + [list(range(len(others), len(players)))]
+    return UnionGame(players, structure, members)
