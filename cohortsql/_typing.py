@@ -139,9 +139,11 @@ class Estimation(TypedDict, total=False):
 
 
 class Interactions(TypedDict, total=False):
-    """Pairwise Shapley interaction values beside the Shapley values (exact method)."""
+    """Pairwise Shapley interaction values and the paper's anchored terms beside the Shapley values (exact method)."""
 
     interactions: bool
+    anchored: int
+    """The Harsanyi dividends g_T of every set of 1..`anchored` features (0: none)."""
 
 
 class Groups(TypedDict, total=False):
@@ -236,6 +238,7 @@ DEFAULTS: dict[str, Any] = {
     "baseline_sample": None,
     "realistic": False,
     "interactions": False,
+    "anchored": 0,
     "groups": None,
     "group_values": "players",
     "exact": (),

@@ -162,6 +162,7 @@ def _exact_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, Shap
                 else None,
                 confidence=asked["confidence"],
                 interactions=asked["interactions"],
+                anchored=asked["anchored"],
             )
             for index, outcome in enumerate(outcomes)
         },

@@ -15,10 +15,11 @@ from cohortsql._typing import (
 from cohortsql.errors import CohortError
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
+from cohortsql.numeric.dividends import sets_up_to
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.outcomes import CohortShapleyResults
 from cohortsql.results.tables import warn_about_cohorts
-from cohortsql.run.pairwise import interaction_batches, owen_batches
+from cohortsql.run.pairwise import lattice_batches, owen_batches
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import (
@@ -171,7 +172,7 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
         keep = bootstrap_module.worth_keeping(chosen.count, prepared.players, prepared.measures, prepared.batch_bytes)
         intervals = bootstrap_module.collect(batches, prepared.measures, confidence, keep=keep).fanned_out(chosen.group)
         fields = [values._asdict() for values in intervals.values]
-    interactions = _interactions(session, chosen) if asked.get("interactions") else None
+    interactions, anchored = _lattice_terms(session, chosen, asked.get("interactions", False), asked.get("anchored", 0))
     owen = _owen(session, chosen) if prepared.groups is not None and prepared.groups.values == "owen" else None
     return {
         outcome: CohortShapleyResult(
@@ -182,21 +183,40 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
             settings={**settings, "prediction": outcome, "path": chosen_path},
             bootstrap=None if intervals is None else _bootstrap(intervals, prepared, chosen, index, confidence),
             interactions=None if interactions is None else interactions[index],
+            anchored_terms=None if anchored is None else anchored[index],
+            anchored_order=asked.get("anchored", 0),
             owen=None if owen is None else owen[index],
         )
         for index, outcome in enumerate(prepared.outcomes)
     }
 
 
-def _interactions(session: Session, chosen: TargetSet) -> np.ndarray:
-    """Every chosen target's interaction values for every explained column, (outcomes, targets, d, d),
-    from the mask histograms of one more pass over the data (the pairwise path's)."""
+def _lattice_terms(
+    session: Session, chosen: TargetSet, interactions: bool, anchored: int
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Every chosen target's interaction values (outcomes, targets, d, d) and anchored terms (outcomes,
+    targets, sets) for every explained column, as asked, from the mask histograms of one more pass over
+    the data (the pairwise path's); (None, None) when neither is asked for."""
+    if not interactions and not anchored:
+        return None, None
     prepared = session.prepared
     pacer = make_pacer(session.engine, prepared, chosen, "exact", "pairwise", session.reporter())
-    batches = list(interaction_batches(session.engine, prepared, chosen, pacer))
-    if not batches:
-        return np.empty((len(prepared.outcomes), 0, prepared.players, prepared.players))
-    return np.concatenate(batches, axis=1)[:, chosen.group]
+    batches = list(
+        lattice_batches(session.engine, prepared, chosen, pacer, interactions=interactions, anchored=anchored)
+    )
+    outcomes, d = len(prepared.outcomes), prepared.players
+    empty = {
+        "interactions": np.empty((outcomes, 0, d, d)),
+        "anchored": np.empty((outcomes, 0, len(sets_up_to(d, anchored)) if anchored else 0)),
+    }
+    joined = {
+        name: np.concatenate([getattr(batch, name) for batch in batches], axis=1)[:, chosen.group]
+        if batches
+        else empty[name]
+        for name in ("interactions", "anchored")
+        if (interactions if name == "interactions" else anchored)
+    }
+    return joined.get("interactions"), joined.get("anchored")
 
 
 def _owen(session: Session, chosen: TargetSet) -> np.ndarray:

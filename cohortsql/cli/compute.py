@@ -48,6 +48,8 @@ def shapley(options: dict[str, Any]) -> None:
         tables["reasons"] = result.reasons(count)
     if arguments.get("interactions"):
         tables["interactions"] = result.interaction_table
+    if arguments.get("anchored"):
+        tables["anchored"] = result.anchored()
     if arguments.get("group_values") == "owen":
         tables["owen"] = result.owen_table
     written = write(options, tables, result.settings)
@@ -71,6 +73,8 @@ def effects(options: dict[str, Any]) -> None:
     tables = {"": result.effects}
     if arguments.get("interactions"):
         tables["interactions"] = result.interaction_table
+    if arguments.get("anchored"):
+        tables["anchored"] = result.anchored()
     if arguments.get("group_values") == "owen":
         tables["owen"] = result.owen
     written = write(options, tables, result.settings)

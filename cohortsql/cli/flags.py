@@ -149,6 +149,13 @@ InteractionsOption = Annotated[
         help="Also the pairwise Shapley interaction values (exact method): printed by size, written as _interactions.",
     ),
 ]
+AnchoredOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Also the paper's anchored terms (Harsanyi dividends) of every set of 1..K features (exact method),"
+        " written as _anchored."
+    ),
+]
 GroupsOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -213,6 +220,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "baseline_sample": (BaselineSample, None),
     "realistic": (Realistic, None),
     "interactions": (InteractionsOption, None),
+    "anchored": (AnchoredOption, None),
     "groups": (GroupsOption, None),
     "group_values": (GroupValuesOption, None),
     "exact": (Exact, None),

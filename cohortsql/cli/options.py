@@ -95,7 +95,7 @@ def request(options: dict[str, Any], group: type | tuple[str, ...], *, explained
     )
 
 
-_SIBLINGS = ("totals", "paths", "reasons", "global", "interactions", "owen")
+_SIBLINGS = ("totals", "paths", "reasons", "global", "interactions", "anchored", "owen")
 """The labels of the tables a command writes beside --out."""
 
 

@@ -88,23 +88,45 @@ def exact_values(
     return shapley.concatenate(parts)
 
 
-def interaction_values(
-    histogram: dict[str, np.ndarray], rows: int, d: int, measures: Measures, means: np.ndarray
-) -> np.ndarray:
-    """Shapley interaction values, in shap's convention (`cohortsql.numeric.dividends`), of each target's
-    cohort game v_CS(t, u) = ybar_{t,u} - ybar for every explained column (its main weighting), from
-    the mask histogram of a batch of `rows` targets: shape (outcomes, rows, d, d). Row i of a target's
-    matrix adds up to its phi_i, and the whole matrix to its cohort mean - mean."""
+class LatticeTerms(NamedTuple):
+    """What a batch of targets' whole cohort games give beyond their Shapley values."""
+
+    interactions: np.ndarray | None
+    """Shapley interaction values in shap's convention, (outcomes, rows, d, d), when asked for."""
+    anchored: np.ndarray | None
+    """The dividends g_T of the sets of `dividends.sets_up_to` (outcomes, rows, sets), when asked for."""
+
+
+def lattice_terms(
+    histogram: dict[str, np.ndarray],
+    rows: int,
+    d: int,
+    measures: Measures,
+    means: np.ndarray,
+    *,
+    interactions: bool,
+    anchored: int,
+) -> LatticeTerms:
+    """From the mask histogram of a batch of `rows` targets, each target's cohort game v_CS(t, u) =
+    ybar_{t,u} - ybar for every explained column (its main weighting), and from it: the Shapley
+    interaction values in shap's convention (`cohortsql.numeric.dividends`; row i of a target's matrix
+    adds up to its phi_i, the whole matrix to its cohort mean - mean), and the paper's anchored terms
+    g_T of the sets of 1..`anchored` features (Theorem 1; all of them add up to cohort mean - mean)."""
     batch = game_batch(histogram, rows, d, measures, means, np.ones((rows, measures.games)))
     main = [measures.game(outcome, 0) for outcome in range(measures.outcomes)]
-    values = np.empty((measures.outcomes, rows, d, d))
+    values = np.empty((measures.outcomes, rows, d, d)) if interactions else None
+    sets = dividends.sets_up_to(d, anchored) if anchored else None
+    terms = None if sets is None else np.empty((measures.outcomes, rows, len(sets)))
     with threadpool_limits(limits=1, user_api="blas"):
         for start, stop, games in shapley.cohort_games(batch):
             target, game = np.divmod(np.arange(start, stop), measures.games)
             for outcome, chosen in enumerate(main):
                 mine = game == chosen
-                values[outcome, target[mine]] = dividends.interaction_values(games[mine])
-    return values
+                if values is not None:
+                    values[outcome, target[mine]] = dividends.interaction_values(games[mine])
+                if terms is not None:
+                    terms[outcome, target[mine]] = dividends.dividends(games[mine])[:, sets]
+    return LatticeTerms(values, terms)
 
 
 class OwenBatch(NamedTuple):

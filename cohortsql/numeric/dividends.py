@@ -118,15 +118,18 @@ def owen_values(game: np.ndarray, unions: Sequence[Sequence[int]], only: int | N
     return values
 
 
-def anchored_terms(game: np.ndarray, max_order: int) -> tuple[np.ndarray, np.ndarray]:
-    """The dividends g_T of the sets of 1..`max_order` players (the paper's anchored decomposition,
-    v(1:d) - v({}) = the sum of every g_T), as (sets in order of size then of bits, g_T of shape
-    (..., sets))."""
-    game = np.asarray(game, dtype=np.float64)
-    d = game_dimension(game)
+def sets_up_to(d: int, max_order: int) -> np.ndarray:
+    """The sets of 1..`max_order` of d players, in order of size then of bits."""
     if max_order < 1:
         raise ValueError(f"max_order must be at least 1, got {max_order}")
     sizes = set_sizes(d)
     chosen = np.flatnonzero((sizes >= 1) & (sizes <= max_order))
-    chosen = chosen[np.argsort(sizes[chosen], kind="stable")]
+    return chosen[np.argsort(sizes[chosen], kind="stable")]
+
+
+def anchored_terms(game: np.ndarray, max_order: int) -> tuple[np.ndarray, np.ndarray]:
+    """The dividends g_T of the sets of 1..`max_order` players (the paper's anchored decomposition,
+    v(1:d) - v({}) = the sum of every g_T), as (`sets_up_to`, g_T of shape (..., sets))."""
+    game = np.asarray(game, dtype=np.float64)
+    chosen = sets_up_to(game_dimension(game), max_order)
     return chosen, dividends(game)[..., chosen]

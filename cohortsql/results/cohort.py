@@ -18,7 +18,7 @@ from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import Bootstrap, percentile_interval
 from cohortsql.results.base import TargetValues
 from cohortsql.results.effects import effects_table
-from cohortsql.results.tables import by_importance, diagnostics, standard_error, target_groups
+from cohortsql.results.tables import anchored_table, by_importance, diagnostics, standard_error, target_groups
 from cohortsql.spec.similarity import Similarity
 
 VALUE_FIELDS = ("cohort_size", "shapley", "shapley_squared", "path_order", "path_size", "feature_cohort_size")
@@ -101,6 +101,11 @@ class CohortShapleyResult(TargetValues):
     """With ``interactions=True``: Shapley interaction values of v_CS in shap's convention, shape
     (targets, features, features); off the diagonal Phi_ij = Phi_ji = I_ij / 2, on it
     Phi_ii = phi_i - sum over j != i of Phi_ij (`cohortsql.numeric.dividends`), else None."""
+    anchored_terms: np.ndarray | None = None
+    """With ``anchored=K``: the paper's anchored terms (Theorem 1) of v_CS, the Harsanyi dividends g_T of
+    every set T of 1..K features, shape (targets, sets) in `anchored`'s order; else None."""
+    anchored_order: int = 0
+    """K: the largest sets whose anchored terms were computed (0: none)."""
     owen: np.ndarray | None = None
     """With ``group_values="owen"``: each feature's Owen value of v_CS under the groups, shape (targets,
     features), the features as `groups` lists them (player after player); a group's members add up to
@@ -237,6 +242,17 @@ class CohortShapleyResult(TargetValues):
                 "other": pl.Series(np.tile(names, d * targets).tolist(), dtype=pl.String),
                 "interaction": self.interactions.reshape(-1),
             }
+        )
+
+    def anchored(self, max_order: int | None = None) -> pl.DataFrame:
+        """With ``anchored=K``, each target's anchored terms g_T for the sets T of at most `max_order`
+        (<= K, default K) features: ``id``, ``term`` (the features joined by " & "), ``order`` (|T|) and
+        ``anchored``. v_CS(t, u) is the sum of g_T over T in u (the paper's Theorem 1), so all of a
+        target's terms add up to cohort mean - mean, and phi_j = sum over T containing j of g_T / |T|."""
+        table = anchored_table(self.features, self.anchored_terms, self.anchored_order, max_order)
+        per_target = table.height // max(1, len(self.ids))
+        return table.with_columns(id=self.ids.gather(np.repeat(np.arange(len(self.ids)), per_target))).select(
+            "id", "term", "order", "anchored"
         )
 
     @cached_property

@@ -14,9 +14,9 @@ import polars as pl
 
 from cohortsql.errors import CohortError
 from cohortsql.numeric.bootstrap import percentile_interval
-from cohortsql.numeric.dividends import interaction_values
+from cohortsql.numeric.dividends import anchored_terms, interaction_values
 from cohortsql.numeric.shapley import shapley_values
-from cohortsql.results.tables import by_importance, standard_error
+from cohortsql.results.tables import anchored_table, by_importance, standard_error
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,6 +48,10 @@ class ShapleyEffects:
     """With ``interactions=True``: the interaction values of v_var in shap's convention, (features,
     features) in feature order: half the Shapley interaction index of the pair off the diagonal, the
     rest of the feature's effect on it, so that row j adds up to feature j's effect; else None."""
+    anchored_terms: np.ndarray | None = None
+    """With ``anchored=K``: the anchored terms g_T of v_var for every set of 1..K features; else None."""
+    anchored_order: int = 0
+    """K: the largest sets whose anchored terms were computed (0: none)."""
     groups: dict[str, tuple[str, ...]] | None = None
     """With ``groups=``: each player (a group, or a feature alone) and its features; `effects` are the
     players'. None when every feature is its own player."""
@@ -73,6 +77,7 @@ class ShapleyEffects:
         replicate_games: np.ndarray | None = None,
         confidence: float = 0.95,
         interactions: bool = False,
+        anchored: int = 0,
     ) -> ShapleyEffects:
         """Effects = Shapley values of the game v_var; standard errors from the targets' squared values
         (their mean equals the effects, by linearity), or 0 (None given) where v_var is exact over every
@@ -97,6 +102,8 @@ class ShapleyEffects:
             settings=settings,
             features=features,
             interactions=interaction_values(game, effects) if interactions else None,
+            anchored_terms=anchored_terms(game, anchored)[1] if anchored else None,
+            anchored_order=anchored,
         )
 
     @classmethod
@@ -157,6 +164,12 @@ class ShapleyEffects:
             }
         )
         return table.sort(pl.col("interaction_effect").abs(), descending=True, maintain_order=True)
+
+    def anchored(self, max_order: int | None = None) -> pl.DataFrame:
+        """With ``anchored=K``, the anchored terms g_T of v_var for the sets T of at most `max_order`
+        (<= K, default K) features: ``term``, ``order`` and ``anchored``; all of them add up to
+        `explained`, and each effect is the sum over T containing its feature of g_T / |T|."""
+        return anchored_table(self.features, self.anchored_terms, self.anchored_order, max_order)
 
     @property
     def explained_share(self) -> float:

@@ -101,6 +101,9 @@ class CohortShapleyResults(_ByOutcome[CohortShapleyResult]):
     def reasons(self, k: int = 3) -> pl.DataFrame:
         return self._stacked(lambda result: result.reasons(k))
 
+    def anchored(self, max_order: int | None = None) -> pl.DataFrame:
+        return self._stacked(lambda result: result.anchored(max_order))
+
     def by(self, column: str, reference: object = None) -> pl.DataFrame:
         return self._stacked(lambda result: result.by(column, reference))
 
@@ -127,6 +130,9 @@ class ShapleyEffectsResults(_ByOutcome[ShapleyEffects]):
     effects = _Stacked()
     interaction_table = _Stacked()
     owen = _Stacked()
+
+    def anchored(self, max_order: int | None = None) -> pl.DataFrame:
+        return self._stacked(lambda result: result.anchored(max_order))
 
     @property
     def diagnostics(self) -> dict[str, Any]:

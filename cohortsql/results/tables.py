@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 import json
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import Any
 
@@ -17,6 +17,7 @@ import polars as pl
 
 from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.numeric import bootstrap as bootstrap_module
+from cohortsql.numeric.dividends import sets_up_to
 from cohortsql.numeric.shapley import TIE_TOLERANCE
 
 NARROW_SHARE = 0.01
@@ -194,3 +195,29 @@ def by_importance(table: pl.DataFrame, column: str) -> pl.DataFrame:
         .sort("step", descending=True, nulls_last=True, maintain_order=True)
     )
     return table[order["index"].to_list()]
+
+
+def anchored_table(
+    features: Sequence[str], terms: np.ndarray | None, computed: int, max_order: int | None
+) -> pl.DataFrame:
+    """The anchored terms g_T of `terms` (..., the sets of `sets_up_to(d, computed)`) for the sets of
+    at most `max_order` features (None: every one computed), one row per set (per row of `terms`'
+    leading axis first): ``term`` (the features joined by " & "), ``order`` (|T|) and ``anchored`` (g_T)."""
+    if terms is None:
+        raise CohortError("this result has no anchored terms: run with anchored=K (the largest set size wanted)")
+    d = len(features)
+    if max_order is not None and not 1 <= max_order <= computed:
+        raise CohortError(
+            f"max_order must be 1..{computed} (the run computed sets of up to {computed} features), got {max_order}"
+        )
+    sets = sets_up_to(d, computed)
+    keep = [index for index, members in enumerate(sets) if max_order is None or int(members).bit_count() <= max_order]
+    names = [" & ".join(features[j] for j in range(d) if int(sets[index]) >> j & 1) for index in keep]
+    rows = int(np.prod(terms.shape[:-1]))
+    return pl.DataFrame(
+        {
+            "term": pl.Series(names * rows, dtype=pl.String),
+            "order": np.tile([int(sets[index]).bit_count() for index in keep], rows),
+            "anchored": terms[..., keep].reshape(-1),
+        }
+    )

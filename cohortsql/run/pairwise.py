@@ -19,9 +19,10 @@ from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_numpy
 from cohortsql.games.cohort import (
     GAME_ENTRY_BYTES,
+    LatticeTerms,
     OwenBatch,
     exact_values,
-    interaction_values,
+    lattice_terms,
     owen_values,
     permutation_values,
     target_generators,
@@ -116,12 +117,22 @@ def uniqueness_batches(
         yield uniqueness_values(histogram, rows, prepared.players, prepared.measures, weighted.weight_totals)
 
 
-def interaction_batches(engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer) -> Iterator[np.ndarray]:
-    """Shapley interaction values of every explained column's cohort game, shape (outcomes, targets, d,
-    d), one batch of distinct targets at a time (batches from `pacer`)."""
+def lattice_batches(
+    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer, *, interactions: bool, anchored: int
+) -> Iterator[LatticeTerms]:
+    """Interaction values and anchored terms of every explained column's cohort game
+    (`cohortsql.games.cohort.lattice_terms`), one batch of distinct targets at a time (batches from `pacer`)."""
     weighted = weigh_subjects(engine, prepared)
     for _, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
-        yield interaction_values(histogram, rows, prepared.players, prepared.measures, weighted.game_means)
+        yield lattice_terms(
+            histogram,
+            rows,
+            prepared.players,
+            prepared.measures,
+            weighted.game_means,
+            interactions=interactions,
+            anchored=anchored,
+        )
 
 
 def owen_batches(engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer) -> Iterator[OwenBatch]:

@@ -156,6 +156,11 @@ def check_interactions(asked: Mapping[str, Any], method: str, d: int) -> None:
             f" and method={asked['method']!r} the values are estimated by permutations, which do not give"
             " interaction values"
         )
+    if asked.get("anchored") and method != "exact":
+        raise CohortError(
+            f"anchored={asked['anchored']} needs method='exact' (up to {MAX_EXACT_FEATURES} features): the"
+            " anchored terms come from every cohort of the lattice"
+        )
 
 
 def check_owen(method: str, prepared: Prepared) -> None:

@@ -142,6 +142,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "baseline_sample": _optional_count,
     "realistic": _boolean,
     "interactions": _boolean,
+    "anchored": lambda name, value: whole_number(name, value, minimum=0),
 }
 """How each plain option is checked (and normalised: a numpy integer becomes an int)."""
 

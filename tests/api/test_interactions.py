@@ -1,6 +1,8 @@
 """cohort_shapley(interactions=True) against the definition of the Shapley interaction index, by brute
 force over every subset, on every engine; and the identities that tie interactions to the values."""
 
+import itertools
+
 import numpy as np
 import polars as pl
 import pytest
@@ -125,3 +127,51 @@ def test_interaction_effects_are_the_variance_games_interaction_values(case, eng
     assert (np.diff(first) <= 1e-15).all()  # the largest pairs first
     assert cohortsql.shapley_effects(frame, prediction="y", similarity=kinds).interactions is None
     np.testing.assert_allclose(effects.interactions, expected, atol=1e-12)  # feature order
+
+
+def moebius(value, d):
+    """g_T = sum over S in T of (-1)^(|T| - |S|) v(S), every T, by the definition."""
+    return {
+        frozenset(t): sum(
+            (-1) ** (len(t) - size) * value[frozenset(s)]
+            for size in range(len(t) + 1)
+            for s in itertools.combinations(t, size)
+        )
+        for k in range(1, d + 1)
+        for t in itertools.combinations(range(d), k)
+    }
+
+
+def test_anchored_terms_are_the_moebius_inverse_and_give_the_values(engine):
+    """anchored=K: each target's g_T for |T| <= K equal the Moebius inverse of its cohort game by the
+    definition; with K = d they add up to cohort mean - mean and give phi_j = sum over T containing j
+    of g_T / |T| (the paper's Theorem 1); the effects' terms are those of the variance game."""
+    frame = table()
+    kinds, python = CASES["windows"]
+    targets = [0, 3, 7]
+    result = cohortsql.cohort_shapley(
+        frame, prediction="y", similarity=kinds, anchored=4, targets=targets, **engine.options
+    )
+    columns, y = [frame[name].to_list() for name in kinds], frame["y"].to_list()
+    features = list(kinds)
+    for row, target in enumerate(targets):
+        expected = moebius(reference.cohort_values(columns, list(python.values()), y, target), 4)
+        mine = result.anchored().filter(pl.col("id") == target)
+        for term, order, value in mine.select("term", "order", "anchored").iter_rows():
+            members = frozenset(features.index(name) for name in term.split(" & "))
+            assert order == len(members) and abs(value - expected[members]) < 1e-12
+        assert abs(mine["anchored"].sum() - result.totals["value"][row]) < 1e-12
+        phi = [sum(expected[t] / len(t) for t in expected if j in t) for j in range(4)]
+        np.testing.assert_allclose(result.shapley[row], phi, atol=1e-12)
+    assert result.anchored(max_order=2)["order"].max() == 2 and result.anchored(2).height == len(targets) * 10
+    effects = cohortsql.shapley_effects(frame, prediction="y", similarity=kinds, anchored=2, **engine.options)
+    assert effects.anchored().height == 10 and abs(effects.anchored(1)["anchored"].sum()) > 0
+    with pytest.raises(cohortsql.CohortError, match=r"max_order must be 1..2"):
+        effects.anchored(3)
+
+
+def test_anchored_terms_are_refused_where_values_are_estimated():
+    with pytest.raises(cohortsql.CohortError, match="anchored=2 needs method='exact'"):
+        cohortsql.cohort_shapley(table(), prediction="y", similarity=["a", "b"], anchored=2, method="permutation")
+    with pytest.raises(cohortsql.CohortError, match="anchored must be at least 0"):
+        cohortsql.cohort_shapley(table(), prediction="y", similarity=["a", "b"], anchored=-1)

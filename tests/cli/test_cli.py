@@ -371,6 +371,11 @@ def test_groups_from_flags_and_config_give_the_apis_values_and_owen_table(data, 
     effects = invoke("effects", data / "banded.parquet", *flags[:6], "--config", config)
     assert effects.exit_code == 0, effects.output
     assert "Owen effects within the groups" in effects.output and "who.region" in effects.output
+    anchored = invoke("shapley", data / "banded.parquet", *flags[:6], "--anchored", "2", "--out", out)
+    assert anchored.exit_code == 0, anchored.output
+    terms = pl.read_parquet(data / "grouped_anchored.parquet")
+    assert terms.columns == ["id", "term", "order", "anchored"] and set(terms["order"]) == {1, 2}
+    assert "region & band" in set(terms["term"]) and terms.height == 80 * 6
     wrong = invoke("shapley", data / "banded.parquet", *flags, "--group", "who")
     assert wrong.exit_code == 2 and "--group 'who' is not NAME=FEATURE,FEATURE" in wrong.output
     config.write_text('[groups]\nwho = "age,region"\n')
