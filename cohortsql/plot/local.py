@@ -304,7 +304,7 @@ def cohort_scatter(result: CohortShapleyResult, id: object, x: str, y: str, *, d
     for column in (x, y):
         if column not in data.columns:
             raise CohortError(f"cohort_scatter: column {column!r} is not in the data")
-    target_row = result.targets.row(result._row(id), named=True)
+    target_row = result.targets.row(result.index_of(id), named=True)
     figure, axes = plt.subplots(figsize=(6, 5))
     xs, ys = data[x].cast(pl.Float64).to_numpy(), data[y].cast(pl.Float64).to_numpy()
     inside = np.ones(len(xs), dtype=bool)

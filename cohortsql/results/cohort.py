@@ -193,12 +193,12 @@ class CohortShapleyResult(TargetValues):
             raise CohortError(
                 f"similar_interval: {feature!r} is not a feature; the features are {', '.join(self.features)}"
             )
-        value = self.targets[feature][self._row(id)]
+        value = self.targets[feature][self.index_of(id)]
         if value is None or isinstance(value, str):
             return None
         return self.kinds[feature].interval(float(value), self.feature_statistics[feature])
 
-    def _row(self, id: object) -> int:
+    def index_of(self, id: object) -> int:
         """Position of target `id` in `ids`."""
         matches = np.flatnonzero((self.ids == id).fill_null(False).to_numpy())
         if len(matches) == 0:

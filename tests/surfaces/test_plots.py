@@ -312,3 +312,38 @@ def test_cohort_scatter_takes_the_result_first():
         plot.cohort_scatter(frame, result, 0, "income", data=frame)  # the former order
     with pytest.raises(cohortsql.CohortError, match="data= is the polars DataFrame"):
         plot.cohort_scatter(result, 0, "income", "score", data="loans.parquet")
+
+
+def test_interaction_maps_and_group_bars_draw_what_the_result_holds(data, tmp_path):
+    """The heat map writes every off-diagonal value (mean |Phi_ij|, one target's, or the effects'); the
+    group bars add the members' Owen effects up to the group's effect; results without them are refused."""
+    similarity = {"lstat": "quantile:0.1", "rm": "quantile:0.1", "chas": "exact", "crim": "quantile:0.1"}
+    local = cohortsql.cohort_shapley(
+        data, prediction="prediction", similarity=similarity, interactions=True, targets=60, seed=2
+    )
+    for figure in (plot.interactions(local), plot.interactions(local, local.ids[0])):
+        assert_drawn(figure, tmp_path / "map.png")
+        texts = [text.get_text() for text in figure.axes[0].texts]
+        assert len(texts) == 4 * 3
+    typical = np.average(np.abs(local.interactions), axis=0)
+    assert f"{typical[0, 1]:.2g}" in [text.get_text() for text in plot.interactions(local).axes[0].texts]
+    groups = {"people": ["lstat", "crim"], "housing": ["rm", "chas"]}
+    effects = cohortsql.shapley_effects(
+        data, prediction="prediction", similarity=similarity, groups=groups, group_values="owen", interactions=True
+    )
+    assert_drawn(plot.interactions(effects), tmp_path / "effects_map.png")
+    figure = plot.groups(effects)
+    assert_drawn(figure, tmp_path / "groups.png")
+    widths = {}
+    for bar in figure.axes[0].patches:
+        widths[round(bar.get_y() + bar.get_height() / 2)] = (
+            widths.get(round(bar.get_y() + bar.get_height() / 2), 0) + bar.get_width()
+        )
+    ranked = effects.effects.sort("shapley_effect")["shapley_effect"].to_list()
+    np.testing.assert_allclose([widths[row] for row in range(2)], ranked, rtol=1e-12)
+    with pytest.raises(cohortsql.CohortError, match="no interaction values"):
+        plot.interactions(
+            cohortsql.cohort_shapley(data, prediction="prediction", similarity=similarity, targets=5, seed=1)
+        )
+    with pytest.raises(cohortsql.CohortError, match="no Owen values"):
+        plot.groups(cohortsql.shapley_effects(data, prediction="prediction", similarity=similarity))
