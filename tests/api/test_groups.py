@@ -187,3 +187,11 @@ def test_an_owen_game_beyond_the_exact_limit_is_refused_before_computing():
         cohortsql.cohort_shapley(
             frame, prediction="y", similarity=list(frame.columns[:-1]), groups=groups, group_values="owen"
         )
+
+
+def test_the_polars_namespace_takes_groups_as_the_api_does():
+    frame = table()
+    options = dict(prediction="y", similarity=KINDS, groups=GROUPS, group_values="owen", targets=TARGETS)
+    through_polars = frame.cohort.shapley(**options)
+    np.testing.assert_array_equal(through_polars.owen, cohortsql.cohort_shapley(frame, **options).owen)
+    assert through_polars.features == ("ab", "cd")
