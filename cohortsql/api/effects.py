@@ -248,7 +248,7 @@ def _grouped(
         outcome: replace(
             effects,
             groups=members,
-            owen=None
+            owen_table=None
             if owen is None
             else owen_effects_table(members, owen[index][groups.member_order], effects.variance),
         )

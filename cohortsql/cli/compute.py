@@ -46,12 +46,7 @@ def shapley(options: dict[str, Any]) -> None:
     tables = {"": result.local, "totals": result.totals, "paths": result.paths}
     if count:
         tables["reasons"] = result.reasons(count)
-    if arguments.get("interactions"):
-        tables["interactions"] = result.interaction_table
-    if arguments.get("anchored"):
-        tables["anchored"] = result.anchored()
-    if arguments.get("group_values") == "owen":
-        tables["owen"] = result.owen_table
+    tables |= _lattice_tables(arguments, result)
     written = write(options, tables, result.settings)
     warned = print_warnings_so_far()  # before the table whose rows they qualify
     typer.echo(shapley_summary(result, options["top"], count, warned) + written)
@@ -70,16 +65,21 @@ def effects(options: dict[str, Any]) -> None:
         typer.echo(str(estimate(options["data"], **arguments)))
         return
     result = shapley_effects(options["data"], **arguments)
-    tables = {"": result.effects}
-    if arguments.get("interactions"):
-        tables["interactions"] = result.interaction_table
-    if arguments.get("anchored"):
-        tables["anchored"] = result.anchored()
-    if arguments.get("group_values") == "owen":
-        tables["owen"] = result.owen
+    tables = {"": result.effects} | _lattice_tables(arguments, result)
     written = write(options, tables, result.settings)
     warned = print_warnings_so_far()  # before the table whose rows they qualify
     typer.echo(effects_summary(result, warned) + written)
+
+
+def _lattice_tables(arguments: dict[str, Any], result: Any) -> dict[str, Any]:
+    """The tables beside --out that --interactions, --anchored and --group-values owen ask for, by label
+    (of a `cohort_shapley` or a `shapley_effects` result: both name them alike)."""
+    asked = {
+        "interactions": (arguments.get("interactions"), lambda: result.interaction_table),
+        "anchored": (arguments.get("anchored"), lambda: result.anchored()),
+        "owen": (arguments.get("group_values") == "owen", lambda: result.owen_table),
+    }
+    return {label: table() for label, (wanted, table) in asked.items() if wanted}
 
 
 @command(("data", "similar", "features", "target_ids"), api.UniquenessOptions, OUTPUTS, ("top",))

@@ -147,8 +147,8 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults, warned: Col
         lines.append(f"(se: the error of explaining a sample of targets, none here as every row is a target{advice})")
     if effects.interactions is not None:
         lines += _interaction_lines(effects.features, effects.interactions, "interaction values of the variance game")
-    if effects.owen is not None:
-        lines += _owen_lines(effects.owen)
+    if effects.owen_table is not None:
+        lines += _owen_lines(effects.owen_table)
     return "\n".join(lines)
 
 

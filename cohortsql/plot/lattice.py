@@ -69,17 +69,17 @@ def groups(source: ShapleyEffects | ShapleyEffectsResults, *, outcome: str | Non
     Shapley effect."""
     if isinstance(source, ShapleyEffectsResults):
         source = source[chosen_outcome(source.outcomes, outcome)]
-    if source.owen is None:
+    if source.owen_table is None:
         raise CohortError(
             'these effects have no Owen values: run shapley_effects(..., groups=..., group_values="owen")'
         )
     order = source.effects.sort("shapley_effect")["feature"].to_list()
-    colours = feature_colours(run_feature_order(source.settings, source.owen["feature"].to_list()))
+    colours = feature_colours(run_feature_order(source.settings, source.owen_table["feature"].to_list()))
     plt = pyplot()
     figure, axes = plt.subplots(figsize=(7, 0.45 * len(order) + 1.4))
     labelled = 0.06 * float(np.max(source.effects["shapley_effect"].to_numpy(), initial=0.0))
     for row, group in enumerate(order):
-        members = source.owen.filter(pl.col("group") == group)
+        members = source.owen_table.filter(pl.col("group") == group)
         left = 0.0
         for feature, value in members.select("feature", "owen_effect").iter_rows():
             axes.barh(row, value, left=left, color=colours[feature], edgecolor="white")

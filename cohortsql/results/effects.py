@@ -55,7 +55,7 @@ class ShapleyEffects:
     groups: dict[str, tuple[str, ...]] | None = None
     """With ``groups=``: each player (a group, or a feature alone) and its features; `effects` are the
     players'. None when every feature is its own player."""
-    owen: pl.DataFrame | None = None
+    owen_table: pl.DataFrame | None = None
     """With ``group_values="owen"``: one row per feature, ``group``, ``feature``, ``owen_effect`` (its
     Owen value of v_var: a group's rows add up to the group's effect) and ``share``; else None."""
 

@@ -129,7 +129,7 @@ class ShapleyEffectsResults(_ByOutcome[ShapleyEffects]):
 
     effects = _Stacked()
     interaction_table = _Stacked()
-    owen = _Stacked()
+    owen_table = _Stacked()
 
     def anchored(self, max_order: int | None = None) -> pl.DataFrame:
         return self._stacked(lambda result: result.anchored(max_order))

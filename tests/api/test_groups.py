@@ -93,7 +93,7 @@ def test_owen_effects_match_the_definition_on_the_variance_game(engine):
     games = [reference.cohort_values(columns(frame), list(PYTHON.values()), y, t) for t in range(len(y))]
     variance_game = {u: float(np.mean([game[u] ** 2 for game in games])) for u in games[0]}
     expected = reference.owen_values(variance_game, UNIONS)
-    owen = effects.owen.sort("feature")
+    owen = effects.owen_table.sort("feature")
     np.testing.assert_allclose(owen["owen_effect"].to_numpy(), expected, atol=1e-12)
     assert owen["group"].to_list() == ["ab", "ab", "cd", "cd"]
     by_group = owen.group_by("group").agg(pl.col("owen_effect").sum()).sort("group")
