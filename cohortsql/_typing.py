@@ -33,10 +33,12 @@ equivalence and there are at least 2^(d-1) targets, where it does less work than
 SqlDialect = Literal["duckdb", "spark", "bigquery", "snowflake", "postgres"]
 DIALECTS: tuple[SqlDialect, ...] = ("duckdb", "spark", "bigquery", "snowflake", "postgres")
 
-SqlVariant = Literal["histogram", "collapsed", "cells"]
-VARIANTS: tuple[SqlVariant, ...] = ("histogram", "collapsed", "cells")
+SqlVariant = Literal["histogram", "collapsed", "cells", "values", "effects"]
+VARIANTS: tuple[SqlVariant, ...] = ("histogram", "collapsed", "cells", "values", "effects")
 """What `histogram_sql` computes: the mask histogram, the same after collapsing identical subjects,
-or (exact and bins only) the equivalence cells, with no join at all."""
+or (exact and bins only) the equivalence cells, with no join at all (for `cohortsql.assemble` to
+finish); or the whole computation in the engine: every target's cohort Shapley values (``values``) or
+the Shapley effects (``effects``)."""
 
 GroupValues = Literal["players", "owen"]
 GROUP_VALUES: tuple[GroupValues, ...] = ("players", "owen")
@@ -210,6 +212,8 @@ class CalibrationOptions(RunOptions, total=False):
 
 class QueryOptions(Selection, RunOptions, total=False):
     """The targets and where-and-how options of `cohortsql.histogram_sql` (its own keywords beside)."""
+
+    weight: str | None
 
 
 class BaselineOptions(CompareOptions, total=False):

@@ -98,3 +98,17 @@ def duckdb_only(engine):
     if engine.name != "duckdb":
         pytest.skip("DuckDB-specific")
     return engine
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """An autocommit connection to a PostgreSQL server of the tests' own (see tests/postgres.py);
+    skipped, with the reason, where the server or psycopg is missing."""
+    pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg (the dev extra)")
+    from postgres import running_server, server_binaries
+
+    binaries = server_binaries()
+    if binaries is None:
+        pytest.skip("no PostgreSQL server (initdb, pg_ctl) found: apt-get install postgresql")
+    with running_server(binaries) as connection:
+        yield connection

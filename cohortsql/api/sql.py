@@ -1,9 +1,10 @@
-"""`cohortsql.histogram_sql`: the heavy step as one self-contained query, in the dialect asked for,
-to run where the data live (`cohortsql.assemble` finishes it).
+"""`cohortsql.histogram_sql`: the heavy step, or the whole computation, as one self-contained query
+in the dialect asked for, to run where the data live (`cohortsql.assemble` finishes the heavy step).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -18,15 +19,22 @@ from cohortsql._typing import (
     SqlVariant,
     Targets,
 )
+from cohortsql.engines.base import Engine
 from cohortsql.engines.inputs import file_format
 from cohortsql.errors import CohortError, check_choice
+from cohortsql.run.feature_statistics import sorted_quantiles
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import open_session
-from cohortsql.run.strategy import MAX_FEATURES
+from cohortsql.run.strategy import MAX_EXACT_FEATURES, MAX_FEATURES
 from cohortsql.spec.arguments import checked_options, explained_columns
-from cohortsql.spec.features import portable
-from cohortsql.sql.dialects import DUCKDB, NATIVE_DIALECTS
+from cohortsql.spec.features import ResolvedFeature, portable
+from cohortsql.spec.similarity import KnownQuantiles, QuantileWindow
+from cohortsql.sql.dialects import NATIVE_DIALECTS, TRANSPILED_DIALECTS, Dialect
+from cohortsql.sql.transpile import transpile
 from cohortsql.sql.user import check_expression, is_query
+
+FINISHED: tuple[SqlVariant, ...] = ("values", "effects")
+"""The variants whose query computes the values themselves (no `cohortsql.assemble` afterwards)."""
 
 
 def histogram_sql(
@@ -37,27 +45,38 @@ def histogram_sql(
     id: str | None = None,
     targets: Targets = None,
     sample: int | float | None = None,
+    weight: str | None = None,
     table: str | None = None,
     dialect: SqlDialect = "duckdb",
     variant: SqlVariant = "histogram",
     seed: int | None = None,
     **options: Unpack[RunOptions],
 ) -> str:
-    """The heavy step (docs/design.md §2, the pairwise path) as one SQL query, to run in a warehouse where the data live.
+    """The heavy step (docs/design.md §2, the pairwise path), or the whole computation, as one SQL
+    query to run in a warehouse where the data live.
 
     cohortsql reads `data` to check the request and settle each feature's kind (defaults need the
     number of distinct values); the query computes every whole-table statistic itself. It reads
     `table` (a table name or any table expression, in the target dialect; default: the file `data`
     names) and returns, for `variant`:
 
+    - ``values``: every target's cohort Shapley values, computed entirely by the engine: ``id``,
+      ``feature``, ``shapley`` and ``shapley_squared``, one row per target and feature (d <= 24);
+    - ``effects``: the Shapley effects of the targets' variance game: ``feature``,
+      ``shapley_effect``, ``share`` and the ``variance`` it is a share of, largest first;
     - ``histogram``: one row per (target, similarity mask) with ``subjects``, ``sum_y`` and ``sum_y2``
       (sums of y - mean and its square), the target's ``prediction`` and the whole-table ``mean``;
     - ``collapsed``: the same, after merging subjects with identical predictors (not with ``sql:`` kinds);
     - ``cells``: for ``exact`` and ``bins`` kinds only, the subjects grouped by their keys, each
       target a row of its own: no join at all.
 
-    `cohortsql.assemble` turns the result into cohort Shapley values. DuckDB and Spark SQL are
-    written natively; other dialects are transpiled from DuckDB's with sqlglot (``pip install 'cohortsql[sql]'``).
+    `cohortsql.assemble` turns the last three into cohort Shapley values. With a case-`weight`
+    column (``values`` and ``effects``), rows of weight 0 or less are left out and every mean is
+    weighted. DuckDB and Spark SQL are written natively; PostgreSQL, BigQuery and Snowflake are
+    rendered with their own functions where DuckDB's differ and translated by sqlglot
+    (``pip install 'cohortsql[sql]'``). Where the warehouse has no exact quantile aggregate
+    (BigQuery), or the quantiles are weighted, quantile windows' quantiles are computed from `data`
+    and written into the query as numbers (its header says so).
 
     Examples
     --------
@@ -67,49 +86,97 @@ def histogram_sql(
     >>> sql = cohortsql.histogram_sql(loans, prediction="score", similarity=similarity, table="loans")
     >>> print(sql.splitlines()[0])
     -- cohortsql's heavy step as one self-contained query, to run where the data live.
+    >>> import duckdb
+    >>> warehouse = duckdb.connect()  # stands for the warehouse where the data live
+    >>> warehouse.register("loans", loans.to_arrow())  # doctest: +ELLIPSIS
+    <...>
+    >>> values = cohortsql.histogram_sql(loans, prediction="score", similarity=similarity, table="loans", variant="values")
+    >>> [(id, feature, round(shapley, 4)) for id, feature, shapley, _ in warehouse.sql(values).fetchall()[:2]]
+    [(0, 'income', 0.2738), (0, 'region', -0.0037)]
     """
     check_choice("dialect", dialect, DIALECTS)
     check_choice("variant", variant, VARIANTS)
     explained_columns(prediction, several=False)
-    asked = checked_options({**options, "id": id, "targets": targets, "sample": sample, "seed": seed}, QueryOptions)
-    with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_FEATURES) as session:
+    if weight is not None and variant not in FINISHED:
+        raise CohortError(
+            f"weight= needs variant='values' or 'effects': `cohortsql assemble` reads unweighted {variant} results"
+        )
+    asked = checked_options(
+        {**options, "id": id, "targets": targets, "sample": sample, "seed": seed, "weight": weight}, QueryOptions
+    )
+    limit = MAX_EXACT_FEATURES if variant in FINISHED else MAX_FEATURES
+    target = NATIVE_DIALECTS.get(dialect) or TRANSPILED_DIALECTS[dialect]
+    with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=limit) as session:
         prepared = session.prepared
         chosen_ids = None
         if sample is not None or not (targets is None or isinstance(targets, str)):
             chosen = session.select()
             chosen_ids = chosen.table.column("__cohort_id").to_pylist()
+        known = _literal_quantiles(session.engine, prepared, target)
     if variant == "cells" and not all(feature.kind.equivalence for feature in prepared.features):
         raise CohortError("variant='cells' needs exact or bins similarity for every feature")
     if variant == "collapsed" and prepared.custom:
         raise CohortError("variant='collapsed' cannot merge subjects under sql: similarity (it may read any column)")
-    native = NATIVE_DIALECTS.get(dialect, DUCKDB)
-    sql = queries.standalone.standalone(
-        _standalone_source(data, table, native),
-        [portable(feature) for feature in prepared.features],
-        prediction,
-        native.quote(id) if id is not None else native.scan_position(),
-        prepared.target_predicate,
-        _standalone_condition(prepared, chosen_ids, native),
-        native,
-        variant=variant,
-        position_note=(
-            f"-- Without an id column, a target is its 0-based row position in {native.scan_order}."
-            if id is None
-            else ""
-        ),
+    features = [portable(feature) for feature in prepared.features]
+    notes = "\n".join(
+        note for note in (_position_note(id, target), _quantile_note(features, known, target, weight)) if note
     )
-    if dialect in NATIVE_DIALECTS:
-        return sql
-    try:
-        import sqlglot
-    except ImportError:
-        raise CohortError(f"dialect {dialect!r} needs sqlglot: pip install 'cohortsql[sql]'") from None
-    comments = "\n".join(line for line in sql.splitlines() if line.startswith("--"))
-    body = "\n".join(line for line in sql.splitlines() if not line.startswith("--"))
-    return comments + "\n" + sqlglot.transpile(body, read="duckdb", write=dialect, pretty=True)[0]
+    sql = queries.standalone.standalone(
+        _standalone_source(data, table, target),
+        features,
+        prediction,
+        target.quote(id) if id is not None else target.scan_position(),
+        prepared.target_predicate,
+        _standalone_condition(prepared, chosen_ids, target),
+        target,
+        variant=variant,
+        position_note=notes,
+        weight=weight,
+        collapsed=prepared.compressed,
+        known=known,
+    )
+    return sql if dialect in NATIVE_DIALECTS else transpile(sql, dialect)
 
 
-def _standalone_source(data: Any, table: str | None, dialect: Any) -> str:
+def _literal_quantiles(engine: Engine, prepared: Prepared, target: Dialect) -> KnownQuantiles:
+    """The quantiles of quantile windows that the query cannot compute itself (weighted quantiles, or
+    a warehouse without an exact quantile aggregate), computed on `data` now, keyed as `target` renders
+    their values; none otherwise."""
+    exact = getattr(target, "exact_quantiles", True)
+    if exact and prepared.weight is None:
+        return {}
+    windows = tuple(feature for feature in prepared.features if isinstance(feature.kind, QuantileWindow))
+    known = sorted_quantiles(engine, prepared.input.relation, windows, prepared.weight)  # type: ignore[arg-type]
+    renamed = {}
+    for feature in windows:
+        here = queries.statistics.statistic_value(feature.values, engine.dialect.quote(feature.name), engine.dialect)
+        there = queries.statistics.statistic_value(feature.values, target.quote(feature.name), target)
+        for (value, probability), quantile in known.items():
+            if value == here:
+                renamed[(there, probability)] = quantile
+    return renamed
+
+
+def _position_note(id: str | None, dialect: Dialect) -> str:
+    if id is not None:
+        return ""
+    return f"-- Without an id column, a target is its 0-based row position in {dialect.scan_order}."
+
+
+def _quantile_note(
+    features: Sequence[ResolvedFeature], known: KnownQuantiles, dialect: Dialect, weight: str | None
+) -> str:
+    windows = [feature.name for feature in features if isinstance(feature.kind, QuantileWindow)]
+    if not known or not windows:
+        return ""
+    reason = "weighted quantiles" if weight is not None else f"{dialect.name} has no exact quantile aggregate"
+    return (
+        f"-- The quantiles of {', '.join(windows)} ({reason}) are numbers computed from the data this query"
+        " was printed from."
+    )
+
+
+def _standalone_source(data: Any, table: str | None, dialect: Dialect) -> str:
     if table is not None:
         return check_expression(table, "table")
     if isinstance(data, (str, Path)) and not is_query(str(data)):
@@ -117,7 +184,7 @@ def _standalone_source(data: Any, table: str | None, dialect: Any) -> str:
     raise CohortError("name the table the SQL reads (table= / --table): the data is not a file")
 
 
-def _standalone_condition(prepared: Prepared, chosen_ids: list[Any] | None, dialect: Any) -> str:
+def _standalone_condition(prepared: Prepared, chosen_ids: list[Any] | None, dialect: Dialect) -> str:
     if chosen_ids is not None:
         return queries.targets.id_membership("__cohort_id", chosen_ids, None, dialect)
     return queries.targets.target_condition(prepared.target_predicate is not None, None)

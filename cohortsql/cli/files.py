@@ -49,7 +49,7 @@ SQL_EPILOG = (
 )
 
 
-SQL_ARGUMENTS = ("id", "seed", "table", "dialect", "variant", "engine", "spark_master")
+SQL_ARGUMENTS = ("id", "seed", "weight", "table", "dialect", "variant", "engine", "spark_master")
 """`histogram_sql`'s keywords beside the similarity, the prediction and the targets."""
 
 

@@ -10,6 +10,8 @@ top-level ``sql/`` folder (one template per named step):
 - `histogram`: similarity tests and the mask histogram (the pairwise path);
 - `cells`: equivalence keys and cells (the grouping-sets path);
 - `baseline`: the mean baseline point and the realism of hybrid points;
+- `steps`: named steps, run one relation at a time or rendered as one ``WITH``;
+- `values`: the superset sums and Shapley weights in SQL (the engine computes the values);
 - `standalone`: the self-contained query `cohortsql sql` prints;
 - `common`: the aliases and small helpers they share.
 
@@ -25,8 +27,22 @@ from cohortsql.queries import (
     measures,
     standalone,
     statistics,
+    steps,
     subjects,
     targets,
+    values,
 )
 
-__all__ = ["baseline", "cells", "common", "histogram", "measures", "standalone", "statistics", "subjects", "targets"]
+__all__ = [
+    "baseline",
+    "cells",
+    "common",
+    "histogram",
+    "measures",
+    "standalone",
+    "statistics",
+    "steps",
+    "subjects",
+    "targets",
+    "values",
+]

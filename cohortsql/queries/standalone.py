@@ -1,12 +1,14 @@
 """The self-contained query `cohortsql sql` prints: the library's own named steps (statistics,
-subjects, weighted or collapsed subjects, targets, then the mask histogram or the cells), rendered as
-one ``WITH`` to run where the data live, and a last SELECT that names the result's columns.
+subjects, weighted or collapsed subjects, targets, then the mask histogram or the cells, and for the
+``values`` and ``effects`` variants the superset sums and Shapley weights of `cohortsql.queries.values`),
+rendered as one ``WITH`` to run where the data live, and a last SELECT that names the result's columns.
 
 Where the library runs each step as a relation of its own and reads the whole-table statistics
 into Python first, this query reads them from its ``statistics`` step: the explained value is
-centred on the mean by a scalar subquery, and the similarity tests' parameters (window widths, bin
-edges) are columns of every target row. Its result is two games of one weighting
-(`STANDALONE_MEASURES`): y - mean and its square, whose sums give `cohortsql.assemble` the variance.
+centred on the (weighted) mean by a scalar subquery, and the similarity tests' parameters (window
+widths, bin edges) are columns of every target row. The histogram and cells variants return two games
+of one weighting (`STANDALONE_MEASURES`): y - mean and its square, whose sums give
+`cohortsql.assemble` the variance; the values and effects variants finish the computation themselves.
 """
 
 from __future__ import annotations
@@ -14,23 +16,30 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
 
+from cohortsql.queries import values as value_steps
 from cohortsql.queries.cells import equivalence_cells
 from cohortsql.queries.histogram import MASK_WORD_BITS, mask_histogram
 from cohortsql.queries.measures import collapsed_subjects, weighted_subjects
-from cohortsql.queries.statistics import parameter_aggregates, statistic_alias, statistics_parameters, table_statistics
+from cohortsql.queries.statistics import (
+    parameter_aggregates,
+    positive_weights,
+    statistic_alias,
+    statistics_parameters,
+    table_statistics,
+)
+from cohortsql.queries.steps import Step, with_query
 from cohortsql.queries.subjects import subjects
 from cohortsql.spec.features import ResolvedFeature
 from cohortsql.spec.measures import Measures
-from cohortsql.spec.similarity import SqlPredicate
+from cohortsql.spec.similarity import KnownQuantiles, SqlPredicate
 from cohortsql.sql.dialects import Dialect
 
 STANDALONE_MEASURES = Measures(outcomes=2)
 """Outcome 0 is y - mean (the result's ``sum_y``), outcome 1 its square (``sum_y2``); no weights."""
 
 MEAN = "__cohort_mean"
-"""The statistics step's column holding the mean of the explained column."""
+"""The statistics step's column holding the (weighted) mean of the explained column."""
 
 
 HISTOGRAM_HEADER = """\
@@ -58,18 +67,28 @@ CELLS_HEADER = """\
 {position_note}"""
 """What the cells query computes."""
 
+VALUES_HEADER = """\
+-- cohortsql's cohort Shapley values as one self-contained query: the engine computes everything.
+-- Whole-table statistics (the {mean}, window widths from ranges or quantiles, bin edges) are computed by the
+-- query itself, in the CTE `statistics`. For every target, `histogram` holds one row per similarity mask
+-- (bit j set when a subject is similar to the target on predictor j, in this order: {feature_list});
+-- the `lattice_*` passes sum it over every mask containing each set u of predictors (the cohort
+-- C_{{t,u}}), `games` divides (the cohort's mean minus the overall mean), and `terms` and `shapley` apply
+-- the Shapley weights w(s) = s! (d - s - 1)! / d!, written as a table. Mase, Owen & Seiler,
+-- "Explaining black box decisions by Shapley cohort refinement".
+-- Result: {result}
+{position_note}"""
+"""What the values and effects queries compute."""
 
-class Step(NamedTuple):
-    """A named SELECT: the library creates it as a relation, the self-contained query as a CTE."""
-
-    name: str
-    select: str
-
-
-def with_query(steps: Sequence[Step], result: str) -> str:
-    """The steps as one statement: ``WITH a AS (...), b AS (...) <result>``, each step reading those before it."""
-    ctes = ",\n".join(f"{step.name} AS (\n{step.select}\n)" for step in steps)
-    return f"WITH {ctes}\n{result}"
+VALUES_RESULT = (
+    "one row per target and feature: id, feature, shapley (adding up over the features to the\n"
+    "-- target's cohort mean minus the overall mean) and shapley_squared (the same for its square)."
+)
+EFFECTS_RESULT = (
+    "one row per feature, largest first: feature, shapley_effect (the Shapley values of the variance\n"
+    "-- game v_var(u), the targets' mean of squared cohort values), share = shapley_effect / variance,\n"
+    "-- and variance, the targets' mean of (y - mean)^2."
+)
 
 
 def standalone(
@@ -83,28 +102,36 @@ def standalone(
     *,
     variant: str,
     position_note: str,
+    weight: str | None = None,
+    collapsed: bool = False,
+    known: KnownQuantiles | None = None,
 ) -> str:
     """One query computing its own statistics and then the mask histogram (``histogram``, or
-    ``collapsed`` when identical subjects are merged first) or the equivalence cells (``cells``).
+    ``collapsed`` when identical subjects are merged first), the equivalence cells (``cells``), or the
+    values themselves (``values``: every target's; ``effects``: the variance game's), whose histogram
+    merges identical subjects when `collapsed`.
 
     `target_predicate` is the caller's predicate (it sets ``__cohort_target``); `condition` says which
-    subjects are targets, over the subjects' columns."""
+    subjects are targets, over the subjects' columns. With a `weight` column, rows of weight 0 (or
+    less, or NULL) are left out and every sum and mean is weighted. Quantiles in `known` (by
+    expression and probability) enter as literals, for warehouses without an exact quantile aggregate."""
     names = [feature.name for feature in resolved]
-    header = (CELLS_HEADER if variant == "cells" else HISTOGRAM_HEADER).format(
-        feature_list=", ".join(names), position_note=position_note
-    )
+    finished = variant in ("values", "effects")
+    measures = Measures(outcomes=1, weighted=weight is not None) if finished else STANDALONE_MEASURES
+    header = _header(variant, names, position_note, weighted=weight is not None)
     custom = any(isinstance(feature.kind, SqlPredicate) for feature in resolved)
+    rows = source if weight is None else f"(\n{positive_weights(source, weight, dialect)}\n) AS positive"
     steps = [
-        Step("statistics", table_statistics(source, _aggregates(resolved, prediction, dialect), dialect)),
+        Step("statistics", table_statistics(rows, _aggregates(resolved, prediction, weight, dialect, known), dialect)),
         Step(
             "subjects",
             subjects(
-                source,
+                rows,
                 resolved,
-                _centred_values(prediction, dialect),
+                _centred_values(prediction, weight, dialect, squares=not finished),
                 id,
                 target_predicate,
-                custom and variant == "histogram",
+                custom and variant != "collapsed",
                 dialect,
             ),
         ),
@@ -115,47 +142,79 @@ def standalone(
         result = _result(
             "c", ["target", "prediction", *keys], "st", "cells AS c\nCROSS JOIN statistics AS st", names, dialect
         )
-    else:
-        steps += _histogram_steps(resolved, condition, dialect, collapsed=variant == "collapsed")
-        masks = [f"mask{index}" for index in range(math.ceil(len(resolved) / MASK_WORD_BITS))]
-        result = _result(
-            "h",
-            ["target", "t.__cohort_prediction AS prediction", *masks],
-            "t",
-            "histogram AS h\nJOIN targets AS t ON h.target = t.__cohort_batch",
-            names,
-            dialect,
-        )
+        return header + "\n" + with_query(steps, result)
+    steps += _histogram_steps(resolved, condition, measures, dialect, collapsed=variant == "collapsed" or collapsed)
+    if finished:
+        return header + "\n" + with_query(*_value_steps(steps, names, variant, weight, dialect))
+    masks = [f"mask{index}" for index in range(math.ceil(len(resolved) / MASK_WORD_BITS))]
+    result = _result(
+        "h",
+        ["target", "t.__cohort_prediction AS prediction", *masks],
+        "t",
+        "histogram AS h\nJOIN targets AS t ON h.target = t.__cohort_batch",
+        names,
+        dialect,
+    )
     return header + "\n" + with_query(steps, result)
 
 
-def _aggregates(resolved: Sequence[ResolvedFeature], prediction: str, dialect: Dialect) -> dict[str, str]:
-    """The statistics step: the mean, and every feature's whole-table parameters."""
+def _header(variant: str, names: Sequence[str], position_note: str, *, weighted: bool) -> str:
+    feature_list = ", ".join(names)
+    if variant in ("values", "effects"):
+        return VALUES_HEADER.format(
+            mean="weighted mean" if weighted else "mean",
+            feature_list=feature_list,
+            result=VALUES_RESULT if variant == "values" else EFFECTS_RESULT,
+            position_note=position_note,
+        )
+    return (CELLS_HEADER if variant == "cells" else HISTOGRAM_HEADER).format(
+        feature_list=feature_list, position_note=position_note
+    )
+
+
+def _aggregates(
+    resolved: Sequence[ResolvedFeature],
+    prediction: str,
+    weight: str | None,
+    dialect: Dialect,
+    known: KnownQuantiles | None,
+) -> dict[str, str]:
+    """The statistics step: the (weighted) mean, and every feature's whole-table parameters."""
+    value = f"CAST({dialect.quote(prediction)} AS DOUBLE)"
+    if weight is None:
+        mean = f"avg({value})"
+    else:
+        weights = f"CAST({dialect.quote(weight)} AS DOUBLE)"
+        mean = f"sum({weights} * {value}) / sum({weights})"
     return {
-        MEAN: f"avg(CAST({dialect.quote(prediction)} AS DOUBLE))",
+        MEAN: mean,
         **{
             statistic_alias(feature.index, name): sql
             for feature in resolved
             for name, sql in parameter_aggregates(
-                feature.kind, feature.values, dialect.quote(feature.name), dialect
+                feature.kind, feature.values, dialect.quote(feature.name), dialect, known or {}
             ).items()
         },
     }
 
 
-def _centred_values(prediction: str, dialect: Dialect) -> dict[str, str]:
-    """The subjects' prediction, y - mean and its square (`STANDALONE_MEASURES`)."""
+def _centred_values(prediction: str, weight: str | None, dialect: Dialect, *, squares: bool) -> dict[str, str]:
+    """The subjects' prediction, y - mean and (with `squares`) its square, and their case weight."""
     value = f"CAST({dialect.quote(prediction)} AS DOUBLE)"
     centred = f"({value} - (SELECT {dialect.quote(MEAN)} FROM statistics))"
-    return {"__cohort_prediction": value, "__cohort_y0": centred, "__cohort_y1": f"{centred} * {centred}"}
+    values = {"__cohort_prediction": value, "__cohort_y0": centred}
+    if squares:
+        values["__cohort_y1"] = f"{centred} * {centred}"
+    if weight is not None:
+        values["__cohort_weight"] = f"CAST({dialect.quote(weight)} AS DOUBLE)"
+    return values
 
 
 def _histogram_steps(
-    resolved: Sequence[ResolvedFeature], condition: str, dialect: Dialect, *, collapsed: bool
+    resolved: Sequence[ResolvedFeature], condition: str, measures: Measures, dialect: Dialect, *, collapsed: bool
 ) -> list[Step]:
     """The pairwise path's steps: the subjects with their measures (collapsed or not), the targets
     (numbered by their id, carrying the statistics), and the mask histogram."""
-    measures = STANDALONE_MEASURES
     weighted = (
         collapsed_subjects("subjects", resolved, measures, dialect)
         if collapsed
@@ -170,6 +229,30 @@ def _histogram_steps(
         "weighted", "targets", resolved, measures, dialect, collapsed=collapsed, parameters=parameters
     )
     return [Step("weighted", weighted), Step("targets", targets), Step("histogram", histogram)]
+
+
+def _value_steps(
+    steps: list[Step], names: Sequence[str], variant: str, weight: str | None, dialect: Dialect
+) -> tuple[list[Step], str]:
+    """After the histogram: the superset sums, the cohort values and their Shapley values; the
+    variance game first for ``effects``. Returns every step and the result's SELECT."""
+    steps = [*steps, *value_steps.superset_passes("histogram", len(names))]
+    steps.append(Step("games", value_steps.cohort_games(steps[-1].name)))
+    if variant == "values":
+        steps += value_steps.shapley_steps("games", names, {"shapley": "g.v", "shapley_squared": "g.v * g.v"}, dialect)
+        return steps, "SELECT target AS id, feature, shapley, shapley_squared\nFROM shapley\nORDER BY target, position"
+    target_weight = "CAST(1 AS DOUBLE)" if weight is None else "t.__cohort_weight"
+    steps.append(Step("variance_game", value_steps.variance_game("games", "targets", target_weight)))
+    steps += value_steps.shapley_steps("variance_game", names, {"shapley_effect": "g.v"}, dialect)
+    variance = (
+        f"SELECT sum({target_weight} * t.__cohort_y0 * t.__cohort_y0) / sum({target_weight}) AS variance\n"
+        "    FROM targets AS t"
+    )
+    result = (
+        "SELECT e.feature, e.shapley_effect, e.shapley_effect / v.variance AS share, v.variance\n"
+        f"FROM shapley AS e\nCROSS JOIN (\n    {variance}\n) AS v\nORDER BY e.shapley_effect DESC, e.position"
+    )
+    return steps, result
 
 
 def _cell_steps(resolved: Sequence[ResolvedFeature], condition: str, dialect: Dialect) -> list[Step]:

@@ -182,8 +182,60 @@ class SparkDialect(Dialect):
         return f"parquet.{self.quote(path)}"
 
 
+class TranspiledDialect(DuckDBDialect):
+    """A warehouse cohortsql prints SQL for but does not run itself: the SQL is rendered in DuckDB's
+    syntax, with this class's choices wherever sqlglot would turn a DuckDB function into one the
+    warehouse lacks, then transpiled (`cohortsql.sql.transpile`)."""
+
+    exact_quantiles: ClassVar[bool] = True
+    """Whether the warehouse has an exact quantile aggregate; without one, quantile windows enter the
+    query as literals computed from the data the query was printed from."""
+
+    def nan_as_null(self, column: str) -> str:
+        # sqlglot turns isnan into IS_NAN, which PostgreSQL and Snowflake lack; both (and DuckDB) hold NaN = NaN.
+        value = f"CAST({column} AS DOUBLE)"
+        return f"CASE WHEN {value} = CAST('NaN' AS DOUBLE) THEN NULL ELSE {value} END"
+
+
+class PostgresDialect(TranspiledDialect):
+    name = "postgres"
+
+    def epoch_micros(self, expression: str) -> str:
+        # PostgreSQL's epoch is a NUMERIC with every microsecond (version 14 and later).
+        return f"CAST(extract(epoch FROM {expression}) * 1000000 AS BIGINT)"
+
+
+class BigQueryDialect(TranspiledDialect):
+    name = "bigquery"
+    exact_quantiles = False  # PERCENTILE_CONT is only a window function there
+
+    def nan_as_null(self, column: str) -> str:
+        return DuckDBDialect.nan_as_null(self, column)  # isnan becomes BigQuery's IS_NAN
+
+    def epoch_days(self, expression: str) -> str:
+        return f"unix_date({expression})"
+
+    def epoch_micros(self, expression: str) -> str:
+        return f"unix_micros({expression})"
+
+
+class SnowflakeDialect(TranspiledDialect):
+    name = "snowflake"
+
+    def epoch_days(self, expression: str) -> str:
+        return f"datediff('day', DATE '1970-01-01', {expression})"
+
+    def epoch_micros(self, expression: str) -> str:
+        return f"date_part(epoch_microsecond, {expression})"
+
+
 DUCKDB = DuckDBDialect()
 SPARK = SparkDialect()
 
 NATIVE_DIALECTS: dict[str, Dialect] = {"duckdb": DUCKDB, "spark": SPARK}
-"""Dialects cohortsql renders itself; others are transpiled from DuckDB's with sqlglot."""
+"""Dialects cohortsql renders itself, and runs."""
+
+TRANSPILED_DIALECTS: dict[str, TranspiledDialect] = {
+    dialect.name: dialect for dialect in (PostgresDialect(), BigQueryDialect(), SnowflakeDialect())
+}
+"""Dialects cohortsql prints SQL for: rendered in DuckDB's syntax with their own choices, then transpiled by sqlglot."""
