@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from cohortsql.api.effects import variance_shapley as variance_shapley
     from cohortsql.api.estimate import estimate as estimate
     from cohortsql.api.local import cohort_shapley as cohort_shapley
+    from cohortsql.api.register import register as register
     from cohortsql.api.sql import histogram_sql as histogram_sql
     from cohortsql.api.uniqueness import uniqueness_shapley as uniqueness_shapley
     from cohortsql.errors import CohortError as CohortError
@@ -59,6 +60,7 @@ _PUBLIC = {
     "estimate": "cohortsql.api.estimate",
     "histogram_sql": "cohortsql.api.sql",
     "assemble": "cohortsql.api.assemble",
+    "register": "cohortsql.api.register",
     # their results
     "CohortShapleyResult": "cohortsql.results.cohort",
     "CohortShapleyResults": "cohortsql.results.outcomes",

@@ -96,15 +96,31 @@ def histogram_sql(
     """
     check_choice("dialect", dialect, DIALECTS)
     check_choice("variant", variant, VARIANTS)
-    explained_columns(prediction, several=False)
     if weight is not None and variant not in FINISHED:
         raise CohortError(
             f"weight= needs variant='values' or 'effects': `cohortsql assemble` reads unweighted {variant} results"
         )
-    asked = checked_options(
-        {**options, "id": id, "targets": targets, "sample": sample, "seed": seed, "weight": weight}, QueryOptions
-    )
-    limit = MAX_EXACT_FEATURES if variant in FINISHED else MAX_FEATURES
+    given = {**options, "id": id, "targets": targets, "sample": sample, "seed": seed, "weight": weight}
+    return render_query(data, prediction, similarity, table, dialect, variant, given)
+
+
+def render_query(
+    data: Any,
+    prediction: str,
+    similarity: SimilarityArgument,
+    table: str | None,
+    dialect: str,
+    variant: str,
+    given: dict[str, Any],
+    *,
+    function: str = "",
+) -> str:
+    """The self-contained query of `histogram_sql` (the checks of its own arguments done): also the
+    variant ``function``, whose histograms the DuckDB scalar function named `function` finishes."""
+    explained_columns(prediction, several=False)
+    asked = checked_options(given, QueryOptions)
+    id, targets, sample, weight = (asked[name] for name in ("id", "targets", "sample", "weight"))
+    limit = MAX_EXACT_FEATURES if variant in (*FINISHED, "function") else MAX_FEATURES
     target = NATIVE_DIALECTS.get(dialect) or TRANSPILED_DIALECTS[dialect]
     with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=limit) as session:
         prepared = session.prepared
@@ -134,6 +150,7 @@ def histogram_sql(
         weight=weight,
         collapsed=prepared.compressed,
         known=known,
+        function=function,
     )
     return sql if dialect in NATIVE_DIALECTS else transpile(sql, dialect)
 

@@ -67,11 +67,7 @@ def exact_values(
     compiled = kernels.worth_compiling((run_targets or rows) * games, d)
 
     def values(part: dict[str, np.ndarray], count: int, part_weights: np.ndarray) -> shapley.CohortShapley:
-        batch = game_batch(part, count, d, measures, means, part_weights)
-        if compiled:
-            return kernels.exact_values(batch)
-        with threadpool_limits(limits=1, user_api="blas"):
-            return shapley.cohort_shapley_of_histograms(batch)
+        return _valued(game_batch(part, count, d, measures, means, part_weights), compiled)
 
     if games == 1:
         return values(histogram, rows, weights)
@@ -86,6 +82,26 @@ def exact_values(
         part["target"] = part["target"] - start
         parts.append(values(part, stop - start, weights[start:stop]))
     return shapley.concatenate(parts)
+
+
+def _valued(batch: shapley.GameBatch, compiled: bool) -> shapley.CohortShapley:
+    """A batch's exact values: by the compiled kernel, or by numpy with one BLAS thread."""
+    if compiled:
+        return kernels.exact_values(batch)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return shapley.cohort_shapley_of_histograms(batch)
+
+
+def histogram_values(
+    row: np.ndarray, mask: np.ndarray, weight: np.ndarray, sums: np.ndarray, rows: int, d: int
+) -> shapley.CohortShapley:
+    """Exact values of `rows` targets from mask-histogram entries (target row 0..rows-1, mask, weight
+    W and sum S of the explained value), as a SQL function receives a histogram it did not compute:
+    each target's overall mean is its own histogram's S(all) / W(all), so the sums may be of y or of
+    y - mean alike."""
+    overall = np.bincount(row, sums, rows) / np.bincount(row, weight, rows)
+    batch = shapley.GameBatch(row, mask, weight, sums, rows, d, overall, np.ones(rows))
+    return _valued(batch, kernels.worth_compiling(rows, d))
 
 
 class LatticeTerms(NamedTuple):

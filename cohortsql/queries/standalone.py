@@ -80,6 +80,14 @@ VALUES_HEADER = """\
 {position_note}"""
 """What the values and effects queries compute."""
 
+FUNCTION_HEADER = """\
+-- cohortsql's cohort Shapley values, computed by the engine: whole-table statistics (the {mean},
+-- window widths, bin edges) in the CTE `statistics`; for every target, `histogram` holds one row per
+-- similarity mask (bit j set when a subject is similar to the target on predictor j, in this order:
+-- {feature_list}), and cohortsql's scalar function finishes each target's histogram.
+{position_note}"""
+"""What the query behind the DuckDB table function ``cohort_shapley`` computes."""
+
 VALUES_RESULT = (
     "one row per target and feature: id, feature, shapley (adding up over the features to the\n"
     "-- target's cohort mean minus the overall mean) and shapley_squared (the same for its square)."
@@ -105,18 +113,20 @@ def standalone(
     weight: str | None = None,
     collapsed: bool = False,
     known: KnownQuantiles | None = None,
+    function: str = "",
 ) -> str:
     """One query computing its own statistics and then the mask histogram (``histogram``, or
     ``collapsed`` when identical subjects are merged first), the equivalence cells (``cells``), or the
-    values themselves (``values``: every target's; ``effects``: the variance game's), whose histogram
-    merges identical subjects when `collapsed`.
+    values themselves (``values``: every target's; ``effects``: the variance game's; ``function``:
+    every target's, each histogram finished by the DuckDB scalar function named `function`), whose
+    histogram merges identical subjects when `collapsed`.
 
     `target_predicate` is the caller's predicate (it sets ``__cohort_target``); `condition` says which
     subjects are targets, over the subjects' columns. With a `weight` column, rows of weight 0 (or
     less, or NULL) are left out and every sum and mean is weighted. Quantiles in `known` (by
     expression and probability) enter as literals, for warehouses without an exact quantile aggregate."""
     names = [feature.name for feature in resolved]
-    finished = variant in ("values", "effects")
+    finished = variant in ("values", "effects", "function")
     measures = Measures(outcomes=1, weighted=weight is not None) if finished else STANDALONE_MEASURES
     header = _header(variant, names, position_note, weighted=weight is not None)
     custom = any(isinstance(feature.kind, SqlPredicate) for feature in resolved)
@@ -144,6 +154,10 @@ def standalone(
         )
         return header + "\n" + with_query(steps, result)
     steps += _histogram_steps(resolved, condition, measures, dialect, collapsed=variant == "collapsed" or collapsed)
+    if variant == "function":
+        return (
+            header + "\n" + with_query(steps, value_steps.finished_by_function("histogram", names, function, dialect))
+        )
     if finished:
         return header + "\n" + with_query(*_value_steps(steps, names, variant, weight, dialect))
     masks = [f"mask{index}" for index in range(math.ceil(len(resolved) / MASK_WORD_BITS))]
@@ -160,11 +174,14 @@ def standalone(
 
 def _header(variant: str, names: Sequence[str], position_note: str, *, weighted: bool) -> str:
     feature_list = ", ".join(names)
+    mean = "weighted mean" if weighted else "mean"
+    if variant == "function":
+        return FUNCTION_HEADER.format(mean=mean, feature_list=feature_list, position_note=position_note)
     if variant in ("values", "effects"):
         return VALUES_HEADER.format(
-            mean="weighted mean" if weighted else "mean",
+            mean=mean,
             feature_list=feature_list,
-            result=VALUES_RESULT if variant == "values" else EFFECTS_RESULT,
+            result=EFFECTS_RESULT if variant == "effects" else VALUES_RESULT,
             position_note=position_note,
         )
     return (CELLS_HEADER if variant == "cells" else HISTOGRAM_HEADER).format(

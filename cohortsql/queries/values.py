@@ -107,3 +107,11 @@ def shapley_steps(games: str, features: Sequence[str], values: dict[str, str], d
             ),
         ),
     ]
+
+
+def finished_by_function(histogram: str, features: Sequence[str], function: str, dialect: Dialect) -> str:
+    """SELECT id, feature, shapley, shapley_squared (DuckDB): each target's histogram (columns target,
+    mask0, w0, s0_0) aggregated into lists for the scalar function `function` that
+    `cohortsql.register` adds, its values unnested in feature order (see ``sql/function_values.sql``)."""
+    names = "[" + ", ".join(dialect.string(feature) for feature in features) + "]"
+    return template("function_values").format(function=function, features=names, histogram=histogram)

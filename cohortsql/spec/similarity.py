@@ -369,3 +369,46 @@ def parse_similarity(text: str) -> Similarity:
 def as_similarity(kind: Similarity | str) -> Similarity:
     """A Similarity object as given, or parsed from its short text form."""
     return kind if isinstance(kind, Similarity) else parse_similarity(kind)
+
+
+def similarity_text(text: str) -> dict[str, str | None]:
+    """The features and kinds of one string, as SQL callers write them: ``"income=quantile:0.1, region"``
+    (comma-separated ``name=kind``, or a name alone for its default kind; ``all`` for every other
+    column, ``*=kind`` for every column not named otherwise). Commas inside parentheses or quotes belong
+    to a ``sql:`` kind's expression.
+
+    Examples
+    --------
+    >>> from cohortsql.spec.similarity import similarity_text
+    >>> similarity_text("income=quantile:0.1, region, tenure=sql:abs(s.tenure - t.tenure) <= greatest(1, 2)")
+    {'income': 'quantile:0.1', 'region': None, 'tenure': 'sql:abs(s.tenure - t.tenure) <= greatest(1, 2)'}
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise CohortError("the similarity names no features: write it as 'name=kind, name=kind, ...'")
+    features: dict[str, str | None] = {}
+    for part in _top_level_parts(text):
+        name, equals, kind = part.partition("=")
+        name = name.strip()
+        if not name or (equals and not kind.strip()):
+            raise CohortError(f"{part.strip()!r} in the similarity is not name=kind (e.g. age=range:0.1) or a name")
+        if name in features:
+            raise CohortError(f"the similarity names feature {name!r} twice")
+        features["*" if name == "all" and not equals else name] = kind.strip() if equals else None
+    return features
+
+
+def _top_level_parts(text: str) -> list[str]:
+    """`text` split at the commas outside parentheses and single-quoted strings."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for position, character in enumerate(text):
+        if character == "'":
+            quoted = not quoted
+        elif not quoted and character == "(":
+            depth += 1
+        elif not quoted and character == ")":
+            depth = max(0, depth - 1)
+        elif not quoted and depth == 0 and character == ",":
+            parts.append(text[start:position])
+            start = position + 1
+    parts.append(text[start:])
+    return [part for part in parts if part.strip()] or [text]

@@ -1,0 +1,102 @@
+"""`cohortsql.register`: cohort Shapley values callable from SQL, on a DuckDB connection or a
+SparkSession (the functions themselves: `cohortsql.engines.duckdb_functions` and
+`cohortsql.engines.spark_functions`)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+
+from cohortsql.api.sql import render_query
+from cohortsql.engines import engine_for
+from cohortsql.errors import CohortError
+from cohortsql.games.cohort import histogram_values
+from cohortsql.run.strategy import MAX_EXACT_FEATURES
+from cohortsql.spec.similarity import similarity_text
+
+
+def register(connection: Any) -> None:
+    """Add cohortsql's SQL functions to a DuckDB connection or a SparkSession.
+
+    On DuckDB, the table function
+    ``cohort_shapley(data, prediction, similarity [, id := ...] [, targets := ...] [, weight := ...])``
+    gives ``id, feature, shapley, shapley_squared`` for every target, as `cohort_shapley` does: `data`
+    names a table, a view or a file of the connection's database, `similarity` is one string of
+    ``name=kind`` (or a name alone, for its default kind) separated by commas, and `targets` a SQL
+    predicate over the data's columns. The scalar function
+    ``cohort_shapley_values(list(mask0), list(subjects), list(sum_y), ['feature', ...])`` finishes any
+    mask histogram (the query `cohortsql sql` prints), one list of values per target.
+
+    On Spark, the table function
+    ``SELECT * FROM cohort_shapley_values(TABLE(histogram) PARTITION BY target)`` finishes the
+    histograms of the printed query where they were computed (on the executors).
+
+    Examples
+    --------
+    >>> import duckdb
+    >>> import cohortsql
+    >>> connection = duckdb.connect()
+    >>> cohortsql.register(connection)
+    >>> _ = connection.execute("CREATE TABLE scores AS SELECT * FROM (VALUES (1, 10.0, 'n', 0.2), (2, 30.0, 's', 0.7),"
+    ...     " (3, 20.0, 'n', 0.4)) AS v(loan, income, region, score)")
+    >>> connection.sql("SELECT id, feature, round(shapley, 4) AS phi FROM cohort_shapley("
+    ...     "'scores', 'score', 'income=abs:10, region=exact', id := 'loan') WHERE id = 2").fetchall()
+    [(2, 'income', 0.0583), (2, 'region', 0.2083)]
+    """
+    name = engine_for(None, connection, None) if connection is not None else None
+    if name is None or connection is None:
+        raise CohortError("register needs a DuckDB connection or a SparkSession")
+    functions = importlib.import_module(f"cohortsql.engines.{name}_functions")
+    if name == "duckdb":
+        functions.register_functions(connection, values=_values, query=_duckdb_query)
+    else:
+        functions.register_functions(connection, values=_values)
+
+
+def _values(
+    row: np.ndarray, mask: np.ndarray, weight: np.ndarray, sums: np.ndarray, rows: int, d: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every target's (shapley, shapley_squared) from its histogram entries, checked first: a SQL
+    caller may hand over any lists."""
+    if not 1 <= d <= MAX_EXACT_FEATURES:
+        raise CohortError(f"cohort_shapley_values handles 1 to {MAX_EXACT_FEATURES} features, got {d}")
+    mask = np.asarray(mask)
+    if mask.size and (mask.min() < 0 or mask.max() >= 1 << d):
+        raise CohortError(f"a similarity mask is outside 0 .. 2^{d} - 1 (the range of masks over {d} features)")
+    weight, sums = np.asarray(weight, dtype=np.float64), np.asarray(sums, dtype=np.float64)
+    if not (np.isfinite(weight).all() and np.isfinite(sums).all()) or (weight <= 0).any():
+        raise CohortError("a histogram's weights must be positive and its sums finite (no NULL, NaN or infinity)")
+    full = np.zeros(rows, dtype=bool)
+    full[row[mask == (1 << d) - 1]] = True
+    if not full.all():
+        raise CohortError(
+            "a target's histogram has no row with every bit set (the target itself is similar to itself on"
+            " every feature): pass the whole mask histogram of each target"
+        )
+    values = histogram_values(row, mask.astype(np.int64), weight, sums, rows, d)
+    return values.shapley, values.shapley_squared
+
+
+def _duckdb_query(
+    cursor: Any,
+    data: str,
+    prediction: str,
+    similarity: str,
+    id: str | None,
+    targets: str | None,
+    weight: str | None,
+    table: str | None,
+) -> str:
+    """The query behind DuckDB's ``cohort_shapley``: prepared (checked, kinds settled) on `cursor`, run
+    by the caller's connection; it reads `table` (None: the file `data` names)."""
+    for argument, value in (("data", data), ("prediction", prediction), ("similarity", similarity)):
+        if value is None:
+            raise CohortError(f"cohort_shapley needs {argument}: cohort_shapley(data, prediction, similarity)")
+    given = {"id": id, "targets": targets, "weight": weight, "connection": cursor}
+    from cohortsql.engines.duckdb_functions import VALUES_FUNCTION
+
+    return render_query(
+        data, prediction, similarity_text(similarity), table, "duckdb", "function", given, function=VALUES_FUNCTION
+    )
