@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from cohortsql.api.local import cohort_shapley as cohort_shapley
     from cohortsql.api.register import register as register
     from cohortsql.api.sql import histogram_sql as histogram_sql
+    from cohortsql.api.table import shapley_table as shapley_table
     from cohortsql.api.uniqueness import uniqueness_shapley as uniqueness_shapley
     from cohortsql.errors import CohortError as CohortError
     from cohortsql.errors import CohortWarning as CohortWarning
@@ -61,6 +62,7 @@ _PUBLIC = {
     "histogram_sql": "cohortsql.api.sql",
     "assemble": "cohortsql.api.assemble",
     "register": "cohortsql.api.register",
+    "shapley_table": "cohortsql.api.table",
     # their results
     "CohortShapleyResult": "cohortsql.results.cohort",
     "CohortShapleyResults": "cohortsql.results.outcomes",

@@ -216,6 +216,12 @@ class QueryOptions(Selection, RunOptions, total=False):
     weight: str | None
 
 
+class TableOptions(Selection, RunOptions, total=False):
+    """The targets and where-and-how options of `cohortsql.shapley_table` (its own keywords beside)."""
+
+    weight: str | None
+
+
 class BaselineOptions(CompareOptions, total=False):
     """The options of `cohortsql.baseline_shapley`."""
 

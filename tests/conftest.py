@@ -6,6 +6,7 @@ with the reason, where pyspark or Java is missing. The same JVM also serves Spar
 local port, so `spark_connect` is a remote session on the same Spark, as a cluster's clients see it.
 """
 
+import os
 import shutil
 import socket
 import sys
@@ -44,6 +45,9 @@ def spark_session(tmp_path_factory):
         pytest.skip("Spark needs a Java runtime (java not found)")
     from pyspark.sql import SparkSession
 
+    # Python functions on the executors (shapley_table, the SQL table function) run this interpreter,
+    # whose environment has cohortsql, not whatever `python3` the PATH finds first.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     with socket.socket() as probe:  # a free port for Spark Connect's server
         probe.bind(("localhost", 0))
         port = probe.getsockname()[1]

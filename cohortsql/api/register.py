@@ -50,12 +50,12 @@ def register(connection: Any) -> None:
         raise CohortError("register needs a DuckDB connection or a SparkSession")
     functions = importlib.import_module(f"cohortsql.engines.{name}_functions")
     if name == "duckdb":
-        functions.register_functions(connection, values=_values, query=_duckdb_query)
+        functions.register_functions(connection, values=histogram_values_checked, query=_duckdb_query)
     else:
-        functions.register_functions(connection, values=_values)
+        functions.register_functions(connection, values=histogram_values_checked)
 
 
-def _values(
+def histogram_values_checked(
     row: np.ndarray, mask: np.ndarray, weight: np.ndarray, sums: np.ndarray, rows: int, d: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every target's (shapley, shapley_squared) from its histogram entries, checked first: a SQL

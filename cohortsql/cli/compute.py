@@ -32,7 +32,7 @@ def shapley(options: dict[str, Any]) -> None:
     """Cohort Shapley values of every feature for every target; prints the most important features."""
     from cohortsql.api.estimate import estimate
     from cohortsql.api.local import cohort_shapley
-    from cohortsql.cli.outputs import write
+    from cohortsql.cli.outputs import write, write_on_the_engine, written_on_the_engine
     from cohortsql.cli.summaries import shapley_summary
 
     arguments = request(options, api.ShapleyOptions)
@@ -42,6 +42,9 @@ def shapley(options: dict[str, Any]) -> None:
     count = options.get("reasons")
     if count is not None and (isinstance(count, bool) or count < 1):
         raise CohortError(f"--reasons must be at least 1, got {count}")
+    if written_on_the_engine(options, arguments):
+        typer.echo(write_on_the_engine(options, arguments))
+        return
     result = cohort_shapley(options["data"], **arguments)
     tables = {"": result.local, "totals": result.totals, "paths": result.paths}
     if count:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cohortsql._typing import RUN_OPTIONS
 from cohortsql.engines.inputs import database_table
 from cohortsql.errors import CohortError
 from cohortsql.sql.user import is_query
@@ -62,6 +63,58 @@ def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: di
         where = f"{database}: " if database else ""
         written.extend(f"{where}{table}" for table in named)
     return "".join(f"\nwrote {item}" for item in written)
+
+
+ON_THE_ENGINE = ("prediction", "similarity", "id", "targets", "sample", "seed", "weight", *RUN_OPTIONS)
+"""What `cohortsql.shapley_table` takes: a run asking for nothing else is computed and written by Spark."""
+
+
+def written_on_the_engine(options: dict[str, Any], arguments: dict[str, Any]) -> bool:
+    """Whether `shapley` writes its values through `cohortsql.shapley_table`: --into-table on Spark,
+    no --out or --reasons, one explained column and only the options that takes (the exact values)."""
+    plain = set(arguments) <= set(ON_THE_ENGINE) and isinstance(arguments.get("prediction"), str)
+    return bool(
+        options.get("into_table")
+        and options.get("engine") == "spark"
+        and not options.get("out")
+        and not options.get("reasons")
+        and plain
+    )
+
+
+def write_on_the_engine(options: dict[str, Any], arguments: dict[str, Any]) -> str:
+    """--into-table NAME on Spark: the values (id, feature, shapley, shapley_squared) computed and
+    written by the executors, nothing per target on the driver; the run is recorded, and the summary
+    is each feature's mean |shapley| and mean shapley_squared (the Shapley effect of the targets)."""
+    from cohortsql.api.table import shapley_table
+    from cohortsql.engines import open_engine
+    from cohortsql.results.tables import run_settings
+
+    name = options["into_table"]
+    table = shapley_table(options["data"], **arguments)
+    engine = open_engine(engine="spark", connection=table.sparkSession)
+    try:
+        settings = run_settings(
+            engine="spark",
+            written_by="cohortsql.shapley_table",
+            **{key: value for key, value in arguments.items() if key not in RUN_OPTIONS},
+        )
+        engine.write_tables(
+            {name: table}, replace=bool(options.get("replace")), protected=_input_tables(options), settings=settings
+        )
+        summary = engine.fetch_arrow(
+            f"SELECT feature, count(*) AS targets, avg(abs(shapley)) AS mean_abs, avg(shapley_squared) AS effect"
+            f" FROM {engine.dialect.quote_path(name)} GROUP BY feature ORDER BY effect DESC",
+            context=f"summarizing table {name!r}",
+        ).to_pylist()
+    finally:
+        engine.close()
+    lines = [
+        f"{summary[0]['targets'] if summary else 0} targets x {len(summary)} features, computed and written by Spark"
+    ]
+    lines += ["feature  mean |shapley|  mean shapley_squared (effect)"]
+    lines += [f"{row['feature']}  {row['mean_abs']:.6g}  {row['effect']:.6g}" for row in summary]
+    return "\n".join(lines) + f"\nwrote {name}"
 
 
 def check_table_free(options: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ import concurrent.futures
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar
@@ -45,6 +45,10 @@ class EngineSettings:
 
 
 Result = TypeVar("Result")
+
+ValuesOfHistograms = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
+"""(target row, mask, weight, sum of y, targets, d) -> (shapley, shapley_squared), each (targets, d):
+the numpy stage an engine runs where a table of histograms is (`Engine.finish_histograms`)."""
 
 INTERRUPT_GRACE_SECONDS = 5.0
 """After Ctrl-C, how long to wait for the interrupted query to stop before giving up on it."""
@@ -135,12 +139,29 @@ class Engine(ABC):
         """Whether the database or catalog results are written to holds a table of this name."""
 
     @abstractmethod
-    def _store_tables(self, tables: Mapping[str, pa.Table], record: str) -> None:
-        """Write the checked tables and record the run (its settings as JSON) in `RUNS_TABLE`."""
+    def _store_tables(self, tables: Mapping[str, Any], record: str) -> None:
+        """Write the checked tables (Arrow tables; on Spark also DataFrames, which its executors write)
+        and record the run (its settings as JSON) in `RUNS_TABLE`."""
 
     @abstractmethod
     def close(self) -> None:
         """Drop what the engine created, restore settings, release what it opened."""
+
+    @abstractmethod
+    def finish_histograms(
+        self, histogram: str, features: Sequence[str], targets: int, per_call: int, values: ValuesOfHistograms
+    ) -> Any:
+        """The engine's own table (a DuckDB relation, a Spark DataFrame) of ``id, feature, shapley,
+        shapley_squared`` for each of the `targets` targets of relation `histogram` (columns target,
+        mask0, w0, s0_0), each target's histogram finished by `values` where the engine runs it
+        (DuckDB: a scalar function of the query; Spark: grouped Arrow functions on the executors, about
+        `per_call` targets a call), never on the driver. Lazy: it reads the engine's relations, so
+        `keep` them."""
+
+    @abstractmethod
+    def keep(self) -> None:
+        """Leave the relations created so far in place when the engine closes (a returned table reads
+        them), releasing only what holds memory (cached copies)."""
 
     def expect_aggregates(self, sums: int) -> None:  # noqa: B027 (an optional hook)
         """The next queries' GROUP BY will carry `sums` aggregates per group: an engine that sizes
@@ -179,7 +200,7 @@ class Engine(ABC):
 
     def write_tables(
         self,
-        tables: Mapping[str, pa.Table],
+        tables: Mapping[str, Any],
         *,
         replace: bool,
         protected: tuple[str, ...] = (),

@@ -11,14 +11,14 @@ from __future__ import annotations
 import glob
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings
+from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, ValuesOfHistograms
 from cohortsql.engines.inputs import (
     POSITION_COLUMN,
     Input,
@@ -81,18 +81,24 @@ class DuckDBEngine(Engine):
         one gets an in-memory database of its own: the shared one, which other calls and threads use,
         never runs under another call's limit."""
         self._owns_connection = connection is None
+        shared = False
         if connection is None:
             if settings.database is not None:
                 connection = _connect(settings.database, settings.read_only)
             elif settings.memory_limit is not None or settings.temp_directory is not None:
                 connection = duckdb.connect()
             else:
-                connection = _shared_database().cursor()
+                connection, shared = _shared_database().cursor(), True
         self.connection = connection
+        self._functions_connection = _shared_database() if shared else connection
+        """Where the functions this engine adds are registered: DuckDB's catalog is the database's, and a
+        function works only while the connection that added it is open, so on the process's shared
+        database they belong to its own connection, which lasts as long as the process."""
         self._session = uuid.uuid4().hex[:8]
         self._created: list[tuple[str, str]] = []
         self._names = 0
         self._previous_settings: dict[str, str] = {}
+        self._kept = False
         # DuckDB's own progress bar would print into the caller's output; cohortsql reports its own.
         session = {"enable_progress_bar": "false", "perfect_ht_threshold": str(PERFECT_HASH_BITS)}
         for name, value in session.items():
@@ -197,6 +203,19 @@ class DuckDBEngine(Engine):
                 raise CohortError(f"writing the result tables: {self._failure_message(error)}") from None
             raise
 
+    def finish_histograms(
+        self, histogram: str, features: Sequence[str], targets: int, per_call: int, values: ValuesOfHistograms
+    ) -> duckdb.DuckDBPyRelation:
+        from cohortsql.engines.duckdb_functions import VALUES_FUNCTION, register_finisher
+        from cohortsql.queries.values import finished_by_function
+
+        register_finisher(self._functions_connection, values)  # each chunk of targets' lists in one call
+        return self.connection.sql(finished_by_function(histogram, features, VALUES_FUNCTION, self.dialect))
+
+    def keep(self) -> None:
+        self._created.clear()  # temporary views, tables and attached databases alike
+        self._kept = True
+
     def close(self) -> None:
         for kind, name in reversed(self._created):
             # An owned cursor's temporary objects go with it; attached databases are the database's.
@@ -204,7 +223,7 @@ class DuckDBEngine(Engine):
                 self._drop(kind, name)
         self._created.clear()
         self._restore_settings()
-        if self._owns_connection:
+        if self._owns_connection and not self._kept:  # a kept relation reads through the connection
             self.connection.close()
 
     def _restore_settings(self) -> None:

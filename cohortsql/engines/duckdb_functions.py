@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 from duckdb.sqltypes import BIGINT, DOUBLE, INTEGER, VARCHAR
 
+from cohortsql.engines.base import ValuesOfHistograms
 from cohortsql.engines.inputs import FILE_READERS
 from cohortsql.errors import CohortError
 
@@ -35,8 +36,6 @@ VALUES_FUNCTION = "cohort_shapley_values"
 QUERY_FUNCTION = "cohortsql_values_query"
 TABLE_FUNCTION = "cohort_shapley"
 
-ValuesOfHistograms = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
-"""(target row, mask, weight, sum of y, targets, d) -> (shapley, shapley_squared), each (targets, d)."""
 
 QueryOfArguments = Callable[
     [duckdb.DuckDBPyConnection, str, str, str, str | None, str | None, str | None, str | None], str
@@ -60,19 +59,8 @@ def register_functions(
 ) -> None:
     """Add ``cohort_shapley_values`` (finishes histograms), ``cohortsql_values_query`` and the table
     macro ``cohort_shapley`` to `connection` (replacing earlier versions)."""
-    lists: list[Any] = [
-        duckdb.list_type(BIGINT),
-        duckdb.list_type(DOUBLE),
-        duckdb.list_type(DOUBLE),
-        duckdb.list_type(VARCHAR),
-    ]
-    for name in (VALUES_FUNCTION, QUERY_FUNCTION):
-        try:
-            connection.remove_function(name)
-        except duckdb.Error:
-            pass  # not registered yet
-    finisher: Callable[..., Any] = _finisher(values)  # an arrow function: Arrow arrays in and out
-    connection.create_function(VALUES_FUNCTION, finisher, lists, _RESULT, type=func.ARROW, side_effects=False)
+    register_finisher(connection, values)
+    _remove(connection, QUERY_FUNCTION)
     connection.create_function(
         QUERY_FUNCTION,
         _cached(connection, query),
@@ -86,6 +74,36 @@ def register_functions(
         f" weight := NULL) AS TABLE SELECT * FROM query({QUERY_FUNCTION}(data, prediction, similarity, id, targets,"
         " weight))"
     )
+
+
+def register_finisher(connection: duckdb.DuckDBPyConnection, values: ValuesOfHistograms) -> None:
+    """Add ``cohort_shapley_values(masks, weights, sums, features)`` to `connection` (replacing an earlier one)."""
+    lists: list[Any] = [duckdb.list_type(type_) for type_ in (BIGINT, DOUBLE, DOUBLE, VARCHAR)]
+    _remove(connection, VALUES_FUNCTION)
+    finisher: Callable[..., Any] = _finisher(values)  # an arrow function: Arrow arrays in and out
+    try:
+        connection.create_function(VALUES_FUNCTION, finisher, lists, _RESULT, type=func.ARROW, side_effects=False)
+    except duckdb.CatalogException:
+        _check_ours(connection)  # registered through another connection: the catalog is the database's
+
+
+def _check_ours(connection: duckdb.DuckDBPyConnection) -> None:
+    """The database's ``cohort_shapley_values`` is cohortsql's: it values a one-row histogram as ours does."""
+    try:
+        (answer,) = connection.execute(f"SELECT {VALUES_FUNCTION}([1], [2.0], [3.0], ['x'])").fetchall()[0]
+    except duckdb.Error:
+        answer = None
+    if answer != [{"position": 0, "feature": "x", "shapley": 0.0, "shapley_squared": 0.0}]:
+        raise CohortError(
+            f"this database has a function {VALUES_FUNCTION} that is not cohortsql's: drop it, or use another database"
+        )
+
+
+def _remove(connection: duckdb.DuckDBPyConnection, name: str) -> None:
+    try:
+        connection.remove_function(name)
+    except duckdb.Error:
+        pass  # not registered yet
 
 
 def _finisher(values: ValuesOfHistograms) -> Callable[..., pa.Array]:

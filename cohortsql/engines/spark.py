@@ -14,23 +14,23 @@ from __future__ import annotations
 
 import datetime
 import glob
-import logging
 import os
 import socket
 import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import pyarrow as pa
 from pyspark.errors import PySparkException
+from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 
-from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings
+from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, ValuesOfHistograms
 from cohortsql.engines.inputs import POSITION_COLUMN, Input, as_arrow, file_format, with_positions, without_positions
 from cohortsql.errors import CohortError
 from cohortsql.sql.dialects import SPARK
@@ -242,7 +242,20 @@ class SparkEngine(Engine):
             except Exception:  # the session may be closing; the next round (or the deadline) ends it
                 continue
 
-    def _store_tables(self, tables: Mapping[str, pa.Table], record: str) -> None:
+    def finish_histograms(
+        self, histogram: str, features: Sequence[str], targets: int, per_call: int, values: ValuesOfHistograms
+    ) -> DataFrame:
+        from cohortsql.engines.spark_functions import grouped_values
+
+        return grouped_values(self.session.table(histogram.strip("`")), features, targets, per_call, values)
+
+    def keep(self) -> None:
+        for name in list(self._cached):  # the views stay; what they cached is released
+            self.session.catalog.uncacheTable(name)
+        self._cached.clear()
+        self._views.clear()
+
+    def _store_tables(self, tables: Mapping[str, pa.Table | DataFrame], record: str) -> None:
         for name, table in tables.items():
             self._save(table, name, "overwrite")
         run = pa.table(
@@ -259,8 +272,9 @@ class SparkEngine(Engine):
             self._drop(name)
         self._views.clear()
 
-    def _save(self, table: pa.Table, name: str, mode: str) -> None:
-        writer = self._frame(table).write.mode(mode)
+    def _save(self, table: pa.Table | DataFrame, name: str, mode: str) -> None:
+        frame = self._frame(table) if isinstance(table, pa.Table) else table  # a DataFrame is written by the executors
+        writer = frame.write.mode(mode)
         self._run(lambda: writer.saveAsTable(name), f"writing table {name!r}")
 
     # -- inputs --------------------------------------------------------------------------------
@@ -370,7 +384,10 @@ def _is_spark(value: object, name: Literal["DataFrame", "SparkSession"]) -> bool
 
 @contextmanager
 def _quiet_loggers() -> Iterator[None]:
-    loggers = [logging.getLogger(name) for name in _QUIET_LOGGERS]
+    # PySpark's own loggers, made by PySpark's factory: a plain logging.Logger of the same name, made
+    # first, would be the one PySpark then gets, and its structured calls (errorClass=...) fail on it,
+    # turning every later failed query of the session into a TypeError.
+    loggers = [PySparkLogger.getLogger(name) for name in _QUIET_LOGGERS]
     previous = [logger.disabled for logger in loggers]
     for logger in loggers:
         logger.disabled = True

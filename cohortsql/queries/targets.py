@@ -15,6 +15,12 @@ def target_rows(subjects: str, condition: str, measures: Measures) -> str:
     return template("targets").format(subjects=subjects, condition=condition, weights=target_weight(measures))
 
 
+def numbered_targets(targets: str) -> str:
+    """The target rows of query `targets`, each numbered by its own id (``__cohort_batch``, as the
+    histogram reads a batch of targets): for a relation of every target at once."""
+    return f"SELECT *, __cohort_id AS __cohort_batch FROM ({targets}) AS chosen"
+
+
 def row_count(relation: str, condition: str = "TRUE") -> str:
     """SELECT n, the number of rows of `relation` where `condition` holds."""
     return f"SELECT count(*) AS n FROM {relation} WHERE {condition}"

@@ -102,6 +102,48 @@ def select_targets(
     return TargetSet(table, distinct, group, weights, multiplicity, population, seed)
 
 
+def target_relation(
+    engine: Engine, prepared: Prepared, targets: Targets, seed: int | None, sample: int | float | None = None
+) -> tuple[str, int]:
+    """The targets `select_targets` would choose, as a relation of the engine (every subject column,
+    ``__cohort_batch`` its id) and their number, with nothing read back but that number: for tables
+    of more targets than one machine holds. Ids given in a list are checked against the data first."""
+    subjects = prepared.subjects
+    condition = queries.targets.target_condition(prepared.target_predicate is not None, None)
+    if is_sample(targets):
+        if sample is not None:
+            raise CohortError("give the sample size once: targets=<count or fraction> or sample=, not both")
+        targets, sample = None, targets
+    if sample is not None:
+        if not (targets is None or isinstance(targets, str)):
+            raise CohortError("sample= draws from every row or from a targets predicate, not from a list of ids")
+        population = prepared.subject_count if targets is None else _count(engine, subjects, condition)
+        count = _sample_size(sample, population) if population else 0
+        select = queries.targets.sampled_targets(
+            subjects, condition, count, drawn_seed(seed), prepared.measures, engine.dialect
+        )
+    elif targets is None or isinstance(targets, str):
+        count = prepared.subject_count if targets is None else _count(engine, subjects, condition)
+        select = queries.targets.target_rows(subjects, condition, prepared.measures)
+    else:
+        table, _ = _targets_by_id(engine, prepared, targets)  # refuses ids the data lack, by name
+        count = table.num_rows
+        ids = table.column("__cohort_id").combine_chunks()
+        if len(ids) <= LITERAL_IDS:
+            membership = queries.targets.id_membership("__cohort_id", ids.to_pylist(), None, engine.dialect)
+        else:
+            uploaded = engine.upload(pa.table({"id": ids}), "ids")
+            membership = queries.targets.id_membership("__cohort_id", None, uploaded, engine.dialect)
+        condition = queries.targets.target_condition(prepared.target_predicate is not None, membership)
+        select = queries.targets.target_rows(subjects, condition, prepared.measures)
+    if count == 0:
+        raise CohortError(f"targets {prepared.target_predicate!r} selects no rows; loosen the predicate")
+    relation = engine.create(
+        queries.targets.numbered_targets(select), "targets", materialize=False, context="selecting targets"
+    )
+    return relation, count
+
+
 def _count(engine: Engine, subjects: str, condition: str) -> int:
     return int(fetch_record(engine, queries.targets.row_count(subjects, condition), context="counting targets")["n"])
 

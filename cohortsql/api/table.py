@@ -1,0 +1,87 @@
+"""`cohortsql.shapley_table`: the values as a table of the engine that computed them, for more targets
+than one Python process should hold: a Spark DataFrame whose histograms are finished on the executors,
+or a DuckDB relation finished by a function of its own query.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Unpack
+
+from cohortsql import queries
+from cohortsql._typing import RunOptions, SimilarityArgument, TableOptions, Targets
+from cohortsql.api.register import histogram_values_checked
+from cohortsql.numeric.shapley import targets_per_batch
+from cohortsql.run.preparation import weigh_subjects
+from cohortsql.run.session import open_session
+from cohortsql.run.strategy import MAX_EXACT_FEATURES
+from cohortsql.run.targets import target_relation
+from cohortsql.spec.arguments import checked_options, explained_columns
+
+HISTOGRAM_ENTRY_BYTES = 32
+"""What one histogram row holds in a call's Arrow table: target, mask, weight and sum."""
+
+
+def shapley_table(
+    data: Any,
+    *,
+    prediction: str,
+    similarity: SimilarityArgument,
+    id: str | None = None,
+    targets: Targets = None,
+    sample: int | float | None = None,
+    weight: str | None = None,
+    seed: int | None = None,
+    **options: Unpack[RunOptions],
+) -> Any:
+    """Every target's cohort Shapley values as a table of the engine that computes them: ``id``,
+    ``feature``, ``shapley``, ``shapley_squared`` (as `cohort_shapley`'s ``local``, in no particular
+    order), without any of it passing through this Python process.
+
+    On Spark the result is a ``pyspark.sql.DataFrame``: the engine computes each target's mask
+    histogram, and grouped Arrow functions finish groups of them on the executors (cohortsql must be
+    installed there), so a whole scored month can be explained and written as a table
+    (``.write.saveAsTable(...)``) with nothing per target on the driver. On DuckDB it is a relation of
+    `connection` (or of a connection cohortsql opens), finished by a function of its own query. Both
+    are lazy: the work runs when the table is read or written, and it reads temporary views
+    (``cohortsql_*``) of the session, which stay until the session ends. Arguments are those of
+    `cohort_shapley` (the exact method, up to 24 features).
+
+    Examples
+    --------
+    >>> import cohortsql
+    >>> loans = cohortsql.datasets.loans()
+    >>> table = cohortsql.shapley_table(loans, prediction="score", similarity={"income": "abs:15", "region": "exact"})
+    >>> table.filter("id = 0").order("feature").fetchall()  # doctest: +ELLIPSIS
+    [(0, 'income', 0.27375..., ...), (0, 'region', -0.00374..., ...)]
+    """
+    explained_columns(prediction, several=False)
+    given = {**options, "id": id, "targets": targets, "sample": sample, "seed": seed, "weight": weight}
+    asked = checked_options(given, TableOptions)
+    session_context = open_session(
+        data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_EXACT_FEATURES
+    )
+    with session_context as session:
+        engine, prepared = session.engine, session.prepared
+        relation, count = target_relation(engine, prepared, asked["targets"], asked["seed"], asked["sample"])
+        weighted = weigh_subjects(engine, prepared)
+        histogram = engine.create(
+            queries.histogram.mask_histogram(
+                weighted.relation,
+                relation,
+                prepared.features,
+                prepared.measures,
+                engine.dialect,
+                collapsed=prepared.compressed,
+            ),
+            "histogram",
+            materialize=False,
+            context="computing similarity masks",
+        )
+        budget = prepared.batch_bytes
+        rows_per_target = min(prepared.subject_rows, 1 << prepared.d)
+        per_call = max(
+            1, min(targets_per_batch(prepared.d, budget), budget // (HISTOGRAM_ENTRY_BYTES * rows_per_target))
+        )
+        table = engine.finish_histograms(histogram, prepared.feature_names, count, per_call, histogram_values_checked)
+        engine.keep()
+    return table
