@@ -133,7 +133,9 @@ def render_query(
         raise CohortError("variant='cells' needs exact or bins similarity for every feature")
     if variant == "collapsed" and prepared.custom:
         raise CohortError("variant='collapsed' cannot merge subjects under sql: similarity (it may read any column)")
-    features = [portable(feature) for feature in prepared.features]
+    # Printed SQL runs later, on data that may have NULL and NaN where these had none; the function's
+    # query runs now (the bare tests of columns without missing values are 2x faster in DuckDB).
+    features = list(prepared.features) if variant == "function" else [portable(f) for f in prepared.features]
     notes = "\n".join(
         note for note in (_position_note(id, target), _quantile_note(features, known, target, weight)) if note
     )
