@@ -91,8 +91,8 @@ def histogram_sql(
     >>> warehouse.register("loans", loans.to_arrow())  # doctest: +ELLIPSIS
     <...>
     >>> values = cohortsql.histogram_sql(loans, prediction="score", similarity=similarity, table="loans", variant="values")
-    >>> [(id, feature, round(shapley, 4)) for id, feature, shapley, _ in warehouse.sql(values).fetchall()[:2]]
-    [(0, 'income', 0.2738), (0, 'region', -0.0037)]
+    >>> [(id, feature, round(shapley, 3)) for id, feature, shapley, _ in warehouse.sql(values).fetchall()[:2]]
+    [(0, 'income', 0.274), (0, 'region', -0.004)]
     """
     check_choice("dialect", dialect, DIALECTS)
     check_choice("variant", variant, VARIANTS)

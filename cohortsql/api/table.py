@@ -51,8 +51,8 @@ def shapley_table(
     >>> import cohortsql
     >>> loans = cohortsql.datasets.loans()
     >>> table = cohortsql.shapley_table(loans, prediction="score", similarity={"income": "abs:15", "region": "exact"})
-    >>> table.filter("id = 0").order("feature").fetchall()  # doctest: +ELLIPSIS
-    [(0, 'income', 0.27375..., ...), (0, 'region', -0.00374..., ...)]
+    >>> [(id, feature, round(phi, 3)) for id, feature, phi, _ in table.filter("id = 0").order("feature").fetchall()]
+    [(0, 'income', 0.274), (0, 'region', -0.004)]
     """
     explained_columns(prediction, several=False)
     given = {**options, "id": id, "targets": targets, "sample": sample, "seed": seed, "weight": weight}

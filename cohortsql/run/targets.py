@@ -69,13 +69,8 @@ def select_targets(
     subjects = prepared.subjects
     condition = queries.targets.target_condition(prepared.target_predicate is not None, None)
     population = None
-    if is_sample(targets):
-        if sample is not None:
-            raise CohortError("give the sample size once: targets=<count or fraction> or sample=, not both")
-        targets, sample = None, targets
+    targets, sample = _sample_request(targets, sample)
     if sample is not None:
-        if not (targets is None or isinstance(targets, str)):
-            raise CohortError("sample= draws from every row or from a targets predicate, not from a list of ids")
         seed = drawn_seed(seed)
         population = prepared.subject_count if targets is None else _count(engine, subjects, condition)
         if population == 0:
@@ -110,13 +105,8 @@ def target_relation(
     of more targets than one machine holds. Ids given in a list are checked against the data first."""
     subjects = prepared.subjects
     condition = queries.targets.target_condition(prepared.target_predicate is not None, None)
-    if is_sample(targets):
-        if sample is not None:
-            raise CohortError("give the sample size once: targets=<count or fraction> or sample=, not both")
-        targets, sample = None, targets
+    targets, sample = _sample_request(targets, sample)
     if sample is not None:
-        if not (targets is None or isinstance(targets, str)):
-            raise CohortError("sample= draws from every row or from a targets predicate, not from a list of ids")
         population = prepared.subject_count if targets is None else _count(engine, subjects, condition)
         count = _sample_size(sample, population) if population else 0
         select = queries.targets.sampled_targets(
@@ -142,6 +132,18 @@ def target_relation(
         queries.targets.numbered_targets(select), "targets", materialize=False, context="selecting targets"
     )
     return relation, count
+
+
+def _sample_request(targets: Targets, sample: int | float | None) -> tuple[Targets, int | float | None]:
+    """(targets, sample) with a count or fraction given as `targets` moved to the sample, checked: a
+    sample is drawn from every row or from a predicate's rows, and its size is given once."""
+    if is_sample(targets):
+        if sample is not None:
+            raise CohortError("give the sample size once: targets=<count or fraction> or sample=, not both")
+        targets, sample = None, targets
+    if sample is not None and not (targets is None or isinstance(targets, str)):
+        raise CohortError("sample= draws from every row or from a targets predicate, not from a list of ids")
+    return targets, sample
 
 
 def _count(engine: Engine, subjects: str, condition: str) -> int:

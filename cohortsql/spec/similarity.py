@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from cohortsql._typing import EVERY_OTHER
 from cohortsql.errors import CohortError
 from cohortsql.sql.dialects import Dialect
 from cohortsql.sql.user import check_expression
@@ -393,7 +394,7 @@ def similarity_text(text: str) -> dict[str, str | None]:
             raise CohortError(f"{part.strip()!r} in the similarity is not name=kind (e.g. age=range:0.1) or a name")
         if name in features:
             raise CohortError(f"the similarity names feature {name!r} twice")
-        features["*" if name == "all" and not equals else name] = kind.strip() if equals else None
+        features[EVERY_OTHER if name == "all" and not equals else name] = kind.strip() if equals else None
     return features
 
 

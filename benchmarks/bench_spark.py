@@ -1,0 +1,206 @@
+"""Spark at scale, in one run: where its mask histogram spends its time, and `shapley_table`, whose
+values never pass through the driver.
+
+1. The mask histogram (docs/design.md §2) of `--rows` uniform rows x `--targets` targets x 12 abs:0.1
+   windows, subjects cached, on Spark local[2] beside DuckDB on the same 2 cores:
+
+       cohortsql    the query cohortsql runs: CROSS JOIN the (broadcast) targets, mask, GROUP BY target, mask
+       floor        the same join and aggregate with a stored column in place of the mask: the least
+                    this query shape can cost
+       mask only    the join and the mask, summed without grouping: what the aggregate adds is the rest
+       packed key   GROUP BY one BIGINT target * 2^d + mask
+       subjects     the subjects broadcast and the targets streamed, so that each task walks one
+         broadcast  target's pairs after another (its groups stay in cache); a broadcast per query
+
+2. `cohortsql.shapley_table` on Spark local[2] for 1,000, 10,000 and 50,000 targets (8 binary
+   features, so the join stays small and the finishing dominates), written as a table: time, time
+   per target and the driver's peak memory (Python's allocations and Arrow's, polled), beside the two
+   alternatives: the portable values query run by Spark (superset sums as SQL passes) and
+   `cohort_shapley` on Spark (histograms assembled on the driver).
+
+    python benchmarks/bench_spark.py [--rows 1000000] [--targets 100] [--sizes 1000,10000,50000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+import cohortsql
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import machine, median_time  # noqa: E402
+
+D = 12
+DELTA = 0.1
+
+
+def histogram_queries(spark_names: bool) -> dict[str, str]:
+    """Each variant of the histogram step over relations s (subjects) and t (targets)."""
+    case = " + ".join(
+        f"CASE WHEN abs(s.x{j} - t.x{j}) <= CAST({DELTA} AS DOUBLE) THEN CAST({1 << j} AS SMALLINT)"
+        " ELSE CAST(0 AS SMALLINT) END"
+        for j in range(D)
+    )
+    hint = "/*+ BROADCAST(s) */ " if spark_names else ""
+    return {
+        "cohortsql": f"SELECT t.target, {case} AS mask, count(*) AS n, sum(s.y) AS total FROM s CROSS JOIN t GROUP BY 1, 2",
+        "floor": "SELECT t.target, s.code AS mask, count(*) AS n, sum(s.y) AS total FROM s CROSS JOIN t GROUP BY 1, 2",
+        "mask only": f"SELECT count(*) AS n, sum({case}) AS total FROM s CROSS JOIN t",
+        "packed key": f"SELECT t.target * {1 << D} + ({case}) AS key, count(*) AS n, sum(s.y) AS total"
+        " FROM s CROSS JOIN t GROUP BY 1",
+        "subjects broadcast": f"SELECT {hint}t.target, {case} AS mask, count(*) AS n, sum(s.y) AS total"
+        " FROM t CROSS JOIN s GROUP BY 1, 2",
+    }
+
+
+def totals(sql: str) -> str:
+    """One row summing every column a histogram query returns, so that nothing of it is left uncomputed."""
+    return f"SELECT count(*), sum(n), sum(total) FROM ({sql}) AS h"
+
+
+def histogram_part(spark: Any, rows: int, targets: int) -> None:
+    rng = np.random.default_rng(2026)
+    x = rng.uniform(size=(rows, D))
+    subjects = pa.table(
+        {f"x{j}": x[:, j] for j in range(D)}
+        | {"y": x.sum(axis=1), "code": rng.integers(0, 1 << D, size=rows).astype(np.int16)}
+    )
+    chosen = pa.table({"target": np.arange(targets, dtype=np.int32)} | {f"x{j}": x[:targets, j] for j in range(D)})
+    spark.createDataFrame(subjects).createOrReplaceTempView("s_input")
+    spark.sql("CACHE TABLE s AS SELECT * FROM s_input")
+    spark.createDataFrame(chosen).createOrReplaceTempView("t")
+    connection = duckdb.connect()
+    connection.execute("SET perfect_ht_threshold = 20")  # as cohortsql's DuckDB engine sets it
+    connection.register("s_input", subjects)
+    connection.register("t_input", chosen)
+    connection.execute("CREATE TABLE s AS SELECT * FROM s_input")
+    connection.execute("CREATE TABLE t AS SELECT * FROM t_input")  # stored: statistics for a perfect hash
+    pairs = rows * targets
+    print(f"\n1. mask histogram, {rows:,} rows x {targets} targets x {D} abs:{DELTA} windows, median of 3")
+    print(f"    {'query':20s}{'Spark':>10s}{'pairs/s':>11s}{'DuckDB':>10s}{'pairs/s':>11s}{'Spark/DuckDB':>14s}")
+    for (name, on_spark), on_duckdb in zip(histogram_queries(True).items(), histogram_queries(False).values()):
+        # Every column summed: a bare count(*) would let the optimizers drop the aggregates.
+        spark_time, _ = median_time(lambda sql=on_spark: spark.sql(totals(sql)).collect(), 3)
+        duck_time, _ = median_time(lambda sql=on_duckdb: connection.execute(totals(sql)).fetchall(), 3)
+        print(
+            f"    {name:20s}{spark_time:9.2f}s{pairs / spark_time:11.2e}{duck_time:9.2f}s{pairs / duck_time:11.2e}"
+            f"{spark_time / duck_time:13.1f}x",
+            flush=True,
+        )
+    spark.sql("UNCACHE TABLE s")
+
+
+def peak_driver_memory(action: Callable[[], Any]) -> tuple[float, int]:
+    """Seconds `action` takes and the driver's peak memory meanwhile (Python's and Arrow's allocations)."""
+    base, peak, done = pa.total_allocated_bytes(), [0], threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], pa.total_allocated_bytes() - base)
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=poll)
+    tracemalloc.start()
+    watcher.start()
+    start = time.perf_counter()
+    try:
+        action()
+    finally:
+        seconds = time.perf_counter() - start
+        done.set()
+        watcher.join()
+        python = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return seconds, python + peak[0]
+
+
+def table_ways(spark: Any, data: str, similarity: dict[str, str], *, with_driver: bool) -> dict[str, Callable[[], Any]]:
+    """The ways to a Spark table of every target's values that part 2 times."""
+    options = {"prediction": "y", "similarity": similarity, "id": "key"}
+    values_sql = cohortsql.histogram_sql(data, **options, table="binary", dialect="spark", variant="values")
+
+    def through_shapley_table() -> None:
+        table = cohortsql.shapley_table(data, **options, connection=spark)
+        table.write.mode("overwrite").saveAsTable("bench_values")
+
+    def through_the_values_query() -> None:
+        spark.sql(values_sql).write.mode("overwrite").saveAsTable("bench_values")
+
+    ways: dict[str, Callable[[], Any]] = {
+        "shapley_table (grouped Arrow functions)": through_shapley_table,
+        "the values query, run by Spark": through_the_values_query,
+    }
+    if with_driver:
+        ways["cohort_shapley on Spark (driver assembles)"] = lambda: cohortsql.cohort_shapley(
+            data, **options, connection=spark, progress=False
+        )
+    return ways
+
+
+def table_part(spark: Any, sizes: list[int], directory: Path) -> None:
+    print("\n2. every target's values written as a Spark table (8 binary features; d = 8)")
+    print(f"    {'way':42s}{'targets':>9s}{'seconds':>9s}{'ms/target':>11s}{'driver peak':>13s}")
+    similarity = {f"f{j}": "exact" for j in range(8)}
+    for size in sizes:
+        rng = np.random.default_rng(size)
+        data = directory / f"binary_{size}.parquet"
+        pl.DataFrame(
+            {
+                "key": np.arange(size),
+                **{f"f{j}": rng.integers(0, 2, size) for j in range(8)},
+                "y": rng.uniform(size=size),
+            }
+        ).write_parquet(data)
+        spark.read.parquet(str(data)).createOrReplaceTempView("binary")
+        ways = table_ways(spark, str(data), similarity, with_driver=size <= 10_000)
+        for name, way in ways.items():
+            seconds, peak = peak_driver_memory(way)
+            print(
+                f"    {name:42s}{size:9,d}{seconds:8.1f}s{1000 * seconds / size:10.3f}{peak / 2**20:11.1f} MB",
+                flush=True,
+            )
+    spark.sql("DROP TABLE IF EXISTS bench_values")
+
+
+def main(rows: int, targets: int, sizes: list[int]) -> None:
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors' Python must have cohortsql
+    directory = Path(tempfile.mkdtemp(prefix="cohortsql-bench-"))
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "8g")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.autoBroadcastJoinThreshold", str(2**30))
+        .config("spark.sql.warehouse.dir", str(directory / "warehouse"))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    print(machine() + f"; Spark {spark.version} local[2]")
+    histogram_part(spark, rows, targets)
+    table_part(spark, sizes, directory)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--targets", type=int, default=100)
+    parser.add_argument("--sizes", default="1000,10000,50000")
+    arguments = parser.parse_args()
+    main(arguments.rows, arguments.targets, [int(size) for size in arguments.sizes.split(",")])
