@@ -44,10 +44,22 @@ class ReportTables:
     paths: pl.DataFrame
     effects: pl.DataFrame
     settings: dict[str, str]
+    interactions: pl.DataFrame | None = None
+    """With ``interactions=True``: id, feature, other, interaction (`CohortShapleyResult.interaction_table`)."""
+    owen: pl.DataFrame | None = None
+    """With ``group_values="owen"``: id, group, feature, owen (`CohortShapleyResult.owen_table`)."""
 
     @classmethod
     def of_result(cls, result: CohortShapleyResult) -> ReportTables:
-        return cls(result.local, result.totals, result.paths, result.global_, dict(result.settings))
+        return cls(
+            result.local,
+            result.totals,
+            result.paths,
+            result.global_,
+            dict(result.settings),
+            result.interaction_table if result.interactions is not None else None,
+            result.owen_table if result.owen is not None and result.groups is not None else None,
+        )
 
     @classmethod
     def of_files(
@@ -74,7 +86,13 @@ class ReportTables:
             if "shapley_effect" not in table.columns:
                 raise CohortError(f"{str(effects)!r} is not a `cohortsql effects` output: it has no shapley_effect")
             (table,) = one_outcome([table], outcome, repr(str(effects)))
-        return cls(local, totals, paths, table, settings)
+        beside = {
+            label: one_outcome([read_frame(sibling_path(path, label), role)], outcome, label)[0]
+            if sibling_path(path, label).is_file()
+            else None
+            for label in ("interactions", "owen")
+        }
+        return cls(local, totals, paths, table, settings, beside["interactions"], beside["owen"])
 
 
 def write_report(
@@ -102,6 +120,12 @@ def report_html(tables: ReportTables, targets: list[Any] | None = None, title: s
         _section("Settings and diagnostics", _settings(tables), "settings"),
         _section("Shapley effects", _effects(tables.effects, colours, tables.settings.get("confidence")), "effects"),
         _section("Top drivers", _drivers(tables.local, colours), "drivers"),
+        *([_section("Groups of features", _groups(tables.owen), "groups")] if tables.owen is not None else []),
+        *(
+            [_section("Interactions", _interactions(tables.interactions), "interactions")]
+            if tables.interactions is not None
+            else []
+        ),
         _section("Targets", _targets_table(tables), "targets"),
         *(_target_section(tables, id, mean, colours) for id in chosen),
     ]
@@ -205,6 +229,61 @@ def _drivers(local: pl.DataFrame, colours: dict[str, str]) -> str:
         for row in table.head(5).iter_rows(named=True)
     )
     return "<p>Mean |cohort Shapley value| per feature.</p>" + chart + f"<ul>{notes}</ul>"
+
+
+SHOWN_PAIRS = 10
+"""Pairs of features listed in the report's interactions section (the heat map shows every pair)."""
+
+
+def _interactions(table: pl.DataFrame) -> str:
+    """Every pair's mean |Shapley interaction value| over the targets as a heat map (the diagonal: each
+    feature's own main effect), and the pairs that interact most, in words."""
+    mean = table.group_by("feature", "other", maintain_order=True).agg(
+        mean_abs=pl.col("interaction").abs().mean(), mean=pl.col("interaction").mean()
+    )
+    features = mean["feature"].unique(maintain_order=True).to_list()
+    matrix = {(row["feature"], row["other"]): row["mean_abs"] for row in mean.iter_rows(named=True)}
+    chart = svg.heatmap(features, [[matrix.get((a, b), 0.0) for b in features] for a in features])
+    pairs = (
+        mean.filter(pl.col("feature") < pl.col("other"))
+        .sort("mean_abs", descending=True)
+        .head(SHOWN_PAIRS)
+        .iter_rows(named=True)
+    )
+    items = "".join(
+        f"<li><b>{escape(row['feature'])} × {escape(row['other'])}</b>: {row['mean_abs']:.3g} on average,"
+        f" a signed mean of {row['mean']:+.3g}</li>"
+        for row in pairs
+    )
+    return (
+        "<p>Shapley interaction values in shap's convention: off the diagonal half the interaction index of"
+        " the pair, on it each feature's value less its interactions, so that a feature's row adds up to its"
+        " cohort Shapley value. The heat map shows the mean |value| over the targets.</p>" + chart + f"<ul>{items}</ul>"
+    )
+
+
+def _groups(table: pl.DataFrame) -> str:
+    """Each group's mean |value| over the targets, and how its members share it (their Owen values)."""
+    members = table.group_by("group", "feature", maintain_order=True).agg(
+        mean=pl.col("owen").mean(), mean_abs=pl.col("owen").abs().mean()
+    )
+    groups = table.group_by("id", "group", maintain_order=True).agg(value=pl.col("owen").sum())
+    group_sizes = groups.group_by("group", maintain_order=True).agg(mean_abs=pl.col("value").abs().mean())
+    rows = "".join(
+        f"<tr><td>{escape(row['group'])}</td><td>{escape(row['feature'])}</td>"
+        f'<td class="num">{row["mean_abs"]:.4g}</td><td class="num">{row["mean"]:+.4g}</td></tr>'
+        for row in members.iter_rows(named=True)
+    )
+    labels = group_sizes["group"].to_list()
+    chart = svg.bars(labels, group_sizes["mean_abs"].to_list(), None, ["#777"] * len(labels), "")
+    return (
+        "<p>Each group is one player, similar when all of its members are; its value is split among its"
+        " members by their Owen values (marginal contributions over the orders that keep each group"
+        " together). Mean |value| of each group over the targets:</p>"
+        + chart
+        + '<table class="sortable"><thead><tr><th>group</th><th>feature</th><th>mean |Owen value|</th>'
+        f"<th>mean Owen value</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
 def reasons_table(local: pl.DataFrame, count: int) -> pl.DataFrame:

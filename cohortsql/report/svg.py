@@ -125,3 +125,36 @@ def refinement(labels: Sequence[str], sizes: Sequence[float], means: Sequence[fl
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+CELL = 34
+
+
+def heatmap(labels: Sequence[str], values: Sequence[Sequence[float]]) -> str:
+    """A square matrix (row label, column label) as shaded cells: darker for a larger |value|, blue above
+    zero and red below, each value written in its cell and in its tooltip."""
+    size = len(labels)
+    longest = max((len(label) for label in labels), default=1)
+    left, top = max(40, 10 + 7 * longest), max(30, 14 + 6 * longest)  # room for the labels, slanted on top
+    largest = max((abs(value) for row in values for value in row), default=0.0) or 1.0
+    width, height = left + CELL * size + 10, top + CELL * size + 10
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img">']
+    for index, label in enumerate(labels):
+        middle = left + CELL * index + CELL / 2
+        parts.append(f'<text x="{left - 6}" y="{top + CELL * index + 21}" text-anchor="end">{escape(label)}</text>')
+        parts.append(
+            f'<text transform="translate({middle:.1f},{top - 6}) rotate(-60)" text-anchor="start">{escape(label)}</text>'
+        )
+    for row, (label, cells) in enumerate(zip(labels, values)):
+        for column, value in enumerate(cells):
+            strength = abs(value) / largest
+            colour = f"rgba({'33,102,172' if value >= 0 else '178,24,43'},{0.08 + 0.87 * strength:.2f})"
+            x, y = left + CELL * column, top + CELL * row
+            tip = f"{label} × {labels[column]}: {_number(value)}"
+            parts.append(
+                f'<g><title>{escape(tip)}</title><rect x="{x}" y="{y}" width="{CELL - 1}" height="{CELL - 1}"'
+                f' fill="{colour}"/><text x="{x + CELL / 2:.1f}" y="{y + 21}" text-anchor="middle"'
+                f' class="cell">{value:.2g}</text></g>'
+            )
+    parts.append("</svg>")
+    return "".join(parts)

@@ -195,3 +195,38 @@ def test_the_polars_namespace_takes_groups_as_the_api_does():
     through_polars = frame.cohort.shapley(**options)
     np.testing.assert_array_equal(through_polars.owen, cohortsql.cohort_shapley(frame, **options).owen)
     assert through_polars.features == ("ab", "cd")
+
+
+AUTHORS_OWEN = np.array(
+    [
+        [-0.8496202250000005, -1.2602069125000004, 0.20204437569444456, -0.11549451319444448],
+        [0.00995629583333324, 0.1737230666666667, 0.17224813660714278, 0.01143122589285717],
+        [0.8372907380681816, 0.04052437443181833, 0.6934557374999999, 0.19314987500000003],
+        [2.061693972916667, 0.3281788895833331, 0.9485014937499998, 0.35050336874999966],
+    ]
+)
+"""The authors' `CohortOwen` (github.com/cohortshapley/cohortowen at f844ef8: the average of cohort
+mean changes over every order that keeps each union together, with their 5%-95% quantile window of
+ratio 0.1) for targets 0, 7, 19 and 33 of `authors_table()` under the unions {a, b}, {c, d}, run in a
+development session. Their numbers, not their code, are kept here."""
+
+
+def authors_table() -> pl.DataFrame:
+    """40 rows of four uniform predictors (three decimals) and a y mixing a product, a sine and a line."""
+    rng = np.random.default_rng(25)
+    x = np.round(rng.uniform(0, 10, size=(40, 4)), 3)
+    y = np.round(x[:, 0] * x[:, 1] / 10 + np.sin(x[:, 2]) + 0.3 * x[:, 3], 6)
+    return pl.DataFrame({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2], "d": x[:, 3], "y": y})
+
+
+def test_owen_values_equal_the_authors_cohort_owen(engine):
+    result = cohortsql.cohort_shapley(
+        authors_table(),
+        prediction="y",
+        similarity={name: "quantile:0.1" for name in "abcd"},
+        groups={"ab": ["a", "b"], "cd": ["c", "d"]},
+        group_values="owen",
+        targets=[0, 7, 19, 33],
+        **engine.options,
+    )
+    np.testing.assert_allclose(result.owen, AUTHORS_OWEN, atol=1e-12)

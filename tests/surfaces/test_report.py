@@ -215,3 +215,44 @@ def test_the_report_never_follows_a_planted_link(boston, tmp_path):
     assert victim.read_text() == "keep me"
     assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
     assert sorted(path.name for path in tmp_path.iterdir()) == [".report.html.tmp", "report.html", "victim.txt"]
+
+
+TITANIC = ROOT / "examples" / "data" / "titanic_predictions.parquet"
+TITANIC_SIMILARITY = {"sex": "exact", "pclass": "exact", "age": "range:0.1", "sibsp": "exact"}
+
+
+@pytest.mark.parametrize("asked", [["--interactions"], ["--group", "family=sibsp,age", "--group-values", "owen"]])
+def test_the_report_shows_interactions_and_groups_from_a_result_and_from_its_files(tmp_path, asked):
+    """The sections appear when the run has them (the same from the result and from its files), and
+    name the strongest pair or each group's members with their numbers."""
+    out = tmp_path / "titanic.parquet"
+    kinds = [argument for name, kind in TITANIC_SIMILARITY.items() for argument in ("--similar", f"{name}={kind}")]
+    done = CliRunner().invoke(
+        app, ["shapley", str(TITANIC), "--prediction", "prediction", *kinds, *asked, "--out", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    html = report_html(ReportTables.of_files(out), [0])
+    options = (
+        {"interactions": True}
+        if asked[0] == "--interactions"
+        else {"groups": {"family": ["sibsp", "age"]}, "group_values": "owen"}
+    )
+    result = cohortsql.cohort_shapley(TITANIC, prediction="prediction", similarity=TITANIC_SIMILARITY, **options)
+    strip = re.compile(r"<tr><th>created</th><td>[^<]*</td></tr>")
+    assert strip.sub("", html) == strip.sub("", report_html(ReportTables.of_result(result), [0]))
+    if asked[0] == "--interactions":
+        assert '<section id="interactions">' in html and '<section id="groups">' not in html
+        mean = np.abs(result.interactions).mean(axis=0)
+        np.fill_diagonal(mean, 0)
+        first, second = np.unravel_index(np.argmax(mean), mean.shape)
+        names = sorted([result.features[first], result.features[second]])
+        assert f"<b>{names[0]} × {names[1]}</b>: {mean[first, second]:.3g} on average" in html
+    else:
+        assert '<section id="groups">' in html and '<section id="interactions">' not in html
+        owen = result.owen_table.filter(pl.col("feature") == "sibsp")["owen"].abs().mean()
+        assert f'<td>family</td><td>sibsp</td><td class="num">{owen:.4g}</td>' in html
+
+
+def test_a_plain_report_has_neither_section(report):
+    html = report.read_text()
+    assert '<section id="interactions">' not in html and '<section id="groups">' not in html
