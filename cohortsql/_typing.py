@@ -185,7 +185,7 @@ class UniquenessOptions(Selection, Groups, RunOptions, total=False):
     path: CohortPath
 
 
-class CompareOptions(Selection, Estimation, Modelling, RunOptions, total=False):
+class CompareOptions(Selection, Estimation, Modelling, Groups, RunOptions, total=False):
     """The options of `cohortsql.compare`."""
 
     baseline_sample: int | None

@@ -149,6 +149,20 @@ def interactions(value: dict[frozenset[int], float], d: int) -> np.ndarray:
     return values
 
 
+def uniqueness_values(
+    columns: Sequence[Sequence[object]], kinds: Sequence[Callable[[Sequence[object]], Test]], t: int
+) -> dict[frozenset[int], float]:
+    """v_U(t, u) = -log(|C_{t,u}| / n) for every set u of predictors, each cohort found row by row."""
+    n, d = len(columns[0]), len(columns)
+    tests = [kind(column) for kind, column in zip(kinds, columns)]
+    value = {}
+    for size in range(d + 1):
+        for u in itertools.combinations(range(d), size):
+            cohort = [i for i in range(n) if all(similar(tests[j], columns[j][i], columns[j][t]) for j in u)]
+            value[frozenset(u)] = -math.log(len(cohort) / n)
+    return value
+
+
 def uniqueness_shapley(
     columns: Sequence[Sequence[object]],
     kinds: Sequence[Callable[[Sequence[object]], Test]],
@@ -156,15 +170,10 @@ def uniqueness_shapley(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(phi of v_U(t, u) = -log(|C_{t,u}| / n), |C_{t,1:d}|) for the targets, by the definitions."""
     n, d = len(columns[0]), len(columns)
-    tests = [kind(column) for kind, column in zip(kinds, columns)]
     phi = np.zeros((len(targets), d))
     sizes = np.zeros(len(targets))
     for row, t in enumerate(targets):
-        value = {}
-        for size in range(d + 1):
-            for u in itertools.combinations(range(d), size):
-                cohort = [i for i in range(n) if all(similar(tests[j], columns[j][i], columns[j][t]) for j in u)]
-                value[frozenset(u)] = -math.log(len(cohort) / n)
+        value = uniqueness_values(columns, kinds, t)
         sizes[row] = math.exp(-value[frozenset(range(d))]) * n
         for j in range(d):
             others = [k for k in range(d) if k != j]

@@ -70,6 +70,10 @@ def baseline_shapley(
     - `realistic=True`: also split every value into the part from realistic hybrid points (some
       subject is similar to the point on every feature, under the kinds of `features`, with their
       whole-table parameters) and the rest: ``shapley_realistic`` and ``shapley_unrealistic``.
+    - `groups`: each group of features is one player, whose hybrid points take all of its features
+      from the target or none (2^players points a target and baseline); with
+      ``group_values="owen"`` every feature also gets its Owen value under the groups (``owen``,
+      ``owen_table``; from the games of every feature, 2^d points). Exact method only.
 
     - `method`: ``exact`` (every subset: |B| 2^d model evaluations per target, d <= 20),
       ``permutation`` (Monte Carlo: antithetic pairs of random orders, each with a random baseline,
@@ -97,7 +101,7 @@ def baseline_shapley(
         raise CohortError(f"prediction names the column of the model's stored predictions, got {prediction!r}")
     outcomes = () if prediction is None else (prediction,)
     with open_session(data, asked, outcomes=outcomes, similarity=features, max_features=MAX_FEATURES) as session:
-        estimation = choose_method(asked["method"], session.prepared.d, "baseline")
+        estimation = choose_method(asked["method"], session.prepared.players, "baseline")
         asked["seed"] = drawn_seed(asked["seed"], estimation == "permutation")
         chosen = session.select()
         if prediction is not None:
@@ -145,11 +149,26 @@ def explain_with_model(
     def evaluate(frame: pl.DataFrame) -> np.ndarray:
         return predict(function, frame, asked["model_input"], asked["batch_rows"])
 
+    groups = prepared.groups
+    owen = None
     if estimation == "exact":
-        run = run_baseline_shapley(points, evaluate, bitsets, session.reporter())
+        run = run_baseline_shapley(
+            points,
+            evaluate,
+            bitsets,
+            session.reporter(),
+            players=None if groups is None else groups.members,
+            owen=groups is not None and groups.values == "owen",
+        )
         values, estimated = run.values, None
+        owen = None if run.owen is None or groups is None else run.owen[:, groups.member_order]
         prediction, baseline_prediction, value_squared = run.prediction, run.baseline_prediction, run.value_squared
     else:
+        if groups is not None:
+            raise CohortError(
+                f"groups= needs method='exact' for {variant} Shapley ({prepared.players} players: 2^players hybrid"
+                " points a target and baseline); the permutation method estimates single features"
+            )
         estimated = estimate_baseline_shapley(
             points,
             evaluate,
@@ -164,12 +183,14 @@ def explain_with_model(
             parts[:, 0], parts[:, 1], parts[:, 2] if realistic else None, parts[:, 3] if realistic else None, None
         )
         prediction, baseline_prediction, value_squared = baseline_totals(points, evaluate)
-    names = tuple(feature.name for feature in prepared.features)
+    names = prepared.player_names
     kinds = {feature.name: str(feature.kind) for feature in prepared.features}
     targets = asked.get("targets")
     return BaselineShapleyResult(
         ids=pl.Series("id", chosen.table.column("__cohort_id")),
         features=names,
+        groups=None if groups is None else groups.members_by_name(prepared.feature_names),
+        owen=owen,
         game=variant,
         baselines=len(points.baseline_codes),
         prediction=prediction,
@@ -206,6 +227,11 @@ def explain_with_model(
             else "ids",
             sample=asked.get("sample"),
             seed=chosen.seed if chosen.seed is not None else seed,
+            **(
+                {}
+                if groups is None
+                else {"groups": groups.described(prepared.feature_names), "group_values": groups.values}
+            ),
         ),
     )
 

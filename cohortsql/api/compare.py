@@ -61,7 +61,7 @@ def compare(
         chosen = session.select()  # one sample of targets for all three methods
         check_model(session, chosen, model, asked)  # BS and ABS must explain the function CS explains
         (cohort,) = explain_targets(session, chosen, asked).values()
-        estimation = choose_method(asked["method"], session.prepared.d, "baseline")
+        estimation = choose_method(asked["method"], session.prepared.players, "baseline")
         baseline = explain_with_model(session, chosen, function, asked, baseline="mean", estimation=estimation)
         all_baseline = explain_with_model(session, chosen, function, asked, baseline="all", estimation=estimation)
     warn_about_cohorts(cohort.diagnostics)

@@ -9,9 +9,9 @@ import numpy as np
 from cohortsql._typing import SimilarityArgument, UniquenessOptions
 from cohortsql.results.uniqueness import UniquenessResult
 from cohortsql.run.grouping_sets import uniqueness_of_cells
-from cohortsql.run.pairwise import uniqueness_batches
+from cohortsql.run.pairwise import uniqueness_batches, uniqueness_owen_batches
 from cohortsql.run.session import open_session
-from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, make_pacer
+from cohortsql.run.strategy import MAX_EXACT_FEATURES, check_owen, choose_path, make_pacer
 from cohortsql.spec.arguments import checked_options
 
 
@@ -26,7 +26,9 @@ def uniqueness_shapley(
     The game v_U(t, u) = -log(|C_{t,u}| / n) is the information (in nats) that the target's values
     on u give about which row it is; its Shapley values add up to -log(|C_{t,1:d}| / n), which is
     log(n) for a target unique in the table. A privacy audit from the same cohort counts as
-    `cohort_shapley`, with no explained column. With case weights, sizes are sums of weights.
+    `cohort_shapley`, with no explained column. With case weights, sizes are sums of weights. With
+    ``groups=`` each group is one player, and ``group_values="owen"`` adds each feature's Owen value
+    (``owen``, ``owen_table``).
     Other arguments are those of `cohort_shapley` (exact method).
 
     Examples
@@ -49,11 +51,18 @@ def uniqueness_shapley(
             running, prepared, chosen, pacer
         )
         phi, value, size = (np.concatenate(arrays)[chosen.group] for arrays in zip(*batches))
+        owen = None
+        if prepared.groups is not None and prepared.groups.values == "owen":
+            check_owen("exact", prepared)
+            pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, session.reporter())
+            parts = list(uniqueness_owen_batches(running, prepared, chosen, pacer))
+            owen = np.concatenate(parts)[chosen.group][:, prepared.groups.member_order]
         fields = session.result_fields(chosen, None)
     return UniquenessResult(
         **fields,
         total_weight=prepared.total_weight if prepared.weight is not None else None,
         shapley=phi,
+        owen=owen,
         value=value,
         cohort_size=size if prepared.weight is not None else np.rint(size).astype(np.int64),
         path=chosen_path,

@@ -54,6 +54,10 @@ class TargetValues:
     groups: dict[str, tuple[str, ...]] | None = None
     """With ``groups=``: each player (a group, or a feature alone) and its features, in the order of
     `features`; None when every feature is its own player."""
+    owen: np.ndarray | None = None
+    """With ``group_values="owen"``: each feature's Owen value of the game under the groups, shape
+    (targets, features of every group), the features as `groups` lists them (player after player); a
+    group's members add up to its value in `shapley`; else None."""
 
     @property
     def prediction_column(self) -> np.ndarray | None:
@@ -96,6 +100,24 @@ class TargetValues:
             columns["prediction"] = self.prediction_column[rows]
         columns |= {name: array.reshape(-1) for name, array in self.value_arrays().items()}
         return pl.DataFrame(columns)
+
+    @cached_property
+    def owen_table(self) -> pl.DataFrame:
+        """With ``group_values="owen"``, one row per target and feature: ``id``, ``group``, ``feature``
+        and ``owen`` (its Owen value; a group's rows add up to the group's Shapley value)."""
+        if self.owen is None or self.groups is None:
+            raise CohortError('this result has no Owen values: run with groups=... and group_values="owen"')
+        members = [(group, feature) for group, features in self.groups.items() for feature in features]
+        groups, features = (np.array(column, dtype=object) for column in zip(*members))
+        targets, d = self.owen.shape
+        return pl.DataFrame(
+            {
+                "id": self.ids.gather(np.repeat(np.arange(targets), d)),
+                "group": pl.Series(np.tile(groups, targets).tolist(), dtype=pl.String),
+                "feature": pl.Series(np.tile(features, targets).tolist(), dtype=pl.String),
+                "owen": self.owen.reshape(-1),
+            }
+        )
 
     def wide(self, column: str = "shapley") -> pl.DataFrame:
         """One row per target (``id`` first) and one column per feature, holding `column` (any value

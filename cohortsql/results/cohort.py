@@ -106,10 +106,6 @@ class CohortShapleyResult(TargetValues):
     every set T of 1..K features, shape (targets, sets) in `anchored`'s order; else None."""
     anchored_order: int = 0
     """K: the largest sets whose anchored terms were computed (0: none)."""
-    owen: np.ndarray | None = None
-    """With ``group_values="owen"``: each feature's Owen value of v_CS under the groups, shape (targets,
-    features), the features as `groups` lists them (player after player); a group's members add up to
-    its value in `shapley`; else None."""
 
     @property
     def population_weight(self) -> float:
@@ -253,24 +249,6 @@ class CohortShapleyResult(TargetValues):
         per_target = table.height // max(1, len(self.ids))
         return table.with_columns(id=self.ids.gather(np.repeat(np.arange(len(self.ids)), per_target))).select(
             "id", "term", "order", "anchored"
-        )
-
-    @cached_property
-    def owen_table(self) -> pl.DataFrame:
-        """With ``group_values="owen"``, one row per target and feature: ``id``, ``group``, ``feature``
-        and ``owen`` (its Owen value; a group's rows add up to the group's Shapley value)."""
-        if self.owen is None or self.groups is None:
-            raise CohortError('this result has no Owen values: run with groups=... and group_values="owen"')
-        members = [(group, feature) for group, features in self.groups.items() for feature in features]
-        groups, features = (np.array(column, dtype=object) for column in zip(*members))
-        targets, d = self.owen.shape
-        return pl.DataFrame(
-            {
-                "id": self.ids.gather(np.repeat(np.arange(targets), d)),
-                "group": pl.Series(np.tile(groups, targets).tolist(), dtype=pl.String),
-                "feature": pl.Series(np.tile(features, targets).tolist(), dtype=pl.String),
-                "owen": self.owen.reshape(-1),
-            }
         )
 
     @property

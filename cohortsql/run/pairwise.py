@@ -27,7 +27,7 @@ from cohortsql.games.cohort import (
     permutation_values,
     target_generators,
 )
-from cohortsql.games.uniqueness import uniqueness_values
+from cohortsql.games.uniqueness import uniqueness_owen, uniqueness_values
 from cohortsql.numeric import permutation, shapley
 from cohortsql.numeric.players import histogram_of_players
 from cohortsql.run.pace import Pacer
@@ -115,6 +115,18 @@ def uniqueness_batches(
     weighted = weigh_subjects(engine, prepared)
     for _, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
         yield uniqueness_values(histogram, rows, prepared.players, prepared.measures, weighted.weight_totals)
+
+
+def uniqueness_owen_batches(
+    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
+) -> Iterator[np.ndarray]:
+    """Every feature's Owen value of the uniqueness game under the run's groups, one batch of distinct
+    targets at a time, from mask histograms over the features (batches from `pacer`)."""
+    assert prepared.groups is not None
+    weighted = weigh_subjects(engine, prepared)
+    total = float(weighted.weight_totals[0])
+    for _, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer, of_players=False):
+        yield uniqueness_owen(histogram, rows, prepared.groups.members, prepared.measures, total)
 
 
 def lattice_batches(

@@ -230,3 +230,21 @@ def test_owen_values_equal_the_authors_cohort_owen(engine):
         **engine.options,
     )
     np.testing.assert_allclose(result.owen, AUTHORS_OWEN, atol=1e-12)
+
+
+def test_uniqueness_owen_values_match_the_definition(engine):
+    """The privacy game's Owen values: each feature's marginal information averaged over the orders
+    that keep each group together; a group's members add up to the group's uniqueness value."""
+    frame = table()
+    result = cohortsql.uniqueness_shapley(
+        frame, similarity=KINDS, groups=GROUPS, group_values="owen", targets=TARGETS, **engine.options
+    )
+    expected = np.array(
+        [
+            reference.owen_values(reference.uniqueness_values(columns(frame), list(PYTHON.values()), t), UNIONS)
+            for t in TARGETS
+        ]
+    )
+    np.testing.assert_allclose(result.owen, expected, atol=1e-12)
+    np.testing.assert_allclose(result.owen[:, :2].sum(axis=1), result.shapley[:, 0], atol=1e-12)
+    assert result.owen_table["feature"].to_list()[:4] == ["a", "b", "c", "d"]

@@ -1,5 +1,7 @@
 """Baseline and all-baseline Shapley against the definitions, shap, and cohort Shapley (paper, Section 5)."""
 
+import itertools
+
 import numpy as np
 import polars as pl
 import pytest
@@ -620,4 +622,95 @@ def test_a_function_model_that_misses_stored_probabilities_is_told_so():
             prediction="score",
             similarity={"income": "abs:15"},
             model_input="polars",
+        )
+
+
+@pytest.mark.parametrize("baseline", ["mean", "all"])
+def test_groups_are_players_and_owen_values_follow_their_definitions(engine, baseline):
+    """{b, d} is one player: the values equal the definition on a table whose group is one column of
+    (b, d) pairs, similar when both are; every feature's Owen value is its marginal contribution
+    averaged over the orders that keep b and d together, of the baseline games of every feature."""
+    data = table(3)
+    targets = [0, 50, 120]
+    result = cohortsql.baseline_shapley(
+        data,
+        model=linear_with_interaction,
+        features=KINDS,
+        baseline=baseline,
+        realistic=True,
+        groups={"bd": ["b", "d"]},
+        group_values="owen",
+        id="id",
+        targets=targets,
+        progress=False,
+        **engine.options,
+    )
+    assert result.features == ("a", "bd", "c")
+    rows = rows_of(data)
+    if baseline == "mean":
+        counts = data["c"].value_counts().sort(["count", "c"], descending=[True, False])
+        bases = [[data["a"].mean(), data["b"].mean(), counts["c"][0], data["d"].mean()]]
+    else:
+        bases = rows
+
+    def joined(row):  # a, (b, d), c
+        return [row[0], (row[1], row[3]), row[2]]
+
+    columns = [list(column) for column in zip(*(joined(row) for row in rows))]
+    kinds = [
+        reference.exact(),
+        reference.conjunction(reference.absolute(1.5), reference.range_window(0.2)),
+        reference.exact(),
+    ]
+    expected = reference.baseline_shapley(
+        columns,
+        kinds,
+        lambda values: row_model([values[0], values[1][0], values[2], values[1][1]]),
+        [joined(rows[t // 10]) for t in targets],
+        [joined(base) for base in bases],
+    )
+    np.testing.assert_allclose(result.shapley, expected["phi"], atol=1e-12)
+    np.testing.assert_allclose(result.shapley_squared, expected["phi2"], atol=1e-12)
+    np.testing.assert_allclose(result.shapley_realistic, expected["real"], atol=1e-12)
+    unions = [[0], [1, 3], [2]]
+    for row, target in enumerate(targets):
+        for squared, owen in ((False, result.owen), (True, None)):
+            games = {}
+            for size in range(5):
+                for chosen in itertools.combinations(range(4), size):
+                    change = [
+                        row_model([rows[target // 10][j] if j in chosen else base[j] for j in range(4)])
+                        - row_model(base)
+                        for base in bases
+                    ]
+                    games[frozenset(chosen)] = float(np.mean(np.square(change) if squared else change))
+            by_feature = reference.owen_values(games, unions)[[0, 1, 3, 2]]  # the table's order: a, b, d, c
+            if owen is not None:
+                np.testing.assert_allclose(owen[row], by_feature, atol=1e-12)
+            else:  # the squared game's Owen values add up, per group, to the players' phi2
+                np.testing.assert_allclose(
+                    [by_feature[0], by_feature[1] + by_feature[2], by_feature[3]],
+                    result.shapley_squared[row],
+                    atol=1e-12,
+                )
+    table_ = result.owen_table
+    assert table_.columns == ["id", "group", "feature", "owen"] and table_["group"].to_list()[:4] == [
+        "a",
+        "bd",
+        "bd",
+        "c",
+    ]
+    np.testing.assert_allclose(result.owen[:, 1] + result.owen[:, 2], result.shapley[:, 1], atol=1e-12)
+
+
+def test_groups_of_baseline_shapley_need_the_exact_method():
+    with pytest.raises(cohortsql.CohortError, match="groups= needs method='exact' for baseline Shapley"):
+        cohortsql.baseline_shapley(
+            table(3),
+            model=linear_with_interaction,
+            features=KINDS,
+            groups={"bd": ["b", "d"]},
+            method="permutation",
+            id="id",
+            progress=False,
         )

@@ -9,7 +9,7 @@ by their sizes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +23,9 @@ from cohortsql.games.baseline.values import (
     baseline_shapley_values,
     distinct_rows,
     hybrid_codes,
+    player_sets,
 )
+from cohortsql.numeric.dividends import owen_values
 from cohortsql.run.progress import Reporter
 
 HYBRID_ROWS = 1 << 20
@@ -45,23 +47,29 @@ class BaselineRun:
     """mean_b (f(x_t) - f(x_b))^2."""
     baseline_prediction: float
     """mean_b f(x_b)."""
+    owen: np.ndarray | None = None
+    """With unions: each feature's Owen value of mean_b v_b, (targets, d) in feature order."""
+    owen_squared: np.ndarray | None = None
+    """The same of mean_b v_b^2."""
 
     @classmethod
-    def empty(cls, targets: int, d: int, realism: bool) -> BaselineRun:
+    def empty(cls, targets: int, players: int, realism: bool, owen_features: int | None) -> BaselineRun:
         def zeros(*shape: int) -> np.ndarray:
             return np.zeros(shape)
 
         return cls(
             BaselineValues(
-                zeros(targets, d),
-                zeros(targets, d),
-                zeros(targets, d) if realism else None,
-                zeros(targets, d) if realism else None,
+                zeros(targets, players),
+                zeros(targets, players),
+                zeros(targets, players) if realism else None,
+                zeros(targets, players) if realism else None,
                 zeros(targets) if realism else None,
             ),
             zeros(targets),
             zeros(targets),
             0.0,
+            None if owen_features is None else zeros(targets, owen_features),
+            None if owen_features is None else zeros(targets, owen_features),
         )
 
     def fanned_out(self, group: np.ndarray) -> BaselineRun:
@@ -72,19 +80,41 @@ class BaselineRun:
 
         shapley, squared, realistic, realistic_squared, points = self.values
         values = BaselineValues(shapley[group], squared[group], rows(realistic), rows(realistic_squared), rows(points))
-        return BaselineRun(values, self.prediction[group], self.value_squared[group], self.baseline_prediction)
+        return BaselineRun(
+            values,
+            self.prediction[group],
+            self.value_squared[group],
+            self.baseline_prediction,
+            rows(self.owen),
+            rows(self.owen_squared),
+        )
 
 
 def run_baseline_shapley(
-    points: Points, model: Model, bitsets: SubjectBitsets | None, report: Reporter | None = None
+    points: Points,
+    model: Model,
+    bitsets: SubjectBitsets | None,
+    report: Reporter | None = None,
+    *,
+    players: Sequence[Sequence[int]] | None = None,
+    owen: bool = False,
 ) -> BaselineRun:
-    """phi, phi2 (and their realistic parts) of every target of `points` over all its baselines."""
+    """phi, phi2 (and their realistic parts) of every target of `points` over all its baselines.
+
+    With `players` (groups of features as lists of their indices, partitioning them) each group is
+    one player: a hybrid point takes all of a group's features from the target or none, so the games
+    have 2^players sets. With `owen` too, every feature's Owen value under those unions, from the
+    games of every feature (2^d hybrid points; the players' games are those of their sets)."""
     distinct, group = distinct_rows(points.target_codes)
     targets, d = distinct.shape
+    union_sets = None if players is None else player_sets(players)
+    evaluated = None if owen else union_sets  # the sets whose hybrid points the model is called on
+    count = 1 << d if evaluated is None else len(evaluated)
     baselines = len(points.baseline_codes)
-    baseline_step = max(1, min(baselines, HYBRID_ROWS >> d))
-    target_step = max(1, HYBRID_ROWS // (baseline_step << d))
-    run = BaselineRun.empty(targets, d, bitsets is not None)
+    baseline_step = max(1, min(baselines, HYBRID_ROWS // count))
+    target_step = max(1, HYBRID_ROWS // (baseline_step * count))
+    size = d if players is None else len(players)
+    run = BaselineRun.empty(targets, size, bitsets is not None, d if owen else None)
     baseline_total = 0.0
     if report is not None:
         report.start(targets)
@@ -93,12 +123,17 @@ def run_baseline_shapley(
         for start in range(0, baselines, baseline_step):
             chunk = points.baseline_codes[start : start + baseline_step]
             share = len(chunk) / baselines
-            codes = hybrid_codes(distinct[rows], chunk)
+            codes = hybrid_codes(distinct[rows], chunk, evaluated)
             unique, inverse = distinct_rows(codes.reshape(-1, d))
             shape = codes.shape[:3]
             predictions = model(points.model_frame(unique))[inverse].reshape(shape)
             realistic = None if bitsets is None else bitsets.realistic(unique)[inverse].reshape(shape)
             games = baseline_games(predictions)
+            if owen and players is not None and run.owen is not None and run.owen_squared is not None:
+                run.owen[rows] += share * owen_values(games.mean(axis=1), players)
+                run.owen_squared[rows] += share * owen_values((games**2).mean(axis=1), players)
+                games = games[..., union_sets]
+                realistic = None if realistic is None else realistic[..., union_sets]
             part = baseline_shapley_values(games, realistic)
             for total, piece in zip(run.values[:4], part[:4]):
                 if total is not None and piece is not None:

@@ -21,6 +21,7 @@ numbered, and a hybrid point is the row of its d codes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -28,14 +29,26 @@ import numpy as np
 from cohortsql.numeric.shapley import set_sizes, shapley_values, shapley_weights
 
 
-def hybrid_codes(target_codes: np.ndarray, baseline_codes: np.ndarray) -> np.ndarray:
-    """Codes of every hybrid point z_b(u), shape (targets, baselines, 2^d, d).
+def hybrid_codes(target_codes: np.ndarray, baseline_codes: np.ndarray, sets: np.ndarray | None = None) -> np.ndarray:
+    """Codes of the hybrid points z_b(u) for every set u of `sets` (sets of features as the integers of
+    their bits; default all 2^d), shape (targets, baselines, sets, d).
 
     `target_codes` is (targets, d), `baseline_codes` (baselines, d); feature j of z_b(u) is the
     target's code when bit j of u is set and the baseline's otherwise."""
     d = target_codes.shape[1]
-    taken = (np.arange(1 << d)[:, None] >> np.arange(d) & 1).astype(bool)  # (2^d, d): j in u
+    chosen = np.arange(1 << d) if sets is None else np.asarray(sets, dtype=np.int64)
+    taken = (chosen[:, None] >> np.arange(d) & 1).astype(bool)  # (sets, d): j in u
     return np.where(taken[None, None], target_codes[:, None, None, :], baseline_codes[None, :, None, :])
+
+
+def player_sets(players: Sequence[Sequence[int]]) -> np.ndarray:
+    """For every set U of players (groups of features: lists of feature indices), the set of their
+    features as the integer of its bits, in the order of U's own bits (2^m entries)."""
+    masks = [sum(1 << feature for feature in members) for members in players]
+    sets = np.zeros(1 << len(masks), dtype=np.int64)
+    for player, mask in enumerate(masks):
+        sets[1 << player : 2 << player] = sets[: 1 << player] | mask
+    return sets
 
 
 def distinct_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
