@@ -141,7 +141,8 @@ class Estimation(TypedDict, total=False):
 
 
 class Interactions(TypedDict, total=False):
-    """Pairwise Shapley interaction values and the paper's anchored terms beside the Shapley values (exact method)."""
+    """Pairwise Shapley interaction values (exact, or estimated with the permutation method's values) and
+    the paper's anchored terms (exact method) beside the Shapley values."""
 
     interactions: bool
     anchored: int

@@ -103,8 +103,9 @@ def cohort_shapley(
             convention (``res.interactions``, targets x d x d; ``res.interaction_table``): Phi_ij =
             Phi_ji is half the Shapley interaction index of {i, j}, I_ij = sum over T containing
             {i, j} of g_T / (|T| - 1) (g: the Harsanyi dividends, the paper's Theorem 1), and
-            Phi_ii = phi_i - sum over j != i of Phi_ij, so row i adds up to phi_i (exact method;
-            one more pass over the data).
+            Phi_ii = phi_i - sum over j != i of Phi_ij, so row i adds up to phi_i (exact method:
+            one more pass over the data; permutation method: estimated from the same permutations
+            as the values, with standard errors in ``res.interactions_se``).
         **options: where and how it runs, the same for every method (`cohortsql._typing.RunOptions`):
             ``memory_limit`` (DuckDB's, e.g. ``"1GB"``; beyond it DuckDB spills), ``temp_directory``
             (where it spills), ``progress`` (on stderr; None: on long runs at a terminal),
@@ -146,7 +147,7 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
     chosen_method, chosen_path = choose_method_and_path(asked["method"], path, prepared, chosen.count)
     if prepared.measures.replicates and chosen_method != "exact":
         raise CohortError("bootstrap intervals need method='exact' (the permutation method has standard errors)")
-    check_interactions(asked, chosen_method, prepared.players)
+    check_interactions(asked, chosen_method, prepared.players, estimated=True)
     check_owen(chosen_method, prepared)
     settings = session.settings(chosen, method=chosen_method, path=path)
     pacer = make_pacer(session.engine, prepared, chosen, chosen_method, chosen_path, session.reporter())
@@ -160,6 +161,7 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
         seed,
         asked["max_permutations"],
         asked["tolerance"],
+        interactions=asked.get("interactions", False),
     )
     intervals = None
     if chosen_method == "permutation":
@@ -172,7 +174,10 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
         keep = bootstrap_module.worth_keeping(chosen.count, prepared.players, prepared.measures, prepared.batch_bytes)
         intervals = bootstrap_module.collect(batches, prepared.measures, confidence, keep=keep).fanned_out(chosen.group)
         fields = [values._asdict() for values in intervals.values]
-    interactions, anchored = _lattice_terms(session, chosen, asked.get("interactions", False), asked.get("anchored", 0))
+    exact_interactions = asked.get("interactions", False) and chosen_method == "exact"
+    interactions, anchored = _lattice_terms(session, chosen, exact_interactions, asked.get("anchored", 0))
+    if chosen_method == "permutation" and asked.get("interactions"):  # estimated with the values
+        interactions = np.stack([values["interactions"] for values in fields])
     owen = _owen(session, chosen) if prepared.groups is not None and prepared.groups.values == "owen" else None
     return {
         outcome: CohortShapleyResult(

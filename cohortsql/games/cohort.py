@@ -215,9 +215,11 @@ def permutation_values(
     max_permutations: int,
     tolerance: float | None,
     sum_column: str = "s0_0",
+    interactions: bool = False,
 ) -> list[permutation.PermutationEstimate]:
     """Monte Carlo estimates of a batch of `rows` targets from their mask histogram, target i with
-    generator i; the outcome is the histogram's `sum_column` (weights are ``w0``)."""
+    generator i; the outcome is the histogram's `sum_column` (weights are ``w0``); with `interactions`,
+    each with its interaction values."""
     order = np.argsort(histogram["target"], kind="stable")
     words = [histogram[f"mask{index}"][order] for index in range(math.ceil(d / queries.histogram.MASK_WORD_BITS))]
     bits = permutation.unpack_masks(words, d, queries.histogram.MASK_WORD_BITS)
@@ -232,6 +234,7 @@ def permutation_values(
             generators[target],
             max_permutations=max_permutations,
             tolerance=tolerance,
+            interactions=interactions,
         )
         for target, (low, high) in enumerate(zip(bounds[:-1], bounds[1:]))
     ]

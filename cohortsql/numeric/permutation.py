@@ -8,6 +8,13 @@ predictors of pi it contains) is at least i. The increment of v along the chain,
 v(C_i) - v(C_{i-1}), is an unbiased estimate of phi_{pi(i)}; the increments of one permutation add
 up to v(1:d) exactly, so every estimate is efficient. Permutations come in antithetic pairs (pi and
 its reverse); the standard error of each value is that of the mean over pairs.
+
+Interaction values (shap's convention, `cohortsql.numeric.dividends.interaction_values`) come from
+the same permutations. For a pair {i, j}, let S be the players before the first of them in pi: its
+size s has probability 2 (d - 1 - s) / (d (d - 1)) and, given s, S is uniform among the s-subsets of
+the others. The Shapley interaction index weighs every s alike (1 / (d - 1)) and S uniformly given
+s, so d / (2 (d - 1 - s)) (v(S + ij) - v(S + i) - v(S + j) + v(S)) is an unbiased estimate of I_ij
+(importance sampling); v(S) and v(S + first) lie on the chain, the other two are one cohort each.
 """
 
 from __future__ import annotations
@@ -43,6 +50,11 @@ class PermutationEstimate(NamedTuple):
     feature_cohort_size: np.ndarray
     """|C_{t,{j}}| for each feature j: the subjects similar to the target on j alone."""
     permutations: int
+    interactions: np.ndarray | None = None
+    """When asked for: the interaction values of v_CS in shap's convention, (d, d); each row adds up
+    to the row's feature's estimate in `shapley`."""
+    interactions_se: np.ndarray | None = None
+    """Their standard errors, (d, d)."""
 
 
 def unpack_masks(words: list[np.ndarray], d: int, word_bits: int) -> np.ndarray:
@@ -89,15 +101,56 @@ def chain_values(lengths: np.ndarray, counts: np.ndarray, sums: np.ndarray, mean
 
 
 def _increments(
-    bits: np.ndarray, complete: np.ndarray, counts: np.ndarray, sums: np.ndarray, mean: float, order: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """One permutation's increments of v and of v^2 along its chain, each at its feature's place."""
-    values = chain_values(prefix_lengths(bits, complete, order), counts, sums, mean, len(order))
-    plain = np.empty(len(order))
-    squared = np.empty(len(order))
-    plain[order] = np.diff(values)
-    squared[order] = np.diff(values**2)
-    return plain, squared
+    bits: np.ndarray,
+    complete: np.ndarray,
+    counts: np.ndarray,
+    sums: np.ndarray,
+    mean: float,
+    order: np.ndarray,
+    interactions: bool = False,
+) -> np.ndarray:
+    """One permutation's increments of v and of v^2 along its chain, each at its feature's place,
+    shape (2, d); with `interactions`, followed by its sample of the interaction values, (2 + d, d)."""
+    d = len(order)
+    lengths = prefix_lengths(bits, complete, order)
+    values = chain_values(lengths, counts, sums, mean, d)
+    sample = np.empty((2 + d if interactions else 2, d))
+    sample[0, order] = np.diff(values)
+    sample[1, order] = np.diff(values**2)
+    if interactions:
+        sample[2:] = _interaction_sample(bits, lengths, counts, sums, mean, order, values, sample[0])
+    return sample
+
+
+def _interaction_sample(
+    bits: np.ndarray,
+    lengths: np.ndarray,
+    counts: np.ndarray,
+    sums: np.ndarray,
+    mean: float,
+    order: np.ndarray,
+    values: np.ndarray,
+    increments: np.ndarray,
+) -> np.ndarray:
+    """One permutation's unbiased sample of the interaction values in shap's convention, (d, d): half
+    of each pair's importance-weighted second difference at the players before the first of the pair
+    (see the module's docstring), and on the diagonal each feature's increment less its row."""
+    d = len(order)
+    sample = np.zeros((d, d))
+    for position in range(d - 1):
+        first, later = order[position], order[position + 1 :]
+        alive = lengths >= position  # the masks of the cohort of S, the players before `first`
+        member, weight, total = bits[:, alive], counts[alive], sums[alive]
+        with_later = member[later]
+        with_both = with_later & member[first]
+        value_later = (with_later @ total) / (with_later @ weight) - mean
+        value_both = (with_both @ total) / (with_both @ weight) - mean
+        second = value_both - value_later - values[position + 1] + values[position]
+        half = d / (2.0 * (d - 1 - position)) * second / 2.0
+        sample[first, later] = half
+        sample[later, first] = half
+    sample[np.diag_indices(d)] = increments - sample.sum(axis=1)
+    return sample
 
 
 def estimate(
@@ -109,8 +162,10 @@ def estimate(
     *,
     max_permutations: int,
     tolerance: float | None,
+    interactions: bool = False,
 ) -> PermutationEstimate:
-    """Permutation estimate of one target's cohort Shapley values of v_CS and v_CS2.
+    """Permutation estimate of one target's cohort Shapley values of v_CS and v_CS2 (and with
+    `interactions`, of v_CS's interaction values, from the same permutations).
 
     `bits` (d, masks), `counts` and `sums` describe the target's distinct similarity masks. Stops
     after `max_permutations` permutations, or earlier once every standard error (of both games) is
@@ -119,20 +174,25 @@ def estimate(
     d = bits.shape[0]
     complete = np.asarray(bits.all(axis=0))
     pairs = 0
-    mean_pair = np.zeros((2, d))  # running mean and sum of squared deviations (Welford) of the pair averages
-    squares = np.zeros((2, d))
+    rows = 2 + d if interactions else 2
+    mean_pair = np.zeros((rows, d))  # running mean and sum of squared deviations (Welford) of the pair averages
+    squares = np.zeros((rows, d))
     max_pairs = max(1, max_permutations // 2)
     while pairs < max_pairs:
         for _ in range(min(PAIRS_PER_ROUND, max_pairs - pairs)):
             order = rng.permutation(d)
-            forward = _increments(bits, complete, counts, sums, mean, order)
-            backward = _increments(bits, complete, counts, sums, mean, order[::-1])
-            pair = (np.array(forward) + np.array(backward)) / 2
+            forward = _increments(bits, complete, counts, sums, mean, order, interactions)
+            backward = _increments(bits, complete, counts, sums, mean, order[::-1], interactions)
+            pair = (forward + backward) / 2
             pairs += 1
             deviation = pair - mean_pair
             mean_pair += deviation / pairs
             squares += deviation * (pair - mean_pair)
-        if tolerance is not None and pairs >= MIN_PAIRS and np.nanmax(_standard_errors(squares, pairs)) <= tolerance:
+        if (
+            tolerance is not None
+            and pairs >= MIN_PAIRS
+            and np.nanmax(_standard_errors(squares[:2], pairs)) <= tolerance
+        ):
             break
     errors = _standard_errors(squares, pairs)
     order = importance_order(mean_pair[0])
@@ -149,6 +209,8 @@ def estimate(
         path_mean=path_sums[1:] / path_sizes[1:],
         feature_cohort_size=(bits @ counts).astype(np.int64),
         permutations=2 * pairs,
+        interactions=mean_pair[2:] if interactions else None,
+        interactions_se=errors[2:] if interactions else None,
     )
 
 
@@ -157,6 +219,7 @@ def stack(estimates: list[PermutationEstimate], group: np.ndarray) -> dict[str, 
     return {
         name: np.array([getattr(estimate, name) for estimate in estimates])[group]
         for name in PermutationEstimate._fields
+        if not estimates or getattr(estimates[0], name) is not None
     }
 
 

@@ -167,6 +167,7 @@ def permutation_batches(
     seed: int | None,
     max_permutations: int,
     tolerance: float | None,
+    interactions: bool = False,
 ) -> Iterator[list[list[permutation.PermutationEstimate]]]:
     """Monte Carlo estimates, one batch of distinct targets at a time (batches from `pacer`): per
     outcome, one estimate per target. Every outcome draws the same permutations (fresh generators from
@@ -185,6 +186,7 @@ def permutation_batches(
                 max_permutations=max_permutations,
                 tolerance=tolerance,
                 sum_column=measures.sum_name(outcome, 0),
+                interactions=interactions,
             )
             for outcome in range(measures.outcomes)
         ]

@@ -127,11 +127,20 @@ def local_batches(
     seed: int | None,
     max_permutations: int,
     tolerance: float | None,
+    interactions: bool = False,
 ) -> Iterator[Any]:
-    """The batches of values of the chosen method and path (exact `CohortShapley`, or lists of estimates)."""
+    """The batches of values of the chosen method and path (exact `CohortShapley`, or lists of estimates,
+    with `interactions` each with its interaction values)."""
     if method == "permutation":
         return permutation_batches(
-            engine, prepared, targets, pacer, seed=seed, max_permutations=max_permutations, tolerance=tolerance
+            engine,
+            prepared,
+            targets,
+            pacer,
+            seed=seed,
+            max_permutations=max_permutations,
+            tolerance=tolerance,
+            interactions=interactions,
         )
     if path == "grouping_sets":
         return grouping_sets_batches(engine, prepared, targets, pacer)
@@ -147,14 +156,15 @@ def choose_method(method: str, d: int, game: Literal["cohort", "baseline"] = "co
     )
 
 
-def check_interactions(asked: Mapping[str, Any], method: str, d: int) -> None:
-    """Interaction values come from each target's exact lattice of cohorts: refused where the values
-    are estimated by permutations."""
-    if asked.get("interactions") and method != "exact":
+def check_interactions(asked: Mapping[str, Any], method: str, d: int, *, estimated: bool = False) -> None:
+    """Interaction values come from each target's exact lattice of cohorts, or (`estimated`: a target's
+    own values) from the permutations that estimate its values; the variance game's need the exact
+    method. Anchored terms come from every cohort of the lattice."""
+    if asked.get("interactions") and method != "exact" and not estimated:
         raise CohortError(
-            f"interactions=True needs method='exact' (up to {MAX_EXACT_FEATURES} features); with {d} features"
-            f" and method={asked['method']!r} the values are estimated by permutations, which do not give"
-            " interaction values"
+            f"interactions=True for Shapley effects needs method='exact' (up to {MAX_EXACT_FEATURES} features);"
+            f" with {d} features and method={asked['method']!r} the effects are estimated by permutations:"
+            " cohort_shapley(interactions=True) estimates each target's interaction values with them"
         )
     if asked.get("anchored") and method != "exact":
         raise CohortError(

@@ -91,14 +91,14 @@ def test_the_interaction_table_is_the_array_in_long_form():
     np.testing.assert_allclose(by_feature["interaction"], result.shapley.reshape(-1), atol=1e-12)
 
 
-def test_interactions_need_the_exact_method_and_are_absent_unless_asked():
+def test_interactions_are_absent_unless_asked_and_effects_need_the_exact_method():
     frame = table()
     plain = cohortsql.cohort_shapley(frame, prediction="y", similarity={"a": "exact"})
-    assert plain.interactions is None
+    assert plain.interactions is None and plain.interactions_se is None
     with pytest.raises(cohortsql.CohortError, match="interactions=True"):
         _ = plain.interaction_table
-    with pytest.raises(cohortsql.CohortError, match="interactions=True needs method='exact'"):
-        cohortsql.cohort_shapley(
+    with pytest.raises(cohortsql.CohortError, match="interactions=True for Shapley effects needs method='exact'"):
+        cohortsql.shapley_effects(
             frame, prediction="y", similarity={"a": "exact"}, interactions=True, method="permutation", seed=1
         )
     with pytest.raises(cohortsql.CohortError, match="interactions must be True or False"):
@@ -175,3 +175,22 @@ def test_anchored_terms_are_refused_where_values_are_estimated():
         cohortsql.cohort_shapley(table(), prediction="y", similarity=["a", "b"], anchored=2, method="permutation")
     with pytest.raises(cohortsql.CohortError, match="anchored must be at least 0"):
         cohortsql.cohort_shapley(table(), prediction="y", similarity=["a", "b"], anchored=-1)
+
+
+def test_permutation_estimates_of_interactions_lie_within_three_standard_errors_of_exact(engine):
+    """The same permutations estimate the values and their interactions (importance-weighted second
+    differences): at least 99% of the cells within 3 standard errors of the exact matrices, every row
+    adding up to the target's estimated value, the matrices symmetric."""
+    frame = table(40, seed=7).with_columns(e=pl.col("c") + pl.col("d"), f=(pl.col("b") * 3).round())
+    similarity = {"a": "exact", "b": "abs:0.2", "c": "range:0.2", "d": "quantile:0.3", "e": "abs:0.3", "f": "exact"}
+    options = {"prediction": "y", "similarity": similarity, "interactions": True, "targets": list(range(0, 40, 2))}
+    exact = cohortsql.cohort_shapley(frame, **options, **engine.options)
+    estimated = cohortsql.cohort_shapley(
+        frame, **options, method="permutation", max_permutations=400, seed=11, **engine.options
+    )
+    inside = np.abs(estimated.interactions - exact.interactions) <= 3 * estimated.interactions_se + 1e-12
+    assert inside.mean() >= 0.99, inside.mean()
+    assert (estimated.interactions_se[:, 0, 1] > 0).all() and np.abs(exact.interactions[:, 0, 1]).max() > 0.01
+    np.testing.assert_allclose(estimated.interactions.sum(axis=2), estimated.shapley, atol=1e-12)
+    np.testing.assert_allclose(estimated.interactions, estimated.interactions.transpose(0, 2, 1), atol=1e-15)
+    assert estimated.interaction_table.columns == ["id", "feature", "other", "interaction", "interaction_se"]

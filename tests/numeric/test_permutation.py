@@ -131,3 +131,30 @@ def test_unpack_masks_across_words():
     bits = permutation.unpack_masks(words, d=5, word_bits=3)
     assert bits[:, 0].tolist() == [True, False, True, False, True]
     assert bits[:, 1].tolist() == [False, False, False, True, False]
+
+
+def test_the_interaction_sample_averaged_over_every_order_is_the_exact_interaction_values():
+    """Unbiased by construction: the per-permutation samples (importance-weighted second differences at
+    the players before each pair) averaged over all d! orders give the interaction values exactly."""
+    import itertools
+
+    from cohortsql.numeric import dividends, shapley
+    from cohortsql.numeric.permutation import _increments, unpack_masks
+
+    rng = np.random.default_rng(5)
+    d = 4
+    masks = np.arange(1 << d)
+    counts = rng.integers(1, 6, 1 << d).astype(float)
+    sums = rng.normal(size=1 << d) * counts
+    mean = sums.sum() / counts.sum()
+    bits = unpack_masks([masks], d, 63)
+    complete = bits.all(axis=0)
+    orders = list(itertools.permutations(range(d)))
+    average = sum(_increments(bits, complete, counts, sums, mean, np.array(order), True) for order in orders) / len(
+        orders
+    )
+    game = shapley.superset_sums(sums[None]) / shapley.superset_sums(counts[None]) - mean
+    game[:, 0] = 0.0
+    phi = shapley.shapley_values(game)
+    np.testing.assert_allclose(average[0], phi[0], atol=1e-12)
+    np.testing.assert_allclose(average[2:], dividends.interaction_values(game, phi)[0], atol=1e-12)
