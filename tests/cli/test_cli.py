@@ -331,7 +331,8 @@ def test_effects_with_two_predictions_and_intervals(data, frame):
 @pytest.mark.parametrize("command", ["shapley", "effects"])
 def test_interactions_are_written_and_their_largest_pairs_printed(data, frame, command):
     """--interactions: the _interactions table beside --out (two outcomes stacked), the largest pairs in
-    the summary; refused in the command line's words with --method permutation."""
+    the summary; with --method permutation estimated with standard errors for each target, and refused
+    in the command line's words for the effects."""
     out = data / "explained.parquet"
     done = invoke(command, data / "scores.parquet", *RUN, "--interactions", "--out", out)
     assert done.exit_code == 0, done.output
@@ -341,8 +342,15 @@ def test_interactions_are_written_and_their_largest_pairs_printed(data, frame, c
     if command == "shapley":
         api = expected(frame, id="loan", interactions=True)
         np.testing.assert_allclose(table["interaction"].to_numpy(), api.interaction_table["interaction"].to_numpy())
-    refused = invoke(command, data / "scores.parquet", *RUN, "--interactions", "--method", "permutation")
-    assert refused.exit_code == 2 and "--interactions needs --method exact" in refused.output
+    estimated = invoke(
+        command, data / "scores.parquet", *RUN, "--interactions", "--method", "permutation", "--seed", "1", "--out", out
+    )
+    if command == "shapley":
+        assert estimated.exit_code == 0, estimated.output
+        assert "interaction_se" in pl.read_parquet(data / "explained_interactions.parquet").columns
+    else:
+        assert estimated.exit_code == 2
+        assert "--interactions for Shapley effects needs --method exact" in estimated.output
 
 
 def test_groups_from_flags_and_config_give_the_apis_values_and_owen_table(data, frame):

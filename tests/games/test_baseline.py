@@ -48,6 +48,16 @@ def rows_of(frame: pl.DataFrame) -> list[list]:
     return [list(row) for row in frame.select(list(KINDS)).iter_rows()]
 
 
+def baseline_points(data: pl.DataFrame, baseline: str, chosen: list[int] | None = None) -> list[list]:
+    """The baselines by their definition: the mean point (each number's mean, the text's most frequent
+    value), the chosen rows, or every row."""
+    if baseline == "mean":
+        counts = data["c"].value_counts().sort(["count", "c"], descending=[True, False])
+        return [[data["a"].mean(), data["b"].mean(), counts["c"][0], data["d"].mean()]]
+    rows = rows_of(data)
+    return [rows[i] for i in chosen] if chosen else rows
+
+
 @pytest.mark.parametrize("baseline, rows", [("mean", 14), ("all", 14), ("ids", 14), ("mean", 150)])
 def test_baseline_shapley_equals_the_definition(engine, baseline, rows):
     """150 rows: realism's bitsets span several words (63 subject rows each)."""
@@ -66,12 +76,7 @@ def test_baseline_shapley_equals_the_definition(engine, baseline, rows):
         progress=False,
         **engine.options,
     )
-    if baseline == "mean":
-        counts = data["c"].value_counts().sort(["count", "c"], descending=[True, False])
-        bases = [[data["a"].mean(), data["b"].mean(), counts["c"][0], data["d"].mean()]]
-    else:
-        rows = rows_of(data)
-        bases = [rows[i] for i in chosen] if chosen else rows
+    bases = baseline_points(data, baseline, chosen)
     expected = reference.baseline_shapley(
         columns, REFERENCE_KINDS, row_model, [rows_of(data)[t // 10] for t in targets], bases
     )
@@ -647,11 +652,7 @@ def test_groups_are_players_and_owen_values_follow_their_definitions(engine, bas
     )
     assert result.features == ("a", "bd", "c")
     rows = rows_of(data)
-    if baseline == "mean":
-        counts = data["c"].value_counts().sort(["count", "c"], descending=[True, False])
-        bases = [[data["a"].mean(), data["b"].mean(), counts["c"][0], data["d"].mean()]]
-    else:
-        bases = rows
+    bases = baseline_points(data, baseline)
 
     def joined(row):  # a, (b, d), c
         return [row[0], (row[1], row[3]), row[2]]
