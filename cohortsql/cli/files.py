@@ -45,7 +45,9 @@ SQL_EPILOG = (
     "Examples:\n\n"
     "  cohortsql sql examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm"
     " --target-ids 3,17 --dialect spark --table analytics.boston_scores\n\n"
-    "  cohortsql sql scores.parquet --prediction score --id loan --features region,band --variant cells"
+    "  cohortsql sql scores.parquet --prediction score --id loan --features region,band --variant cells\n\n"
+    "  cohortsql sql scores.parquet --prediction score --id loan --similar income=quantile:0.1"
+    " --dialect postgres --table risk.scores --variant values"
 )
 
 
@@ -55,10 +57,11 @@ SQL_ARGUMENTS = ("id", "seed", "weight", "table", "dialect", "variant", "engine"
 
 @command(EXPLAINED, ("targets", "sample"), SQL_ARGUMENTS)
 def sql(options: dict[str, Any]) -> None:
-    """Print the heavy step (the similarity-mask histogram, or the cells) as SQL to run where the data live.
+    """Print the heavy step (the similarity-mask histogram, or the cells), or the whole computation, as SQL to run where the data live.
 
-    The query computes its own whole-table statistics; `cohortsql assemble` turns its result into
-    the values `shapley` gives.
+    The query computes its own whole-table statistics.
+    With --variant values (or effects) it returns the values themselves.
+    `cohortsql assemble` turns a histogram's or the cells' result into the values `shapley` gives.
     """
     from cohortsql.api.sql import histogram_sql
 

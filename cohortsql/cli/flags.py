@@ -191,7 +191,8 @@ Variant = Annotated[
     str,
     typer.Option(
         help=f"{' | '.join(VARIANTS)}: one row per target and mask; the same with identical subjects merged"
-        " first; or (exact/bins only) the cells, with no join."
+        " first; (exact/bins only) the cells, with no join; or the whole computation in SQL: every target's"
+        " values, or the Shapley effects."
     ),
 ]
 
