@@ -118,13 +118,13 @@ def _finisher(values: ValuesOfHistograms) -> Callable[..., pa.Array]:
             return pa.array([], type=_RESULT_ARROW)
         names = features[0].as_py()
         if features.null_count or any(listed.as_py() != names for listed in features):
-            raise ValueError("cohort_shapley_values needs the same list of feature names on every row")
+            raise CohortError("cohort_shapley_values needs the same list of feature names on every row")
         lengths = np.diff(masks.offsets.to_numpy())
         if not (
             np.array_equal(lengths, np.diff(weights.offsets.to_numpy()))
             and np.array_equal(lengths, np.diff(sums.offsets.to_numpy()))
         ):
-            raise ValueError("cohort_shapley_values needs lists of masks, weights and sums of the same length")
+            raise CohortError("cohort_shapley_values needs lists of masks, weights and sums of the same length")
         row = np.repeat(np.arange(rows), lengths)
         shapley, squared = values(
             row,
