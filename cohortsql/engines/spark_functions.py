@@ -19,6 +19,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from cohortsql.engines.base import ValuesOfHistograms
+from cohortsql.errors import CohortError
 
 TABLE_FUNCTION = "cohort_shapley_values"
 
@@ -88,7 +89,7 @@ def register_functions(session: SparkSession, *, values: ValuesOfHistograms) -> 
             columns = {field.name: field.dataType for field in histogram.dataType.fields}
             missing = [name for name in ("target", "mask0", "subjects", "sum_y", "features") if name not in columns]
             if missing:
-                raise ValueError(
+                raise CohortError(
                     f"cohort_shapley_values needs the columns of `cohortsql sql`'s histogram; missing {missing}"
                 )
             return AnalyzeResult(
