@@ -53,7 +53,7 @@ def interleaved(ways: dict[str, Callable[[], Any]], repeats: int) -> dict[str, t
     return {name: (statistics.median(times[name]), results[name]) for name in ways}
 
 
-def dense_passes(histogram: str, d: int, *, bits_per_pass: int | None = None) -> list[Step]:
+def dense_passes(histogram: str, d: int) -> list[Step]:
     """The superset sums as d self-joins over a dense table of every target's 2^d sets (a stand-in for
     `values.superset_passes`, timed beside it)."""
     steps = [

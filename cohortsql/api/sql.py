@@ -161,19 +161,20 @@ def _literal_quantiles(engine: Engine, prepared: Prepared, target: Dialect) -> K
     """The quantiles of quantile windows that the query cannot compute itself (weighted quantiles, or
     a warehouse without an exact quantile aggregate), computed on `data` now, keyed as `target` renders
     their values; none otherwise."""
-    exact = getattr(target, "exact_quantiles", True)
-    if exact and prepared.weight is None:
+    if target.exact_quantiles and prepared.weight is None:
         return {}
-    windows = tuple(feature for feature in prepared.features if isinstance(feature.kind, QuantileWindow))
-    known = sorted_quantiles(engine, prepared.input.relation, windows, prepared.weight)  # type: ignore[arg-type]
-    renamed = {}
-    for feature in windows:
-        here = queries.statistics.statistic_value(feature.values, engine.dialect.quote(feature.name), engine.dialect)
-        there = queries.statistics.statistic_value(feature.values, target.quote(feature.name), target)
-        for (value, probability), quantile in known.items():
-            if value == here:
-                renamed[(there, probability)] = quantile
-    return renamed
+    windows = [(feature, feature.kind) for feature in prepared.features if isinstance(feature.kind, QuantileWindow)]
+    features = tuple(feature for feature, _ in windows)
+    known = sorted_quantiles(engine, prepared.input.relation, features, prepared.weight)  # type: ignore[arg-type]
+
+    def value(feature: ResolvedFeature, dialect: Dialect) -> str:
+        return queries.statistics.statistic_value(feature.values, dialect.quote(feature.name), dialect)
+
+    return {
+        (value(feature, target), probability): known[(value(feature, engine.dialect), probability)]
+        for feature, kind in windows
+        for probability in (kind.p, 1 - kind.p)
+    }
 
 
 def _position_note(id: str | None, dialect: Dialect) -> str:

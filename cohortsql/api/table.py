@@ -57,10 +57,9 @@ def shapley_table(
     explained_columns(prediction, several=False)
     given = {**options, "id": id, "targets": targets, "sample": sample, "seed": seed, "weight": weight}
     asked = checked_options(given, TableOptions)
-    session_context = open_session(
+    with open_session(
         data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_EXACT_FEATURES
-    )
-    with session_context as session:
+    ) as session:
         engine, prepared = session.engine, session.prepared
         relation, count = target_relation(engine, prepared, asked["targets"], asked["seed"], asked["sample"])
         weighted = weigh_subjects(engine, prepared)

@@ -28,12 +28,12 @@ DuckDB 2.0, 2 cores, median of 3, ``python benchmarks/bench_values_sql.py``): 1 
 (each mask expanded into all of its subsets) 2.06 s; the library's own path took 0.18 s in that run."""
 
 
-def superset_passes(histogram: str, d: int, *, bits_per_pass: int | None = None) -> list[Step]:
+def superset_passes(histogram: str, d: int) -> list[Step]:
     """Steps ``lattice_0`` .. ``lattice_P``: the histogram's rows (target, u, w, s) and then, after pass
     p over bits p*g .. p*g + g - 1, sums over masks that contain u on the bits passed. The last step
-    holds every cohort's weight and sum. `histogram` has columns target, mask0, w0 and s0_0; `bits_per_pass`
-    defaults to `BITS_PER_PASS` (read when called, so that a benchmark can vary it)."""
-    bits_per_pass = bits_per_pass or BITS_PER_PASS
+    holds every cohort's weight and sum. `histogram` has columns target, mask0, w0 and s0_0; g is
+    `BITS_PER_PASS`, read when called (the benchmark varies it)."""
+    bits_per_pass = BITS_PER_PASS
     steps = [Step("lattice_0", f"SELECT target, mask0 AS u, w0 AS w, s0_0 AS s\nFROM {histogram}")]
     for number, first in enumerate(range(0, d, bits_per_pass), start=1):
         bits = range(first, min(d, first + bits_per_pass))

@@ -25,6 +25,9 @@ class Dialect:
 
     identifier_quote: ClassVar[str] = '"'
     text_type: ClassVar[str] = "VARCHAR"
+    exact_quantiles: ClassVar[bool] = True
+    """Whether the engine has an exact quantile aggregate; without one, printed SQL gets quantile
+    windows' quantiles as literals computed from the data it was printed from."""
 
     def quote(self, identifier: str) -> str:
         """A column or table name as a quoted identifier (the only way names enter SQL)."""
@@ -186,10 +189,6 @@ class TranspiledDialect(DuckDBDialect):
     """A warehouse cohortsql prints SQL for but does not run itself: the SQL is rendered in DuckDB's
     syntax, with this class's choices wherever sqlglot would turn a DuckDB function into one the
     warehouse lacks, then transpiled (`cohortsql.sql.transpile`)."""
-
-    exact_quantiles: ClassVar[bool] = True
-    """Whether the warehouse has an exact quantile aggregate; without one, quantile windows enter the
-    query as literals computed from the data the query was printed from."""
 
     def nan_as_null(self, column: str) -> str:
         # sqlglot turns isnan into IS_NAN, which PostgreSQL and Snowflake lack; both (and DuckDB) hold NaN = NaN.
