@@ -162,6 +162,7 @@ def _from_masks(
 ) -> CohortShapleyResult:
     d = len(features)
     words = [f"mask{index}" for index in range(math.ceil(d / queries.histogram.MASK_WORD_BITS))]
+    frame = _merged_masks(frame, words, d)
     targets = (
         frame.group_by("target")
         .agg(
@@ -214,6 +215,43 @@ def _from_masks(
         method=chosen,
         path="pairwise",
         settings=run_settings(similarity=_described(kinds), method=chosen, path="pairwise", seed=seed),
+    )
+
+
+def _merged_masks(frame: pl.DataFrame, words: list[str], d: int) -> pl.DataFrame:
+    """The histogram with its masks checked (whole numbers in range, every target similar to itself on
+    every feature) and rows that repeat a target and mask added up: a histogram computed in parts and
+    joined by UNION ALL is the histogram of the whole."""
+    bits = queries.histogram.MASK_WORD_BITS
+    for index, word in enumerate(words):
+        if word not in frame.columns:
+            raise CohortError(f"the histogram lacks column {word!r}: {d} features need {len(words)} mask words")
+        if not frame.schema[word].is_integer():
+            raise CohortError(f"the histogram's column {word!r} holds {frame.schema[word]}, not whole numbers")
+        width = min(bits, d - bits * index)
+        outside = frame.filter(pl.col(word).is_null() | (pl.col(word) < 0) | (pl.col(word) > (1 << width) - 1))
+        if outside.height:
+            raise CohortError(
+                f"the histogram's column {word!r} holds {outside[word][0]!r}: masks over {d} features are whole"
+                f" numbers from 0 to 2^{width} - 1, never NULL"
+            )
+    every = [pl.col(word) == (1 << min(bits, d - bits * index)) - 1 for index, word in enumerate(words)]
+    whole = frame.group_by("target").agg(pl.all_horizontal(every).any().alias("whole"))
+    if not whole["whole"].all():
+        missing = whole.filter(~pl.col("whole"))["target"][0]
+        raise CohortError(
+            f"target {missing!r} has no histogram row with every bit set (a target is similar to itself on every"
+            " feature): pass the whole result of the `cohortsql sql` query"
+        )
+    for column in ("prediction", "mean"):
+        if frame.group_by("target").agg(pl.col(column).n_unique().alias("n"))["n"].max() != 1:
+            raise CohortError(f"the histogram gives a target more than one {column}: it is not one query's result")
+    return frame.group_by(["target", *words], maintain_order=True).agg(
+        pl.col("prediction").first(),
+        pl.col("subjects").sum(),
+        pl.col("sum_y").sum(),
+        pl.col("sum_y2").sum(),
+        pl.col("mean").first(),
     )
 
 

@@ -13,6 +13,7 @@ from cohortsql.api.sql import render_query
 from cohortsql.engines import engine_for
 from cohortsql.errors import CohortError
 from cohortsql.games.cohort import histogram_values
+from cohortsql.numeric.players import summed_duplicates
 from cohortsql.run.strategy import MAX_EXACT_FEATURES
 from cohortsql.spec.similarity import similarity_text
 
@@ -59,7 +60,7 @@ def histogram_values_checked(
     row: np.ndarray, mask: np.ndarray, weight: np.ndarray, sums: np.ndarray, rows: int, d: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every target's (shapley, shapley_squared) from its histogram entries, checked first: a SQL
-    caller may hand over any lists."""
+    caller may hand over any lists. Entries that repeat a target and mask are added up."""
     if not 1 <= d <= MAX_EXACT_FEATURES:
         raise CohortError(f"cohort_shapley_values handles 1 to {MAX_EXACT_FEATURES} features, got {d}")
     mask = np.asarray(mask)
@@ -68,6 +69,9 @@ def histogram_values_checked(
     weight, sums = np.asarray(weight, dtype=np.float64), np.asarray(sums, dtype=np.float64)
     if not (np.isfinite(weight).all() and np.isfinite(sums).all()) or (weight <= 0).any():
         raise CohortError("a histogram's weights must be positive and its sums finite (no NULL, NaN or infinity)")
+    # Repeated (target, mask) rows are parts of one histogram (a UNION ALL of partial ones): summed.
+    merged = summed_duplicates({"target": row, "mask0": mask.astype(np.int64), "w": weight, "s": sums}, d)
+    row, mask, weight, sums = merged["target"], merged["mask0"], merged["w"], merged["s"]
     full = np.zeros(rows, dtype=bool)
     full[row[mask == (1 << d) - 1]] = True
     if not full.all():

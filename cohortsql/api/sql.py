@@ -186,7 +186,9 @@ def _position_note(id: str | None, dialect: Dialect) -> str:
 def _quantile_note(
     features: Sequence[ResolvedFeature], known: KnownQuantiles, dialect: Dialect, weight: str | None
 ) -> str:
-    windows = [feature.name for feature in features if isinstance(feature.kind, QuantileWindow)]
+    windows = [
+        dialect.quote_in_comment(feature.name) for feature in features if isinstance(feature.kind, QuantileWindow)
+    ]
     if not known or not windows:
         return ""
     reason = "weighted quantiles" if weight is not None else f"{dialect.name} has no exact quantile aggregate"

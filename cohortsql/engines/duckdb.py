@@ -123,8 +123,8 @@ class DuckDBEngine(Engine):
                 return self._register_database_table(*in_database, positions)
             if is_query(data):
                 return self._copy(f"({check_query(data)})", positions, context="the data query")
-            if not self._owns_connection and self._has_table(data):
-                name = self.dialect.quote_path(data)
+            name = self._table(data)
+            if name is not None:
                 return self._copy(name, positions) if positions else self._described(name, False, True)
             return self._register_path(data, positions)
         if isinstance(data, duckdb.DuckDBPyRelation):
@@ -206,11 +206,11 @@ class DuckDBEngine(Engine):
     def finish_histograms(
         self, histogram: str, features: Sequence[str], targets: int, per_call: int, values: ValuesOfHistograms
     ) -> duckdb.DuckDBPyRelation:
-        from cohortsql.engines.duckdb_functions import VALUES_FUNCTION, register_finisher
+        from cohortsql.engines.duckdb_functions import finisher_of
         from cohortsql.queries.values import finished_by_function
 
-        register_finisher(self._functions_connection, values)  # each chunk of targets' lists in one call
-        return self.connection.sql(finished_by_function(histogram, features, VALUES_FUNCTION, self.dialect))
+        function = finisher_of(self._functions_connection, values)  # each chunk of targets' lists in one call
+        return self.connection.sql(finished_by_function(histogram, features, function, self.dialect))
 
     def keep(self) -> None:
         self._created.clear()  # temporary views, tables and attached databases alike
@@ -265,6 +265,21 @@ class DuckDBEngine(Engine):
             return self._described(self._parquet_positions(path, files), True, True)
         except CohortError:  # e.g. the file has its own column named file_row_number
             return self._copy(call, positions)
+
+    def _table(self, text: str) -> str | None:
+        """`text` quoted as a table or view of the caller's connection when it names one, as the
+        caller's own SQL would read the name (its schema, search path and TEMP objects first), else None."""
+        parts = self.dialect.name_parts(text)
+        if parts is None or self._owns_connection:
+            return None
+        name = ".".join(self.dialect.quote(part) for part in parts)
+        try:
+            self.connection.execute(f"SELECT * FROM {name} LIMIT 0")
+        except duckdb.CatalogException:
+            return None
+        except duckdb.Error as error:
+            raise CohortError(f"reading table {text!r}: {self._failure_message(error)}") from None
+        return name
 
     def _register_database_table(self, database: str, table: str, positions: bool) -> Input:
         """A table of a DuckDB database file, attached read-only while the engine is open."""

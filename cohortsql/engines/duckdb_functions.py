@@ -3,24 +3,30 @@ are a query away: the table function ``cohort_shapley`` and the scalar function 
 mask histogram, ``cohort_shapley_values``.
 
 DuckDB's Python API registers scalar functions only, so the table function is a table macro over
-``query()``: a scalar function (``cohortsql_values_query``) turns the macro's arguments into the
-query that computes the values, which ``query()`` runs on the caller's own connection. That query
-computes every target's mask histogram in SQL and hands each one, as lists, to
-``cohort_shapley_values``, which runs cohortsql's numpy stage on them (as fast as
-`cohortsql.cohort_shapley`, unlike the portable ``values`` query, whose superset sums in SQL took
-8x as long on Boston). A function runs while a query of the connection runs, and may not use that
-connection: the query is prepared on a cursor of the same database, which sees its tables, views
-and files, but not the connection's temporary tables or registered frames.
+``query()``: a scalar function turns the macro's arguments into the query that computes the values,
+which ``query()`` runs on the caller's own connection. That query computes every target's mask
+histogram in SQL and hands each one, as lists, to the finishing function, which runs cohortsql's
+numpy stage on them (as fast as `cohortsql.cohort_shapley`, unlike the portable ``values`` query,
+whose superset sums in SQL took 8x as long on Boston). A function runs while a query of the
+connection runs, and may not use that connection: the query is prepared on a cursor of the same
+database, placed in the caller's database, schema and search path (the macro passes them), so that
+it reads the name as the caller's SQL does; the caller's TEMP objects, which a cursor cannot see,
+are checked by the query itself when it runs (a TEMP table of the same name is refused). Nothing is
+reused between calls: each call prepares its query on the data as they are.
+
+A Python function belongs to the connection that added it (DuckDB calls a freed object once that
+connection closes), while the catalog holding it is the whole database's: every registration adds
+functions of its own, under names of its own, and the connection's TEMP macros ``cohort_shapley`` and
+``cohort_shapley_values`` call them. A cursor or a second connection to the same file registers its own.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import OrderedDict
+import uuid
+import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import duckdb
 import duckdb.func as func
@@ -31,10 +37,20 @@ from duckdb.sqltypes import BIGINT, DOUBLE, INTEGER, VARCHAR
 from cohortsql.engines.base import ValuesOfHistograms
 from cohortsql.engines.inputs import FILE_READERS
 from cohortsql.errors import CohortError
+from cohortsql.sql.dialects import DUCKDB
+from cohortsql.sql.text import template
 
 VALUES_FUNCTION = "cohort_shapley_values"
-QUERY_FUNCTION = "cohortsql_values_query"
 TABLE_FUNCTION = "cohort_shapley"
+
+
+class Source(NamedTuple):
+    """What `data` names, resolved on the preparing cursor as the caller's SQL reads it."""
+
+    table: str | None
+    """The quoted name of a table or view (None: `data` is a file, read by its reader function)."""
+    name: str
+    """The table's own name (its last part), which a TEMP object of the caller's would shadow."""
 
 
 QueryOfArguments = Callable[
@@ -47,64 +63,65 @@ _RESULT = duckdb.list_type(
     duckdb.struct_type({"position": INTEGER, "feature": VARCHAR, "shapley": DOUBLE, "shapley_squared": DOUBLE})
 )
 
-PREPARED_SECONDS = 5.0
-"""How long a prepared query is reused for the same arguments and the same data (a file's size and
-time, a table's columns): a relation of DuckDB's Python API binds its query again when it runs, which
-calls the query function again, and preparing reads the whole table. The query computes every
-statistic itself, but it is written for the data as prepared (default kinds, and the bare similarity
-tests of columns that held no missing values), so it is not kept long."""
+_CALLER_CONTEXT = "current_database(), current_schema(), current_setting('search_path')"
+"""What the table macro passes of the caller's connection, so that its cursor reads names alike."""
 
 
 def register_functions(
     connection: duckdb.DuckDBPyConnection, *, values: ValuesOfHistograms, query: QueryOfArguments
 ) -> None:
-    """Add ``cohort_shapley_values`` (finishes histograms), ``cohortsql_values_query`` and the table
-    macro ``cohort_shapley`` to `connection` (replacing earlier versions)."""
-    register_finisher(connection, values)
-    _remove(connection, QUERY_FUNCTION)
+    """Add this connection's ``cohort_shapley_values`` (finishes histograms) and table function
+    ``cohort_shapley`` (replacing earlier versions of this connection's)."""
+    _check_connection(connection)
+    finisher = register_finisher(connection, values)
+    preparer = _unique_name("cohortsql_query")
     connection.create_function(
-        QUERY_FUNCTION,
-        _cached(connection, query),
-        [VARCHAR] * 6,
+        preparer,
+        _preparer(connection, query),
+        [VARCHAR] * 9,
         VARCHAR,
         null_handling=func.SPECIAL,
-        side_effects=False,
+        side_effects=True,  # it reads the database: never folded or reused
+    )
+    connection.execute(
+        f"CREATE OR REPLACE TEMP MACRO {VALUES_FUNCTION}(masks, weights, sums, features) AS"
+        f" {finisher}(masks, weights, sums, features)"
     )
     connection.execute(
         f"CREATE OR REPLACE TEMP MACRO {TABLE_FUNCTION}(data, prediction, similarity, id := NULL, targets := NULL,"
-        f" weight := NULL) AS TABLE SELECT * FROM query({QUERY_FUNCTION}(data, prediction, similarity, id, targets,"
-        " weight))"
+        f" weight := NULL) AS TABLE SELECT * FROM query({preparer}(data, prediction, similarity, id, targets,"
+        f" weight, {_CALLER_CONTEXT}))"
     )
 
 
-def register_finisher(connection: duckdb.DuckDBPyConnection, values: ValuesOfHistograms) -> None:
-    """Add ``cohort_shapley_values(masks, weights, sums, features)`` to `connection` (replacing an earlier one)."""
+def register_finisher(connection: duckdb.DuckDBPyConnection, values: ValuesOfHistograms) -> str:
+    """Add a function of `connection` that finishes histograms, ``(masks, weights, sums, features)``
+    lists in; returns its name (one of its own: see the module's docstring)."""
     lists: list[Any] = [duckdb.list_type(type_) for type_ in (BIGINT, DOUBLE, DOUBLE, VARCHAR)]
-    _remove(connection, VALUES_FUNCTION)
+    name = _unique_name("cohortsql_values")
     finisher: Callable[..., Any] = _finisher(values)  # an arrow function: Arrow arrays in and out
-    try:
-        connection.create_function(VALUES_FUNCTION, finisher, lists, _RESULT, type=func.ARROW, side_effects=False)
-    except duckdb.CatalogException:
-        _check_ours(connection)  # registered through another connection: the catalog is the database's
+    connection.create_function(name, finisher, lists, _RESULT, type=func.ARROW, side_effects=False)
+    return name
 
 
-def _check_ours(connection: duckdb.DuckDBPyConnection) -> None:
-    """The database's ``cohort_shapley_values`` is cohortsql's: it values a one-row histogram as ours does."""
-    try:
-        (answer,) = connection.execute(f"SELECT {VALUES_FUNCTION}([1], [2.0], [3.0], ['x'])").fetchall()[0]
-    except duckdb.Error:
-        answer = None
-    if answer != [{"position": 0, "feature": "x", "shapley": 0.0, "shapley_squared": 0.0}]:
-        raise CohortError(
-            f"this database has a function {VALUES_FUNCTION} that is not cohortsql's: drop it, or use another database"
-        )
+_FINISHERS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, str] = weakref.WeakKeyDictionary()
+"""The finishing function each connection has added for the library's own queries (`finisher_of`)."""
 
 
-def _remove(connection: duckdb.DuckDBPyConnection, name: str) -> None:
-    try:
-        connection.remove_function(name)
-    except duckdb.Error:
-        pass  # not registered yet
+def finisher_of(connection: duckdb.DuckDBPyConnection, values: ValuesOfHistograms) -> str:
+    """The name of `connection`'s function finishing histograms with `values`, added on first use."""
+    if connection not in _FINISHERS:
+        _FINISHERS[connection] = register_finisher(connection, values)
+    return _FINISHERS[connection]
+
+
+def _unique_name(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+def _check_connection(connection: object) -> None:
+    if not isinstance(connection, duckdb.DuckDBPyConnection):
+        raise CohortError(f"register needs a DuckDB connection or a SparkSession, got {type(connection).__name__}")
 
 
 def _finisher(values: ValuesOfHistograms) -> Callable[..., pa.Array]:
@@ -117,23 +134,24 @@ def _finisher(values: ValuesOfHistograms) -> Callable[..., pa.Array]:
         if rows == 0:
             return pa.array([], type=_RESULT_ARROW)
         names = features[0].as_py()
-        if features.null_count or any(listed.as_py() != names for listed in features):
+        if features.null_count or any(listed.as_py() != names for listed in features) or not names:
             raise CohortError("cohort_shapley_values needs the same list of feature names on every row")
+        if any(name is None for name in names):
+            raise CohortError("cohort_shapley_values needs feature names, not NULL")
+        if masks.null_count or weights.null_count or sums.null_count:
+            raise CohortError("cohort_shapley_values needs a list of masks, weights and sums on every row, not NULL")
         lengths = np.diff(masks.offsets.to_numpy())
         if not (
             np.array_equal(lengths, np.diff(weights.offsets.to_numpy()))
             and np.array_equal(lengths, np.diff(sums.offsets.to_numpy()))
         ):
             raise CohortError("cohort_shapley_values needs lists of masks, weights and sums of the same length")
+        flat = [column.flatten() for column in (masks, weights, sums)]
+        if any(column.null_count for column in flat):
+            raise CohortError("cohort_shapley_values' lists of masks, weights and sums hold NULL")
         row = np.repeat(np.arange(rows), lengths)
-        shapley, squared = values(
-            row,
-            masks.flatten().to_numpy(zero_copy_only=False),
-            weights.flatten().to_numpy(zero_copy_only=False),
-            sums.flatten().to_numpy(zero_copy_only=False),
-            rows,
-            len(names),
-        )
+        mask, weight, sum_y = (column.to_numpy(zero_copy_only=False) for column in flat)
+        shapley, squared = values(row, mask, weight, sum_y, rows, len(names))
         d = len(names)
         entries = pa.StructArray.from_arrays(
             [
@@ -166,71 +184,56 @@ def _combined(column: pa.Array | pa.ChunkedArray) -> pa.ListArray:
     return cast(pa.ListArray, column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
 
 
-def _cached(connection: duckdb.DuckDBPyConnection, query: QueryOfArguments) -> Callable[..., str]:
-    """The query function, preparing on a cursor of `connection`'s database and reusing a query it
-    prepared in the last `PREPARED_SECONDS` for the same arguments and the same columns of the data."""
-    prepared: OrderedDict[tuple[object, ...], tuple[float, str]] = OrderedDict()
-    lock = threading.Lock()
+def _preparer(connection: duckdb.DuckDBPyConnection, query: QueryOfArguments) -> Callable[..., str]:
+    """The query function: prepares the query on a cursor of `connection`'s database placed where the
+    caller's connection is (its database, schema and search path), for the data as they are now."""
 
-    def build(
-        data: str, prediction: str, similarity: str, id: str | None, targets: str | None, weight: str | None
+    def prepare(
+        data: str | None,
+        prediction: str,
+        similarity: str,
+        id: str | None,
+        targets: str | None,
+        weight: str | None,
+        database: str,
+        schema: str,
+        search_path: str | None,
     ) -> str:
+        if data is None:
+            raise CohortError("cohort_shapley needs data: cohort_shapley(data, prediction, similarity)")
         cursor = connection.cursor()
         try:
-            arguments = (data, prediction, similarity, id, targets, weight, _fingerprint(cursor, data))
-            now = time.monotonic()
-            with lock:
-                for key in [key for key, (when, _) in prepared.items() if now - when > PREPARED_SECONDS]:
-                    del prepared[key]
-                if arguments in prepared:
-                    return prepared[arguments][1]
-            table = None if data is None or _is_file(data) else data
-            if table is not None:
-                _check_visible(cursor, table)
-            sql = query(cursor, data, prediction, similarity, id, targets, weight, table)
-            with lock:
-                prepared[arguments] = (now, sql)
-            return sql
+            cursor.execute(f"USE {DUCKDB.quote(database)}.{DUCKDB.quote(schema)}")
+            if search_path:
+                cursor.execute(f"SET search_path = {DUCKDB.string(search_path)}")
+            source = _source(cursor, data)
+            sql = query(cursor, data, prediction, similarity, id, targets, weight, source.table)
         finally:
             cursor.close()
+        return sql if source.table is None else _unshadowed(sql, source.name)
 
-    return build
-
-
-def _fingerprint(cursor: duckdb.DuckDBPyConnection, data: str | None) -> tuple[object, ...]:
-    """What changes when the data do, cheaply: a file's size and time, or a table's columns and types
-    (looked up by name, a bound parameter: the caller's text never enters SQL here)."""
-    if data is None:
-        return ()
-    path = Path(data)
-    if path.is_file():
-        status = path.stat()
-        return (status.st_size, status.st_mtime_ns)
-    name = data.split(".")[-1].strip().strip('"')
-    rows = cursor.execute(
-        "SELECT schema_name, column_name, data_type FROM duckdb_columns() WHERE lower(table_name) = lower(?)"
-        " ORDER BY schema_name, column_index",
-        [name],
-    ).fetchall()
-    return tuple(rows)
+    return prepare
 
 
-def _is_file(data: str) -> bool:
-    """Whether `data` names a file (a path or glob ending in a file's suffix) rather than a table or view."""
-    return Path(data).suffix.lower() in FILE_READERS
-
-
-def _check_visible(cursor: duckdb.DuckDBPyConnection, table: str) -> None:
-    """A table or view the function's cursor can read, or a `CohortError` that says why not."""
-    name = table.split(".")[-1].strip().strip('"')
-    found = cursor.execute(
-        "SELECT count(*) FROM (SELECT table_name AS name FROM duckdb_tables() UNION ALL"
-        " SELECT view_name FROM duckdb_views()) WHERE lower(name) = lower(?)",
-        [name],
-    ).fetchall()
-    if not found[0][0]:
+def _source(cursor: duckdb.DuckDBPyConnection, data: str) -> Source:
+    """A file (by its suffix, unless quoted as a name) or a table or view the cursor reads by that name."""
+    if Path(data).suffix.lower() in FILE_READERS and not data.startswith(DUCKDB.identifier_quote):
+        return Source(None, data)
+    table = DUCKDB.quote_path(data)
+    try:
+        cursor.execute(f"SELECT * FROM {table} LIMIT 0")
+    except duckdb.Error:
         raise CohortError(
-            f"cohort_shapley reads the tables, views and files of the database, and {table!r} is none of them;"
+            f"cohort_shapley reads the tables, views and files of the database, and {data!r} is none of them;"
             " a frame registered on the connection or a TEMP table is private to it: store it with CREATE TABLE"
             " (or call cohortsql.cohort_shapley from Python)"
-        )
+        ) from None
+    parts = DUCKDB.name_parts(data)
+    assert parts is not None  # quote_path parsed it
+    return Source(table, parts[-1])
+
+
+def _unshadowed(sql: str, name: str) -> str:
+    """`sql`, refusing to run where the caller's connection has a TEMP table or view named `name`: the
+    caller's SQL would read that, the prepared query was written for the database's own."""
+    return template("unshadowed").format(query=sql, name=DUCKDB.string(name), function=TABLE_FUNCTION)

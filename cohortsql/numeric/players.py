@@ -41,14 +41,28 @@ def histogram_of_players(
     """A mask histogram (``target``, feature masks ``mask0``.., sums) as the histogram over `players`:
     the masks become player masks (`player_masks`) and entries that now share a target and mask are
     added up (every other column is a sum)."""
-    words = [histogram[name] for name in sorted((key for key in histogram if key.startswith("mask")), key=_word)]
-    masks = player_masks(words, players, word_bits)
+    masks = player_masks(_mask_words(histogram), players, word_bits)
+    return _summed(histogram, masks, len(players))
+
+
+def summed_duplicates(histogram: Mapping[str, np.ndarray], d: int) -> dict[str, np.ndarray]:
+    """A mask histogram (``target``, masks ``mask0``.. of `d` bits, sums) with the entries that share
+    a target and mask added up: the histogram of the union of partial histograms (a UNION ALL)."""
+    return _summed(histogram, _mask_words(histogram), d)
+
+
+def _mask_words(histogram: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    return [histogram[name] for name in sorted((key for key in histogram if key.startswith("mask")), key=_word)]
+
+
+def _summed(histogram: Mapping[str, np.ndarray], masks: Sequence[np.ndarray], bits: int) -> dict[str, np.ndarray]:
+    """The histogram's sums added up over entries of the same target and `masks` (of `bits` bits)."""
     sums = [name for name in histogram if name != "target" and not name.startswith("mask")]
     target = np.asarray(histogram["target"], dtype=np.int64)
-    if len(masks) == 1 and (int(target.max(initial=0)) + 1) << len(players) < 1 << 62:
+    if len(masks) == 1 and (int(target.max(initial=0)) + 1) << bits < 1 << 62:
         # one integer key per entry: a 1-D unique is several times faster than one over rows
-        distinct, inverse = np.unique((target << len(players)) | masks[0], return_inverse=True)
-        keys = [distinct >> len(players), distinct & ((1 << len(players)) - 1)]
+        distinct, inverse = np.unique((target << bits) | masks[0], return_inverse=True)
+        keys = [distinct >> bits, distinct & ((1 << bits) - 1)]
     else:
         rows, inverse = np.unique(np.column_stack([target, *masks]), axis=0, return_inverse=True)
         keys = [rows[:, column].copy() for column in range(rows.shape[1])]

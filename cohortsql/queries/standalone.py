@@ -22,6 +22,7 @@ from cohortsql.queries.cells import equivalence_cells
 from cohortsql.queries.histogram import MASK_WORD_BITS, mask_histogram
 from cohortsql.queries.measures import collapsed_subjects, weighted_subjects
 from cohortsql.queries.statistics import (
+    BAD_VALUE,
     parameter_aggregates,
     positive_weights,
     statistic_alias,
@@ -128,7 +129,7 @@ def standalone(
     names = [feature.name for feature in resolved]
     finished = variant in ("values", "effects", "function")
     measures = Measures(outcomes=1, weighted=weight is not None) if finished else STANDALONE_MEASURES
-    header = _header(variant, names, position_note, weighted=weight is not None)
+    header = _header(variant, names, position_note, dialect, weighted=weight is not None)
     custom = any(isinstance(feature.kind, SqlPredicate) for feature in resolved)
     rows = source if weight is None else f"(\n{positive_weights(source, weight, dialect)}\n) AS positive"
     steps = [
@@ -172,8 +173,8 @@ def standalone(
     return header + "\n" + with_query(steps, result)
 
 
-def _header(variant: str, names: Sequence[str], position_note: str, *, weighted: bool) -> str:
-    feature_list = ", ".join(names)
+def _header(variant: str, names: Sequence[str], position_note: str, dialect: Dialect, *, weighted: bool) -> str:
+    feature_list = ", ".join(map(dialect.quote_in_comment, names))
     mean = "weighted mean" if weighted else "mean"
     if variant == "function":
         return FUNCTION_HEADER.format(mean=mean, feature_list=feature_list, position_note=position_note)
@@ -196,7 +197,9 @@ def _aggregates(
     dialect: Dialect,
     known: KnownQuantiles | None,
 ) -> dict[str, str]:
-    """The statistics step: the (weighted) mean, and every feature's whole-table parameters."""
+    """The statistics step: the (weighted) mean, and every feature's whole-table parameters. The mean
+    stops the query where the library would refuse the data (`_refusals`), so no value is computed
+    from them."""
     value = f"CAST({dialect.quote(prediction)} AS DOUBLE)"
     if weight is None:
         mean = f"avg({value})"
@@ -204,7 +207,7 @@ def _aggregates(
         weights = f"CAST({dialect.quote(weight)} AS DOUBLE)"
         mean = f"sum({weights} * {value}) / sum({weights})"
     return {
-        MEAN: mean,
+        MEAN: f"coalesce({', '.join(_refusals(resolved, prediction, dialect))}, {mean})",
         **{
             statistic_alias(feature.index, name): sql
             for feature in resolved
@@ -213,6 +216,29 @@ def _aggregates(
             ).items()
         },
     }
+
+
+def _refusals(resolved: Sequence[ResolvedFeature], prediction: str, dialect: Dialect) -> list[str]:
+    """Aggregates that stop the query (`Dialect.failure`) on what the library refuses in the data: a
+    NULL, NaN or infinite explained value, an infinite value of a feature compared by a window or bins."""
+    value = dialect.quote(prediction)
+    refusals = [
+        dialect.failure(
+            f"sum(CASE WHEN {BAD_VALUE.format(y=value)} THEN 1 ELSE 0 END) > 0",
+            f"cohortsql: prediction column {prediction!r} has NULL, NaN or infinite values; drop or fill them",
+        )
+    ]
+    for feature in resolved:
+        if feature.kind.numeric and feature.values == "float":
+            column = f"CAST({dialect.quote(feature.name)} AS DOUBLE)"
+            refusals.append(
+                dialect.failure(
+                    f"sum(CASE WHEN abs({column}) = CAST('Infinity' AS DOUBLE) THEN 1 ELSE 0 END) > 0",
+                    f"cohortsql: feature {feature.name!r} has infinite values; similarity {feature.kind} needs"
+                    " finite numbers (replace them, or use 'exact')",
+                )
+            )
+    return refusals
 
 
 def _centred_values(prediction: str, weight: str | None, dialect: Dialect, *, squares: bool) -> dict[str, str]:

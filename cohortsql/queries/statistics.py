@@ -14,7 +14,7 @@ from cohortsql.spec.similarity import MICROS_PER_DAY, NO_QUANTILES, KnownQuantil
 from cohortsql.sql.dialects import Dialect
 from cohortsql.sql.text import template
 
-_BAD_Y = "NOT coalesce(abs(CAST({y} AS DOUBLE)) < CAST('Infinity' AS DOUBLE), FALSE)"
+BAD_VALUE = "NOT coalesce(abs(CAST({y} AS DOUBLE)) < CAST('Infinity' AS DOUBLE), FALSE)"
 """True for a NULL, NaN or infinite value of the explained column."""
 
 
@@ -90,7 +90,7 @@ def statistics_aggregates(
         aggregates["total_weight"] = f"sum({weights})"
     for index, (outcome, value) in enumerate(zip(outcomes, centred_values)):
         y = dialect.quote(outcome)
-        bad_y = _BAD_Y.format(y=y)
+        bad_y = BAD_VALUE.format(y=y)
         centred = f"CASE WHEN {bad_y} THEN NULL ELSE {value} END"
         if weights is None:
             aggregates[f"mean:{index}"] = f"avg({centred})"

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import json
 import math
+import re
 from typing import ClassVar
 
 from cohortsql.errors import CohortError
+
+_BARE_IDENTIFIER = re.compile(r"[^\W\d][\w$]*")
+"""An unquoted name part: a letter or underscore, then letters, digits, underscores or dollar signs."""
 
 
 class Dialect:
@@ -34,9 +39,57 @@ class Dialect:
         mark = self.identifier_quote
         return mark + identifier.replace(mark, mark * 2) + mark
 
+    def quote_in_comment(self, identifier: str) -> str:
+        """A name as a comment of printed SQL shows it: a JSON string of ASCII characters, so that no
+        line break (``\\n``, ``\\r``, U+2028 ...) can end a ``--`` comment, and with ``/`` escaped, so that
+        no ``*/`` can end a ``/* */`` one (a translator may turn one kind into the other)."""
+        return json.dumps(identifier, ensure_ascii=True).replace("/", "\\/")
+
     def quote_path(self, name: str) -> str:
-        """A possibly qualified table name (``schema.table``), each part quoted."""
-        return ".".join(self.quote(part) for part in name.split("."))
+        """A possibly qualified table name (``schema.table``, parts quoted or not, as SQL writes it),
+        each part quoted; text that is not such a name is a `CohortError`."""
+        parts = self.name_parts(name)
+        if parts is None:
+            mark = self.identifier_quote
+            raise CohortError(
+                f"{name!r} is not a table name as SQL writes one; quote a part that holds spaces or other"
+                f" characters, e.g. {mark}scores x{mark} or {mark}my schema{mark}.scores"
+            )
+        return ".".join(self.quote(part) for part in parts)
+
+    def name_parts(self, text: str) -> tuple[str, ...] | None:
+        """The parts of a possibly qualified name as SQL reads it (``catalog.schema.table``; a part is a
+        bare identifier or quoted with `identifier_quote`, doubled inside), or None when `text` is not
+        one such name (``scores x`` is a table and an alias to SQL, not a name)."""
+        mark = self.identifier_quote
+        parts: list[str] = []
+        index = 0
+        while True:
+            if text.startswith(mark, index):
+                end, part = index + 1, []
+                while True:
+                    close = text.find(mark, end)
+                    if close < 0:
+                        return None
+                    part.append(text[end:close])
+                    if text.startswith(mark, close + 1):  # a doubled quote stands for itself
+                        part.append(mark)
+                        end = close + 2
+                        continue
+                    break
+                parts.append("".join(part))
+                index = close + 1
+            else:
+                bare = _BARE_IDENTIFIER.match(text, index)
+                if bare is None:
+                    return None
+                parts.append(bare[0])
+                index = bare.end()
+            if index == len(text):
+                return tuple(parts) if 1 <= len(parts) <= 3 and all(parts) else None
+            if text[index] != ".":
+                return None
+            index += 1
 
     def string(self, text: str) -> str:
         """A string literal."""
@@ -120,9 +173,18 @@ class Dialect:
         """A table expression reading a Parquet, CSV or JSON file."""
         return f"read_{file_format}({self.string(path)})"
 
+    def failure(self, condition: str, message: str) -> str:
+        """A DOUBLE that is NULL unless `condition` holds, where it stops the query with `message`:
+        a text that is no number, cast to DOUBLE (every warehouse refuses the cast and quotes the
+        text; the CASE depends on the data, so no planner folds the cast ahead of time)."""
+        return f"CAST(CASE WHEN {condition} THEN {self.string(message)} END AS DOUBLE)"
+
 
 class DuckDBDialect(Dialect):
     name = "duckdb"
+
+    def failure(self, condition: str, message: str) -> str:
+        return f"CAST(CASE WHEN {condition} THEN error({self.string(message)}) END AS DOUBLE)"
 
     def quantile_aggregate(self, expression: str, probability: float) -> str:
         return f"quantile_cont(CAST({expression} AS DOUBLE), {self.number(probability)})"
@@ -177,6 +239,9 @@ class SparkDialect(Dialect):
         # A cached view may be computed again, its rows in another order: number them by their values.
         return f"row_number() OVER (ORDER BY {columns}) - 1"
 
+    def failure(self, condition: str, message: str) -> str:
+        return f"CAST(CASE WHEN {condition} THEN raise_error({self.string(message)}) END AS DOUBLE)"
+
     def read_file(self, path: str, file_format: str) -> str:
         if file_format != "parquet":
             raise CohortError(
@@ -189,6 +254,8 @@ class TranspiledDialect(DuckDBDialect):
     """A warehouse cohortsql prints SQL for but does not run itself: the SQL is rendered in DuckDB's
     syntax, with this class's choices wherever sqlglot would turn a DuckDB function into one the
     warehouse lacks, then transpiled (`cohortsql.sql.transpile`)."""
+
+    failure = Dialect.failure  # PostgreSQL has no error function a query can call
 
     def nan_as_null(self, column: str) -> str:
         # sqlglot turns isnan into IS_NAN, which PostgreSQL and Snowflake lack; both (and DuckDB) hold NaN = NaN.

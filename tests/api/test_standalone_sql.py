@@ -227,6 +227,12 @@ def test_assemble_refuses_the_features_in_another_order(parquet, variant):
         (lambda h: h.with_columns(subjects=pl.lit(0, pl.Int64)), "rows of no subjects"),
         (lambda h: h.with_columns(target=pl.lit(None, pl.String)), "rows without a target"),
         (lambda h: h.drop("mean"), r"lacks columns \['mean'\]"),
+        (lambda h: h.with_columns(mask0=pl.lit(None, pl.Int64)), "'mask0' holds None: masks over 2 features"),
+        (lambda h: h.with_columns(mask0=pl.col("mask0") + 4), "'mask0' holds [4-7]: masks over 2 features"),
+        (lambda h: h.with_columns(mask0=-pl.col("mask0") - 1), "'mask0' holds -[1-4]: masks over 2 features"),
+        (lambda h: h.with_columns(mask0=pl.col("mask0").cast(pl.Float64)), "'mask0' holds Float64, not whole"),
+        (lambda h: h.filter(pl.col("mask0") != 3), "has no histogram row with every bit set"),
+        (lambda h: h.with_columns(prediction=pl.col("prediction") + pl.col("mask0")), "more than one prediction"),
     ],
 )
 def test_a_malformed_histogram_is_one_error_not_a_traceback_or_nan(parquet, damage, message):
@@ -235,3 +241,18 @@ def test_a_malformed_histogram_is_one_error_not_a_traceback_or_nan(parquet, dama
     histogram = run_sql(EngineUnderTest("duckdb"), sql)
     with pytest.raises(cohortsql.CohortError, match=message):
         cohortsql.assemble(damage(histogram), similarity=similarity)
+
+
+def test_assemble_adds_up_a_histogram_computed_in_parts(parquet):
+    """Rows that repeat a target and mask (a UNION ALL of histograms of parts of the data) are added
+    up: here every row of several subjects is split in two, one subject's share and the rest's."""
+    similarity = {"region": "exact", "age": "range:0.1"}
+    sql = cohortsql.histogram_sql(parquet, prediction="score", similarity=similarity, id="loan")
+    histogram = run_sql(EngineUnderTest("duckdb"), sql)
+    share = [pl.col(name) / pl.col("subjects") for name in ("sum_y", "sum_y2")]
+    one = histogram.with_columns(*share, subjects=pl.lit(1, pl.Int64))
+    rest = histogram.filter(pl.col("subjects") > 1).with_columns(
+        *[(pl.col(name) * (1 - 1 / pl.col("subjects"))) for name in ("sum_y", "sum_y2")], pl.col("subjects") - 1
+    )
+    parts = cohortsql.assemble(pl.concat([rest, one]), similarity=similarity)
+    np.testing.assert_allclose(parts.shapley, cohortsql.assemble(histogram, similarity=similarity).shapley, atol=1e-12)

@@ -139,7 +139,7 @@ def test_bigquery_and_snowflake_output_parses_in_their_dialects(frame, dialect, 
     assert tree is not None and "analytics.loans" in body
     for missing in ("BIT_COUNT", "FACTORIAL", "EPOCH_US", "ISNAN", "GENERATE_SERIES", "RANGE("):
         assert missing not in body.upper()
-    assert "The quantiles of age (weighted quantiles) are numbers computed from the data" in text
+    assert 'The quantiles of "age" (weighted quantiles) are numbers computed from the data' in text
     if dialect == "snowflake":
         assert "IS_NAN" not in body and "BITAND" in body
 
