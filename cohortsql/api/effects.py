@@ -95,6 +95,7 @@ def shapley_effects(
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
         method = choose_method(asked["method"], session.prepared.players)
         check_interactions(asked, method, session.prepared.players)
+        check_owen(method, session.prepared)
         if method == "permutation":
             if session.prepared.measures.replicates:
                 raise CohortError(
@@ -103,7 +104,6 @@ def shapley_effects(
             asked["seed"] = drawn_seed(asked["seed"])  # recorded in the settings, so the run can be repeated
             results = _estimated_effects(session, asked)
         else:
-            check_owen(method, session.prepared)
             results = _exact_effects(session, asked)
     warn_about_cohorts(next(iter(results.values())).diagnostics)
     return next(iter(results.values())) if isinstance(prediction, str) else ShapleyEffectsResults(results)

@@ -43,7 +43,10 @@ def shapley_table(
     (``.write.saveAsTable(...)``) with nothing per target on the driver. On DuckDB it is a relation of
     `connection` (or of a connection cohortsql opens), finished by a function of its own query. Both
     are lazy: the work runs when the table is read or written, and it reads temporary views
-    (``cohortsql_*``) of the session, which stay until the session ends. Arguments are those of
+    (``cohortsql_*``) of the session, which stay until the session ends. The values are those of the
+    data as they were when `shapley_table` was called: the rows it compares are stored then (a
+    temporary table in DuckDB, a local checkpoint on Spark's executors), so changing the data before
+    the table is read changes nothing in it. Arguments are those of
     `cohort_shapley` (the exact method, up to 24 features).
 
     Examples
@@ -58,7 +61,7 @@ def shapley_table(
     given = {**options, "id": id, "targets": targets, "sample": sample, "seed": seed, "weight": weight}
     asked = checked_options(given, TableOptions)
     with open_session(
-        data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_EXACT_FEATURES
+        data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_EXACT_FEATURES, snapshot=True
     ) as session:
         engine, prepared = session.engine, session.prepared
         relation, count = target_relation(engine, prepared, asked["targets"], asked["seed"], asked["sample"])

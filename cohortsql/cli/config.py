@@ -13,7 +13,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from cohortsql.cli.flags import DISPLAY, FLAGS
+from cohortsql.cli.flags import AFTER_CONFIG, DISPLAY, FLAGS
 from cohortsql.errors import CohortError
 from cohortsql.sql.user import is_query
 
@@ -56,10 +56,21 @@ _TYPE_NAMES = {
 def merged_options(arguments: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     """The command's options: its config file's, overridden by the flags that were given."""
     flags = {key: arguments[key] for key in keys if key in arguments and key != "config"}
-    flags["similar"] = dict(_split_similar(text) for text in arguments.get("similar") or [])
+    flags["similar"] = _once("--similar", [_split_similar(text) for text in arguments.get("similar") or []])
     if "groups" in keys:
-        flags["groups"] = dict(_split_group(text) for text in arguments.get("groups") or [])
-    return _merge_config(arguments.get("config"), flags, keys)
+        flags["groups"] = _once("--group", [_split_group(text) for text in arguments.get("groups") or []])
+    merged = _merge_config(arguments.get("config"), flags, keys)
+    return {key: default for key, default in AFTER_CONFIG.items() if key in keys} | merged
+
+
+def _once(flag: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Repeated flags' NAME=VALUE pairs as a mapping, each name given once (a second one would hide the first)."""
+    named: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in named:
+            raise CohortError(f"{flag} names {name!r} twice ({named[name]!r} and {value!r}): give each name once")
+        named[name] = value
+    return named
 
 
 def _split_similar(text: str) -> tuple[str, str]:
@@ -92,6 +103,12 @@ def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, .
         merged = {key.replace("-", "_"): value for key, value in loaded.items()}
         known = [key for key in keys if key not in DISPLAY]
         unknown = sorted(set(merged) - set(known))
+        invocation = [key for key in unknown if key in DISPLAY and key != "config"]
+        if invocation:
+            flag = "--" + invocation[0].replace("_", "-")
+            raise CohortError(
+                f"config {str(config)!r}: {invocation[0]} is for one run only; give {flag} on the command line"
+            )
         if unknown:
             raise CohortError(f"config {str(config)!r} has unknown keys {unknown}; known keys: {', '.join(known)}")
         for key, value in merged.items():

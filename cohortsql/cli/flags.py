@@ -89,7 +89,10 @@ IntoTable = Annotated[
     typer.Option(help="Also write the results into this table (of --database on DuckDB, of the catalog on Spark)."),
 ]
 Database = Annotated[Path | None, typer.Option(help="DuckDB database file for --into-table.")]
-Replace = Annotated[bool, typer.Option(help="Let --into-table replace existing tables of the same names.")]
+Replace = Annotated[
+    bool | None,
+    typer.Option("--replace/--no-replace", help="Let --into-table replace existing tables of the same names."),
+]
 EngineOption = Annotated[
     str | None, typer.Option("--engine", help=f"{' | '.join(ENGINES)} (default duckdb; spark for Spark tables).")
 ]
@@ -98,7 +101,7 @@ SparkMaster = Annotated[
     typer.Option(help="Spark master URL (default local[*]; with SPARK_REMOTE set and no master: Spark Connect)."),
 ]
 Config = Annotated[Path | None, typer.Option(help="TOML file with any of these options; flags override it.")]
-Top = Annotated[int, typer.Option(help="How many features the summary lists.")]
+Top = Annotated[int | None, typer.Option(help="How many features the summary lists (default 10).")]
 ModelFile = Annotated[
     Path | None,
     typer.Option(
@@ -186,13 +189,13 @@ OutcomeOption = Annotated[
     typer.Option("--outcome", help="Of a run that explained several columns (--prediction repeated), the one to show."),
 ]
 Table = Annotated[str | None, typer.Option(help="The table the SQL reads (default: the file DATA names).")]
-Dialect = Annotated[str, typer.Option(help=f"{' | '.join(DIALECTS)}.")]
+Dialect = Annotated[str | None, typer.Option(help=f"{' | '.join(DIALECTS)} (default duckdb).")]
 Variant = Annotated[
-    str,
+    str | None,
     typer.Option(
         help=f"{' | '.join(VARIANTS)}: one row per target and mask; the same with identical subjects merged"
         " first; (exact/bins only) the cells, with no join; or the whole computation in SQL: every target's"
-        " values, or the Shapley effects."
+        " values, or the Shapley effects (default histogram)."
     ),
 ]
 
@@ -232,8 +235,8 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "marginal_samples": (MarginalSamples, None),
     "max_rows": (MaxRows, None),
     "table": (Table, None),
-    "dialect": (Dialect, "duckdb"),
-    "variant": (Variant, "histogram"),
+    "dialect": (Dialect, None),
+    "variant": (Variant, None),
     "memory_limit": (MemoryLimit, None),
     "temp_directory": (TempDirectory, None),
     "engine": (EngineOption, None),
@@ -243,14 +246,19 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "plot": (PlotOut, None),
     "into_table": (IntoTable, None),
     "database": (Database, None),
-    "replace": (Replace, False),
-    "top": (Top, 10),
+    "replace": (Replace, None),
+    "top": (Top, None),
     "reasons": (Reasons, None),
     "dry_run": (DryRun, False),
     "config": (Config, None),
     "debug": (Debug, False),
 }
-"""Every flag of the commands that take options: its declaration and default, by the API's name for it."""
+"""Every flag of the commands that take options: its declaration and default, by the API's name for it.
+A flag whose value a config file may hold defaults to None (not given), so that the file's value counts;
+`AFTER_CONFIG` holds the defaults that apply when neither gives one."""
+
+AFTER_CONFIG: dict[str, Any] = {"top": 10, "replace": False}
+"""The defaults of flags that neither the command line nor the config file gave."""
 
 API_ONLY = frozenset({"connection", "batch_rows", "baseline"})
 """API options with no flag: a live connection, the model's batch size, and baseline Shapley's
@@ -260,7 +268,7 @@ EXPLAINED = ("data", "prediction", "similar", "features", "target_ids")
 """The flags that say what is explained (beside an API option group's)."""
 OUTPUTS = ("out", "into_table", "database", "replace")
 """Where a computing command writes its tables."""
-DISPLAY = ("top", "dry_run", "config", "debug")
+DISPLAY = ("dry_run", "config", "debug")
 """Flags of one invocation that a config file does not hold."""
 
 

@@ -114,8 +114,10 @@ class Engine(ABC):
         """Make a small Arrow table (targets, ids) readable as SQL; returns its quoted name."""
 
     @abstractmethod
-    def create(self, select: str, purpose: str, *, materialize: bool, context: str) -> str:
-        """Name the result of `select` (stored when `materialize`, for results read many times); returns its quoted name."""
+    def create(self, select: str, purpose: str, *, materialize: bool, context: str, snapshot: bool = False) -> str:
+        """Name the result of `select` (stored when `materialize`, for results read many times); returns its
+        quoted name. A `snapshot` is stored now and read as it is until the engine's session ends, even
+        after `keep` (a lazy result reads it; the data it came from may change meanwhile)."""
 
     @abstractmethod
     def drop(self, relation: str) -> None:

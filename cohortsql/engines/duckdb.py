@@ -151,9 +151,9 @@ class DuckDBEngine(Engine):
         self.drop(view)
         return stored
 
-    def create(self, select: str, purpose: str, *, materialize: bool, context: str) -> str:
+    def create(self, select: str, purpose: str, *, materialize: bool, context: str, snapshot: bool = False) -> str:
         name = self._temporary_name(purpose)
-        kind = "TABLE" if materialize else "VIEW"
+        kind = "TABLE" if materialize or snapshot else "VIEW"
         self._created.append((kind, name))
         self._execute(f"CREATE TEMP {kind} {self.dialect.quote(name)} AS {select}", context=context)
         return self.dialect.quote(name)

@@ -197,8 +197,11 @@ class SparkEngine(Engine):
     def upload(self, table: pa.Table, purpose: str) -> str:
         return self.dialect.quote(self._view(self._frame(table), purpose))
 
-    def create(self, select: str, purpose: str, *, materialize: bool, context: str) -> str:
+    def create(self, select: str, purpose: str, *, materialize: bool, context: str, snapshot: bool = False) -> str:
         frame = self._run(lambda: self.session.sql(select), context)
+        if snapshot:  # on the executors, without the lineage that would read the source again
+            frame = self._run(lambda: frame.localCheckpoint(eager=True), context)
+            materialize = False
         name = self._view(frame, purpose)
         if materialize:
             self.session.catalog.cacheTable(name)

@@ -186,12 +186,14 @@ def prepare(
     seed: int = 0,
     groups: Mapping[str, Sequence[str]] | None = None,
     group_values: GroupValues = "players",
+    snapshot: bool = False,
 ) -> Prepared:
     """Register `data`, check the request and its statistics, and define the subjects relations.
 
     With a `weight` column, rows of weight zero are left out everywhere (as if dropped) and every
     statistic is weighted; `replicates` Bayesian-bootstrap weightings are drawn with `seed`; `groups`
-    (checked before any row is read) makes each group one player (`cohortsql.spec.groups`)."""
+    (checked before any row is read) makes each group one player (`cohortsql.spec.groups`). With
+    `snapshot`, the subjects are stored as they are now (`Engine.create`), for a result read later."""
     dialect = engine.dialect
     if target_predicate is not None:
         target_predicate = check_expression(target_predicate, "targets")
@@ -254,6 +256,7 @@ def prepare(
         # Read once per batch of targets when not collapsed: store it unless the input is cheap to scan.
         materialize=not compress and not source.rescans_are_cheap,
         context="reading the data" + (f" with targets {target_predicate!r}" if target_predicate else ""),
+        snapshot=snapshot,
     )
     return Prepared(
         input=source,

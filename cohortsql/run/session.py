@@ -136,6 +136,7 @@ def open_session(
     outcomes: Sequence[str],
     similarity: SimilarityArgument,
     max_features: int,
+    snapshot: bool = False,
 ) -> Iterator[Session]:
     """Open the engine, register `data` and prepare it once (`cohortsql.run.preparation.prepare`) under
     a call's checked `options` (its ``id``, ``weight``, ``targets``, bootstrap replicates with their
@@ -156,6 +157,7 @@ def open_session(
             seed=options.get("seed") or 0,
             groups=options.get("groups"),
             group_values=options.get("group_values", "players"),
+            snapshot=snapshot,
         )
         yield Session(engine, prepared, options)
 

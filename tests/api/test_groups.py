@@ -175,9 +175,10 @@ def test_bootstrap_and_weights_carry_over_to_groups():
         ({"groups": GROUPS, "path": "grouping_sets"}, "groups= runs on the pairwise path"),
     ],
 )
-def test_wrong_groups_are_refused_with_the_name_at_fault(options, message):
+@pytest.mark.parametrize("method", [cohortsql.cohort_shapley, cohortsql.shapley_effects])
+def test_wrong_groups_are_refused_with_the_name_at_fault(options, message, method):
     with pytest.raises(CohortError, match=message.replace("(", r"\(").replace("[", r"\[")):
-        cohortsql.cohort_shapley(table(), prediction="y", similarity=KINDS, **options)
+        method(table(), prediction="y", similarity=KINDS, **options)
 
 
 def test_an_owen_game_beyond_the_exact_limit_is_refused_before_computing():

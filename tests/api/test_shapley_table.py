@@ -137,3 +137,16 @@ def test_the_spark_sql_table_function_finishes_a_printed_histogram(spark_client,
     # PySpark's own error (cohortsql's quieted loggers once broke its logging of errors into a TypeError)
     with pytest.raises(PySparkException, match="needs the columns of `cohortsql sql`'s histogram"):
         spark_client.sql("SELECT * FROM cohort_shapley_values(TABLE(loans) PARTITION BY loan)").collect()
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "spark", "spark-connect"])
+def test_the_lazy_table_holds_the_values_of_the_data_it_was_called_on(request, frame, tmp_path, engine):  # noqa: F811
+    """A lazy table is a snapshot: the data changing before it is read (another file in its place) does
+    not move its values (its window widths were fixed from the first data, its rows were read later)."""
+    path = tmp_path / "loans.parquet"
+    frame.write_parquet(path)
+    options = {"prediction": "score", "similarity": {"age": "range:0.1", "region": "exact"}, "id": "loan"}
+    table = cohortsql.shapley_table(str(path), **options, **where(request, engine))
+    frame.with_columns(age=pl.col("age") * 3 - 40, score=pl.col("score") * 2).write_parquet(path)  # the data change
+    direct = cohortsql.cohort_shapley(frame, **options).local.sort("id", "feature")
+    np.testing.assert_allclose(collected(table)["shapley"], direct["shapley"], atol=1e-12)
