@@ -80,10 +80,10 @@ def request(options: dict[str, Any], group: type | tuple[str, ...], *, explained
             check_table_free(options)
     if options.get("out"):
         from cohortsql.cli.outputs import refuse_inputs
-        from cohortsql.results.files import check_destination, sibling_path
+        from cohortsql.results.files import COMPANIONS, check_destination, sibling_path
 
         out = check_destination(Path(options["out"]))  # before the work, not after it
-        refuse_inputs([out, *(sibling_path(out, label) for label in _SIBLINGS)], options)
+        refuse_inputs([out, *(sibling_path(out, label) for label in COMPANIONS)], options)
     names = group if isinstance(group, tuple) else tuple(group.__annotations__)
     arguments = pick(options, *(name for name in names if name not in ("targets", "sample")))
     if explained:
@@ -93,10 +93,6 @@ def request(options: dict[str, Any], group: type | tuple[str, ...], *, explained
         targets=options.get("targets") or _target_ids(options.get("target_ids")),
         sample=_sample(options.get("sample")),
     )
-
-
-_SIBLINGS = ("totals", "paths", "reasons", "global", "interactions", "anchored", "owen")
-"""The labels of the tables a command writes beside --out."""
 
 
 def pick(options: dict[str, Any], *names: str) -> dict[str, Any]:

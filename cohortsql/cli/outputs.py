@@ -20,6 +20,8 @@ from cohortsql.sql.user import is_query
 if TYPE_CHECKING:
     import polars as pl
 
+    from cohortsql.engines.base import Sources
+
 
 def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: dict[str, str]) -> str:
     """--out (the first table at the path, the others beside it) and --into-table; says what it wrote.
@@ -28,7 +30,7 @@ def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: di
 
     check_not_interrupted()
     from cohortsql.engines import EngineSettings, open_engine
-    from cohortsql.results.files import sibling_path, write_frames
+    from cohortsql.results.files import sibling_path, write_set
 
     engine = options.get("engine") or "duckdb"
     if options.get("into_table") and engine == "duckdb" and not options.get("database"):
@@ -40,10 +42,8 @@ def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: di
     written: list[str] = []
     if options.get("out"):
         out = Path(options["out"])
-        paths = {sibling_path(out, label) if label else out: frame for label, frame in tables.items()}
-        refuse_inputs(paths, options)
-        write_frames(paths, settings)
-        written.extend(str(path) for path in paths)
+        refuse_inputs([sibling_path(out, label) if label else out for label in tables], options)
+        written.extend(str(path) for path in write_set(out, tables, settings))
     if options.get("into_table"):
         name = options["into_table"]
         named = {f"{name}_{label}" if label else name: frame.to_arrow() for label, frame in tables.items()}
@@ -136,15 +136,31 @@ def check_table_free(options: dict[str, Any]) -> None:
 
 def input_files(options: dict[str, Any]) -> list[Path]:
     """The files the run reads: the data's file or every file of its glob, a DuckDB database's file,
-    or the histogram `assemble` reads."""
+    the histogram `assemble` reads, or every file a data query reads (as its engine finds them)."""
     data = str(options.get("data") or options.get("histogram") or "")
-    if not data or is_query(data):
+    if not data:
         return []
-    in_database = database_table(data)
-    if in_database is not None:
-        return [Path(in_database[0])]
-    matches = [Path(name) for name in glob.glob(data)] if glob.has_magic(data) else [Path(data)]
-    return [path for path in matches if path.is_file()]
+    files: list[Path] = []
+    for name in _query_sources(options).files if is_query(data) else [data]:
+        in_database = database_table(name)
+        if in_database is not None:
+            files.append(Path(in_database[0]))
+        else:
+            files.extend(Path(match) for match in (glob.glob(name) if glob.has_magic(name) else [name]))
+    return [path for path in files if path.is_file()]
+
+
+def _query_sources(options: dict[str, Any]) -> Sources:
+    """The files and tables the run's data query reads, as the engine that runs it parses or plans it."""
+    from cohortsql.engines import EngineSettings, open_engine
+
+    engine = open_engine(
+        engine=options.get("engine") or "duckdb", settings=EngineSettings(spark_master=options.get("spark_master"))
+    )
+    try:
+        return engine.sources(str(options["data"]))
+    finally:
+        engine.close()
 
 
 def refuse_inputs(outputs: Iterable[Path], options: dict[str, Any]) -> None:
@@ -194,6 +210,8 @@ def _input_tables(options: dict[str, Any]) -> tuple[str, ...]:
     """Tables that --into-table must never replace: the run's own input table in the same database
     (the same file by device and inode, however it is named or linked)."""
     data = str(options.get("data") or "")
+    if is_query(data):
+        return _query_sources(options).tables
     in_database = database_table(data)
     if in_database is not None and options.get("database"):
         database, table = in_database

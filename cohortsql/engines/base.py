@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Self, TypeVar
+from typing import Any, NamedTuple, Self, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +45,16 @@ class EngineSettings:
 
 
 Result = TypeVar("Result")
+
+
+class Sources(NamedTuple):
+    """What a query reads, as the engine's own parser or planner finds it."""
+
+    files: tuple[str, ...]
+    """Paths, globs or URLs of files, as the query names them (relative to the working directory)."""
+    tables: tuple[str, ...]
+    """Names of tables and views (``schema.table`` when qualified)."""
+
 
 ValuesOfHistograms = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
 """(target row, mask, weight, sum of y, targets, d) -> (shapley, shapley_squared), each (targets, d):
@@ -122,6 +132,10 @@ class Engine(ABC):
     @abstractmethod
     def drop(self, relation: str) -> None:
         """Drop a relation this engine created or uploaded."""
+
+    @abstractmethod
+    def sources(self, query: str) -> Sources:
+        """The files and tables `query` reads (so that no output is written over one of them)."""
 
     @abstractmethod
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:

@@ -9,16 +9,17 @@ column, a Parquet file's come from its own row numbers, and anything else is cop
 from __future__ import annotations
 
 import glob
+import json
 import os
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, ValuesOfHistograms
+from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, Sources, ValuesOfHistograms
 from cohortsql.engines.inputs import (
     POSITION_COLUMN,
     Input,
@@ -164,6 +165,31 @@ class DuckDBEngine(Engine):
                 self._drop(kind, name)
                 del self._created[index]
                 return
+
+    def sources(self, query: str) -> Sources:
+        """From DuckDB's own parse of `query` (``json_serialize_sql``): every string constant a table
+        function is given (``read_parquet('a.parquet')``, lists and globs included) is a file, and every
+        table it names a table, or a file where DuckDB would read it as one (``FROM 'a.parquet'``)."""
+        (serialized,) = self.fetch_arrow(
+            f"SELECT json_serialize_sql({self.dialect.string(query)}) AS tree", context="reading the data query"
+        )["tree"].to_pylist()
+        tree = json.loads(str(serialized))
+        if tree.get("error"):
+            return Sources((), ())
+        files: list[str] = []
+        tables: list[str] = []
+        for node in _nodes(tree):
+            if node.get("type") == "BASE_TABLE":
+                name = ".".join(part for part in (node.get("schema_name"), node.get("table_name")) if part)
+                tables.append(name)
+                files.append(str(node.get("table_name") or ""))
+            elif node.get("type") == "TABLE_FUNCTION":
+                files.extend(
+                    str(leaf["literal"]["text"])
+                    for leaf in _nodes(node.get("function"))
+                    if leaf.get("type") == "VALUE_CONSTANT" and leaf.get("literal", {}).get("kind") == "STRING"
+                )
+        return Sources(tuple(file for file in files if file), tuple(tables))
 
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
         return self._run(lambda: self.connection.sql(select).to_arrow_table(), context)
@@ -381,6 +407,17 @@ class DuckDBEngine(Engine):
             self.connection.execute(f"DETACH DATABASE IF EXISTS {self.dialect.quote(name)}")
         else:
             self.connection.execute(f"DROP {kind} IF EXISTS {self.dialect.quote(name)}")
+
+
+def _nodes(tree: object) -> Iterator[dict[str, Any]]:
+    """Every object of a parsed statement's JSON, depth first."""
+    if isinstance(tree, dict):
+        yield tree
+        for value in tree.values():
+            yield from _nodes(value)
+    elif isinstance(tree, list):
+        for value in tree:
+            yield from _nodes(value)
 
 
 ARROW_TASK_ROWS = 122_880

@@ -30,7 +30,7 @@ from pyspark.errors import PySparkException
 from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 
-from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, ValuesOfHistograms
+from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, Sources, ValuesOfHistograms
 from cohortsql.engines.inputs import POSITION_COLUMN, Input, as_arrow, file_format, with_positions, without_positions
 from cohortsql.errors import CohortError
 from cohortsql.sql.dialects import SPARK
@@ -215,6 +215,26 @@ class SparkEngine(Engine):
                 self._drop(name)
                 self._views.remove(name)
                 return
+
+    def sources(self, query: str) -> Sources:
+        """The files Spark's plan of `query` reads (``DataFrame.inputFiles``, tables stored as files
+        included), and the tables it names (sqlglot's reading of Spark SQL: Spark's own plan is not
+        reachable from a Connect session)."""
+        import sqlglot
+        from sqlglot import expressions
+
+        frame = self._run(lambda: self.session.sql(query), "reading the data query")
+        files = self._run(lambda: frame.inputFiles(), "reading the data query")
+        paths = [
+            urllib.parse.unquote(urllib.parse.urlparse(file).path) if file.startswith("file:") else file
+            for file in files
+        ]
+        try:
+            tree = sqlglot.parse_one(query, read="spark")
+        except sqlglot.errors.ParseError:
+            return Sources(tuple(paths), ())
+        tables = [".".join(part.name for part in table.parts) for table in tree.find_all(expressions.Table)]
+        return Sources(tuple(paths), tuple(tables))
 
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
         return self._run(lambda: self.session.sql(select).toArrow(), context)

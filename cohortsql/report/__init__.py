@@ -25,7 +25,7 @@ from cohortsql.plot.colours import feature_colours
 from cohortsql.report import svg
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import effects_of_tables
-from cohortsql.results.files import one_outcome, parquet_settings, read_frame, sibling_path, write_text
+from cohortsql.results.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
 
 SHOWN_TARGETS = 3
 """Targets drawn in detail when none are chosen: the lowest, the median and the highest prediction."""
@@ -86,9 +86,10 @@ class ReportTables:
             if "shapley_effect" not in table.columns:
                 raise CohortError(f"{str(effects)!r} is not a `cohortsql effects` output: it has no shapley_effect")
             (table,) = one_outcome([table], outcome, repr(str(effects)))
+        written = companions(path)  # None: a file from before the list; then what lies beside it
         beside = {
             label: one_outcome([read_frame(sibling_path(path, label), role)], outcome, label)[0]
-            if sibling_path(path, label).is_file()
+            if (label in written if written is not None else sibling_path(path, label).is_file())
             else None
             for label in ("interactions", "owen")
         }

@@ -12,7 +12,7 @@ import polars as pl
 
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
-from cohortsql.results.files import sibling_path, write_frames
+from cohortsql.results.files import write_set
 
 METHODS = ("CS", "CS2", "BS", "BS2", "ABS", "ABS2")
 """Cohort, baseline and all-baseline Shapley, each with its squared version."""
@@ -122,16 +122,10 @@ class Comparison:
         )
 
     def write_parquet(self, path: str | os.PathLike[str]) -> None:
-        """`local` at `path`, `global_` and `totals` beside it (``_global``, ``_totals``), all or nothing."""
-        target = Path(path)
-        write_frames(
-            {
-                target: self.local,
-                sibling_path(target, "global"): self.global_,
-                sibling_path(target, "totals"): self.totals,
-            },
-            self.cohort.settings | {"comparison": "CS, BS, ABS"},
-        )
+        """`local` at `path`, `global_` and `totals` beside it (``_global``, ``_totals``), all or nothing
+        (companions an earlier run left beside `path` are removed with them)."""
+        tables = {"": self.local, "global": self.global_, "totals": self.totals}
+        write_set(Path(path), tables, self.cohort.settings | {"comparison": "CS, BS, ABS"})
 
     def __repr__(self) -> str:
         return (

@@ -9,6 +9,7 @@ through an engine (`cohortsql.engines`).
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import time
@@ -48,8 +49,13 @@ def parquet_settings(path: str | os.PathLike[str]) -> dict[str, str]:
     """The run settings a result file carries as Parquet key-value metadata (none for CSV)."""
     if Path(path).suffix.lower() != ".parquet":
         return {}
+    metadata = _metadata(path)
+    return {key: value for key, value in metadata.items() if not key.startswith("ARROW") and key != FILES_KEY}
+
+
+def _metadata(path: str | os.PathLike[str]) -> dict[str, str]:
     metadata = pq.read_metadata(Path(path)).metadata or {}
-    return {key.decode(): value.decode() for key, value in metadata.items() if not key.startswith(b"ARROW")}
+    return {key.decode(): value.decode() for key, value in metadata.items()}
 
 
 def check_destination(path: str | os.PathLike[str]) -> Path:
@@ -69,8 +75,11 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str], metadata: Map
     write_frames({Path(path): frame}, metadata)
 
 
-def write_frames(frames: Mapping[Path, pl.DataFrame], metadata: Mapping[str, str] | None = None) -> None:
-    """Write every frame to its path, all or nothing; Parquet files carry `metadata` (key-value)."""
+def write_frames(
+    frames: Mapping[Path, pl.DataFrame], metadata: Mapping[str, str] | None = None, remove: Sequence[Path] = ()
+) -> None:
+    """Write every frame to its path, all or nothing, and remove the files `remove` with them; Parquet
+    files carry `metadata` (key-value)."""
 
     def write(frame: pl.DataFrame, temporary: Path, target: Path) -> None:
         if target.suffix.lower() == ".parquet":
@@ -78,7 +87,32 @@ def write_frames(frames: Mapping[Path, pl.DataFrame], metadata: Mapping[str, str
         else:
             frame.write_csv(temporary)
 
-    _write_all({check_destination(path): frame for path, frame in frames.items()}, write)
+    _write_all({check_destination(path): frame for path, frame in frames.items()}, write, remove)
+
+
+COMPANIONS = ("totals", "paths", "reasons", "global", "interactions", "anchored", "owen")
+"""The labels of the tables a run may write beside its main file (`sibling_path`)."""
+
+FILES_KEY = "cohortsql_files"
+"""The key of a main file's metadata that lists the companions its run wrote (a JSON list of labels)."""
+
+
+def write_set(out: Path, tables: Mapping[str, pl.DataFrame], metadata: Mapping[str, str]) -> list[Path]:
+    """A run's files as one set: the table labelled ``""`` at `out`, the others beside it
+    (`sibling_path`), and any companion an earlier run left there removed with them, all or nothing;
+    the main file's metadata lists the companions written (`FILES_KEY`). Returns the paths written."""
+    labels = [label for label in tables if label]
+    paths = {sibling_path(out, label) if label else out: frame for label, frame in tables.items()}
+    stale = [sibling_path(out, label) for label in COMPANIONS if label not in labels]
+    write_frames(paths, {**metadata, FILES_KEY: json.dumps(labels)}, remove=[path for path in stale if path.exists()])
+    return list(paths)
+
+
+def companions(path: str | os.PathLike[str]) -> list[str] | None:
+    """The labels of the companions written with a main file, as its metadata lists them (None for a
+    file written before the list existed, or a CSV file)."""
+    listed = _metadata(path).get(FILES_KEY) if Path(path).suffix.lower() == ".parquet" else None
+    return None if listed is None else list(json.loads(listed))
 
 
 def write_text(text: str, path: Path) -> None:
@@ -90,10 +124,13 @@ def write_text(text: str, path: Path) -> None:
     _write_all({path: text}, write)
 
 
-def _write_all(contents: Mapping[Path, Any], write: Callable[[Any, Path, Path], None]) -> None:
+def _write_all(
+    contents: Mapping[Path, Any], write: Callable[[Any, Path, Path], None], remove: Sequence[Path] = ()
+) -> None:
     """Write each content to a fresh temporary file beside its target (created exclusively under a
-    random name, so no planted file or link is followed), then move them all into place; on any
-    failure (a full disk, Ctrl-C) every target keeps its previous contents and no temporary is left."""
+    random name, so no planted file or link is followed), then move them all into place, and the files
+    `remove` out of it; on any failure (a full disk, Ctrl-C) every target keeps its previous contents,
+    every removed file comes back and no temporary is left."""
     for directory in {target.parent for target in contents}:
         remove_stale_temporaries(directory)
     written: dict[Path, Path] = {}
@@ -110,7 +147,7 @@ def _write_all(contents: Mapping[Path, Any], write: Callable[[Any, Path, Path], 
                     raise
                 first = (str(error).strip().splitlines() or [type(error).__name__])[0]
                 raise CohortError(f"cannot write {str(target)!r}: {first}") from None
-        for target in contents:
+        for target in [*contents, *remove]:
             if target.exists():
                 backup = _temporary(target)
                 os.replace(target, backup)
