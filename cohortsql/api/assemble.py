@@ -28,6 +28,7 @@ from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.files import read_frame
 from cohortsql.results.tables import run_settings
 from cohortsql.run.grouping_sets import Cells, values_of_cells
+from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import BATCH_MEMORY_BYTES
 from cohortsql.run.strategy import choose_method
 from cohortsql.spec import arguments
@@ -40,6 +41,7 @@ SINGLE = Measures(outcomes=1)
 """How assemble values the standalone query's sums: one outcome (``sum_y``), unweighted."""
 
 
+@interruptible_call
 def assemble(
     histogram: str | os.PathLike[str] | pa.Table | pl.DataFrame | Any,
     *,

@@ -32,6 +32,7 @@ from cohortsql.games.baseline.realism import subject_bitsets
 from cohortsql.games.baseline.values import BaselineValues
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.tables import run_settings
+from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method
@@ -39,6 +40,7 @@ from cohortsql.run.targets import TargetSet, every_row, read_rows, rows_by_id
 from cohortsql.spec.arguments import checked_options, drawn_seed
 
 
+@interruptible_call
 def baseline_shapley(
     data: Any,
     *,

@@ -14,6 +14,7 @@ from cohortsql.errors import CohortError, check_choice
 from cohortsql.games.calibration import holdout_shares, marginal_shares
 from cohortsql.results.calibration import Calibration
 from cohortsql.results.tables import run_settings
+from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import prepare
 from cohortsql.run.session import opened_engine
 from cohortsql.run.targets import every_row
@@ -21,6 +22,7 @@ from cohortsql.spec import arguments
 from cohortsql.spec.arguments import drawn_seed, run_options, with_defaults
 
 
+@interruptible_call
 def calibrate(data: Any, *, features: Sequence[str], **options: Unpack[CalibrationOptions]) -> Calibration:
     """The similarity threshold at which real rows count as realistic (paper, Appendix 5).
 

@@ -13,11 +13,13 @@ from cohortsql.errors import CohortError
 from cohortsql.games.baseline.models import model_function
 from cohortsql.results.comparison import Comparison
 from cohortsql.results.tables import warn_about_cohorts
+from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method
 from cohortsql.spec.arguments import checked_options, drawn_seed
 
 
+@interruptible_call
 def compare(
     data: Any,
     *,

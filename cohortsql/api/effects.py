@@ -19,6 +19,7 @@ from cohortsql.results.effects import ShapleyEffects, owen_effects_table
 from cohortsql.results.outcomes import ShapleyEffectsResults
 from cohortsql.results.tables import diagnostics, warn_about_cohorts
 from cohortsql.run.grouping_sets import variance_game
+from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.pairwise import owen_batches
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import (
@@ -54,6 +55,7 @@ def shapley_effects(
 ) -> ShapleyEffectsResults: ...
 
 
+@interruptible_call
 def shapley_effects(
     data: Any,
     *,

@@ -9,6 +9,7 @@ from cohortsql._typing import (
     ShapleyOptions,
     SimilarityArgument,
 )
+from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.pace import Plan
 from cohortsql.run.progress import Silent
 from cohortsql.run.session import open_session
@@ -16,6 +17,7 @@ from cohortsql.run.strategy import MAX_FEATURES, choose_method_and_path, local_b
 from cohortsql.spec.arguments import checked_options, explained_columns
 
 
+@interruptible_call
 def estimate(
     data: Any,
     *,

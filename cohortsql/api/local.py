@@ -19,6 +19,7 @@ from cohortsql.numeric.dividends import sets_up_to
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.outcomes import CohortShapleyResults
 from cohortsql.results.tables import warn_about_cohorts
+from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.pairwise import lattice_batches, owen_batches
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
@@ -54,6 +55,7 @@ def cohort_shapley(
 ) -> CohortShapleyResults: ...
 
 
+@interruptible_call
 def cohort_shapley(
     data: Any,
     *,

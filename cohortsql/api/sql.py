@@ -23,6 +23,7 @@ from cohortsql.engines.base import Engine
 from cohortsql.engines.inputs import file_format
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.run.feature_statistics import sorted_quantiles
+from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, MAX_FEATURES
@@ -37,6 +38,7 @@ FINISHED: tuple[SqlVariant, ...] = ("values", "effects")
 """The variants whose query computes the values themselves (no `cohortsql.assemble` afterwards)."""
 
 
+@interruptible_call
 def histogram_sql(
     data: Any,
     *,

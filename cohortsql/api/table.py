@@ -11,6 +11,7 @@ from cohortsql import queries
 from cohortsql._typing import RunOptions, SimilarityArgument, TableOptions, Targets
 from cohortsql.api.register import histogram_values_checked
 from cohortsql.numeric.shapley import targets_per_batch
+from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import weigh_subjects
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES
@@ -21,6 +22,7 @@ HISTOGRAM_ENTRY_BYTES = 32
 """What one histogram row holds in a call's Arrow table: target, mask, weight and sum."""
 
 
+@interruptible_call
 def shapley_table(
     data: Any,
     *,

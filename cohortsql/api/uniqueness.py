@@ -9,12 +9,14 @@ import numpy as np
 from cohortsql._typing import SimilarityArgument, UniquenessOptions
 from cohortsql.results.uniqueness import UniquenessResult
 from cohortsql.run.grouping_sets import uniqueness_of_cells
+from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.pairwise import uniqueness_batches, uniqueness_owen_batches
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, check_owen, choose_path, make_pacer
 from cohortsql.spec.arguments import checked_options
 
 
+@interruptible_call
 def uniqueness_shapley(
     data: Any,
     *,

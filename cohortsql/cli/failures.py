@@ -3,51 +3,18 @@ and status 130 after Ctrl-C; ``--debug`` shows tracebacks instead."""
 
 from __future__ import annotations
 
-import signal
-import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import FrameType
 
 import typer
 
 from cohortsql.cli.flags import cli_spelling
 from cohortsql.errors import CohortError, CohortWarning
+from cohortsql.run.interrupts import noticing_interrupts
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
-
-
-_INTERRUPTED = threading.Event()
-"""Set by Ctrl-C during a command: a KeyboardInterrupt raised inside a library's C code can be
-swallowed there (pyarrow importing pandas on first use did), the flag cannot."""
-
-
-def _on_interrupt(signum: int, frame: FrameType | None) -> None:
-    _INTERRUPTED.set()
-    raise KeyboardInterrupt
-
-
-def check_not_interrupted() -> None:
-    """Stop (KeyboardInterrupt) if Ctrl-C came during this command, even if its exception was lost."""
-    if _INTERRUPTED.is_set():
-        raise KeyboardInterrupt
-
-
-@contextmanager
-def _noticing_interrupts() -> Iterator[None]:
-    """Ctrl-C sets `_INTERRUPTED` as well as raising, while the command runs (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    _INTERRUPTED.clear()
-    previous = signal.signal(signal.SIGINT, _on_interrupt)
-    try:
-        yield
-        check_not_interrupted()
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 _RECORDING: list[list[warnings.WarningMessage]] = []
@@ -77,7 +44,7 @@ def _reported_failures(debug: bool) -> Iterator[None]:
     categories) would record it again, without end."""
     caught: list[warnings.WarningMessage] = []
     try:
-        with _noticing_interrupts(), warnings.catch_warnings(record=True) as caught, _recording(caught):
+        with noticing_interrupts(), warnings.catch_warnings(record=True) as caught, _recording(caught):
             warnings.simplefilter("always", CohortWarning)
             # PySpark warns at import that pandas 3 is not fully supported; cohortsql hands it Arrow.
             warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: dict[str, str]) -> str:
     """--out (the first table at the path, the others beside it) and --into-table; says what it wrote.
     Nothing is written after a Ctrl-C, even one whose exception a library swallowed."""
-    from cohortsql.cli.failures import check_not_interrupted
+    from cohortsql.run.interrupts import check_not_interrupted
 
     check_not_interrupted()
     from cohortsql.engines import EngineSettings, open_engine

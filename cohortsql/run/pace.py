@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from cohortsql.run.interrupts import check_not_interrupted
 from cohortsql.run.progress import Reporter, duration
 
 SECONDS_PER_BATCH = 2.0
@@ -107,6 +108,7 @@ class Pacer:
         size = self._pilot_size()
         while start < self.total:
             size = max(1, min(size, self.total - start))
+            check_not_interrupted()  # a Ctrl-C whose exception a library swallowed stops the next batch
             began = time.perf_counter()
             yield start, size
             elapsed = time.perf_counter() - began

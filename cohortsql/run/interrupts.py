@@ -1,0 +1,69 @@
+"""Ctrl-C is never lost: while a public call (or a command) runs on the main thread, SIGINT also sets
+a flag, which the call checks between batches and before it returns.
+
+A KeyboardInterrupt raised inside a library's C code can be swallowed there: pyarrow importing pandas
+on first use inside ``to_numpy()`` caught it and went on, so a notebook user's Ctrl-C was lost and
+the call returned its result. The flag cannot be swallowed.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import ParamSpec, TypeVar
+
+_INTERRUPTED = threading.Event()
+_DEPTH = [0]
+"""How many calls that notice interrupts are running (nested: a command runs a public call)."""
+
+Parameters = ParamSpec("Parameters")
+Returned = TypeVar("Returned")
+
+
+def _on_interrupt(signum: int, frame: FrameType | None) -> None:
+    _INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+def check_not_interrupted() -> None:
+    """Stop (KeyboardInterrupt) if Ctrl-C came during the running call, even if its exception was lost."""
+    if _INTERRUPTED.is_set():
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def noticing_interrupts() -> Iterator[None]:
+    """Ctrl-C sets the flag as well as raising while the block runs, and the block ends with a check.
+    Only the main thread receives signals; elsewhere (and when the caller handles SIGINT its own way,
+    not by raising KeyboardInterrupt) the block runs as it is."""
+    outermost = _DEPTH[0] == 0
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if on_main else None
+    install = on_main and outermost and previous is signal.default_int_handler
+    if outermost:
+        _INTERRUPTED.clear()
+    if install:
+        signal.signal(signal.SIGINT, _on_interrupt)
+    _DEPTH[0] += 1
+    try:
+        yield
+        check_not_interrupted()
+    finally:
+        _DEPTH[0] -= 1
+        if install:
+            signal.signal(signal.SIGINT, previous)
+
+
+def interruptible_call(function: Callable[Parameters, Returned]) -> Callable[Parameters, Returned]:
+    """A public function that notices Ctrl-C (`noticing_interrupts`) from start to return."""
+
+    @functools.wraps(function)
+    def call(*arguments: Parameters.args, **options: Parameters.kwargs) -> Returned:
+        with noticing_interrupts():
+            return function(*arguments, **options)
+
+    return call
