@@ -100,20 +100,27 @@ class DuckDBEngine(Engine):
         self._names = 0
         self._previous_settings: dict[str, str] = {}
         self._kept = False
-        # DuckDB's own progress bar would print into the caller's output; cohortsql reports its own.
-        session = {"enable_progress_bar": "false", "perfect_ht_threshold": str(PERFECT_HASH_BITS)}
-        for name, value in session.items():
-            self._set(name, value, restore=not self._owns_connection)  # an owned cursor ends with the engine
+        self._limited = settings.memory_limit is not None
+        self._locked = self._setting("lock_configuration").lower() == "true"
+        """The caller's connection refuses every SET (``lock_configuration``): the settings that only
+        help (speed, quiet) are skipped; those that were asked for are refused."""
         database_wide = {"memory_limit": settings.memory_limit, "temp_directory": settings.temp_directory}
-        for setting, chosen in database_wide.items():
-            if chosen is not None:
-                self._set(setting, str(chosen), restore=True)  # restored at close (memory_budget reads it)
+        asked = [setting for setting, chosen in database_wide.items() if chosen is not None]
+        if self._locked and asked:
+            raise CohortError(
+                f"{asked[0]} cannot be set: the connection's configuration is locked (lock_configuration = true);"
+                f" set it before locking, or leave {asked[0]} out"
+            )
+        # DuckDB's own progress bar would print into the caller's output; cohortsql reports its own.
+        self._set_if_allowed("enable_progress_bar", "false")
+        self._set_if_allowed("perfect_ht_threshold", str(PERFECT_HASH_BITS))
+        for setting in asked:
+            self._set(setting, str(database_wide[setting]), restore=not self._owns_connection)
 
     # -- the Engine methods --------------------------------------------------------------------
 
     def expect_aggregates(self, sums: int) -> None:
-        bits = str(perfect_hash_bits(sums))
-        self._set("perfect_ht_threshold", bits, restore=not self._owns_connection)
+        self._set_if_allowed("perfect_ht_threshold", str(perfect_hash_bits(sums)))
 
     def register_input(self, data: Any, *, positions: bool) -> Input:
         if isinstance(data, Path):
@@ -196,7 +203,7 @@ class DuckDBEngine(Engine):
 
     @property
     def memory_budget(self) -> int | None:
-        if "memory_limit" not in self._previous_settings:
+        if not self._limited:
             return None
         (shown,) = self.fetch_arrow("SELECT current_setting('memory_limit') AS m", context="reading memory_limit")[
             "m"
@@ -243,17 +250,21 @@ class DuckDBEngine(Engine):
         self._kept = True
 
     def close(self) -> None:
-        for kind, name in reversed(self._created):
-            # An owned cursor's temporary objects go with it; attached databases are the database's.
-            if kind == "DATABASE" or not self._owns_connection:
-                self._drop(kind, name)
-        self._created.clear()
-        self._restore_settings()
-        if self._owns_connection and not self._kept:  # a kept relation reads through the connection
-            self.connection.close()
+        try:
+            self._restore_settings()  # first: under a tiny memory limit nothing else could run
+            for kind, name in reversed(self._created):
+                # An owned cursor's temporary objects go with it; attached databases are the database's.
+                if kind == "DATABASE" or not self._owns_connection:
+                    self._drop(kind, name)
+        finally:
+            self._created.clear()
+            if self._owns_connection and not self._kept:  # a kept relation reads through the connection
+                self.connection.close()
 
     def _restore_settings(self) -> None:
-        for name, value in self._previous_settings.items():
+        # memory_limit first: under a tiny limit the other statements could not run.
+        for name in sorted(self._previous_settings, key=lambda name: name != "memory_limit"):
+            value = self._previous_settings[name]
             # RESET restores a default exactly; the printed value (e.g. '18.8 GiB') is rounded.
             self.connection.execute(f"RESET {name}")
             current = self.connection.execute(f"SELECT current_setting({self.dialect.string(name)})").fetchall()
@@ -392,13 +403,29 @@ class DuckDBEngine(Engine):
     def _execute(self, sql: str, *, context: str) -> None:
         self._run(lambda: self.connection.execute(sql), context)
 
+    def _setting(self, name: str) -> str:
+        (value,) = self.fetch_arrow(
+            f"SELECT current_setting({self.dialect.string(name)}) AS v", context=f"reading {name}"
+        )["v"].to_pylist()
+        return str(value)
+
     def _set(self, name: str, value: str, *, restore: bool) -> None:
+        """SET a setting for this engine's work; with `restore` (the caller's connection) its value comes
+        back at close. An owned connection ends with the engine, and needs nothing back."""
         if restore:
-            (previous,) = self.fetch_arrow(
-                f"SELECT current_setting({self.dialect.string(name)}) AS v", context=f"reading {name}"
-            )["v"].to_pylist()
-            self._previous_settings.setdefault(name, str(previous))
+            self._previous_settings.setdefault(name, self._setting(name))
         self._execute(f"SET {name} = {self.dialect.string(value)}", context=f"setting {name} = {value!r}")
+
+    def _set_if_allowed(self, name: str, value: str) -> None:
+        """A setting that only helps (speed, a quiet output): skipped where the configuration is locked."""
+        if not self._locked:
+            self._set(name, value, restore=not self._owns_connection)
+
+    def _failure_message(self, error: BaseException) -> str:
+        message = super()._failure_message(error)
+        if isinstance(error, duckdb.OutOfMemoryException) and self._limited:
+            return f"{message}; raise memory_limit (DuckDB spills to its temp_directory what does not fit)"
+        return message
 
     def _drop(self, kind: str, name: str) -> None:
         if kind == "REGISTERED":

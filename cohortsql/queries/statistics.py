@@ -144,7 +144,10 @@ def table_statistics(source: str, aggregates: Mapping[str, str], dialect: Dialec
 
 def distinct_counts(source: str, columns: Mapping[str, str], dialect: Dialect) -> str:
     """SELECT the exact number of distinct values of each column (alias -> SQL of the column's values),
-    for columns known to hold few of them."""
+    for columns known to hold few of them; one column's by a grouping, which spills under a memory limit."""
+    if len(columns) == 1:
+        ((alias, value),) = columns.items()
+        return f"SELECT count(v) AS {dialect.quote(alias)} FROM (SELECT {value} AS v FROM {source} GROUP BY 1) AS d"
     counts = {alias: f"count(DISTINCT {value})" for alias, value in columns.items()}
     return f"SELECT {select_list(counts, dialect)} FROM {source}"
 

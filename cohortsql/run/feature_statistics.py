@@ -5,9 +5,9 @@ or with case weights. Each step fills in the per-feature statistics `resolve_fea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_record
@@ -17,6 +17,8 @@ from cohortsql.spec.similarity import QuantileWindow
 
 if TYPE_CHECKING:
     from cohortsql.run.preparation import TableStatistics
+
+Part = TypeVar("Part")
 
 
 EXACT_DISTINCT_BELOW = 1_000
@@ -39,10 +41,13 @@ def count_distinct_values(
                     feature.values, engine.dialect.quote(feature.name), engine.dialect
                 )
     if few:
-        counts = fetch_record(
+        # Under a memory limit, one grouping a feature (which spills): a DISTINCT aggregate per feature in
+        # one query holds a hash table each (30 of them failed at memory_limit='100MB' on 100 rows).
+        counts = _in_parts(
             engine,
-            queries.statistics.distinct_counts(relation, few, engine.dialect),
-            context="counting distinct values",
+            few,
+            lambda part: queries.statistics.distinct_counts(relation, part, engine.dialect),
+            "counting distinct values",
         )
         for feature in features:
             if str(feature.index) in few:
@@ -67,10 +72,11 @@ def measure_tails(
             windows[str(feature.index)] = (shifted, float(own["parameter:delta"] or 0.0))
     if not windows:
         return
-    counts = fetch_record(
+    counts = _in_parts(
         engine,
-        queries.statistics.near_mean_counts(relation, windows, engine.dialect),
-        context="measuring the features' tails",
+        windows,
+        lambda part: queries.statistics.near_mean_counts(relation, part, engine.dialect),
+        "measuring the features' tails",
     )
     long_tailed = []
     for feature in features:
@@ -102,6 +108,18 @@ def measure_tails(
         statistics.features[feature.index].update(
             {alias.removeprefix(prefix): value for alias, value in row.items() if alias.startswith(prefix)}
         )
+
+
+def _in_parts(
+    engine: Engine, columns: Mapping[str, Part], query: Callable[[dict[str, Part]], str], context: str
+) -> dict[str, Any]:
+    """The one-row result of `query` over `columns` (alias -> what it needs): one query for all of them,
+    or under a memory limit one query per column, so that no query holds a table per feature at once."""
+    parts = [{alias: part} for alias, part in columns.items()] if engine.memory_budget is not None else [dict(columns)]
+    row: dict[str, Any] = {}
+    for part in parts:
+        row |= fetch_record(engine, query(part), context=context)
+    return row
 
 
 def known_quantiles(

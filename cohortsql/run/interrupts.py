@@ -24,9 +24,18 @@ Parameters = ParamSpec("Parameters")
 Returned = TypeVar("Returned")
 
 
-def _on_interrupt(signum: int, frame: FrameType | None) -> None:
-    _INTERRUPTED.set()
-    raise KeyboardInterrupt
+def _noticing(previous: Callable[[int, FrameType | None], object]) -> Callable[[int, FrameType | None], None]:
+    """A SIGINT handler that runs `previous` (Python's, which raises KeyboardInterrupt, or one of the
+    caller's, such as PySpark's, which cancels its jobs first) and sets the flag when it raises."""
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        try:
+            previous(signum, frame)
+        except KeyboardInterrupt:
+            _INTERRUPTED.set()
+            raise
+
+    return on_interrupt
 
 
 def check_not_interrupted() -> None:
@@ -37,17 +46,19 @@ def check_not_interrupted() -> None:
 
 @contextmanager
 def noticing_interrupts() -> Iterator[None]:
-    """Ctrl-C sets the flag as well as raising while the block runs, and the block ends with a check.
-    Only the main thread receives signals; elsewhere (and when the caller handles SIGINT its own way,
-    not by raising KeyboardInterrupt) the block runs as it is."""
+    """While the block runs, a Ctrl-C that raises KeyboardInterrupt (Python's own handler, or the
+    caller's, such as PySpark's) also sets the flag, and the block ends with a check. Only the main
+    thread receives signals; elsewhere, and where SIGINT is ignored or left to the system, the block
+    runs as it is."""
     outermost = _DEPTH[0] == 0
     on_main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGINT) if on_main else None
-    install = on_main and outermost and previous is signal.default_int_handler
+    install = outermost and callable(previous)
     if outermost:
         _INTERRUPTED.clear()
     if install:
-        signal.signal(signal.SIGINT, _on_interrupt)
+        assert callable(previous)
+        signal.signal(signal.SIGINT, _noticing(previous))
     _DEPTH[0] += 1
     try:
         yield

@@ -8,6 +8,7 @@ are read once and all three explain the same sample of targets.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -124,8 +125,11 @@ def opened_engine(data: Any, options: RunOptions) -> Iterator[Engine]:
     running = open_engine(data, engine=options.get("engine"), connection=options.get("connection"), settings=settings)
     try:
         yield running
-    finally:
-        running.close()
+    except BaseException:
+        with contextlib.suppress(Exception):  # the failure to report is the first one, not the cleanup's
+            running.close()
+        raise
+    running.close()
 
 
 @contextmanager

@@ -53,22 +53,35 @@ def test_a_ctrl_c_that_a_library_swallows_still_stops_the_call(call):
     assert result.stdout.strip() == "interrupted", result.stdout + result.stderr
 
 
-def test_the_callers_own_handler_is_kept_and_the_default_one_restored():
+def test_the_callers_own_handler_runs_and_decides():
+    """PySpark installs a handler that cancels its jobs and raises: it still runs, and its interrupt is
+    noticed; a handler that does not raise is the caller's choice, and the call goes on."""
     import signal
 
-    from cohortsql.run.interrupts import noticing_interrupts
+    from cohortsql.run.interrupts import check_not_interrupted, noticing_interrupts
 
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    with noticing_interrupts():
-        assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler  # the flag's handler
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    before = signal.getsignal(signal.SIGINT)
+    seen = []
 
-    def own(signum, frame):
-        pass
+    def cancelling(signum, frame):
+        seen.append("cancelled")
+        raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, own)
+    def ignoring(signum, frame):
+        seen.append("ignored")
+
     try:
+        signal.signal(signal.SIGINT, cancelling)
+        with pytest.raises(KeyboardInterrupt), noticing_interrupts():
+            try:
+                signal.raise_signal(signal.SIGINT)
+            except KeyboardInterrupt:
+                pass  # swallowed: the check at the end still stops the block
+        assert signal.getsignal(signal.SIGINT) is cancelling
+        signal.signal(signal.SIGINT, ignoring)
         with noticing_interrupts():
-            assert signal.getsignal(signal.SIGINT) is own  # a caller that handles Ctrl-C its own way
+            signal.raise_signal(signal.SIGINT)
+            check_not_interrupted()
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, before)
+    assert seen == ["cancelled", "ignored"]

@@ -1,0 +1,63 @@
+"""The DuckDB engine under the caller's settings: memory limits too small to run anything, limits a
+wide table's statistics must fit, and connections whose configuration is locked."""
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import cohortsql
+from cohortsql.cli import app
+
+FRAME = pl.DataFrame({"a": [1.0, 2, 3, 4] * 5, "b": [0, 1, 1, 0, 1] * 4, "y": np.linspace(0, 1, 20)})
+
+
+def test_a_memory_limit_too_small_to_run_is_one_error(tmp_path):
+    with pytest.raises(cohortsql.CohortError, match="raise memory_limit"):
+        cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["a", "b"], memory_limit="1KB")
+    path = tmp_path / "d.parquet"
+    FRAME.write_parquet(path)
+    result = CliRunner().invoke(
+        app, ["shapley", str(path), "--prediction", "y", "--features", "a,b", "--memory-limit", "1KB"]
+    )
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and "raise memory_limit" in lines[0], result.output
+
+
+def test_a_caller_connection_gets_its_settings_back_even_after_running_out_of_memory():
+    connection = duckdb.connect()
+    before = connection.execute("SELECT current_setting('memory_limit')").fetchall()
+    with pytest.raises(cohortsql.CohortError, match="Out of Memory"):
+        cohortsql.cohort_shapley(
+            FRAME, prediction="y", similarity=["a", "b"], memory_limit="1KB", connection=connection
+        )
+    assert connection.execute("SELECT current_setting('memory_limit')").fetchall() == before
+
+
+def test_the_statistics_of_thirty_defaulted_features_fit_a_hundred_megabytes():
+    rng = np.random.default_rng(30)
+    wide = pl.DataFrame({f"x{j}": rng.normal(size=100).round(j % 3) for j in range(30)}).with_columns(
+        y=pl.Series(rng.normal(size=100))
+    )
+    options = dict(prediction="y", similarity="all", targets=[0, 1], method="permutation", seed=1)
+    limited = cohortsql.cohort_shapley(wide, memory_limit="100MB", **options)
+    free = cohortsql.cohort_shapley(wide, **options)
+    assert limited.kinds == free.kinds
+    np.testing.assert_allclose(limited.shapley, free.shapley, atol=1e-12)
+
+
+def test_a_locked_configuration_runs_without_settings_it_does_not_need():
+    connection = duckdb.connect()
+    connection.register("frame", FRAME.to_arrow())
+    connection.execute("SET lock_configuration = true")
+    res = cohortsql.cohort_shapley("frame", prediction="y", similarity=["a", "b"], connection=connection)
+    np.testing.assert_allclose(
+        res.shapley, cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["a", "b"]).shapley
+    )
+    with pytest.raises(
+        cohortsql.CohortError, match=r"memory_limit cannot be set: the connection's configuration is locked"
+    ):
+        cohortsql.cohort_shapley(
+            "frame", prediction="y", similarity=["a", "b"], connection=connection, memory_limit="1GB"
+        )
