@@ -336,11 +336,21 @@ class DuckDBEngine(Engine):
     def _check_csv(self, path: str) -> None:
         """Refuse a CSV file that DuckDB's sniffer would read without its header or past skipped lines."""
         (sniffed,) = self.fetch_arrow(
-            f"SELECT SkipRows AS skip, HasHeader AS header FROM sniff_csv({self.dialect.string(path)})",
+            f"SELECT SkipRows AS skip, HasHeader AS header, Delimiter AS delimiter,"
+            f" [c.name FOR c IN Columns] AS names FROM sniff_csv({self.dialect.string(path)})",
             context=f"reading {path!r}",
         ).to_pylist()
-        if sniffed["skip"] or not sniffed["header"]:
-            problem = f"its first {sniffed['skip']} lines do not fit the rest" if sniffed["skip"] else "no header row"
+        (only, *others) = sniffed["names"] or [""]
+        # One column whose name holds another delimiter: lines of different lengths hid the real one.
+        ragged = not others and any(mark in only for mark in ",;\t|" if mark != sniffed["delimiter"])
+        if sniffed["skip"] or not sniffed["header"] or ragged:
+            problem = (
+                f"its first {sniffed['skip']} lines do not fit the rest"
+                if sniffed["skip"]
+                else f"lines of different lengths: it read one column named {only!r}"
+                if ragged
+                else "no header row"
+            )
             raise CohortError(
                 f"cannot read {path!r} as one table with named columns ({problem}): check that it starts with a"
                 " header and that every line has the same number of fields"

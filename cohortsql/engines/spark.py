@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import glob
 import os
+import re
 import socket
 import threading
 import time
@@ -94,6 +95,8 @@ def start_session(master: str | None = None) -> SparkSession:
         _check_reachable(remote)
         # This class directly: the generic builder refuses a remote session beside a classic one.
         return ConnectSession.builder.remote(remote).getOrCreate()  # type: ignore[return-value]
+    if master is not None:
+        _check_master(master)
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
@@ -112,6 +115,23 @@ def start_session(master: str | None = None) -> SparkSession:
         raise CohortError(f"cannot start Spark on master {master or 'local[*]'!r}: {first}") from None
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+_MASTER = re.compile(
+    r"local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]|yarn"
+    r"|spark://[^\s/:]+(:\d+)?(,[^\s/:]+(:\d+)?)*|k8s://\S+"
+)
+"""The master URLs Spark 4 accepts (local, local[N], local[N,F], local[*], local-cluster, yarn, a
+standalone spark://host:port list, k8s://)."""
+
+
+def _check_master(master: str) -> None:
+    """Refuse a master Spark would refuse, before the JVM starts (it printed an 11-line Java stack first)."""
+    if not _MASTER.fullmatch(master.strip()):
+        raise CohortError(
+            f"cannot start Spark on master {master!r}: a master is local, local[N], local[*], yarn,"
+            " spark://host:port or k8s://https://host:port"
+        )
 
 
 def _check_remote(remote: str) -> None:

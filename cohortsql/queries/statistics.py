@@ -113,6 +113,11 @@ def statistics_aggregates(
     return aggregates
 
 
+def has_rows(source: str) -> str:
+    """SELECT whether `source` has a row (1) or none (0), reading at most one."""
+    return f"SELECT count(*) AS rows FROM (SELECT 1 FROM {source} LIMIT 1) AS first_row"
+
+
 def duplicate_ids(source: str, id: str, dialect: Dialect) -> str:
     """SELECT how many rows repeat another row's id, by grouping on the id. Under a memory limit a
     grouped aggregate spills to disk, where a one-row ``count(DISTINCT id)`` may fail: on 4,000,000

@@ -19,6 +19,7 @@ from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.dividends import sets_up_to
 from cohortsql.numeric.shapley import TIE_TOLERANCE
+from cohortsql.spec.arguments import whole_number
 
 NARROW_SHARE = 0.01
 """A feature is narrow for a target when similarity on it alone keeps at most this share of the table."""
@@ -206,6 +207,8 @@ def anchored_table(
     if terms is None:
         raise CohortError("this result has no anchored terms: run with anchored=K (the largest set size wanted)")
     d = len(features)
+    if max_order is not None:
+        max_order = whole_number("max_order", max_order, minimum=1)
     if max_order is not None and not 1 <= max_order <= computed:
         raise CohortError(
             f"max_order must be 1..{computed} (the run computed sets of up to {computed} features), got {max_order}"

@@ -200,7 +200,11 @@ def prepare(
     source = engine.register_input(data, positions=id is None)
     if target_predicate is not None:
         _check_condition(engine, source.relation, target_predicate)
-    features = plan_features(source.schema, similarity, outcomes, id, weight)
+    try:
+        features = plan_features(source.schema, similarity, outcomes, id, weight)
+    except CohortError:
+        _check_not_empty(engine, source.relation)  # a CSV of a header alone has text columns: say why
+        raise
     players = plan_groups(groups, [feature.name for feature in features], group_values)
     if len(features) > max_features:
         raise CohortError(
@@ -333,6 +337,13 @@ def _check_condition(engine: Engine, relation: str, predicate: str) -> None:
         raise CohortError(
             f"targets {predicate!r} must be a true/false condition over the data's columns; it gives {kind}"
         )
+
+
+def _check_not_empty(engine: Engine, relation: str) -> None:
+    """Refuse data without rows, in those words."""
+    row = fetch_record(engine, queries.statistics.has_rows(relation), context="reading the data")
+    if not row["rows"]:
+        raise CohortError("the data has no rows; cohort Shapley needs at least one subject")
 
 
 def _check_finite(statistics: TableStatistics, outcomes: Sequence[str], weight: str | None) -> None:

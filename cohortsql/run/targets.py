@@ -203,7 +203,7 @@ def rows_by_id(
     """The subject rows with the given ids, in id order, and their weights (see `read_targets`); a
     `CohortError` names the `role` ids not found. `within_targets`: only among the rows of the
     caller's targets predicate."""
-    requested = requested_ids(ids, id_type(prepared), prepared.id)
+    requested = requested_ids(ids, id_type(prepared), prepared.id, role)
     column = "row positions" if prepared.id is None else f"id column {prepared.id!r}"
     with id_membership(engine, "__cohort_id", requested) as membership:
         condition = queries.targets.target_condition(
@@ -232,8 +232,9 @@ def id_type(prepared: Prepared) -> pa.DataType:
     return prepared.input.schema.field(prepared.id).type
 
 
-def requested_ids(values: Any, dtype: pa.DataType, id: str | None) -> pa.Array:
-    """Target ids as an Arrow array of the id column's type (text from the command line is parsed)."""
+def requested_ids(values: Any, dtype: pa.DataType, id: str | None, role: str = "target") -> pa.Array:
+    """Ids (of targets, or of another `role`: baselines) as an Arrow array of the id column's type (text
+    from the command line is parsed)."""
     if isinstance(values, pl.Series):
         listed = values.to_list()
     elif isinstance(values, pa.Array):
@@ -241,22 +242,24 @@ def requested_ids(values: Any, dtype: pa.DataType, id: str | None) -> pa.Array:
     else:
         listed = list(values)
     if not listed:
+        if role != "target":
+            raise CohortError(f"{role} is an empty list; name at least one row's id")
         raise CohortError("targets is an empty list; pass None to explain every row")
     if any(value is None for value in listed):
-        raise CohortError("target ids include None; ids identify rows and are never missing")
+        raise CohortError(f"{role} ids include None; ids identify rows and are never missing")
     try:
         array = pa.array(listed)
     except OverflowError:
-        raise CohortError(f"target ids {listed[:5]!r} hold a number too large for any id column") from None
+        raise CohortError(f"{role} ids {listed[:5]!r} hold a number too large for any id column") from None
     except (pa.ArrowException, TypeError, ValueError):
-        raise CohortError(f"target ids must all be of one type, got {listed[:5]!r}") from None
+        raise CohortError(f"{role} ids must all be of one type, got {listed[:5]!r}") from None
     if pa.types.is_dictionary(dtype):
         dtype = dtype.value_type
     try:
         return array.cast(dtype)
     except (pa.ArrowException, TypeError, ValueError) as error:
         column = "the row positions (integers)" if id is None else f"id column {id!r} ({dtype})"
-        raise CohortError(f"target ids {listed[:5]!r} are not values of {column}: {error}") from None
+        raise CohortError(f"{role} ids {listed[:5]!r} are not values of {column}: {error}") from None
 
 
 LITERAL_IDS = 5_000

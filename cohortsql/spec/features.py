@@ -8,6 +8,7 @@ defaults), its parameters and how its values are represented in SQL.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -275,7 +276,7 @@ def _described(dtype: pa.DataType) -> str:
 
 def _require_column(columns: Mapping[str, pa.DataType], name: object, role: str) -> None:
     if not isinstance(name, str) or name not in columns:
-        available = ", ".join(columns)
+        available = ", ".join(map(repr, columns))
         raise CohortError(f"{role} column {name!r} is not in the data; its columns are: {available}")
 
 
@@ -314,6 +315,12 @@ def resolve_feature(feature: Feature, statistics: Mapping[str, Any], rows: int) 
     parameters = {
         name.removeprefix("parameter:"): value for name, value in statistics.items() if name.startswith("parameter:")
     }
+    overflowing = [name for name, value in parameters.items() if isinstance(value, float) and math.isinf(value)]
+    if kind.numeric and overflowing:
+        raise CohortError(
+            f"feature {feature.name!r}: similarity {kind} makes a {overflowing[0]} beyond the largest number"
+            " (a DOUBLE overflows): choose a smaller parameter, or rescale the column"
+        )
     return ResolvedFeature(
         name=feature.name,
         index=feature.index,

@@ -168,6 +168,9 @@ def test_anchored_terms_are_the_moebius_inverse_and_give_the_values(engine):
     assert effects.anchored().height == 10 and abs(effects.anchored(1)["anchored"].sum()) > 0
     with pytest.raises(cohortsql.CohortError, match=r"max_order must be 1..2"):
         effects.anchored(3)
+    for wrong in ("2", 2.5, True):  # raised TypeError, or passed as a number
+        with pytest.raises(cohortsql.CohortError, match="max_order must be a whole number"):
+            result.anchored(wrong)
 
 
 def test_anchored_terms_are_refused_where_values_are_estimated():

@@ -1,5 +1,7 @@
 """Every mistake a user can make raises CohortError with a message that names the culprit."""
 
+import re
+
 import duckdb
 import numpy as np
 import polars as pl
@@ -22,7 +24,7 @@ def explain(data=FRAME, **options):
     [
         (
             {"similarity": {"income": "abs:1"}},
-            "feature column 'income' is not in the data; its columns are: id, age, sex, y",
+            "feature column 'income' is not in the data; its columns are: 'id', 'age', 'sex', 'y'",
         ),
         ({"similarity": ["age", "income"]}, "feature column 'income' is not in the data"),
         ({"prediction": "score"}, "prediction column 'score' is not in the data"),
@@ -301,3 +303,51 @@ def test_the_command_line_takes_all_features(tmp_path):
     result = CliRunner().invoke(app, [*arguments, "--similar", "age=abs:1"])
     assert result.exit_code == 0, result.output
     assert pl.read_parquet(out)["feature"].unique(maintain_order=True).to_list() == ["sex", "age"]
+
+
+@pytest.mark.parametrize("master", ["bogus://x", "local[two]", "spark://"])
+def test_a_spark_master_spark_would_refuse_is_one_line_before_java_starts(tmp_path, master):
+    import subprocess
+    import sys
+
+    data = tmp_path / "d.parquet"
+    FRAME.write_parquet(data)
+    arguments = ["shapley", str(data), "--prediction", "y", "--features", "age", "--engine", "spark"]
+    result = subprocess.run(
+        [sys.executable, "-m", "cohortsql", *arguments, "--spark-master", master],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    output = (result.stdout + result.stderr).strip().splitlines()
+    assert result.returncode == 2 and len(output) == 1, output
+    assert output[0].startswith(f"cohortsql: error: cannot start Spark on master {master!r}")
+
+
+def test_messages_blame_the_right_thing(tmp_path):
+    """Each named the wrong culprit: the targets for an empty list of baselines, text values for a CSV of
+    a header alone, a missing column for a ragged CSV (while listing it), and neither the feature nor
+    the kind for a window too wide for a DOUBLE."""
+    (tmp_path / "empty.csv").write_text("age,sex,y\n")
+    (tmp_path / "ragged.csv").write_text("age,sex,y\n1,f,0.1\n2,m\n3,f,0.9,7\n1,m,0.3\n")
+    cases = [
+        (
+            lambda: cohortsql.baseline_shapley(
+                FRAME, model=lambda f: f["age"].to_numpy(), features=["age"], baseline=[]
+            ),
+            "baseline is an empty list; name at least one row's id",
+        ),
+        (lambda: explain(str(tmp_path / "empty.csv"), similarity=["age"]), "the data has no rows"),
+        (lambda: explain(str(tmp_path / "ragged.csv"), similarity=["age"]), "lines of different lengths"),
+        (
+            lambda: explain(similarity={"age": "range:1e308"}),
+            "feature 'age': similarity range:1e+308 makes a delta beyond the largest number",
+        ),
+        (
+            lambda: explain(FRAME.with_columns(age=pl.col("age") * 1e307), similarity={"age": "range:10"}),
+            "feature 'age': similarity range:10 makes a delta beyond the largest number",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(CohortError, match=re.escape(message)):
+            call()

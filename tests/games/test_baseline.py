@@ -254,6 +254,7 @@ def bad_models():
     yield "shape", lambda frame: np.zeros(3)
     yield "nan", lambda frame: np.full(len(frame), np.nan)
     yield "not numbers", lambda frame: np.array(["high"] * len(frame))
+    yield "complex numbers", lambda frame: np.ones(len(frame)) + 0.5j
 
 
 @pytest.mark.parametrize(("message", "model"), list(bad_models()))

@@ -147,6 +147,8 @@ def _checked(answer: Any, rows: int) -> np.ndarray:
         )
     if not (np.issubdtype(values.dtype, np.number) or values.dtype == np.bool_):
         raise CohortError(f"the model returned {values.dtype} values, not numbers (e.g. {values[0]!r})")
+    if np.issubdtype(values.dtype, np.complexfloating):  # a cast would drop the imaginary parts in silence
+        raise CohortError(f"the model returned complex numbers (e.g. {values[0]!r}); it must return real ones")
     values = values.astype(np.float64)
     if not np.isfinite(values).all():
         bad = values[~np.isfinite(values)][0]
