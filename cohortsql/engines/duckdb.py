@@ -56,6 +56,33 @@ _BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2*
 """Units of DuckDB's display of memory_limit (e.g. '953.6 MiB')."""
 
 
+MINIMUM_MEMORY_LIMIT = 4_000_000
+"""The smallest memory_limit accepted: below a few MB DuckDB cannot run even the statement that lifts
+the limit again (RESET failed to allocate 4 KiB under 1 KB, at random), so a caller's connection would
+be left unusable."""
+
+
+def memory_limit_bytes(limit: str) -> int:
+    """A memory_limit as DuckDB reads it (e.g. ``"1GB"``, ``"500MiB"``), in bytes; a `CohortError` for
+    text DuckDB does not read, or a limit below `MINIMUM_MEMORY_LIMIT`."""
+    with duckdb.connect() as probe:
+        try:
+            probe.execute(f"SET memory_limit = {DUCKDB.string(str(limit))}")
+            (shown,) = probe.execute("SELECT current_setting('memory_limit')").fetchall()[0]
+        except duckdb.OutOfMemoryException:  # too small to read back
+            shown = "0 bytes"
+        except duckdb.Error:
+            raise CohortError(f"memory_limit {limit!r} is not a size DuckDB reads, e.g. '1GB' or '500MB'") from None
+    number, _, unit = str(shown).partition(" ")
+    size = int(float(number) * _BINARY_UNITS.get(unit, 1))
+    if size < MINIMUM_MEMORY_LIMIT:
+        raise CohortError(
+            f"memory_limit {limit!r} is below the 4 MB DuckDB needs to run any query;"
+            " give at least '4MB' (DuckDB spills to its temp_directory what does not fit)"
+        )
+    return size
+
+
 def open_engine(connection: Any, settings: EngineSettings, data: Any = None) -> DuckDBEngine:
     """An engine on `connection`, or on the process's in-memory database. `data` plays no part: a
     relation of another connection is copied in (see `DuckDBEngine.register_input`)."""
@@ -100,8 +127,11 @@ class DuckDBEngine(Engine):
         self._names = 0
         self._previous_settings: dict[str, str] = {}
         self._kept = False
-        self._limited = settings.memory_limit is not None
+        self._limit = None if settings.memory_limit is None else memory_limit_bytes(settings.memory_limit)
         self._locked = self._setting("lock_configuration").lower() == "true"
+        self._files_visible = self._setting("enable_external_access").lower() == "true"
+        """Whether the connection may read files: where it may not, cohortsql does not look at the file
+        system itself either (which files exist must not show in its messages); DuckDB refuses alike."""
         """The caller's connection refuses every SET (``lock_configuration``): the settings that only
         help (speed, quiet) are skipped; those that were asked for are refused."""
         database_wide = {"memory_limit": settings.memory_limit, "temp_directory": settings.temp_directory}
@@ -203,13 +233,7 @@ class DuckDBEngine(Engine):
 
     @property
     def memory_budget(self) -> int | None:
-        if not self._limited:
-            return None
-        (shown,) = self.fetch_arrow("SELECT current_setting('memory_limit') AS m", context="reading memory_limit")[
-            "m"
-        ].to_pylist()
-        number, _, unit = str(shown).partition(" ")
-        return int(float(number) * _BINARY_UNITS.get(unit, 1))
+        return self._limit
 
     def interrupt(self) -> None:
         self.connection.interrupt()
@@ -279,7 +303,9 @@ class DuckDBEngine(Engine):
         return Input(relation, table.schema, positions, True)
 
     def _register_path(self, path: str, positions: bool) -> Input:
-        if _GLOB_CHARACTERS & set(path):
+        if not self._files_visible:
+            files = [path]
+        elif _GLOB_CHARACTERS & set(path):
             files = sorted(glob.glob(path))
             if not files:
                 raise CohortError(f"no file matches {path!r}; check the path and the pattern")
@@ -320,7 +346,7 @@ class DuckDBEngine(Engine):
 
     def _register_database_table(self, database: str, table: str, positions: bool) -> Input:
         """A table of a DuckDB database file, attached read-only while the engine is open."""
-        if not Path(database).is_file():
+        if self._files_visible and not Path(database).is_file():
             raise CohortError(f"no DuckDB database file {database!r}; check the path")
         alias = self._temporary_name("database")
         self._execute(
@@ -433,7 +459,7 @@ class DuckDBEngine(Engine):
 
     def _failure_message(self, error: BaseException) -> str:
         message = super()._failure_message(error)
-        if isinstance(error, duckdb.OutOfMemoryException) and self._limited:
+        if isinstance(error, duckdb.OutOfMemoryException) and self._limit is not None:
             return f"{message}; raise memory_limit (DuckDB spills to its temp_directory what does not fit)"
         return message
 

@@ -288,8 +288,10 @@ class SparkEngine(Engine):
     def finish_histograms(
         self, histogram: str, features: Sequence[str], targets: int, per_call: int, values: ValuesOfHistograms
     ) -> DataFrame:
-        from cohortsql.engines.spark_functions import grouped_values
+        from cohortsql.engines.spark_functions import executors_import, grouped_values
 
+        # The values are computed when the table is read, by the caller: check now that the executors can.
+        self._run(lambda: executors_import(self.session), "running cohortsql on Spark's executors")
         return grouped_values(self.session.table(histogram.strip("`")), features, targets, per_call, values)
 
     def keep(self) -> None:
@@ -441,17 +443,32 @@ def _quiet_loggers() -> Iterator[None]:
             logger.disabled = disabled
 
 
+_MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+"""How a Python worker that cannot import a module fails, somewhere in the Java stack around it."""
+
+
 def _message(error: BaseException) -> str:
     """The first line of what went wrong, without Spark's SQLSTATE code. A Java exception that PySpark
     passes on unconverted (a job failing while Arrow batches stream to Python) says only which call
-    failed: its innermost cause says why."""
+    failed: its innermost cause says why. A Python worker that lacks a module is said in one line:
+    what to install where (a Java stack held a Python ModuleNotFoundError)."""
     java = getattr(error, "java_exception", None)
+    texts = [str(error)]
     if java is not None:
         while java.getCause() is not None:
+            texts.append(str(java.getMessage() or ""))
             java = java.getCause()
         text = str(java.getMessage() or java.getClass().getSimpleName())
+        texts.append(text)
     else:
         text = str(error)
+    missing = next((found for found in map(_MISSING_MODULE.search, texts) if found), None)
+    if missing is not None:
+        module = missing[1].split(".")[0]
+        return (
+            f"Spark's Python workers cannot import {module}: install cohortsql (with pyarrow and numpy) where the"
+            " executors run, or point spark.pyspark.python (PYSPARK_PYTHON) at a Python that has them"
+        )
     text = text.strip().splitlines()[0] if text.strip() else type(error).__name__
     return text.split(" SQLSTATE:")[0].strip()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -25,6 +26,20 @@ TABLE_FUNCTION = "cohort_shapley_values"
 
 MIN_GROUPS = 8
 """Groups of targets at least (when there are that many targets), so that every executor core works."""
+
+
+def executors_import(session: SparkSession) -> None:
+    """Run a one-row job whose Python function (an Arrow batch in, out) needs cohortsql, pyarrow and
+    numpy on an executor: it fails, with a ModuleNotFoundError inside, where they are missing."""
+    with warnings.catch_warnings():  # PySpark's about pandas 3: cohortsql hands it Arrow
+        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+        session.range(1).mapInArrow(_imported, "id long").collect()
+
+
+def _imported(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    import cohortsql.engines.spark_functions  # noqa: F401 (what every function of this module needs)
+
+    yield from batches
 
 
 def grouped_values(
@@ -117,6 +132,12 @@ def register_functions(session: SparkSession, *, values: ValuesOfHistograms) -> 
             for position, name in enumerate(self.names):
                 yield self.target, name, float(shapley[0, position]), float(squared[0, position])
 
+    try:
+        executors_import(session)
+    except Exception as error:  # a job failing on the executors: one line, saying what to install where
+        from cohortsql.engines.spark import _message
+
+        raise CohortError(f"register: {_message(error)}") from None
     if type(session).__module__.startswith("pyspark.sql.connect."):  # `udtf` makes the classic kind
         from pyspark.sql.connect.udtf import UserDefinedTableFunction
         from pyspark.util import PythonEvalType

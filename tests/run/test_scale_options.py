@@ -49,7 +49,7 @@ def test_memory_limit_bounds_the_batches():
 
 
 def test_bad_memory_limit_names_the_setting():
-    with pytest.raises(cohortsql.CohortError, match="setting memory_limit = 'lots'"):
+    with pytest.raises(cohortsql.CohortError, match="memory_limit 'lots' is not a size DuckDB reads"):
         cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["x"], memory_limit="lots")
 
 
