@@ -63,6 +63,11 @@ def noticing_interrupts() -> Iterator[None]:
     try:
         yield
         check_not_interrupted()
+    except Exception:
+        # A library that caught the KeyboardInterrupt may have raised its own error instead (DuckDB
+        # reading a registered frame's schema said "InvalidInputException: ... KeyboardInterrupt").
+        check_not_interrupted()
+        raise
     finally:
         _DEPTH[0] -= 1
         if install:

@@ -2,11 +2,10 @@
 incomes), refusals that need no rows come before any work, and a dry run measures a few targets:
 each answers in seconds where the run itself would take many minutes.
 
-The bounds are wall-clock times with ample room (each is about 1.5 s on 2 quiet cores); what they
-guard against is work proportional to the table (the refusal of an existing --into-table came after
-29 s of computing, a dry run's pilot with an id-like feature took 153 s)."""
-
-import time
+What the tests assert is the work done, not the time it took (a busy machine makes every run
+slower): a refusal comes before the data are read at all, and a dry run's pilot measures 10 targets
+(the refusal of an existing --into-table came after 29 s of computing, a dry run's pilot with an
+id-like feature took 153 s)."""
 
 import duckdb
 import numpy as np
@@ -40,10 +39,8 @@ def churn(tmp_path_factory):
     return folder
 
 
-def timed(*arguments):
-    started = time.perf_counter()
-    result = CliRunner().invoke(app, [str(argument) for argument in arguments])
-    return result, time.perf_counter() - started
+def invoke(*arguments):
+    return CliRunner().invoke(app, [str(argument) for argument in arguments])
 
 
 def whole_run(churn):
@@ -59,18 +56,20 @@ def whole_run(churn):
         (["--into-table", "t", "--database", "{folder}/no/such/dir/x.duckdb"], "does not exist"),
     ],
 )
-def test_refusals_that_need_no_rows_come_before_any_work(churn, where, message):
+def test_refusals_that_need_no_rows_come_before_any_work(churn, where, message, monkeypatch):
+    def read(*arguments, **options):
+        raise AssertionError("the data were read before the refusal")
+
+    monkeypatch.setattr("cohortsql.run.session.prepare", read)
     options = [option.format(folder=churn) for option in where]
-    result, seconds = timed(*whole_run(churn), *options)
+    result = invoke(*whole_run(churn), *options)
     assert result.exit_code == 2 and message in result.output, result.output
-    assert seconds < 2.0, f"refused after {seconds:.1f} s"
 
 
 def test_a_dry_run_with_id_like_features_measures_a_few_targets(churn):
-    result, seconds = timed(*whole_run(churn), "--dry-run")
+    result = invoke(*whole_run(churn), "--dry-run")
     assert result.exit_code == 0, result.output
     assert "plan: 200,000 targets" in result.output and "measured on 10 targets" in result.output
-    assert seconds < 10.0, f"the dry run took {seconds:.1f} s"
-    permutation, seconds = timed(*whole_run(churn), "--method", "permutation", "--dry-run")
+    permutation = invoke(*whole_run(churn), "--method", "permutation", "--dry-run")
     assert permutation.exit_code == 0 and "estimate: about" in permutation.output, permutation.output
-    assert seconds < 10.0, f"the permutation dry run took {seconds:.1f} s"
+    assert "measured on 10 targets" in permutation.output, permutation.output
