@@ -118,9 +118,13 @@ _TYPES = {
 }
 
 
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
 def load_table(connection: Any, name: str, frame: pl.DataFrame) -> None:
     """`frame` as table `name` of the server, with the matching column types (NaN stays NaN)."""
-    columns = ", ".join(f'"{column}" {_TYPES[dtype]}' for column, dtype in frame.schema.items())
+    columns = ", ".join(f"{_quoted(column)} {_TYPES[dtype]}" for column, dtype in frame.schema.items())
     connection.execute(f'DROP TABLE IF EXISTS "{name}"')
     connection.execute(f'CREATE TABLE "{name}" ({columns})')
     with connection.cursor().copy(f'COPY "{name}" FROM STDIN') as copy:

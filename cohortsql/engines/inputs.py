@@ -56,6 +56,17 @@ def file_format(path: str) -> str:
 def as_arrow(data: Any) -> pa.Table | None:
     """An in-memory frame (pyarrow, polars, pandas) as an Arrow table in types every engine reads
     (`readable`); None for anything else. A frame that cannot be converted is a `CohortError`."""
+    module = type(data).__module__.split(".")[0]
+    if module == "polars" and hasattr(data, "collect_schema"):
+        columns = data.collect_schema().names()
+    else:
+        columns = getattr(data, "column_names", None) or getattr(data, "columns", None)
+    if columns is not None and module in ("pyarrow", "polars", "pandas"):
+        named_with_nul = [str(name) for name in columns if "\0" in str(name)]
+        if named_with_nul:  # polars panicked on it, and SQL names cannot hold it
+            raise CohortError(
+                f"column {named_with_nul[0]!r} has a NUL character in its name, which SQL names cannot hold: rename it"
+            )
     try:
         table = _arrow_table(data)
     except CohortError:

@@ -35,7 +35,9 @@ class Dialect:
     windows' quantiles as literals computed from the data it was printed from."""
 
     def quote(self, identifier: str) -> str:
-        """A column or table name as a quoted identifier (the only way names enter SQL)."""
+        """A column or table name as a quoted identifier (the only way names enter SQL); a name holding
+        NUL, which SQL text cannot carry (C strings end there; PostgreSQL refuses it), is a `CohortError`."""
+        _refuse_nul(identifier, "name")
         mark = self.identifier_quote
         return mark + identifier.replace(mark, mark * 2) + mark
 
@@ -93,6 +95,7 @@ class Dialect:
 
     def string(self, text: str) -> str:
         """A string literal."""
+        _refuse_nul(text, "text")
         return "'" + text.replace("'", "''") + "'"
 
     def number(self, value: float) -> str:
@@ -180,6 +183,11 @@ class Dialect:
         return f"CAST(CASE WHEN {condition} THEN {self.string(message)} END AS DOUBLE)"
 
 
+def _refuse_nul(text: str, what: str) -> None:
+    if "\0" in text:
+        raise CohortError(f"the {what} {text!r} holds a NUL character, which SQL cannot carry: remove it")
+
+
 class DuckDBDialect(Dialect):
     name = "duckdb"
 
@@ -210,6 +218,7 @@ class SparkDialect(Dialect):
 
     def string(self, text: str) -> str:
         # Spark reads backslash escapes inside string literals.
+        _refuse_nul(text, "text")
         return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
     def quantile_aggregate(self, expression: str, probability: float) -> str:

@@ -14,7 +14,7 @@ def transpile(sql: str, dialect: str) -> str:
         import sqlglot
     except ImportError:
         raise CohortError(f"dialect {dialect!r} needs sqlglot: pip install 'cohortsql[sql]'") from None
-    lines = sql.splitlines()
+    lines = sql.split("\n")  # not splitlines: a name may hold \r or U+2028, which it would cut
     leading = next((index for index, line in enumerate(lines) if not line.startswith("--")), len(lines))
     comments, body = "\n".join(lines[:leading]), "\n".join(lines[leading:])
     statements = sqlglot.transpile(body, read="duckdb", write=dialect, pretty=True)

@@ -210,3 +210,51 @@ def test_the_sql_command_prints_the_values_query(frame, tmp_path):
     effects = duckdb.sql(printed.output).pl()
     direct = cohortsql.shapley_effects(frame, prediction="score", similarity=SIMILARITY, id="loan", weight="w")
     np.testing.assert_allclose(effects["shapley_effect"], direct.effects["shapley_effect"], atol=TOLERANCE)
+
+
+@pytest.fixture(params=["duckdb", "spark", "postgres"])
+def loader(request):
+    """Load a frame as table `later` of a warehouse and return how to run a query there."""
+    if request.param == "postgres":
+        from postgres import fetch, load_table
+
+        connection = request.getfixturevalue("postgres")
+        return "postgres", lambda frame: load_table(connection, "later", frame), lambda sql: fetch(connection, sql)
+    if request.param == "spark":
+        session = request.getfixturevalue("spark_session")
+        return (
+            "spark",
+            lambda frame: session.createDataFrame(frame.to_arrow()).createOrReplaceTempView("later"),
+            lambda sql: pl.from_arrow(session.sql(sql).toArrow()),
+        )
+    import duckdb
+
+    connection = duckdb.connect()
+    return "duckdb", lambda frame: connection.register("later", frame.to_arrow()), lambda sql: connection.sql(sql).pl()
+
+
+@pytest.mark.parametrize("variant", ["values", "effects", "histogram"])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (pl.col("rate").fill_null(0) + pl.when(pl.col("tenure") == 7).then(float("inf")).otherwise(0), "rate"),
+        (pl.when(pl.col("tenure") == 7).then(None).otherwise(pl.col("score")), "prediction column"),
+    ],
+    ids=["an infinite window value", "a NULL prediction"],
+)
+def test_a_printed_query_refuses_what_the_library_refuses(frame, loader, variant, damage, message):
+    """The query was printed from clean data; the table it later runs on has an infinity in a range
+    column (which collapsed that feature's values to about 0) or a NULL prediction (left out of the mean)."""
+    dialect, load, run = loader
+    column = "rate" if message == "rate" else "score"
+    similarity = {"rate": "range:0.1", "region": "exact"}
+    later = frame.with_columns(damage.alias(column))
+    with pytest.raises(cohortsql.CohortError, match="infinite|NULL"):
+        cohortsql.cohort_shapley(later, prediction="score", similarity=similarity, id="loan")  # the library's refusal
+    sql = cohortsql.histogram_sql(
+        frame, prediction="score", similarity=similarity, id="loan", table="later", dialect=dialect, variant=variant
+    )
+    load(later)
+    with pytest.raises(Exception, match=message) as refused:
+        run(sql)
+    assert "cohortsql:" in str(refused.value)
