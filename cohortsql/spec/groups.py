@@ -73,6 +73,8 @@ def plan_groups(
                 raise CohortError(
                     f"group {name!r} names {member!r}, which is not a feature; the features are {list(features)}"
                 )
+            if group_of.get(member) == name:
+                raise CohortError(f"group {name!r} names {member!r} twice")
             if member in group_of:
                 raise CohortError(f"feature {member!r} is in two groups, {group_of[member]!r} and {name!r}")
             group_of[member] = name

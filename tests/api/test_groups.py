@@ -165,6 +165,7 @@ def test_bootstrap_and_weights_carry_over_to_groups():
     [
         ({"groups": {"ab": ["a", "z"]}}, "group 'ab' names 'z', which is not a feature"),
         ({"groups": {"ab": ["a", "b"], "bc": ["b", "c"]}}, "feature 'b' is in two groups, 'ab' and 'bc'"),
+        ({"groups": {"ab": ["a", "b", "a"]}}, "group 'ab' names 'a' twice"),
         ({"groups": {"c": ["a", "b"]}}, "group 'c' has the name of a feature outside it"),
         ({"groups": {"ab": "a,b"}}, "group 'ab' must list its features"),
         ({"groups": {"ab": []}}, "group 'ab' must list its features"),
