@@ -121,7 +121,12 @@ def register_functions(session: SparkSession, *, values: ValuesOfHistograms) -> 
         def eval(self, row: Any) -> Iterator[tuple[Any, ...]]:
             if self.target is None:
                 self.target, self.names = row["target"], json.loads(row["features"])
-            self.rows.append((int(row["mask0"]), float(row["subjects"]), float(row["sum_y"])))
+            elif row["target"] != self.target:  # another target's rows would be valued as this one's
+                raise CohortError("cohort_shapley_values needs one target per partition: PARTITION BY target")
+            entry = (row["mask0"], row["subjects"], row["sum_y"])
+            if any(value is None for value in entry):
+                raise CohortError("cohort_shapley_values' histogram has a NULL mask, count or sum")
+            self.rows.append((int(entry[0]), float(entry[1]), float(entry[2])))
             return iter(())
 
         def terminate(self) -> Iterator[tuple[Any, ...]]:

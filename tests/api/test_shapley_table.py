@@ -137,6 +137,16 @@ def test_the_spark_sql_table_function_finishes_a_printed_histogram(spark_client,
     # PySpark's own error (cohortsql's quieted loggers once broke its logging of errors into a TypeError)
     with pytest.raises(PySparkException, match="needs the columns of `cohortsql sql`'s histogram"):
         spark_client.sql("SELECT * FROM cohort_shapley_values(TABLE(loans) PARTITION BY loan)").collect()
+    # partitions of several targets: each would have been valued as its first target's histogram
+    with pytest.raises(PySparkException, match="one target per partition"):
+        spark_client.sql(
+            "SELECT * FROM cohort_shapley_values(TABLE(SELECT *, 1 AS one FROM loan_histogram) PARTITION BY one)"
+        ).collect()
+    with pytest.raises(PySparkException, match="NULL mask"):
+        spark_client.sql(
+            "SELECT * FROM cohort_shapley_values(TABLE(SELECT target, CAST(NULL AS BIGINT) AS mask0, subjects,"
+            " sum_y, features FROM loan_histogram) PARTITION BY target)"
+        ).collect()
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "spark", "spark-connect"])
