@@ -227,37 +227,3 @@ class BaselineOptions(CompareOptions, total=False):
     """The options of `cohortsql.baseline_shapley`."""
 
     baseline: Baseline | Sequence[object]
-
-
-DEFAULTS: dict[str, Any] = {
-    "id": None,
-    "targets": None,
-    "sample": None,
-    "seed": None,
-    "weight": None,
-    "bootstrap": 0,
-    "confidence": 0.95,
-    "method": "exact",
-    "tolerance": None,
-    "max_permutations": 200,
-    "path": "auto",
-    "model_input": "pandas",
-    "model_output": "prediction",
-    "model_tolerance": 1e-6,
-    "batch_rows": BATCH_ROWS,
-    "baseline": "mean",
-    "baseline_sample": None,
-    "realistic": False,
-    "interactions": False,
-    "anchored": 0,
-    "groups": None,
-    "group_values": "players",
-    "exact": (),
-    "kind": "range",
-    "thresholds": CALIBRATION_THRESHOLDS,
-    "holdouts": (0.1, 0.2, 0.3),
-    "runs": 100,
-    "marginal_samples": 1000,
-    "max_rows": 20_000,
-}
-"""Every option's default, declared once (`cohortsql.compare` splits by realism unless told not to)."""

@@ -9,7 +9,8 @@ explanation rests on points that no subject resembles (paper, Section 5 and Appe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Unpack
 
 import numpy as np
@@ -37,7 +38,8 @@ from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method
 from cohortsql.run.targets import TargetSet, every_row, read_rows, rows_by_id
-from cohortsql.spec.arguments import checked_options, drawn_seed
+from cohortsql.spec.arguments import drawn_seed
+from cohortsql.spec.options import checked_options
 
 
 @interruptible_call
@@ -98,45 +100,51 @@ def baseline_shapley(
     ('baseline', 'exact', [0.295, 0.0])
     """
     asked = checked_options(options, BaselineOptions)
-    function = model_function(model, asked["model_output"])
+    function = model_function(model, asked.modelling.model_output)
     if prediction is not None and not isinstance(prediction, str):
         raise CohortError(f"prediction names the column of the model's stored predictions, got {prediction!r}")
     outcomes = () if prediction is None else (prediction,)
     with open_session(data, asked, outcomes=outcomes, similarity=features, max_features=MAX_FEATURES) as session:
-        estimation = choose_method(asked["method"], session.prepared.players, "baseline")
-        asked["seed"] = drawn_seed(asked["seed"], estimation == "permutation")
+        estimation = choose_method(asked.estimation.method, session.prepared.players, "baseline")
+        seeded = asked.with_seed(drawn_seed(asked.selection.seed, estimation == "permutation"))
+        session = replace(session, options=seeded)
         chosen = session.select()
         if prediction is not None:
-            check_model(session, chosen, model, asked)
-        return explain_with_model(session, chosen, function, asked, baseline=asked["baseline"], estimation=estimation)
+            check_model(session, chosen, model)
+        return explain_with_model(session, chosen, function, baseline=asked.modelling.baseline, estimation=estimation)
 
 
-def check_model(session: Session, chosen: TargetSet, model: Any, asked: Mapping[str, Any]) -> None:
+def check_model(session: Session, chosen: TargetSet, model: Any) -> None:
     """Refuse a model that does not give the session's explained column on the `chosen` targets
     (`cohortsql.games.baseline.models.check_reproduces`)."""
     rows = session.target_data(chosen)
     names = [feature.name for feature in session.prepared.features]
     ids = pl.Series("id", chosen.table.column("__cohort_id"))
-    check_reproduces(model, asked["model_output"], rows.select(names), rows[session.prepared.outcomes[0]], ids, asked)
+    modelling = session.options.modelling
+    check_reproduces(
+        model, modelling.model_output, rows.select(names), rows[session.prepared.outcomes[0]], ids, modelling
+    )
 
 
 def explain_with_model(
     session: Session,
     chosen: TargetSet,
     function: Model,
-    asked: Mapping[str, Any],
     *,
     baseline: Baseline | Sequence[object],
     estimation: str,
 ) -> BaselineShapleyResult:
     """Baseline or all-baseline Shapley of the model `function` for the `chosen` targets of the session,
-    from `baseline` by `estimation` (exact or permutation), under the caller's checked options `asked`
-    (realism, seed, the permutations' budget, how the model is called), which the settings record."""
-    running, prepared = session.engine, session.prepared
-    realistic, seed, max_permutations, tolerance = (
-        asked[name] for name in ("realistic", "seed", "max_permutations", "tolerance")
+    from `baseline` by `estimation` (exact or permutation), under the call's options (realism, seed,
+    the permutations' budget, how the model is called), which the settings record."""
+    running, prepared, options = session.engine, session.prepared, session.options
+    modelling, seed = options.modelling, options.selection.seed
+    realistic, max_permutations, tolerance = (
+        modelling.realistic,
+        options.estimation.max_permutations,
+        options.estimation.tolerance,
     )
-    baseline_sample = asked.get("baseline_sample") if baseline == "all" else None
+    baseline_sample = modelling.baseline_sample if baseline == "all" else None
     target_data = session.target_data(chosen)
     variant, baseline_rows = _baselines(running, prepared, baseline, baseline_sample, seed)
     points = encode_points(prepared.features, (target_data, chosen.table), baseline_rows)
@@ -149,7 +157,7 @@ def explain_with_model(
     )
 
     def evaluate(frame: pl.DataFrame) -> np.ndarray:
-        return predict(function, frame, asked["model_input"], asked["batch_rows"])
+        return predict(function, frame, modelling.model_input, modelling.batch_rows)
 
     groups = prepared.groups
     owen = None
@@ -187,7 +195,7 @@ def explain_with_model(
         prediction, baseline_prediction, value_squared = baseline_totals(points, evaluate)
     names = prepared.player_names
     kinds = {feature.name: str(feature.kind) for feature in prepared.features}
-    targets = asked.get("targets")
+    targets = options.selection.targets
     return BaselineShapleyResult(
         ids=pl.Series("id", chosen.table.column("__cohort_id")),
         features=names,
@@ -221,13 +229,13 @@ def explain_with_model(
             tolerance=tolerance,
             baseline=baseline if isinstance(baseline, str) else f"{len(points.baseline_codes)} ids",
             baseline_sample=baseline_sample,
-            model_output=asked.get("model_output"),
+            model_output=modelling.model_output,
             targets="every row"
             if targets is None
             else str(targets)
             if isinstance(targets, (str, int, float))
             else "ids",
-            sample=asked.get("sample"),
+            sample=options.selection.sample,
             seed=chosen.seed if chosen.seed is not None else seed,
             **(
                 {}

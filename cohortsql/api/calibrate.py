@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cohortsql._typing import CALIBRATION_KINDS, CalibrationOptions
-from cohortsql.errors import CohortError, check_choice
+from cohortsql._typing import CalibrationOptions
+from cohortsql.errors import CohortError
 from cohortsql.games.calibration import holdout_shares, marginal_shares
 from cohortsql.results.calibration import Calibration
 from cohortsql.results.tables import run_settings
@@ -19,7 +19,8 @@ from cohortsql.run.preparation import prepare
 from cohortsql.run.session import opened_engine
 from cohortsql.run.targets import every_row
 from cohortsql.spec import arguments
-from cohortsql.spec.arguments import drawn_seed, run_options, with_defaults
+from cohortsql.spec.arguments import drawn_seed
+from cohortsql.spec.options import checked_options
 
 
 @interruptible_call
@@ -45,13 +46,10 @@ def calibrate(data: Any, *, features: Sequence[str], **options: Unpack[Calibrati
     >>> cohortsql.calibrate(loans, features=["income", "region"], runs=5, seed=1).recommended
     0.7
     """
-    asked = with_defaults(options, CalibrationOptions)
-    exact, kind, thresholds, holdouts = (asked[name] for name in ("exact", "kind", "thresholds", "holdouts"))
-    check_choice("kind", kind, CALIBRATION_KINDS)
-    seed = arguments.seed(asked["seed"])
-    runs = arguments.whole_number("runs", asked["runs"], minimum=1)
-    marginal_samples = arguments.whole_number("marginal_samples", asked["marginal_samples"], minimum=1)
-    max_rows = arguments.whole_number("max_rows", asked["max_rows"], minimum=10)
+    asked = checked_options(options, CalibrationOptions)
+    choices = asked.calibration
+    exact, kind, thresholds, holdouts = choices.exact, choices.kind, choices.thresholds, choices.holdouts
+    runs, marginal_samples, max_rows = choices.runs, choices.marginal_samples, choices.max_rows
     levels = np.asarray(sorted(_fractions("thresholds", thresholds, upper=np.inf)))
     fractions = tuple(_fractions("holdouts", holdouts, upper=1.0))
     if isinstance(features, str) or isinstance(exact, str):
@@ -59,8 +57,8 @@ def calibrate(data: Any, *, features: Sequence[str], **options: Unpack[Calibrati
     unknown = sorted(set(exact) - set(features))
     if unknown:
         raise CohortError(f"exact names columns that are not among the features: {unknown}")
-    seed = drawn_seed(seed)
-    with opened_engine(data, run_options(asked)) as running:
+    seed = drawn_seed(asked.selection.seed)
+    with opened_engine(data, asked.where) as running:
         kinds = {name: "exact" if name in exact else None for name in features}
         prepared = prepare(
             running, data, outcomes=(), similarity=kinds, id=None, target_predicate=None, max_features=1 << 10

@@ -16,7 +16,8 @@ from cohortsql.results.tables import warn_about_cohorts
 from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method
-from cohortsql.spec.arguments import checked_options, drawn_seed
+from cohortsql.spec.arguments import drawn_seed
+from cohortsql.spec.options import checked_options
 
 
 @interruptible_call
@@ -56,15 +57,16 @@ def compare(
     asked = checked_options(options, CompareOptions, realistic=True)
     if not isinstance(prediction, str):
         raise CohortError(f"compare explains one prediction column (the model's), got {prediction!r}")
-    function = model_function(model, asked["model_output"])
+    function = model_function(model, asked.modelling.model_output)
     # CS, BS and ABS share one seed: one sample of targets, and permutations that can be repeated.
-    asked["seed"] = drawn_seed(asked["seed"], asked["sample"] is not None or asked["method"] != "exact")
+    random = asked.selection.sample is not None or asked.estimation.method != "exact"
+    asked = asked.with_seed(drawn_seed(asked.selection.seed, random))
     with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_FEATURES) as session:
         chosen = session.select()  # one sample of targets for all three methods
-        check_model(session, chosen, model, asked)  # BS and ABS must explain the function CS explains
-        (cohort,) = explain_targets(session, chosen, asked).values()
-        estimation = choose_method(asked["method"], session.prepared.players, "baseline")
-        baseline = explain_with_model(session, chosen, function, asked, baseline="mean", estimation=estimation)
-        all_baseline = explain_with_model(session, chosen, function, asked, baseline="all", estimation=estimation)
+        check_model(session, chosen, model)  # BS and ABS must explain the function CS explains
+        (cohort,) = explain_targets(session, chosen).values()
+        estimation = choose_method(asked.estimation.method, session.prepared.players, "baseline")
+        baseline = explain_with_model(session, chosen, function, baseline="mean", estimation=estimation)
+        all_baseline = explain_with_model(session, chosen, function, baseline="all", estimation=estimation)
     warn_about_cohorts(cohort.diagnostics)
     return Comparison(cohort=cohort, baseline=baseline, all_baseline=all_baseline)

@@ -4,7 +4,7 @@ explain (global importance).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Unpack, overload
 
@@ -32,7 +32,8 @@ from cohortsql.run.strategy import (
     make_pacer,
 )
 from cohortsql.run.targets import TargetSet
-from cohortsql.spec.arguments import checked_options, drawn_seed, explained_columns
+from cohortsql.spec.arguments import drawn_seed, explained_columns
+from cohortsql.spec.options import checked_options
 
 
 @overload
@@ -95,28 +96,29 @@ def shapley_effects(
     asked = checked_options(options, EffectsOptions)
     outcomes = explained_columns(prediction)
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
-        method = choose_method(asked["method"], session.prepared.players)
-        check_interactions(asked, method, session.prepared.players)
+        method = choose_method(asked.estimation.method, session.prepared.players)
+        check_interactions(asked.terms, asked.estimation.method, method, session.prepared.players)
         check_owen(method, session.prepared)
         if method == "permutation":
             if session.prepared.measures.replicates:
                 raise CohortError(
                     "bootstrap intervals need method='exact' (the permutation method has standard errors)"
                 )
-            asked["seed"] = drawn_seed(asked["seed"])  # recorded in the settings, so the run can be repeated
-            results = _estimated_effects(session, asked)
+            # the seed is recorded in the settings, so the run can be repeated
+            session = replace(session, options=asked.with_seed(drawn_seed(asked.selection.seed)))
+            results = _estimated_effects(session)
         else:
-            results = _exact_effects(session, asked)
+            results = _exact_effects(session)
     warn_about_cohorts(next(iter(results.values())).diagnostics)
     return next(iter(results.values())) if isinstance(prediction, str) else ShapleyEffectsResults(results)
 
 
-def _exact_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, ShapleyEffects]:
+def _exact_effects(session: Session) -> dict[str, ShapleyEffects]:
     """Every explained column's effects as the Shapley values of its exact variance game: from grouping
     sets over every row when they apply, else the mean of the targets' squared games."""
-    targets, sample, seed, confidence, path = (
-        asked[name] for name in ("targets", "sample", "seed", "confidence", "path")
-    )
+    selection, options = session.options.selection, session.options
+    targets, sample, seed = selection.targets, selection.sample, selection.seed
+    confidence, path = options.weighting.confidence, options.estimation.path
     running, prepared = session.engine, session.prepared
     measures, outcomes = prepared.measures, prepared.outcomes
     features = prepared.player_names
@@ -162,9 +164,9 @@ def _exact_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, Shap
                 replicate_games=games[measures.game(index, 1) : measures.game(index + 1, 0)]
                 if measures.replicates
                 else None,
-                confidence=asked["confidence"],
-                interactions=asked["interactions"],
-                anchored=asked["anchored"],
+                confidence=confidence,
+                interactions=options.terms.interactions,
+                anchored=options.terms.anchored,
             )
             for index, outcome in enumerate(outcomes)
         },
@@ -172,7 +174,7 @@ def _exact_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, Shap
     )
 
 
-def _estimated_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, ShapleyEffects]:
+def _estimated_effects(session: Session) -> dict[str, ShapleyEffects]:
     """Every explained column's effects by the permutation method: by linearity, the (weighted) mean
     over the targets of their estimated Shapley values of v_t(u)^2, whose mean over the targets is
     v_var(u); the standard errors add the permutations' error to the sampling of targets."""
@@ -188,9 +190,9 @@ def _estimated_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, 
             "permutation",
             "pairwise",
             pacer,
-            asked["seed"],
-            asked["max_permutations"],
-            asked["tolerance"],
+            session.options.selection.seed,
+            session.options.estimation.max_permutations,
+            session.options.estimation.tolerance,
         )
     )
     settings = session.settings(chosen, method="permutation", path="pairwise")
@@ -217,7 +219,11 @@ def _estimated_effects(session: Session, asked: Mapping[str, Any]) -> dict[str, 
             subjects=prepared.subject_count,
             population=chosen.population,
             diagnostics=checks,
-            settings={**settings, "prediction": outcome, "max_permutations": str(asked["max_permutations"])},
+            settings={
+                **settings,
+                "prediction": outcome,
+                "max_permutations": str(session.options.estimation.max_permutations),
+            },
         )
     return _grouped(session, results)
 

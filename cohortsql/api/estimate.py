@@ -14,7 +14,8 @@ from cohortsql.run.pace import Plan
 from cohortsql.run.progress import Silent
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method_and_path, local_batches, make_pacer
-from cohortsql.spec.arguments import checked_options, explained_columns
+from cohortsql.spec.arguments import explained_columns
+from cohortsql.spec.options import checked_options
 
 
 @interruptible_call
@@ -42,10 +43,19 @@ def estimate(
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
         running, prepared = session.engine, session.prepared
         chosen = session.select()
-        chosen_method, chosen_path = choose_method_and_path(asked["method"], asked["path"], prepared, chosen.count)
+        estimation = asked.estimation
+        chosen_method, chosen_path = choose_method_and_path(estimation.method, estimation.path, prepared, chosen.count)
         pacer = make_pacer(running, prepared, chosen, chosen_method, chosen_path, Silent(), pilot_only=True)
         batches = local_batches(
-            running, prepared, chosen, chosen_method, chosen_path, pacer, asked["seed"], asked["max_permutations"], None
+            running,
+            prepared,
+            chosen,
+            chosen_method,
+            chosen_path,
+            pacer,
+            asked.selection.seed,
+            estimation.max_permutations,
+            None,
         )
         pilot = sum(
             len(batch[0]) if isinstance(batch, list) else len(batch.shapley) // max(1, prepared.measures.games)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Unpack, overload
 
 import numpy as np
@@ -32,7 +32,8 @@ from cohortsql.run.strategy import (
     make_pacer,
 )
 from cohortsql.run.targets import TargetSet
-from cohortsql.spec.arguments import checked_options, explained_columns
+from cohortsql.spec.arguments import explained_columns
+from cohortsql.spec.options import checked_options
 
 
 @overload
@@ -133,23 +134,22 @@ def cohort_shapley(
     asked = checked_options(options, ShapleyOptions)
     outcomes = explained_columns(prediction)
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
-        results = explain_targets(session, session.select(), asked)
+        results = explain_targets(session, session.select())
     first = next(iter(results.values()))
     warn_about_cohorts(first.diagnostics)
     return first if isinstance(prediction, str) else CohortShapleyResults(results)
 
 
-def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any]) -> dict[str, CohortShapleyResult]:
+def explain_targets(session: Session, chosen: TargetSet) -> dict[str, CohortShapleyResult]:
     """Cohort Shapley values of the `chosen` targets for every explained column of the session, by
-    the method and path the strategy picks (`cohortsql.run.strategy`) for the caller's checked options
-    `asked` (``method``, ``path``, ``seed``, the permutations' budget and the intervals' confidence),
-    which the settings record."""
-    prepared = session.prepared
-    path, seed, confidence = asked.get("path", "auto"), asked["seed"], asked.get("confidence", 0.95)
-    chosen_method, chosen_path = choose_method_and_path(asked["method"], path, prepared, chosen.count)
+    the method and path the strategy picks (`cohortsql.run.strategy`) for the call's options (its
+    estimation, seed, terms and the intervals' confidence), which the settings record."""
+    prepared, estimation, terms = session.prepared, session.options.estimation, session.options.terms
+    path, seed, confidence = estimation.path, session.options.selection.seed, session.options.weighting.confidence
+    chosen_method, chosen_path = choose_method_and_path(estimation.method, path, prepared, chosen.count)
     if prepared.measures.replicates and chosen_method != "exact":
         raise CohortError("bootstrap intervals need method='exact' (the permutation method has standard errors)")
-    check_interactions(asked, chosen_method, prepared.players, estimated=True)
+    check_interactions(terms, estimation.method, chosen_method, prepared.players, estimated=True)
     check_owen(chosen_method, prepared)
     settings = session.settings(chosen, method=chosen_method, path=path)
     pacer = make_pacer(session.engine, prepared, chosen, chosen_method, chosen_path, session.reporter())
@@ -161,9 +161,9 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
         chosen_path,
         pacer,
         seed,
-        asked["max_permutations"],
-        asked["tolerance"],
-        interactions=asked.get("interactions", False),
+        estimation.max_permutations,
+        estimation.tolerance,
+        interactions=terms.interactions,
     )
     intervals = None
     if chosen_method == "permutation":
@@ -176,9 +176,9 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
         keep = bootstrap_module.worth_keeping(chosen.count, prepared.players, prepared.measures, prepared.batch_bytes)
         intervals = bootstrap_module.collect(batches, prepared.measures, confidence, keep=keep).fanned_out(chosen.group)
         fields = [values._asdict() for values in intervals.values]
-    exact_interactions = asked.get("interactions", False) and chosen_method == "exact"
-    interactions, anchored = _lattice_terms(session, chosen, exact_interactions, asked.get("anchored", 0))
-    if chosen_method == "permutation" and asked.get("interactions"):  # estimated with the values
+    exact_interactions = terms.interactions and chosen_method == "exact"
+    interactions, anchored = _lattice_terms(session, chosen, exact_interactions, terms.anchored)
+    if chosen_method == "permutation" and terms.interactions:  # estimated with the values
         interactions = np.stack([values["interactions"] for values in fields])
     owen = _owen(session, chosen) if prepared.groups is not None and prepared.groups.values == "owen" else None
     return {
@@ -191,7 +191,7 @@ def explain_targets(session: Session, chosen: TargetSet, asked: Mapping[str, Any
             bootstrap=None if intervals is None else _bootstrap(intervals, prepared, chosen, index, confidence),
             interactions=None if interactions is None else interactions[index],
             anchored_terms=None if anchored is None else anchored[index],
-            anchored_order=asked.get("anchored", 0),
+            anchored_order=terms.anchored,
             owen=None if owen is None else owen[index],
         )
         for index, outcome in enumerate(prepared.outcomes)

@@ -27,8 +27,9 @@ from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, MAX_FEATURES
-from cohortsql.spec.arguments import checked_options, explained_columns
+from cohortsql.spec.arguments import explained_columns
 from cohortsql.spec.features import ResolvedFeature, portable
+from cohortsql.spec.options import checked_options
 from cohortsql.spec.similarity import KnownQuantiles, QuantileWindow
 from cohortsql.sql.dialects import NATIVE_DIALECTS, TRANSPILED_DIALECTS, Dialect
 from cohortsql.sql.transpile import transpile
@@ -121,7 +122,12 @@ def render_query(
     variant ``function``, whose histograms the DuckDB scalar function named `function` finishes."""
     explained_columns(prediction, several=False)
     asked = checked_options(given, QueryOptions)
-    id, targets, sample, weight = (asked[name] for name in ("id", "targets", "sample", "weight"))
+    id, targets, sample, weight = (
+        asked.selection.id,
+        asked.selection.targets,
+        asked.selection.sample,
+        asked.weighting.weight,
+    )
     limit = MAX_EXACT_FEATURES if variant in (*FINISHED, "function") else MAX_FEATURES
     target = NATIVE_DIALECTS.get(dialect) or TRANSPILED_DIALECTS[dialect]
     with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=limit) as session:

@@ -16,7 +16,8 @@ from cohortsql.run.preparation import weigh_subjects
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES
 from cohortsql.run.targets import target_relation
-from cohortsql.spec.arguments import checked_options, explained_columns
+from cohortsql.spec.arguments import explained_columns
+from cohortsql.spec.options import checked_options
 
 HISTOGRAM_ENTRY_BYTES = 32
 """What one histogram row holds in a call's Arrow table: target, mask, weight and sum."""
@@ -66,7 +67,8 @@ def shapley_table(
         data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_EXACT_FEATURES, snapshot=True
     ) as session:
         engine, prepared = session.engine, session.prepared
-        relation, count = target_relation(engine, prepared, asked["targets"], asked["seed"], asked["sample"])
+        selection = asked.selection
+        relation, count = target_relation(engine, prepared, selection.targets, selection.seed, selection.sample)
         weighted = weigh_subjects(engine, prepared)
         histogram = engine.create(
             queries.histogram.mask_histogram(

@@ -13,7 +13,7 @@ from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.pairwise import uniqueness_batches, uniqueness_owen_batches
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, check_owen, choose_path, make_pacer
-from cohortsql.spec.arguments import checked_options
+from cohortsql.spec.options import checked_options
 
 
 @interruptible_call
@@ -46,8 +46,8 @@ def uniqueness_shapley(
     with open_session(data, asked, outcomes=(), similarity=similarity, max_features=MAX_EXACT_FEATURES) as session:
         running, prepared = session.engine, session.prepared
         chosen = session.select()
-        settings = session.settings(chosen, method="exact", path=asked["path"])
-        chosen_path = choose_path(asked["path"], prepared, chosen.count)
+        settings = session.settings(chosen, method="exact", path=asked.estimation.path)
+        chosen_path = choose_path(asked.estimation.path, prepared, chosen.count)
         pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, session.reporter())
         batches = (uniqueness_of_cells if chosen_path == "grouping_sets" else uniqueness_batches)(
             running, prepared, chosen, pacer

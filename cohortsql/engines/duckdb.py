@@ -135,16 +135,16 @@ class DuckDBEngine(Engine):
         """The caller's connection refuses every SET (``lock_configuration``): the settings that only
         help (speed, quiet) are skipped; those that were asked for are refused."""
         database_wide = {"memory_limit": settings.memory_limit, "temp_directory": settings.temp_directory}
-        asked = [setting for setting, chosen in database_wide.items() if chosen is not None]
-        if self._locked and asked:
+        requested = [setting for setting, chosen in database_wide.items() if chosen is not None]
+        if self._locked and requested:
             raise CohortError(
-                f"{asked[0]} cannot be set: the connection's configuration is locked (lock_configuration = true);"
-                f" set it before locking, or leave {asked[0]} out"
+                f"{requested[0]} cannot be set: the connection's configuration is locked (lock_configuration = true);"
+                f" set it before locking, or leave {requested[0]} out"
             )
         # DuckDB's own progress bar would print into the caller's output; cohortsql reports its own.
         self._set_if_allowed("enable_progress_bar", "false")
         self._set_if_allowed("perfect_ht_threshold", str(PERFECT_HASH_BITS))
-        for setting in asked:
+        for setting in requested:
             self._set(setting, str(database_wide[setting]), restore=not self._owns_connection)
 
     # -- the Engine methods --------------------------------------------------------------------

@@ -10,22 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
-from cohortsql._typing import RunOptions, SimilarityArgument
+from cohortsql._typing import SimilarityArgument
 from cohortsql.engines import open_engine
 from cohortsql.engines.base import Engine, EngineSettings
 from cohortsql.results.tables import run_settings
 from cohortsql.run.preparation import Prepared, prepare
 from cohortsql.run.progress import Reporter, reporter
 from cohortsql.run.targets import TargetSet, read_target_data, select_targets
-from cohortsql.spec.arguments import run_options
 from cohortsql.spec.features import ResolvedFeature
+from cohortsql.spec.options import Options, Where
 
 
 @dataclass
@@ -34,8 +34,8 @@ class Session:
 
     engine: Engine
     prepared: Prepared
-    options: Mapping[str, Any]
-    """The call's checked options (`cohortsql.spec.arguments.checked_options`): its targets, sample,
+    options: Options
+    """The call's checked options (`cohortsql.spec.options.checked_options`): its targets, sample,
     seed, progress and bootstrap are read from here."""
     _target_data: list[tuple[TargetSet, pl.DataFrame]] = field(default_factory=list, repr=False)
     """The target rows read so far, with the target set they belong to (held, so never mistaken for another)."""
@@ -43,10 +43,8 @@ class Session:
     def select(self) -> TargetSet:
         """The target rows the call asked for: every row, a predicate's, a random sample of either, or
         the rows with given ids."""
-        options = self.options
-        return select_targets(
-            self.engine, self.prepared, options.get("targets"), options.get("seed"), options.get("sample")
-        )
+        selection = self.options.selection
+        return select_targets(self.engine, self.prepared, selection.targets, selection.seed, selection.sample)
 
     def target_data(self, chosen: TargetSet) -> pl.DataFrame:
         """The chosen targets' rows as they are in the data (every column), read once per target set."""
@@ -59,11 +57,11 @@ class Session:
 
     def reporter(self) -> Reporter:
         """Where this call reports its progress."""
-        return reporter(self.options.get("progress"))
+        return reporter(self.options.where.progress)
 
     def settings(self, chosen: TargetSet | None, *, method: str, path: str) -> dict[str, str]:
         """The run's settings as text, written with its outputs so that a result says how it was made."""
-        prepared, choices = self.prepared, self.options
+        prepared, selection, weighting = self.prepared, self.options.selection, self.options.weighting
         return run_settings(
             engine=self.engine.dialect.name,
             prediction=prepared.outcomes[0] if len(prepared.outcomes) == 1 else list(prepared.outcomes),
@@ -73,10 +71,10 @@ class Session:
             **_default_kinds(prepared),
             method=method,
             path=path,
-            targets=_described_targets(choices.get("targets")),
-            sample=choices.get("sample"),
-            seed=chosen.seed if chosen is not None and chosen.seed is not None else choices.get("seed"),
-            **{name: choices[name] for name in ("bootstrap", "confidence") if choices.get("bootstrap")},
+            targets=_described_targets(selection.targets),
+            sample=selection.sample,
+            seed=chosen.seed if chosen is not None and chosen.seed is not None else selection.seed,
+            **({"bootstrap": weighting.bootstrap, "confidence": weighting.confidence} if weighting.bootstrap else {}),
             **_groups(prepared),
         )
 
@@ -113,16 +111,14 @@ class Session:
 
 
 @contextmanager
-def opened_engine(data: Any, options: RunOptions) -> Iterator[Engine]:
-    """The engine for a call, closed (dropping what it created) when the call ends; `options` were
-    checked by the public function (`cohortsql.spec.arguments.with_defaults`)."""
-    temp_directory = options.get("temp_directory")
+def opened_engine(data: Any, where: Where) -> Iterator[Engine]:
+    """The engine for a call, closed (dropping what it created) when the call ends."""
     settings = EngineSettings(
-        memory_limit=options.get("memory_limit"),
-        temp_directory=None if temp_directory is None else os.fspath(temp_directory),
-        spark_master=options.get("spark_master"),
+        memory_limit=where.memory_limit,
+        temp_directory=None if where.temp_directory is None else os.fspath(where.temp_directory),
+        spark_master=where.spark_master,
     )
-    running = open_engine(data, engine=options.get("engine"), connection=options.get("connection"), settings=settings)
+    running = open_engine(data, engine=where.engine, connection=where.connection, settings=settings)
     try:
         yield running
     except BaseException:
@@ -135,7 +131,7 @@ def opened_engine(data: Any, options: RunOptions) -> Iterator[Engine]:
 @contextmanager
 def open_session(
     data: Any,
-    options: Mapping[str, Any],
+    options: Options,
     *,
     outcomes: Sequence[str],
     similarity: SimilarityArgument,
@@ -146,21 +142,21 @@ def open_session(
     a call's checked `options` (its ``id``, ``weight``, ``targets``, bootstrap replicates with their
     seed, and where-and-how options); a ``targets`` predicate is checked and marks the subjects that
     are targets."""
-    targets = options.get("targets")
-    with opened_engine(data, run_options(options)) as engine:
+    targets = options.selection.targets
+    with opened_engine(data, options.where) as engine:
         prepared = prepare(
             engine,
             data,
             outcomes=outcomes,
             similarity=similarity,
-            id=options.get("id"),
-            weight=options.get("weight"),
+            id=options.selection.id,
+            weight=options.weighting.weight,
             target_predicate=targets if isinstance(targets, str) else None,
             max_features=max_features,
-            replicates=options.get("bootstrap", 0),
-            seed=options.get("seed") or 0,
-            groups=options.get("groups"),
-            group_values=options.get("group_values", "players"),
+            replicates=options.weighting.bootstrap,
+            seed=options.selection.seed or 0,
+            groups=options.grouping.groups,
+            group_values=options.grouping.group_values,
             snapshot=snapshot,
         )
         yield Session(engine, prepared, options)

@@ -8,7 +8,7 @@ batches bounded by the memory budget (every array a batch allocates) and paced b
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from cohortsql import queries
@@ -22,6 +22,7 @@ from cohortsql.run.preparation import Prepared
 from cohortsql.run.progress import Reporter
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec import arguments
+from cohortsql.spec.options import Terms
 
 ENGINE_GROUP_BYTES = 96
 """What the engine holds per histogram group while it aggregates and hands the result over as Arrow,
@@ -156,19 +157,19 @@ def choose_method(method: str, d: int, game: Literal["cohort", "baseline"] = "co
     )
 
 
-def check_interactions(asked: Mapping[str, Any], method: str, d: int, *, estimated: bool = False) -> None:
+def check_interactions(terms: Terms, asked: str, method: str, d: int, *, estimated: bool = False) -> None:
     """Interaction values come from each target's exact lattice of cohorts, or (`estimated`: a target's
     own values) from the permutations that estimate its values; the variance game's need the exact
-    method. Anchored terms come from every cohort of the lattice."""
-    if asked.get("interactions") and method != "exact" and not estimated:
+    `method` (chosen from the `asked` one). Anchored terms come from every cohort of the lattice."""
+    if terms.interactions and method != "exact" and not estimated:
         raise CohortError(
             f"interactions=True for Shapley effects needs method='exact' (up to {MAX_EXACT_FEATURES} features);"
-            f" with {d} features and method={asked['method']!r} the effects are estimated by permutations:"
+            f" with {d} features and method={asked!r} the effects are estimated by permutations:"
             " cohort_shapley(interactions=True) estimates each target's interaction values with them"
         )
-    if asked.get("anchored") and method != "exact":
+    if terms.anchored and method != "exact":
         raise CohortError(
-            f"anchored={asked['anchored']} needs method='exact' (up to {MAX_EXACT_FEATURES} features): the"
+            f"anchored={terms.anchored} needs method='exact' (up to {MAX_EXACT_FEATURES} features): the"
             " anchored terms come from every cohort of the lattice"
         )
 

@@ -6,16 +6,14 @@ or SQL as a raw exception.
 
 from __future__ import annotations
 
-import difflib
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast, overload
+from collections.abc import Sequence
+from typing import overload
 
 import numpy as np
 
-from cohortsql._typing import DEFAULTS, METHODS, MODEL_INPUTS, MODEL_OUTPUTS, PATHS, RUN_OPTIONS, RunOptions
-from cohortsql.errors import CohortError, check_choice
+from cohortsql.errors import CohortError
 
 
 def whole_number(name: str, value: object, *, minimum: int) -> int:
@@ -108,77 +106,8 @@ def drawn_seed(seed: int | None, needed: bool = True) -> int | None:
     return seed
 
 
-def _boolean(name: str, value: object) -> bool:
+def boolean(name: str, value: object) -> bool:
+    """True or False, nothing else (not 1, not "yes")."""
     if not isinstance(value, bool):
         raise CohortError(f"{name} must be True or False, got {value!r}")
     return value
-
-
-def _choice(choices: Sequence[str]) -> Callable[[str, object], object]:
-    def check(name: str, value: object) -> object:
-        check_choice(name, value, choices)
-        return value
-
-    return check
-
-
-def _optional_count(name: str, value: object) -> int | None:
-    return None if value is None else whole_number(name, value, minimum=1)
-
-
-_CHECKS: dict[str, Callable[[str, Any], Any]] = {
-    "id": optional_text,
-    "weight": optional_text,
-    "memory_limit": optional_text,
-    "seed": lambda _, value: seed(value),
-    "method": _choice(METHODS),
-    "path": _choice(PATHS),
-    "tolerance": positive_number,
-    "max_permutations": lambda name, value: whole_number(name, value, minimum=2),
-    "model_input": _choice(MODEL_INPUTS),
-    "model_output": _choice(MODEL_OUTPUTS),
-    "model_tolerance": tolerance_or_inf,
-    "batch_rows": lambda name, value: whole_number(name, value, minimum=1),
-    "baseline_sample": _optional_count,
-    "realistic": _boolean,
-    "interactions": _boolean,
-    "anchored": lambda name, value: whole_number(name, value, minimum=0),
-}
-"""How each plain option is checked (and normalised: a numpy integer becomes an int)."""
-
-
-def checked_options(given: Mapping[str, Any], allowed: Any, **defaults: Any) -> dict[str, Any]:
-    """A call's options (`with_defaults`), each checked once, at the public function: ``bootstrap``
-    becomes the number of replicates, and a seed is drawn (`drawn_seed`) when replicates or a sample of
-    baselines need one."""
-    asked = with_defaults(given, allowed, **defaults)
-    for name, check in _CHECKS.items():
-        if name in asked:
-            asked[name] = check(name, asked[name])
-    if "bootstrap" in asked:
-        asked["bootstrap"], asked["confidence"] = bootstrap_arguments(asked["bootstrap"], asked["confidence"])
-        asked["seed"] = drawn_seed(asked["seed"], asked["bootstrap"] > 0)
-    if asked.get("baseline_sample") is not None:
-        if asked.get("baseline", "all") != "all":
-            raise CohortError("baseline_sample= draws from every row: it needs baseline='all'")
-        asked["seed"] = drawn_seed(asked["seed"])
-    return asked
-
-
-def with_defaults(given: Mapping[str, Any], allowed: Any, **defaults: Any) -> dict[str, Any]:
-    """The options of a call: every key of the TypedDict `allowed` (its run options only when given),
-    the others filled in from `cohortsql._typing.DEFAULTS` (or `defaults`); an unknown name is a
-    `CohortError` that suggests the closest one."""
-    names = set(allowed.__required_keys__) | set(allowed.__optional_keys__)
-    unknown = sorted(set(given) - names)
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], sorted(names), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else f"; the options are {', '.join(sorted(names))}"
-        raise CohortError(f"unknown argument {unknown[0]!r}{hint}")
-    filled = {name: defaults.get(name, DEFAULTS[name]) for name in names if name in DEFAULTS}
-    return filled | dict(given)
-
-
-def run_options(options: Mapping[str, Any]) -> RunOptions:
-    """The where-and-how options among a call's options."""
-    return cast(RunOptions, {name: options[name] for name in RUN_OPTIONS if name in options})

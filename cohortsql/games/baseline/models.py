@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import pickle
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import polars as pl
 
 from cohortsql._typing import BATCH_ROWS, ModelInput, ModelOutput
 from cohortsql.errors import CohortError
+from cohortsql.spec.options import Modelling
 
 
 def model_function(model: Any, output: ModelOutput) -> Callable[[Any], Any]:
@@ -41,19 +42,19 @@ def check_reproduces(
     rows: pl.DataFrame,
     stored: pl.Series,
     ids: pl.Series,
-    options: Mapping[str, Any],
+    options: Modelling,
 ) -> None:
     """Refuse, before any hybrid point is valued, a model that does not give the stored predictions
     `stored` on the target `rows` (feature columns only): baseline Shapley would explain another function
     than the one cohort Shapley explains. A difference beyond ``model_tolerance`` (relative to the
     stored value, at least 1 in scale) is a `CohortError` naming the worst target and, when the model's
     other output reproduces the column (``predict`` against ``predict_proba``), the option that says so."""
-    tolerance = options["model_tolerance"]
+    tolerance = options.model_tolerance
     if math.isinf(tolerance) or rows.height == 0:
         return
     expected = stored.cast(pl.Float64).fill_null(np.nan).to_numpy()
     known = ~np.isnan(expected)
-    given = predict(model_function(model, output), rows, options["model_input"], options["batch_rows"])
+    given = predict(model_function(model, output), rows, options.model_input, options.batch_rows)
     excess = _excess(given, expected, tolerance)
     if not (excess[known] > 0).any():
         return
@@ -66,7 +67,7 @@ def check_reproduces(
     )
     other: ModelOutput = "probability" if output == "prediction" else "prediction"
     if hasattr(model, "predict_proba") and hasattr(model, "predict"):
-        alternative = predict(model_function(model, other), rows, options["model_input"], options["batch_rows"])
+        alternative = predict(model_function(model, other), rows, options.model_input, options.batch_rows)
         if not (_excess(alternative, expected, tolerance)[known] > 0).any():
             raise CohortError(f"{message} Its {_OUTPUTS[other]} does: pass model_output='{other}'")
         message += f" Neither does its {_OUTPUTS[other]}."

@@ -1,0 +1,220 @@
+"""A call's options once checked: frozen dataclasses with `Literal` fields, one per concern, each
+default declared once (here). The public functions take ``**options`` (typed by the `TypedDict`s of
+`cohortsql._typing`, whose keys are the command line's flags too) and turn them into an `Options` at
+the boundary (`checked_options`); nothing past them reads a dictionary of options.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from cohortsql._typing import (
+    BATCH_ROWS,
+    CALIBRATION_KINDS,
+    CALIBRATION_THRESHOLDS,
+    GROUP_VALUES,
+    METHODS,
+    MODEL_INPUTS,
+    MODEL_OUTPUTS,
+    PATHS,
+    Baseline,
+    CalibrationKind,
+    CohortPath,
+    EngineName,
+    GroupValues,
+    Method,
+    ModelInput,
+    ModelOutput,
+    Targets,
+)
+from cohortsql.errors import CohortError, check_choice
+from cohortsql.spec import arguments
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which rows are explained, and how rows are identified (default: every row, by position)."""
+
+    id: str | None = None
+    targets: Targets = None
+    """None (every row), a SQL predicate, a sample size or fraction, or a list of ids."""
+    sample: int | float | None = None
+    seed: int | None = None
+    """Seeds the sample of targets, the permutations and the bootstrap replicates (recorded when drawn)."""
+
+
+@dataclass(frozen=True)
+class Weighting:
+    """Case weights, and Bayesian-bootstrap replicates with their intervals' coverage."""
+
+    weight: str | None = None
+    bootstrap: int = 0
+    confidence: float = 0.95
+
+
+@dataclass(frozen=True)
+class Estimation:
+    """Exact, by random permutations, or chosen by the number of features; the permutations' budget;
+    how exact cohorts are found."""
+
+    method: Method = "exact"
+    tolerance: float | None = None
+    max_permutations: int = 200
+    path: CohortPath = "auto"
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What a run gives beyond the Shapley values: pairwise interaction values, anchored terms."""
+
+    interactions: bool = False
+    anchored: int = 0
+    """The Harsanyi dividends g_T of every set of 1..`anchored` features (0: none)."""
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """Features explained together: each group one player, or each feature its Owen value within them."""
+
+    groups: Mapping[str, Sequence[str]] | None = None
+    group_values: GroupValues = "players"
+
+
+@dataclass(frozen=True)
+class Modelling:
+    """How the caller's model is called on hybrid points (baseline and all-baseline Shapley)."""
+
+    model_input: ModelInput = "pandas"
+    model_output: ModelOutput = "prediction"
+    model_tolerance: float = 1e-6
+    batch_rows: int = BATCH_ROWS
+    baseline: Baseline | Sequence[object] = "mean"
+    baseline_sample: int | None = None
+    realistic: bool = False
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where and how a call runs, the same for every method."""
+
+    memory_limit: str | None = None
+    temp_directory: str | os.PathLike[str] | None = None
+    progress: bool | None = None
+    connection: Any = None
+    engine: EngineName | None = None
+    spark_master: str | None = None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What `cohortsql.calibrate` tries: the kind of threshold, the thresholds, the holdouts, the runs."""
+
+    exact: Sequence[str] = ()
+    """Numeric features compared exactly rather than by a window."""
+    kind: CalibrationKind = "range"
+    thresholds: Sequence[float] = CALIBRATION_THRESHOLDS
+    holdouts: Sequence[float] = (0.1, 0.2, 0.3)
+    """The shares of rows held out."""
+    runs: int = 100
+    marginal_samples: int = 1000
+    max_rows: int = 20_000
+
+
+@dataclass(frozen=True)
+class Options:
+    """A call's checked options, by concern."""
+
+    selection: Selection = field(default_factory=Selection)
+    weighting: Weighting = field(default_factory=Weighting)
+    estimation: Estimation = field(default_factory=Estimation)
+    terms: Terms = field(default_factory=Terms)
+    grouping: Grouping = field(default_factory=Grouping)
+    modelling: Modelling = field(default_factory=Modelling)
+    where: Where = field(default_factory=Where)
+    calibration: Calibration = field(default_factory=Calibration)
+
+    def with_seed(self, seed: int | None) -> Options:
+        """These options with `seed` (one drawn for a run that needs one: it is recorded with the results)."""
+        return replace(self, selection=replace(self.selection, seed=seed))
+
+
+_GROUPS: dict[str, type] = {
+    "selection": Selection,
+    "weighting": Weighting,
+    "estimation": Estimation,
+    "terms": Terms,
+    "grouping": Grouping,
+    "modelling": Modelling,
+    "where": Where,
+    "calibration": Calibration,
+}
+"""Each concern's dataclass, by its attribute on `Options`."""
+
+_GROUP_OF = {option.name: group for group, kind in _GROUPS.items() for option in fields(kind)}
+"""The concern each option belongs to (its name is its flag's on the command line)."""
+
+
+_CHECKS: dict[str, Any] = {
+    "id": arguments.optional_text,
+    "weight": arguments.optional_text,
+    "memory_limit": arguments.optional_text,
+    "spark_master": arguments.optional_text,
+    "seed": lambda _, value: arguments.seed(value),
+    "method": lambda name, value: _choice(name, value, METHODS),
+    "path": lambda name, value: _choice(name, value, PATHS),
+    "group_values": lambda name, value: _choice(name, value, GROUP_VALUES),
+    "model_input": lambda name, value: _choice(name, value, MODEL_INPUTS),
+    "model_output": lambda name, value: _choice(name, value, MODEL_OUTPUTS),
+    "kind": lambda name, value: _choice(name, value, CALIBRATION_KINDS),
+    "tolerance": arguments.positive_number,
+    "max_permutations": lambda name, value: arguments.whole_number(name, value, minimum=2),
+    "model_tolerance": arguments.tolerance_or_inf,
+    "batch_rows": lambda name, value: arguments.whole_number(name, value, minimum=1),
+    "baseline_sample": lambda name, value: None if value is None else arguments.whole_number(name, value, minimum=1),
+    "realistic": arguments.boolean,
+    "interactions": arguments.boolean,
+    "anchored": lambda name, value: arguments.whole_number(name, value, minimum=0),
+    "exact": lambda name, value: value,  # checked against the features by `calibrate`
+    "runs": lambda name, value: arguments.whole_number(name, value, minimum=1),
+    "marginal_samples": lambda name, value: arguments.whole_number(name, value, minimum=1),
+    "max_rows": lambda name, value: arguments.whole_number(name, value, minimum=10),
+}
+"""How each option is checked (and normalised: a numpy integer becomes an int, a list a tuple)."""
+
+
+def _choice(name: str, value: object, choices: Sequence[str]) -> object:
+    check_choice(name, value, choices)
+    return value
+
+
+def checked_options(given: Mapping[str, Any], allowed: Any, **defaults: Any) -> Options:
+    """The `Options` of a call, each option checked once, at the public function: `given` may hold
+    the keys of the `TypedDict` `allowed` (an unknown one is a `CohortError` suggesting the closest);
+    `defaults` are the call's own defaults where they differ from the dataclasses' (`compare` splits
+    by realism unless told not to). ``bootstrap`` becomes the number of replicates, and a seed is
+    drawn (`arguments.drawn_seed`) when replicates or a sample of baselines need one."""
+    names = set(allowed.__required_keys__) | set(allowed.__optional_keys__)
+    unknown = sorted(set(given) - names)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(names), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; the options are {', '.join(sorted(names))}"
+        raise CohortError(f"unknown argument {unknown[0]!r}{hint}")
+    values = {**defaults, **given}
+    checked = {name: _CHECKS[name](name, value) if name in _CHECKS else value for name, value in values.items()}
+    if "bootstrap" in checked or "confidence" in checked:
+        checked["bootstrap"], checked["confidence"] = arguments.bootstrap_arguments(
+            checked.get("bootstrap", Weighting.bootstrap), checked.get("confidence", Weighting.confidence)
+        )
+    one_baseline = "baseline" in names and checked.get("baseline", Modelling.baseline) != "all"
+    if checked.get("baseline_sample") is not None and one_baseline:  # compare samples its all-baseline run
+        raise CohortError("baseline_sample= draws from every row: it needs baseline='all'")
+    by_group: dict[str, dict[str, Any]] = {group: {} for group in _GROUPS}
+    for name, value in checked.items():
+        by_group[_GROUP_OF[name]][name] = value
+    options = Options(**{group: _GROUPS[group](**values) for group, values in by_group.items()})
+    needs_seed = options.weighting.bootstrap > 0 or options.modelling.baseline_sample is not None
+    return options.with_seed(arguments.drawn_seed(options.selection.seed, needs_seed))
