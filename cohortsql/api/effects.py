@@ -12,15 +12,15 @@ import numpy as np
 
 from cohortsql._typing import EffectsOptions, Prediction, SimilarityArgument
 from cohortsql.errors import CohortError
-from cohortsql.games.cohort import owen_effects
+from cohortsql.games.cohort import CohortGame
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
 from cohortsql.results.effects import ShapleyEffects, owen_effects_table
 from cohortsql.results.outcomes import ShapleyEffectsResults
 from cohortsql.results.tables import diagnostics, warn_about_cohorts
+from cohortsql.run import readouts
 from cohortsql.run.grouping_sets import variance_game
 from cohortsql.run.interrupts import interruptible_call
-from cohortsql.run.pairwise import owen_batches
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import (
     MAX_FEATURES,
@@ -230,17 +230,11 @@ def _estimated_effects(session: Session) -> dict[str, ShapleyEffects]:
 
 def _owen_effects(session: Session, chosen: TargetSet) -> np.ndarray:
     """Every feature's Owen value of each explained column's v_var, (outcomes, features in the data's
-    order), from one more pass over the chosen targets (their squared reduced games)."""
+    order): the Owen values of the targets' mean squared cohort game (the variance game), its reduced
+    games from one more pass over the chosen targets."""
     prepared = session.prepared
-    assert prepared.groups is not None
-    measures = prepared.measures
-    pacer = make_pacer(session.engine, prepared, chosen, "exact", "pairwise", session.reporter())
-    summed = None
-    for batch in owen_batches(session.engine, prepared, chosen, pacer):
-        summed = batch.squared_games if summed is None else [a + b for a, b in zip(summed, batch.squared_games)]
-    main = [measures.game(outcome, 0) for outcome in range(measures.outcomes)]
-    totals = chosen.weights[:, measures.weighting_of_game].sum(axis=0)[main]
-    return owen_effects(summed or [], prepared.groups.members, totals)
+    games = [CohortGame(outcome, squared=True) for outcome in range(len(prepared.outcomes))]
+    return readouts.owen_of_means(session, chosen, games, chosen.multiplicity[:, 0])
 
 
 def _grouped(

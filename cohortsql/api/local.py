@@ -13,14 +13,14 @@ from cohortsql._typing import (
     SimilarityArgument,
 )
 from cohortsql.errors import CohortError
+from cohortsql.games.cohort import CohortGame
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
-from cohortsql.numeric.dividends import sets_up_to
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.outcomes import CohortShapleyResults
 from cohortsql.results.tables import warn_about_cohorts
+from cohortsql.run import readouts
 from cohortsql.run.interrupts import interruptible_call
-from cohortsql.run.pairwise import lattice_batches, owen_batches
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import (
@@ -176,11 +176,15 @@ def explain_targets(session: Session, chosen: TargetSet) -> dict[str, CohortShap
         keep = bootstrap_module.worth_keeping(chosen.count, prepared.players, prepared.measures, prepared.batch_bytes)
         intervals = bootstrap_module.collect(batches, prepared.measures, confidence, keep=keep).fanned_out(chosen.group)
         fields = [values._asdict() for values in intervals.values]
+    games = [CohortGame(outcome) for outcome in range(len(prepared.outcomes))]
     exact_interactions = terms.interactions and chosen_method == "exact"
-    interactions, anchored = _lattice_terms(session, chosen, exact_interactions, terms.anchored)
+    interactions, anchored = readouts.lattice_terms(
+        session, chosen, games, interactions=exact_interactions, anchored=terms.anchored
+    )
     if chosen_method == "permutation" and terms.interactions:  # estimated with the values
         interactions = np.stack([values["interactions"] for values in fields])
-    owen = _owen(session, chosen) if prepared.groups is not None and prepared.groups.values == "owen" else None
+    grouped = prepared.groups is not None and prepared.groups.values == "owen"
+    owen = readouts.owen_values(session, chosen, games) if grouped else None
     return {
         outcome: CohortShapleyResult(
             **session.result_fields(chosen, index),
@@ -196,45 +200,6 @@ def explain_targets(session: Session, chosen: TargetSet) -> dict[str, CohortShap
         )
         for index, outcome in enumerate(prepared.outcomes)
     }
-
-
-def _lattice_terms(
-    session: Session, chosen: TargetSet, interactions: bool, anchored: int
-) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Every chosen target's interaction values (outcomes, targets, d, d) and anchored terms (outcomes,
-    targets, sets) for every explained column, as asked, from the mask histograms of one more pass over
-    the data (the pairwise path's); (None, None) when neither is asked for."""
-    if not interactions and not anchored:
-        return None, None
-    prepared = session.prepared
-    pacer = make_pacer(session.engine, prepared, chosen, "exact", "pairwise", session.reporter())
-    batches = list(
-        lattice_batches(session.engine, prepared, chosen, pacer, interactions=interactions, anchored=anchored)
-    )
-    outcomes, d = len(prepared.outcomes), prepared.players
-    empty = {
-        "interactions": np.empty((outcomes, 0, d, d)),
-        "anchored": np.empty((outcomes, 0, len(sets_up_to(d, anchored)) if anchored else 0)),
-    }
-    joined = {
-        name: np.concatenate([getattr(batch, name) for batch in batches], axis=1)[:, chosen.group]
-        if batches
-        else empty[name]
-        for name in ("interactions", "anchored")
-        if (interactions if name == "interactions" else anchored)
-    }
-    return joined.get("interactions"), joined.get("anchored")
-
-
-def _owen(session: Session, chosen: TargetSet) -> np.ndarray:
-    """Every chosen target's Owen values for every explained column, (outcomes, targets, features as
-    the result's ``groups`` list them), from the mask histograms over the features of one more pass."""
-    prepared = session.prepared
-    assert prepared.groups is not None
-    pacer = make_pacer(session.engine, prepared, chosen, "exact", "pairwise", session.reporter())
-    parts = [batch.values for batch in owen_batches(session.engine, prepared, chosen, pacer)]
-    values = np.concatenate(parts, axis=1) if parts else np.empty((len(prepared.outcomes), 0, prepared.d))
-    return values[:, chosen.group][..., prepared.groups.member_order]
 
 
 def _bootstrap(

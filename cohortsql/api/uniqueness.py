@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
-import numpy as np
-
 from cohortsql._typing import SimilarityArgument, UniquenessOptions
+from cohortsql.games.uniqueness import UniquenessGame
 from cohortsql.results.uniqueness import UniquenessResult
-from cohortsql.run.grouping_sets import uniqueness_of_cells
 from cohortsql.run.interrupts import interruptible_call
-from cohortsql.run.pairwise import uniqueness_batches, uniqueness_owen_batches
+from cohortsql.run.readouts import game_result
 from cohortsql.run.session import open_session
-from cohortsql.run.strategy import MAX_EXACT_FEATURES, check_owen, choose_path, make_pacer
+from cohortsql.run.strategy import MAX_EXACT_FEATURES
 from cohortsql.spec.options import checked_options
 
 
@@ -44,29 +42,4 @@ def uniqueness_shapley(
     """
     asked = checked_options(options, UniquenessOptions)
     with open_session(data, asked, outcomes=(), similarity=similarity, max_features=MAX_EXACT_FEATURES) as session:
-        running, prepared = session.engine, session.prepared
-        chosen = session.select()
-        settings = session.settings(chosen, method="exact", path=asked.estimation.path)
-        chosen_path = choose_path(asked.estimation.path, prepared, chosen.count)
-        pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, session.reporter())
-        batches = (uniqueness_of_cells if chosen_path == "grouping_sets" else uniqueness_batches)(
-            running, prepared, chosen, pacer
-        )
-        phi, value, size = (np.concatenate(arrays)[chosen.group] for arrays in zip(*batches))
-        owen = None
-        if prepared.groups is not None and prepared.groups.values == "owen":
-            check_owen("exact", prepared)
-            pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, session.reporter())
-            parts = list(uniqueness_owen_batches(running, prepared, chosen, pacer))
-            owen = np.concatenate(parts)[chosen.group][:, prepared.groups.member_order]
-        fields = session.result_fields(chosen, None)
-    return UniquenessResult(
-        **fields,
-        total_weight=prepared.total_weight if prepared.weight is not None else None,
-        shapley=phi,
-        owen=owen,
-        value=value,
-        cohort_size=size if prepared.weight is not None else np.rint(size).astype(np.int64),
-        path=chosen_path,
-        settings={**settings, "path": chosen_path},
-    )
+        return game_result(session, UniquenessGame(), UniquenessResult)

@@ -7,15 +7,31 @@ permutations. Pure numpy (or the compiled kernel where it pays), no SQL.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from cohortsql import queries
-from cohortsql.numeric import dividends, kernels, permutation, players, shapley
+from cohortsql.games.base import Cohorts, Game
+from cohortsql.numeric import kernels, permutation, shapley
 from cohortsql.spec.measures import Measures
+
+
+class CohortGame(Game):
+    """v_CS(t, u) = ybar_{t,u} - ybar of explained column number `outcome` (the paper's cohort game);
+    `squared`: its square v_CS2, whose mean over the targets is the variance game v_var."""
+
+    name = "cohort"
+
+    def __init__(self, outcome: int = 0, *, squared: bool = False) -> None:
+        self.outcome = outcome
+        self.squared = squared
+
+    def values(self, cohorts: Cohorts) -> np.ndarray:
+        assert cohorts.means is not None  # reads_outcomes
+        game = cohorts.means[:, self.outcome]
+        return np.square(game) if self.squared else game.copy()
+
 
 GAME_ENTRY_BYTES = 128 * 2**20
 """Memory for the histogram entries of every game formed at once (four arrays of 2^22 entries),
@@ -102,107 +118,6 @@ def histogram_values(
     overall = np.bincount(row, sums, rows) / np.bincount(row, weight, rows)
     batch = shapley.GameBatch(row, mask, weight, sums, rows, d, overall, np.ones(rows))
     return _valued(batch, kernels.worth_compiling(rows, d))
-
-
-class LatticeTerms(NamedTuple):
-    """What a batch of targets' whole cohort games give beyond their Shapley values."""
-
-    interactions: np.ndarray | None
-    """Shapley interaction values in shap's convention, (outcomes, rows, d, d), when asked for."""
-    anchored: np.ndarray | None
-    """The dividends g_T of the sets of `dividends.sets_up_to` (outcomes, rows, sets), when asked for."""
-
-
-def lattice_terms(
-    histogram: dict[str, np.ndarray],
-    rows: int,
-    d: int,
-    measures: Measures,
-    means: np.ndarray,
-    *,
-    interactions: bool,
-    anchored: int,
-) -> LatticeTerms:
-    """From the mask histogram of a batch of `rows` targets, each target's cohort game v_CS(t, u) =
-    ybar_{t,u} - ybar for every explained column (its main weighting), and from it: the Shapley
-    interaction values in shap's convention (`cohortsql.numeric.dividends`; row i of a target's matrix
-    adds up to its phi_i, the whole matrix to its cohort mean - mean), and the paper's anchored terms
-    g_T of the sets of 1..`anchored` features (Theorem 1; all of them add up to cohort mean - mean)."""
-    batch = game_batch(histogram, rows, d, measures, means, np.ones((rows, measures.games)))
-    main = [measures.game(outcome, 0) for outcome in range(measures.outcomes)]
-    values = np.empty((measures.outcomes, rows, d, d)) if interactions else None
-    sets = dividends.sets_up_to(d, anchored) if anchored else None
-    terms = None if sets is None else np.empty((measures.outcomes, rows, len(sets)))
-    with threadpool_limits(limits=1, user_api="blas"):
-        for start, stop, games in shapley.cohort_games(batch):
-            target, game = np.divmod(np.arange(start, stop), measures.games)
-            for outcome, chosen in enumerate(main):
-                mine = game == chosen
-                if values is not None:
-                    values[outcome, target[mine]] = dividends.interaction_values(games[mine])
-                if terms is not None:
-                    terms[outcome, target[mine]] = dividends.dividends(games[mine])[:, sets]
-    return LatticeTerms(values, terms)
-
-
-class OwenBatch(NamedTuple):
-    """Owen values of a batch of targets' cohort games, and what their variance game needs."""
-
-    values: np.ndarray
-    """Each feature's Owen value of v_CS(t, u) for every explained column: (outcomes, rows, d)."""
-    squared_games: list[np.ndarray]
-    """Per union, the weighted sum over the batch's targets of the squared reduced game v_CS(t, .)^2
-    (`cohortsql.numeric.players.union_game`), (outcomes, 2^players): v_var's reduced game times the
-    total weight, whose Owen values are the features' Owen effects."""
-
-
-def owen_values(
-    histogram: dict[str, np.ndarray],
-    rows: int,
-    unions: Sequence[Sequence[int]],
-    measures: Measures,
-    means: np.ndarray,
-    weights: np.ndarray,
-) -> OwenBatch:
-    """Owen values under the union structure `unions` (feature indices that partition the features) of
-    each target's cohort game, for every explained column (its main weighting), from the mask histogram
-    of a batch of `rows` targets over the features; `weights[t, g]` is what target t counts for in game
-    g (for the squared games). Each union's members are valued in its reduced game, 2^(m - 1 + |B_k|)
-    cells per target (`cohortsql.numeric.players`), never in the 2^d of every feature."""
-    d = sum(len(union) for union in unions)
-    main = [measures.game(outcome, 0) for outcome in range(measures.outcomes)]
-    values = np.zeros((measures.outcomes, rows, d))
-    squared_games = []
-    with threadpool_limits(limits=1, user_api="blas"):
-        for index in range(len(unions)):
-            reduced = players.union_game(unions, index)
-            part = players.histogram_of_players(histogram, reduced.players, queries.histogram.MASK_WORD_BITS)
-            size = len(reduced.players)
-            batch = game_batch(part, rows, size, measures, means, np.ones((rows, measures.games)))
-            members = np.asarray(reduced.members)
-            totals = np.zeros((measures.outcomes, 1 << size))
-            for start, stop, games in shapley.cohort_games(batch):
-                target, game = np.divmod(np.arange(start, stop), measures.games)
-                for outcome, chosen in enumerate(main):
-                    mine = game == chosen
-                    owen = dividends.owen_values(games[mine], reduced.unions, only=len(reduced.unions) - 1)
-                    values[outcome, target[mine][:, None], members] = owen[:, size - len(members) :]
-                    totals[outcome] += weights[target[mine], chosen] @ np.square(games[mine])
-            squared_games.append(totals)
-    return OwenBatch(values, squared_games)
-
-
-def owen_effects(squared_games: list[np.ndarray], unions: Sequence[Sequence[int]], totals: np.ndarray) -> np.ndarray:
-    """Each feature's Owen value of v_var, (outcomes, d): per union, the targets' summed squared reduced
-    games (`OwenBatch.squared_games`, added over every batch) divided by the targets' total weight of
-    each outcome (`totals`) are v_var's reduced game, whose Owen values are the members'."""
-    d = sum(len(union) for union in unions)
-    effects = np.zeros((len(totals), d))
-    for index, games in enumerate(squared_games):
-        reduced = players.union_game(unions, index)
-        owen = dividends.owen_values(games / totals[:, None], reduced.unions, only=len(reduced.unions) - 1)
-        effects[:, reduced.members] = owen[:, len(reduced.players) - len(reduced.members) :]
-    return effects
 
 
 def permutation_values(

@@ -18,6 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cohortsql.numeric import dividends
+
 
 def player_masks(words: Sequence[np.ndarray], players: Sequence[int], word_bits: int) -> list[np.ndarray]:
     """Masks over players from masks over features: bit p is set when every feature of `players[p]`
@@ -97,3 +99,10 @@ def union_game(unions: Sequence[Sequence[int]], union: int) -> UnionGame:
     players = others + [1 << feature for feature in members]
     structure = [[index] for index in range(len(others))] + [list(range(len(others), len(players)))]
     return UnionGame(players, structure, members)
+
+
+def members_owen(game: np.ndarray, reduced: UnionGame) -> np.ndarray:
+    """The Owen values of the union's members (the features of `reduced.members`, in that order) from
+    dense games over its reduced players, (..., 2^players) -> (..., members)."""
+    owen = dividends.owen_values(game, reduced.unions, only=len(reduced.unions) - 1)
+    return owen[..., len(reduced.players) - len(reduced.members) :]

@@ -288,17 +288,6 @@ def _of_games(sizes: np.ndarray, pair: np.ndarray, means: np.ndarray) -> list[np
     ]
 
 
-def uniqueness_values(sizes: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Uniqueness Shapley (Seiler, Mase & Owen): phi_j of v_U(t, u) = -log(|C_{t,u}| / n), and
-    v_U(t, 1:d), from cohort sizes of every u, shape (rows, 2^d), and n per row (weighted: W).
-
-    v_U(t, {}) = 0 and the values add up to v_U(t, 1:d) = -log(|C_{t,1:d}| / n) >= 0: how many nats
-    of identifying information the target's predictors carry together."""
-    game = -np.log(sizes / np.reshape(totals, (-1, 1)))
-    game[..., 0] = 0.0
-    return shapley_values(game), game[..., -1]
-
-
 TIE_TOLERANCE = 1e-12
 """|phi_j| are ranked in steps of this size (relative to the target's largest), values in one step
 tied, so that rounding noise (different summation orders, engines, kernels) does not reorder features

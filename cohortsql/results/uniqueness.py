@@ -1,9 +1,10 @@
-"""Uniqueness Shapley (Seiler, Mase & Owen): how identifiable each target is, feature by feature.
+"""The result of a game of each target's cohort sizes (`cohortsql.games.base.Game` that reads no
+explained column): uniqueness Shapley, k-anonymity Shapley, and any game added in that shape.
 
-The game v_U(t, u) = -log(|C_{t,u}| / n) measures, in nats, how much knowing the target's values on
-the predictors in u narrows down which row it is: 0 for u = {} (every subject), log(n) once the
-target is alone in its cohort. Its Shapley values split v_U(t, 1:d) over the predictors, so a privacy
-audit can say which columns make a record identifiable. The values come from the cohort sizes alone.
+Uniqueness Shapley (Seiler, Mase & Owen): v_U(t, u) = -log(|C_{t,u}| / n) measures, in nats, how much
+knowing the target's values on the predictors in u narrows down which row it is: 0 for u = {} (every
+subject), log(n) once the target is alone in its cohort. Its Shapley values split v_U(t, 1:d) over
+the predictors, so a privacy audit can say which columns make a record identifiable.
 """
 
 from __future__ import annotations
@@ -20,18 +21,18 @@ from cohortsql.results.tables import by_importance, diagnostics
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
-class UniquenessResult(TargetValues):
-    """Uniqueness Shapley values phi_j(t) of v_U(t, u) = -log(|C_{t,u}| / n) for every target and feature
-    (``shapley``, in nats; there is no squared game).
+class GameResult(TargetValues):
+    """Shapley values phi_j(t) of a game of cohort sizes for every target and feature (``shapley``;
+    there is no squared game). For every target the values add up to ``value`` = v(t, 1:d) (efficiency)."""
 
-    For every target the values add up to ``value`` = -log(|C_{t,1:d}| / n) (efficiency)."""
-
+    game: str = "uniqueness"
+    """Which game: ``uniqueness``, ``k-anonymity (k = 5)``, ..."""
     similarity: dict[str, str]
     """Each feature's similarity kind in text form, defaults filled in."""
     subjects: int
     """n: how many subjects (rows) the cohorts are drawn from."""
     value: np.ndarray
-    """v_U(t, 1:d) = -log(|C_{t,1:d}| / n) for each target."""
+    """v(t, 1:d) for each target (uniqueness: -log(|C_{t,1:d}| / n))."""
     cohort_size: np.ndarray
     """|C_{t,1:d}|: how many subjects share the target's values on every feature (sums of weights when weighted)."""
     path: str = "pairwise"
@@ -40,13 +41,13 @@ class UniquenessResult(TargetValues):
 
     @cached_property
     def totals(self) -> pl.DataFrame:
-        """One row per target: ``id``, ``cohort_size`` and ``value`` = -log(cohort_size / n)."""
+        """One row per target: ``id``, ``cohort_size`` and ``value`` = v(t, 1:d) (uniqueness: -log(cohort_size / n))."""
         return pl.DataFrame({"id": self.ids, "cohort_size": self.cohort_size, "value": self.value})
 
     @cached_property
     def global_(self) -> pl.DataFrame:
         """Per feature, the largest first: ``mean_shapley`` (the targets' weighted mean of phi_j) and its
-        ``share`` of the mean total uniqueness; ``unique_share`` in `diagnostics` says how many targets
+        ``share`` of the targets' mean ``value``; ``unique_share`` in `diagnostics` says how many targets
         are alone."""
         weights = self.target_weights
         means = np.average(self.shapley, axis=0, weights=weights)
@@ -74,6 +75,12 @@ class UniquenessResult(TargetValues):
 
     def __repr__(self) -> str:
         return (
-            f"UniquenessResult({len(self.ids)} targets x {len(self.features)} features, {self.subjects} subjects,"
-            f" {self.diagnostics['unique_share']:.0%} unique)"
+            f"{type(self).__name__}({self.game}: {len(self.ids)} targets x {len(self.features)} features,"
+            f" {self.subjects} subjects, {self.diagnostics['unique_share']:.0%} unique)"
         )
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class UniquenessResult(GameResult):
+    """Uniqueness Shapley values phi_j(t) of v_U(t, u) = -log(|C_{t,u}| / n) for every target and feature
+    (``shapley``, in nats). For every target they add up to ``value`` = -log(|C_{t,1:d}| / n)."""

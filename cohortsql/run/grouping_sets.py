@@ -7,7 +7,7 @@ every cohort of every subset from those cells. Local values for targets look up 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -15,6 +15,7 @@ import polars as pl
 
 from cohortsql import queries
 from cohortsql.engines.base import Engine
+from cohortsql.games.base import Cohorts, DenseBatch, Game
 from cohortsql.numeric import lattice, shapley
 from cohortsql.results.tables import diagnostics
 from cohortsql.run.pace import Pacer
@@ -165,11 +166,14 @@ def grouping_sets_batches(
         yield values_of_cells(cells, target_cells, measures, means, weights)
 
 
-def uniqueness_of_cells(
-    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Uniqueness Shapley values (phi, total, cohort size) of the targets, one batch at a time, from the lattice."""
-    for _, _, cells, target_cells, _ in _batches_of_cells(engine, prepared, targets, pacer):
-        sizes = cells.cohorts(prepared.measures, target_cells).sizes[:, 0]
-        phi, value = shapley.uniqueness_values(sizes, np.full(len(sizes), prepared.total_weight))
-        yield phi, value, sizes[:, -1]
+def dense_games(
+    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer, games: Sequence[Game]
+) -> Iterator[DenseBatch]:
+    """The exact driver of the grouping-sets path for any `games`: each batch of targets' dense games,
+    from the lattice of cells."""
+    measures = prepared.measures
+    main = [measures.game(outcome, 0) for outcome in range(measures.outcomes)]
+    for start, rows, cells, target_cells, _ in _batches_of_cells(engine, prepared, targets, pacer):
+        lattice = cells.cohorts(measures, target_cells)
+        cohorts = Cohorts(lattice.sizes[:, 0], lattice.game[:, main] if main else None)
+        yield DenseBatch(start, rows, 0, cohorts, [game.values(cohorts) for game in games])

@@ -8,28 +8,21 @@ permutation method walks random chains of cohorts over the distinct masks. Batch
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
+from threadpoolctl import threadpool_limits
 
 from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_numpy
-from cohortsql.games.cohort import (
-    GAME_ENTRY_BYTES,
-    LatticeTerms,
-    OwenBatch,
-    exact_values,
-    lattice_terms,
-    owen_values,
-    permutation_values,
-    target_generators,
-)
-from cohortsql.games.uniqueness import uniqueness_owen, uniqueness_values
+from cohortsql.games.base import Cohorts, DenseBatch, Game
+from cohortsql.games.cohort import GAME_ENTRY_BYTES, exact_values, permutation_values, target_generators
 from cohortsql.numeric import permutation, shapley
 from cohortsql.numeric.players import histogram_of_players
+from cohortsql.queries.histogram import MASK_WORD_BITS
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, WeightedSubjects, weigh_subjects
 from cohortsql.run.replicates import one_row_per_key, weigh_replicates
@@ -108,54 +101,37 @@ def pairwise_batches(
         )
 
 
-def uniqueness_batches(
-    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Uniqueness Shapley values (phi, total, cohort size), one batch of distinct targets at a time."""
-    weighted = weigh_subjects(engine, prepared)
-    for _, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
-        yield uniqueness_values(histogram, rows, prepared.players, prepared.measures, weighted.weight_totals)
-
-
-def uniqueness_owen_batches(
-    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
-) -> Iterator[np.ndarray]:
-    """Every feature's Owen value of the uniqueness game under the run's groups, one batch of distinct
-    targets at a time, from mask histograms over the features (batches from `pacer`)."""
-    assert prepared.groups is not None
-    weighted = weigh_subjects(engine, prepared)
-    total = float(weighted.weight_totals[0])
-    for _, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer, of_players=False):
-        yield uniqueness_owen(histogram, rows, prepared.groups.members, prepared.measures, total)
-
-
-def lattice_batches(
-    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer, *, interactions: bool, anchored: int
-) -> Iterator[LatticeTerms]:
-    """Interaction values and anchored terms of every explained column's cohort game
-    (`cohortsql.games.cohort.lattice_terms`), one batch of distinct targets at a time (batches from `pacer`)."""
-    weighted = weigh_subjects(engine, prepared)
-    for _, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
-        yield lattice_terms(
-            histogram,
-            rows,
-            prepared.players,
-            prepared.measures,
-            weighted.game_means,
-            interactions=interactions,
-            anchored=anchored,
-        )
-
-
-def owen_batches(engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer) -> Iterator[OwenBatch]:
-    """Owen values of every feature under the run's groups, one batch of distinct targets at a time,
-    from mask histograms over the features (batches from `pacer`)."""
-    assert prepared.groups is not None
+def dense_games(
+    engine: Engine,
+    prepared: Prepared,
+    targets: TargetSet,
+    pacer: Pacer,
+    games: Sequence[Game],
+    *,
+    reductions: Sequence[Sequence[int]] | None = None,
+) -> Iterator[DenseBatch]:
+    """The exact driver of the pairwise path for any `games` (`cohortsql.games.base.Game`): each batch
+    of distinct targets' mask histogram, scattered into dense arrays a cache-sized chunk of targets at
+    a time and superset-summed into every cohort's weight (and means, where a game reads them), then
+    valued by each game. With `reductions` (each a list of players as sets of features, e.g. every
+    union's reduced game for Owen values), the games of each reduction of one histogram in turn."""
     measures = prepared.measures
     weighted = weigh_subjects(engine, prepared)
-    for start, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer, of_players=False):
-        weights = targets.multiplicity[start : start + rows][:, measures.weighting_of_game]
-        yield owen_values(histogram, rows, prepared.groups.members, measures, weighted.game_means, weights)
+    columns = [measures.weight_name(0)]
+    if any(game.reads_outcomes for game in games):
+        columns += [measures.sum_name(outcome, 0) for outcome in range(measures.outcomes)]
+    for start, rows, histogram in _histograms(
+        engine, prepared, weighted, targets, pacer, of_players=reductions is None
+    ):
+        for reduction, players in enumerate(reductions or [None]):
+            part = histogram if players is None else histogram_of_players(histogram, players, MASK_WORD_BITS)
+            size = prepared.players if players is None else len(players)
+            sums = [np.asarray(part[column], dtype=np.float64) for column in columns]
+            with threadpool_limits(limits=1, user_api="blas"):
+                for low, high, dense in shapley.dense_chunks(part["target"], part["mask0"], sums, rows, size):
+                    cohorts = Cohorts.of_sums(shapley.superset_sums(dense))
+                    values = [game.values(cohorts) for game in games]
+                    yield DenseBatch(start + low, high - low, reduction, cohorts, values)
 
 
 def permutation_batches(

@@ -1,0 +1,162 @@
+"""Readouts of any game over a call's chosen targets: what a target's dense game v(u) gives through
+linear maps of its Harsanyi dividends (`cohortsql.numeric.dividends`): Shapley values, interaction
+values, the paper's anchored terms and Owen values under the run's groups. Each runs the exact driver
+of its path (`cohortsql.run.pairwise.dense_games`, `cohortsql.run.grouping_sets.dense_games`) once,
+for every game asked for, and returns arrays of every chosen target (distinct targets fanned out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple, TypeVar
+
+import numpy as np
+
+from cohortsql.games.base import DenseBatch, Game
+from cohortsql.numeric import dividends, players, shapley
+from cohortsql.results.uniqueness import GameResult
+from cohortsql.run import grouping_sets, pairwise
+from cohortsql.run.session import Session
+from cohortsql.run.strategy import check_owen, choose_path, make_pacer
+from cohortsql.run.targets import TargetSet
+
+
+Result = TypeVar("Result", bound=GameResult)
+
+
+class GameValues(NamedTuple):
+    """One game's Shapley values for every chosen target, and what each target's whole cohort is."""
+
+    shapley: np.ndarray
+    """phi_j(t), (targets, players)."""
+    value: np.ndarray
+    """v(t, every player): what the values add up to, (targets,)."""
+    cohort_size: np.ndarray
+    """|C_{t,1:d}| (a sum of weights when weighted), (targets,)."""
+
+
+def shapley_values(session: Session, chosen: TargetSet, game: Game, path: str) -> GameValues:
+    """Exact Shapley values of `game` for the `chosen` targets, on `path` (``pairwise`` or ``grouping_sets``)."""
+    driver = grouping_sets.dense_games if path == "grouping_sets" else pairwise.dense_games
+    pacer = make_pacer(session.engine, session.prepared, chosen, "exact", path, session.reporter())
+    parts = [
+        (shapley.shapley_values(batch.values[0]), batch.values[0][:, -1], batch.cohorts.weight[:, -1])
+        for batch in driver(session.engine, session.prepared, chosen, pacer, [game])
+    ]
+    d = session.prepared.players
+    phi, value, size = (
+        (np.concatenate(arrays) for arrays in zip(*parts)) if parts else (np.empty((0, d)), np.empty(0), np.empty(0))
+    )
+    return GameValues(phi[chosen.group], value[chosen.group], size[chosen.group])
+
+
+def game_result(session: Session, game: Game, kind: type[Result]) -> Result:
+    """The result (`kind`, a `GameResult`) of a game of cohort sizes for the session's targets: exact
+    Shapley values on the path the strategy picks, and each feature's Owen value when the run's groups
+    ask for them."""
+    prepared, path = session.prepared, session.options.estimation.path
+    chosen = session.select()
+    chosen_path = choose_path(path, prepared, chosen.count)
+    values = shapley_values(session, chosen, game, chosen_path)
+    owen = None
+    if prepared.groups is not None and prepared.groups.values == "owen":
+        owen = owen_values(session, chosen, [game])[0]
+    settings = session.settings(chosen, method="exact", path=chosen_path)
+    return kind(
+        **session.result_fields(chosen, None),
+        game=str(game),
+        total_weight=prepared.total_weight if prepared.weight is not None else None,
+        shapley=values.shapley,
+        owen=owen,
+        value=values.value,
+        cohort_size=values.cohort_size if prepared.weight is not None else np.rint(values.cohort_size).astype(np.int64),
+        path=chosen_path,
+        settings={**settings, "game": str(game)},
+    )
+
+
+class LatticeTerms(NamedTuple):
+    """What every chosen target's whole games give beyond their Shapley values, one entry per game."""
+
+    interactions: np.ndarray | None
+    """Shapley interaction values in shap's convention, (games, targets, d, d): row i of a target's
+    matrix adds up to its phi_i, the whole matrix to v(1:d)."""
+    anchored: np.ndarray | None
+    """The dividends g_T of the sets of `dividends.sets_up_to` (games, targets, sets): the paper's
+    anchored terms (Theorem 1), adding up to v(1:d)."""
+
+
+def lattice_terms(
+    session: Session, chosen: TargetSet, games: Sequence[Game], *, interactions: bool, anchored: int
+) -> LatticeTerms:
+    """Interaction values and anchored terms of sets of at most `anchored` players (as asked) of each of
+    `games`, from one more pass over the data (the pairwise path's)."""
+    if not interactions and not anchored:
+        return LatticeTerms(None, None)
+    prepared = session.prepared
+    d, rows = prepared.players, chosen.distinct.num_rows
+    sets = dividends.sets_up_to(d, anchored) if anchored else None
+    pairs = np.empty((len(games), rows, d, d)) if interactions else None
+    terms = None if sets is None else np.empty((len(games), rows, len(sets)))
+    pacer = make_pacer(session.engine, prepared, chosen, "exact", "pairwise", session.reporter())
+    for batch in pairwise.dense_games(session.engine, prepared, chosen, pacer, games):
+        rows_of_batch = slice(batch.start, batch.start + batch.rows)
+        for index, game in enumerate(batch.values):
+            if pairs is not None:
+                pairs[index, rows_of_batch] = dividends.interaction_values(game)
+            if terms is not None:
+                terms[index, rows_of_batch] = dividends.dividends(game)[:, sets]
+    return LatticeTerms(
+        None if pairs is None else pairs[:, chosen.group], None if terms is None else terms[:, chosen.group]
+    )
+
+
+def owen_values(session: Session, chosen: TargetSet, games: Sequence[Game]) -> np.ndarray:
+    """Each feature's Owen value of each of `games` under the run's groups, (games, targets, features as
+    the result's ``groups`` list them): each union's members valued in its reduced game (every other
+    union whole, each member alone: 2^(m - 1 + |B_k|) cells, never 2^d), from one more pass."""
+    prepared = session.prepared
+    groups = prepared.groups
+    assert groups is not None
+    check_owen("exact", prepared)
+    values = np.zeros((len(games), chosen.distinct.num_rows, prepared.d))
+    for batch, reduced in _union_batches(session, chosen, games):
+        rows = np.arange(batch.start, batch.start + batch.rows)[:, None]
+        for index, game in enumerate(batch.values):
+            values[index, rows, reduced.members] = players.members_owen(game, reduced)
+    return values[:, chosen.group][..., groups.member_order]
+
+
+def owen_of_means(session: Session, chosen: TargetSet, games: Sequence[Game], weights: np.ndarray) -> np.ndarray:
+    """Each feature's Owen value of the weighted mean over the targets of each of `games` (the variance
+    game for the squared cohort game), (games, features in the data's order): per union, the targets'
+    reduced games averaged with the distinct targets' `weights`, whose Owen values are the members'."""
+    prepared = session.prepared
+    assert prepared.groups is not None
+    unions = prepared.groups.members
+    sums = [np.zeros((len(games), 1 << len(players.union_game(unions, index).players))) for index in range(len(unions))]
+    values = np.zeros((len(games), prepared.d))
+    for batch, _ in _union_batches(session, chosen, games):
+        part = weights[batch.start : batch.start + batch.rows]
+        for index, game in enumerate(batch.values):
+            sums[batch.reduction][index] += part @ game
+    for index, total in enumerate(sums):
+        reduced = players.union_game(unions, index)
+        values[:, reduced.members] = players.members_owen(total / weights.sum(), reduced)
+    return values
+
+
+def _union_batches(
+    session: Session, chosen: TargetSet, games: Sequence[Game]
+) -> Iterator[tuple[DenseBatch, players.UnionGame]]:
+    """The dense batches of every union's reduced game (one pass over the data), each with its union."""
+    prepared = session.prepared
+    assert prepared.groups is not None
+    unions = prepared.groups.members
+    reduced = [players.union_game(unions, index) for index in range(len(unions))]
+    pacer = make_pacer(session.engine, prepared, chosen, "exact", "pairwise", session.reporter())
+    batches = pairwise.dense_games(
+        session.engine, prepared, chosen, pacer, games, reductions=[union.players for union in reduced]
+    )
+    for batch in batches:
+        yield batch, reduced[batch.reduction]
