@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from cohortsql.api.register import register as register
     from cohortsql.api.sql import histogram_sql as histogram_sql
     from cohortsql.api.table import shapley_table as shapley_table
+    from cohortsql.api.anonymity import kanonymity_shapley as kanonymity_shapley
     from cohortsql.api.uniqueness import uniqueness_shapley as uniqueness_shapley
     from cohortsql.errors import CohortError as CohortError
     from cohortsql.errors import CohortWarning as CohortWarning
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from cohortsql.results.effects import ShapleyEffects as ShapleyEffects
     from cohortsql.results.outcomes import CohortShapleyResults as CohortShapleyResults
     from cohortsql.results.outcomes import ShapleyEffectsResults as ShapleyEffectsResults
+    from cohortsql.results.uniqueness import GameResult as GameResult
     from cohortsql.results.uniqueness import UniquenessResult as UniquenessResult
     from cohortsql.spec.similarity import AbsoluteWindow as AbsoluteWindow
     from cohortsql.spec.similarity import Bins as Bins
@@ -55,6 +57,7 @@ _PUBLIC = {
     "shapley_effects": "cohortsql.api.effects",
     "variance_shapley": "cohortsql.api.effects",
     "uniqueness_shapley": "cohortsql.api.uniqueness",
+    "kanonymity_shapley": "cohortsql.api.anonymity",
     "baseline_shapley": "cohortsql.api.baseline",
     "compare": "cohortsql.api.compare",
     "calibrate": "cohortsql.api.calibrate",
@@ -69,6 +72,7 @@ _PUBLIC = {
     "ShapleyEffects": "cohortsql.results.effects",
     "ShapleyEffectsResults": "cohortsql.results.outcomes",
     "UniquenessResult": "cohortsql.results.uniqueness",
+    "GameResult": "cohortsql.results.uniqueness",
     "BaselineShapleyResult": "cohortsql.results.baseline",
     "Comparison": "cohortsql.results.comparison",
     "Calibration": "cohortsql.results.calibration",

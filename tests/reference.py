@@ -149,18 +149,38 @@ def interactions(value: dict[frozenset[int], float], d: int) -> np.ndarray:
     return values
 
 
+def cohort_sizes(
+    columns: Sequence[Sequence[object]], kinds: Sequence[Callable[[Sequence[object]], Test]], t: int
+) -> dict[frozenset[int], int]:
+    """|C_{t,u}| for every set u of predictors, each cohort found row by row."""
+    n, d = len(columns[0]), len(columns)
+    tests = [kind(column) for kind, column in zip(kinds, columns)]
+    sizes = {}
+    for size in range(d + 1):
+        for u in itertools.combinations(range(d), size):
+            cohort = [i for i in range(n) if all(similar(tests[j], columns[j][i], columns[j][t]) for j in u)]
+            sizes[frozenset(u)] = len(cohort)
+    return sizes
+
+
+def shapley(value: dict[frozenset[int], float], d: int) -> np.ndarray:
+    """phi_j = sum over u not containing j of |u|! (d - |u| - 1)! / d! (v(u + j) - v(u)), by the definition."""
+    phi = np.zeros(d)
+    for j in range(d):
+        others = [k for k in range(d) if k != j]
+        for size in range(d):
+            weight = math.factorial(size) * math.factorial(d - size - 1) / math.factorial(d)
+            for u in map(frozenset, itertools.combinations(others, size)):
+                phi[j] += weight * (value[u | {j}] - value[u])
+    return phi
+
+
 def uniqueness_values(
     columns: Sequence[Sequence[object]], kinds: Sequence[Callable[[Sequence[object]], Test]], t: int
 ) -> dict[frozenset[int], float]:
     """v_U(t, u) = -log(|C_{t,u}| / n) for every set u of predictors, each cohort found row by row."""
-    n, d = len(columns[0]), len(columns)
-    tests = [kind(column) for kind, column in zip(kinds, columns)]
-    value = {}
-    for size in range(d + 1):
-        for u in itertools.combinations(range(d), size):
-            cohort = [i for i in range(n) if all(similar(tests[j], columns[j][i], columns[j][t]) for j in u)]
-            value[frozenset(u)] = -math.log(len(cohort) / n)
-    return value
+    n = len(columns[0])
+    return {u: -math.log(size / n) for u, size in cohort_sizes(columns, kinds, t).items()}
 
 
 def uniqueness_shapley(
