@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from cohortsql.api.anonymity import kanonymity_shapley as kanonymity_shapley
     from cohortsql.api.assemble import assemble as assemble
     from cohortsql.api.baseline import baseline_shapley as baseline_shapley
     from cohortsql.api.calibrate import calibrate as calibrate
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from cohortsql.api.register import register as register
     from cohortsql.api.sql import histogram_sql as histogram_sql
     from cohortsql.api.table import shapley_table as shapley_table
-    from cohortsql.api.anonymity import kanonymity_shapley as kanonymity_shapley
     from cohortsql.api.uniqueness import uniqueness_shapley as uniqueness_shapley
     from cohortsql.errors import CohortError as CohortError
     from cohortsql.errors import CohortWarning as CohortWarning

@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
-    from cohortsql.spec.similarity import Similarity
-
 Method = Literal["exact", "permutation", "auto"]
 METHODS: tuple[Method, ...] = ("exact", "permutation", "auto")
 """``exact``: every one of the 2^d cohorts (d <= 24); ``permutation``: Monte Carlo over random orders of
@@ -82,10 +80,6 @@ EVERY_OTHER = "*"
 """In a similarity mapping, the key standing for every column not named otherwise (nor explained, the
 id or the weight), in the data's order: ``{"*": None}`` is ``"all"``, ``{"age": "quantile:0.1",
 "*": "exact"}`` gives every other column one kind."""
-
-SimilarityArgument: TypeAlias = "Mapping[str, Similarity | str | None] | Sequence[str] | Literal['all']"
-"""Feature -> similarity kind (an object or its text form, None for the default), or a list of
-feature names that get default kinds; its order is the feature order."""
 
 
 Prediction: TypeAlias = "str | Sequence[str]"

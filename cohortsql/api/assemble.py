@@ -20,7 +20,7 @@ import polars as pl
 import pyarrow as pa
 
 from cohortsql import queries
-from cohortsql._typing import METHODS, Method, SimilarityArgument
+from cohortsql._typing import METHODS, Method
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.games.cohort import exact_values, permutation_values, target_generators
 from cohortsql.numeric import permutation, shapley
@@ -33,7 +33,7 @@ from cohortsql.run.preparation import BATCH_MEMORY_BYTES
 from cohortsql.run.strategy import choose_method
 from cohortsql.spec import arguments
 from cohortsql.spec.measures import Measures
-from cohortsql.spec.similarity import Similarity, as_similarity
+from cohortsql.spec.similarity import Similarity, SimilarityArgument, as_similarity
 
 _SUMS = ("subjects", "sum_y", "sum_y2", "mean", "target", "prediction")
 

@@ -21,7 +21,6 @@ from cohortsql import queries
 from cohortsql._typing import (
     Baseline,
     BaselineOptions,
-    SimilarityArgument,
 )
 from cohortsql.engines import Engine
 from cohortsql.errors import CohortError, check_choice
@@ -40,6 +39,7 @@ from cohortsql.run.strategy import MAX_FEATURES, choose_method
 from cohortsql.run.targets import TargetSet, every_row, read_rows, rows_by_id
 from cohortsql.spec.arguments import drawn_seed
 from cohortsql.spec.options import checked_options
+from cohortsql.spec.similarity import SimilarityArgument
 
 
 @interruptible_call

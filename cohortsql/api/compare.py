@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
-from cohortsql._typing import CompareOptions, SimilarityArgument
+from cohortsql._typing import CompareOptions
 from cohortsql.api.baseline import check_model, explain_with_model
 from cohortsql.api.local import explain_targets
 from cohortsql.errors import CohortError
@@ -18,6 +18,7 @@ from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method
 from cohortsql.spec.arguments import drawn_seed
 from cohortsql.spec.options import checked_options
+from cohortsql.spec.similarity import SimilarityArgument
 
 
 @interruptible_call

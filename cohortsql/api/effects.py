@@ -10,7 +10,7 @@ from typing import Any, Unpack, overload
 
 import numpy as np
 
-from cohortsql._typing import EffectsOptions, Prediction, SimilarityArgument
+from cohortsql._typing import EffectsOptions, Prediction
 from cohortsql.errors import CohortError
 from cohortsql.games.cohort import CohortGame
 from cohortsql.numeric import bootstrap as bootstrap_module
@@ -34,6 +34,7 @@ from cohortsql.run.strategy import (
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec.arguments import drawn_seed, explained_columns
 from cohortsql.spec.options import checked_options
+from cohortsql.spec.similarity import SimilarityArgument
 
 
 @overload

@@ -7,7 +7,6 @@ from typing import Any, Unpack
 from cohortsql._typing import (
     Prediction,
     ShapleyOptions,
-    SimilarityArgument,
 )
 from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.pace import Plan
@@ -16,6 +15,7 @@ from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method_and_path, local_batches, make_pacer
 from cohortsql.spec.arguments import explained_columns
 from cohortsql.spec.options import checked_options
+from cohortsql.spec.similarity import SimilarityArgument
 
 
 @interruptible_call

@@ -10,7 +10,6 @@ import numpy as np
 from cohortsql._typing import (
     Prediction,
     ShapleyOptions,
-    SimilarityArgument,
 )
 from cohortsql.errors import CohortError
 from cohortsql.games.cohort import CohortGame
@@ -34,6 +33,7 @@ from cohortsql.run.strategy import (
 from cohortsql.run.targets import TargetSet
 from cohortsql.spec.arguments import explained_columns
 from cohortsql.spec.options import checked_options
+from cohortsql.spec.similarity import SimilarityArgument
 
 
 @overload

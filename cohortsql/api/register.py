@@ -4,13 +4,12 @@ SparkSession (the functions themselves: `cohortsql.engines.duckdb_functions` and
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
 
 from cohortsql.api.sql import render_query
-from cohortsql.engines import engine_for
+from cohortsql.engines import engine_of, open_engine
 from cohortsql.errors import CohortError
 from cohortsql.games.cohort import histogram_values
 from cohortsql.numeric.players import summed_duplicates
@@ -46,14 +45,10 @@ def register(connection: Any) -> None:
     ...     "'scores', 'score', 'income=abs:10, region=exact', id := 'loan') WHERE id = 2").fetchall()
     [(2, 'income', 0.0583), (2, 'region', 0.2083)]
     """
-    name = engine_for(None, connection, None) if connection is not None else None
-    if name is None or connection is None:
-        raise CohortError("register needs a DuckDB connection or a SparkSession")
-    functions = importlib.import_module(f"cohortsql.engines.{name}_functions")
-    if name == "duckdb":
-        functions.register_functions(connection, values=histogram_values_checked, query=_duckdb_query)
-    else:
-        functions.register_functions(connection, values=histogram_values_checked)
+    if engine_of(connection) is None:
+        raise CohortError(f"register needs a DuckDB connection or a SparkSession, got {type(connection).__name__}")
+    with open_engine(connection=connection) as engine:
+        engine.register_functions(histogram_values_checked, _duckdb_query)
 
 
 def histogram_values_checked(

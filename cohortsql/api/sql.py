@@ -14,7 +14,6 @@ from cohortsql._typing import (
     VARIANTS,
     QueryOptions,
     RunOptions,
-    SimilarityArgument,
     SqlDialect,
     SqlVariant,
     Targets,
@@ -30,7 +29,7 @@ from cohortsql.run.strategy import MAX_EXACT_FEATURES, MAX_FEATURES
 from cohortsql.spec.arguments import explained_columns
 from cohortsql.spec.features import ResolvedFeature, portable
 from cohortsql.spec.options import checked_options
-from cohortsql.spec.similarity import KnownQuantiles, QuantileWindow
+from cohortsql.spec.similarity import KnownQuantiles, QuantileWindow, SimilarityArgument
 from cohortsql.sql.dialects import NATIVE_DIALECTS, TRANSPILED_DIALECTS, Dialect
 from cohortsql.sql.transpile import transpile
 from cohortsql.sql.user import check_expression, is_query

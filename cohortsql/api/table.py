@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Unpack
 
 from cohortsql import queries
-from cohortsql._typing import RunOptions, SimilarityArgument, TableOptions, Targets
+from cohortsql._typing import RunOptions, TableOptions, Targets
 from cohortsql.api.register import histogram_values_checked
 from cohortsql.numeric.shapley import targets_per_batch
 from cohortsql.run.interrupts import interruptible_call
@@ -18,6 +18,7 @@ from cohortsql.run.strategy import MAX_EXACT_FEATURES
 from cohortsql.run.targets import target_relation
 from cohortsql.spec.arguments import explained_columns
 from cohortsql.spec.options import checked_options
+from cohortsql.spec.similarity import SimilarityArgument
 
 HISTOGRAM_ENTRY_BYTES = 32
 """What one histogram row holds in a call's Arrow table: target, mask, weight and sum."""

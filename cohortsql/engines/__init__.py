@@ -25,7 +25,7 @@ from cohortsql.errors import CohortError
 
 DEFAULT_ENGINE: EngineName = "duckdb"
 
-__all__ = ["ENGINES", "Engine", "EngineName", "EngineSettings", "Input", "engine_for", "open_engine"]
+__all__ = ["ENGINES", "Engine", "EngineName", "EngineSettings", "Input", "engine_for", "engine_of", "open_engine"]
 
 
 def _module(name: str) -> ModuleType:
@@ -37,7 +37,7 @@ def _module(name: str) -> ModuleType:
         raise
 
 
-def _owner(value: object) -> str | None:
+def engine_of(value: object) -> str | None:
     """The engine whose module `value`'s type comes from, if any (without importing any backend)."""
     package = type(value).__module__.split(".")[0].lstrip("_")
     for name, distribution in ENGINES.items():
@@ -48,7 +48,7 @@ def _owner(value: object) -> str | None:
 
 def engine_for(data: Any, connection: Any, engine: str | None) -> str:
     """The name of the engine that runs a call: asked for, or implied by the connection or the data."""
-    implied = [name for name in (_owner(connection), _owner(data)) if name is not None]
+    implied = [name for name in (engine_of(connection), engine_of(data)) if name is not None]
     if engine is not None:
         if engine not in ENGINES:
             raise CohortError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")

@@ -60,6 +60,10 @@ ValuesOfHistograms = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, i
 """(target row, mask, weight, sum of y, targets, d) -> (shapley, shapley_squared), each (targets, d):
 the numpy stage an engine runs where a table of histograms is (`Engine.finish_histograms`)."""
 
+QueryOfArguments = Callable[..., str]
+"""What DuckDB's table function ``cohort_shapley`` calls to prepare its query: (a cursor, data,
+prediction, similarity, id, targets, weight, the table the SQL reads or None for a file) -> the SQL."""
+
 INTERRUPT_GRACE_SECONDS = 5.0
 """After Ctrl-C, how long to wait for the interrupted query to stop before giving up on it."""
 
@@ -178,6 +182,15 @@ class Engine(ABC):
     def keep(self) -> None:
         """Leave the relations created so far in place when the engine closes (a returned table reads
         them), releasing only what holds memory (cached copies)."""
+
+    def register_functions(self, values: ValuesOfHistograms, query: QueryOfArguments) -> None:
+        """Add cohortsql's SQL functions to the engine's connection or session (`cohortsql.register`):
+        the finishing of histograms by `values`, and where the engine allows, a table function whose
+        query `query` prepares. An engine that runs no Python beside its data has none."""
+        raise CohortError(f"{self.dialect.name} runs no Python beside its data: it has no cohortsql SQL functions")
+
+    def check_workers(self) -> None:  # noqa: B027 (an optional hook: most backends run Python where the caller is)
+        """Refuse, in one line, workers that cannot run cohortsql's Python beside the data (Spark's executors)."""
 
     def expect_aggregates(self, sums: int) -> None:  # noqa: B027 (an optional hook)
         """The next queries' GROUP BY will carry `sums` aggregates per group: an engine that sizes

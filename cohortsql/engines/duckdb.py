@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, Sources, ValuesOfHistograms
+from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, QueryOfArguments, Sources, ValuesOfHistograms
 from cohortsql.engines.inputs import (
     POSITION_COLUMN,
     Input,
@@ -268,6 +268,11 @@ class DuckDBEngine(Engine):
 
         function = finisher_of(self._functions_connection, values)  # each chunk of targets' lists in one call
         return self.connection.sql(finished_by_function(histogram, features, function, self.dialect))
+
+    def register_functions(self, values: ValuesOfHistograms, query: QueryOfArguments) -> None:
+        from cohortsql.engines.duckdb_functions import register_functions
+
+        register_functions(self.connection, values=values, query=query)
 
     def keep(self) -> None:
         self._created.clear()  # temporary views, tables and attached databases alike

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 from duckdb.sqltypes import BIGINT, DOUBLE, INTEGER, VARCHAR
 
-from cohortsql.engines.base import ValuesOfHistograms
+from cohortsql.engines.base import QueryOfArguments, ValuesOfHistograms
 from cohortsql.engines.inputs import FILE_READERS
 from cohortsql.errors import CohortError
 from cohortsql.sql.dialects import DUCKDB
@@ -52,12 +52,6 @@ class Source(NamedTuple):
     name: str
     """The table's own name (its last part), which a TEMP object of the caller's would shadow."""
 
-
-QueryOfArguments = Callable[
-    [duckdb.DuckDBPyConnection, str, str, str, str | None, str | None, str | None, str | None], str
-]
-"""(a cursor, data, prediction, similarity, id, targets, weight, the table the SQL reads or None for the
-file `data` names) -> the SQL of the values (run on the caller's connection)."""
 
 _RESULT = duckdb.list_type(
     duckdb.struct_type({"position": INTEGER, "feature": VARCHAR, "shapley": DOUBLE, "shapley_squared": DOUBLE})

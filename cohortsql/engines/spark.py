@@ -31,7 +31,7 @@ from pyspark.errors import PySparkException
 from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 
-from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, Sources, ValuesOfHistograms
+from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, QueryOfArguments, Sources, ValuesOfHistograms
 from cohortsql.engines.inputs import POSITION_COLUMN, Input, as_arrow, file_format, with_positions, without_positions
 from cohortsql.errors import CohortError
 from cohortsql.sql.dialects import SPARK
@@ -288,11 +288,23 @@ class SparkEngine(Engine):
     def finish_histograms(
         self, histogram: str, features: Sequence[str], targets: int, per_call: int, values: ValuesOfHistograms
     ) -> DataFrame:
-        from cohortsql.engines.spark_functions import executors_import, grouped_values
+        from cohortsql.engines.spark_functions import grouped_values
 
-        # The values are computed when the table is read, by the caller: check now that the executors can.
-        self._run(lambda: executors_import(self.session), "running cohortsql on Spark's executors")
+        self.check_workers()  # the values are computed when the table is read, by the caller: check now
         return grouped_values(self.session.table(histogram.strip("`")), features, targets, per_call, values)
+
+    def check_workers(self) -> None:
+        from cohortsql.engines.spark_functions import executors_import
+
+        self._run(lambda: executors_import(self.session), "running cohortsql on Spark's executors")
+
+    def register_functions(self, values: ValuesOfHistograms, query: QueryOfArguments) -> None:
+        """Spark's table function finishes printed histograms; the table function that prepares a query
+        from its arguments is DuckDB's alone (a Spark UDTF cannot run a query of its session)."""
+        from cohortsql.engines.spark_functions import register_functions
+
+        self.check_workers()
+        register_functions(self.session, values=values)
 
     def keep(self) -> None:
         for name in list(self._cached):  # the views stay; what they cached is released

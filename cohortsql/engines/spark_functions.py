@@ -137,12 +137,6 @@ def register_functions(session: SparkSession, *, values: ValuesOfHistograms) -> 
             for position, name in enumerate(self.names):
                 yield self.target, name, float(shapley[0, position]), float(squared[0, position])
 
-    try:
-        executors_import(session)
-    except Exception as error:  # a job failing on the executors: one line, saying what to install where
-        from cohortsql.engines.spark import _message
-
-        raise CohortError(f"register: {_message(error)}") from None
     if type(session).__module__.startswith("pyspark.sql.connect."):  # `udtf` makes the classic kind
         from pyspark.sql.connect.udtf import UserDefinedTableFunction
         from pyspark.util import PythonEvalType

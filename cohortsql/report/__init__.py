@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from html import escape
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import polars as pl
@@ -23,7 +23,6 @@ import polars as pl
 from cohortsql.errors import CohortError
 from cohortsql.plot.colours import feature_colours
 from cohortsql.report import svg
-from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import effects_of_tables
 from cohortsql.results.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
 
@@ -33,6 +32,31 @@ REASONS = 3
 TABLE_TARGETS = 10_000
 """The targets table lists at most this many targets (those whose values move furthest from the
 mean), so that the file stays a few megabytes; the result's files hold them all."""
+
+
+class Reported(Protocol):
+    """What a report reads of a result (`cohortsql.CohortShapleyResult` has it all)."""
+
+    @property
+    def local(self) -> pl.DataFrame: ...
+    @property
+    def totals(self) -> pl.DataFrame: ...
+    @property
+    def paths(self) -> pl.DataFrame: ...
+    @property
+    def global_(self) -> pl.DataFrame: ...
+    @property
+    def settings(self) -> dict[str, str]: ...
+    @property
+    def interactions(self) -> np.ndarray | None: ...
+    @property
+    def interaction_table(self) -> pl.DataFrame: ...
+    @property
+    def owen(self) -> np.ndarray | None: ...
+    @property
+    def groups(self) -> dict[str, tuple[str, ...]] | None: ...
+    @property
+    def owen_table(self) -> pl.DataFrame: ...
 
 
 @dataclass(frozen=True)
@@ -50,7 +74,7 @@ class ReportTables:
     """With ``group_values="owen"``: id, group, feature, owen (`CohortShapleyResult.owen_table`)."""
 
     @classmethod
-    def of_result(cls, result: CohortShapleyResult) -> ReportTables:
+    def of_result(cls, result: Reported) -> ReportTables:
         return cls(
             result.local,
             result.totals,

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.numeric.quantiles import interpolated_quantile, weighted_quantile
+from cohortsql.run.table_statistics import TableStatistics
 from cohortsql.spec.features import LONG_TAILED_WINDOW, LOW_CARDINALITY, Feature, default_kind
 from cohortsql.spec.similarity import QuantileWindow
-
-if TYPE_CHECKING:
-    from cohortsql.run.preparation import TableStatistics
 
 Part = TypeVar("Part")
 

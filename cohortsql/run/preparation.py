@@ -10,25 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from cohortsql import queries
-from cohortsql._typing import GroupValues, SimilarityArgument
+from cohortsql._typing import GroupValues
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.engines.inputs import POSITION_COLUMN, Input
 from cohortsql.errors import CohortError
 from cohortsql.run.feature_statistics import count_distinct_values, known_quantiles, measure_tails
+from cohortsql.run.table_statistics import TableStatistics
 from cohortsql.spec.features import ResolvedFeature, plan_features, resolve_feature
 from cohortsql.spec.groups import FeatureGroups, plan_groups
 from cohortsql.spec.measures import Measures
-from cohortsql.spec.similarity import SqlPredicate
+from cohortsql.spec.similarity import SimilarityArgument, SqlPredicate
 from cohortsql.sql.user import check_expression
-
-if TYPE_CHECKING:
-    pass
 
 BATCH_MEMORY_BYTES = 256 * 2**20
 """Budget for the numpy arrays of one batch of targets; with an engine memory limit, a quarter of it
@@ -40,50 +38,6 @@ ENGINE_MEMORY_BYTES = 2**30
 COMPRESS_BELOW = 0.8
 """Identical subjects are collapsed before the join when the distinct predictor rows are at most this
 fraction of the rows (estimated with approx_count_distinct); otherwise collapsing costs more than it saves."""
-
-
-@dataclass(frozen=True)
-class TableStatistics:
-    """The whole-table statistics of one call, parsed once from the statistics query's row."""
-
-    subjects: int
-    """n: rows of positive weight."""
-    total_weight: float
-    """Their total case weight (n when unweighted)."""
-    distinct_rows: int | None
-    """Distinct predictor rows (estimated; None when rows cannot be merged, under ``sql:`` kinds)."""
-    centred_means: tuple[float, ...]
-    """ybar_k - pilot_k of each explained column (weighted when the rows are)."""
-    variances: tuple[float, ...]
-    """The (weighted) population variance of each explained column."""
-    features: tuple[dict[str, Any], ...]
-    """Each feature's own statistics by name (nulls, levels, the kind's parameters)."""
-
-    @classmethod
-    def parse(cls, row: dict[str, Any], outcomes: int, features: int, *, weighted: bool) -> TableStatistics:
-        """From the row of `cohortsql.queries.statistics.statistics_aggregates`' aliases."""
-        means, variances = [], []
-        for index in range(outcomes):
-            if weighted:
-                total = float(row["total_weight"])
-                mean = float(row[f"weighted_sum:{index}"]) / total
-                variance = max(0.0, float(row[f"weighted_squares:{index}"]) / total - mean * mean)
-            else:
-                mean, variance = float(row[f"mean:{index}"]), float(row[f"variance:{index}"])
-            means.append(mean)
-            variances.append(variance)
-        prefixes = [queries.statistics.statistic_alias(index, "") for index in range(features)]
-        return cls(
-            subjects=int(row["subjects"]),
-            total_weight=float(row["total_weight"] if weighted else row["subjects"]),
-            distinct_rows=None if row.get("distinct_rows") is None else int(row["distinct_rows"]),
-            centred_means=tuple(means),
-            variances=tuple(variances),
-            features=tuple(
-                {key[len(prefix) :]: value for key, value in row.items() if key.startswith(prefix)}
-                for prefix in prefixes
-            ),
-        )
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from cohortsql.run.session import Session
 from cohortsql.run.strategy import check_owen, choose_path, make_pacer
 from cohortsql.run.targets import TargetSet
 
-
 Result = TypeVar("Result", bound=GameResult)
 
 

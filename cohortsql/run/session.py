@@ -17,7 +17,6 @@ from typing import Any
 
 import polars as pl
 
-from cohortsql._typing import SimilarityArgument
 from cohortsql.engines import open_engine
 from cohortsql.engines.base import Engine, EngineSettings
 from cohortsql.results.tables import run_settings
@@ -26,6 +25,7 @@ from cohortsql.run.progress import Reporter, reporter
 from cohortsql.run.targets import TargetSet, read_target_data, select_targets
 from cohortsql.spec.features import ResolvedFeature
 from cohortsql.spec.options import Options, Where
+from cohortsql.spec.similarity import SimilarityArgument
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from cohortsql._typing import EVERY_OTHER, SimilarityArgument
+from cohortsql._typing import EVERY_OTHER
 from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.spec.similarity import (
     AbsoluteWindow,
@@ -25,6 +25,7 @@ from cohortsql.spec.similarity import (
     QuantileWindow,
     RangeWindow,
     Similarity,
+    SimilarityArgument,
     SqlPredicate,
     as_similarity,
 )

@@ -30,9 +30,9 @@ from __future__ import annotations
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal, TypeAlias
 
 from cohortsql._typing import EVERY_OTHER
 from cohortsql.errors import CohortError
@@ -413,3 +413,9 @@ def _top_level_parts(text: str) -> list[str]:
             start = position + 1
     parts.append(text[start:])
     return [part for part in parts if part.strip()] or [text]
+
+
+SimilarityArgument: TypeAlias = "Mapping[str, Similarity | str | None] | Sequence[str] | Literal['all']"
+"""Feature -> similarity kind (an object or its text form, None for the default), or a list of
+feature names that get default kinds; its order is the feature order (`cohortsql._typing.EVERY_OTHER`
+stands for every column not named otherwise)."""

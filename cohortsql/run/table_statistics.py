@@ -1,0 +1,54 @@
+"""The whole-table statistics of one call, read once from the statistics query's row: the number of
+subjects, the (weighted) moments of each explained column, and each feature's own statistics, which
+`cohortsql.run.feature_statistics` completes and `cohortsql.spec.features.resolve_feature` reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cohortsql import queries
+
+
+@dataclass(frozen=True)
+class TableStatistics:
+    """The whole-table statistics of one call, parsed once from the statistics query's row."""
+
+    subjects: int
+    """n: rows of positive weight."""
+    total_weight: float
+    """Their total case weight (n when unweighted)."""
+    distinct_rows: int | None
+    """Distinct predictor rows (estimated; None when rows cannot be merged, under ``sql:`` kinds)."""
+    centred_means: tuple[float, ...]
+    """ybar_k - pilot_k of each explained column (weighted when the rows are)."""
+    variances: tuple[float, ...]
+    """The (weighted) population variance of each explained column."""
+    features: tuple[dict[str, Any], ...]
+    """Each feature's own statistics by name (nulls, levels, the kind's parameters)."""
+
+    @classmethod
+    def parse(cls, row: dict[str, Any], outcomes: int, features: int, *, weighted: bool) -> TableStatistics:
+        """From the row of `cohortsql.queries.statistics.statistics_aggregates`' aliases."""
+        means, variances = [], []
+        for index in range(outcomes):
+            if weighted:
+                total = float(row["total_weight"])
+                mean = float(row[f"weighted_sum:{index}"]) / total
+                variance = max(0.0, float(row[f"weighted_squares:{index}"]) / total - mean * mean)
+            else:
+                mean, variance = float(row[f"mean:{index}"]), float(row[f"variance:{index}"])
+            means.append(mean)
+            variances.append(variance)
+        prefixes = [queries.statistics.statistic_alias(index, "") for index in range(features)]
+        return cls(
+            subjects=int(row["subjects"]),
+            total_weight=float(row["total_weight"] if weighted else row["subjects"]),
+            distinct_rows=None if row.get("distinct_rows") is None else int(row["distinct_rows"]),
+            centred_means=tuple(means),
+            variances=tuple(variances),
+            features=tuple(
+                {key[len(prefix) :]: value for key, value in row.items() if key.startswith(prefix)}
+                for prefix in prefixes
+            ),
+        )

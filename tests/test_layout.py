@@ -1,0 +1,54 @@
+"""The package's shape: no import cycle between its modules, type-only and deferred imports included
+(every import statement counts, wherever it stands)."""
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "cohortsql"
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imports(path: Path, known: dict[str, Path]) -> set[str]:
+    """The package's modules that `path` imports anywhere (top level, functions, TYPE_CHECKING blocks)."""
+
+    def resolved(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cohortsql"):
+            found |= {resolved(f"{node.module}.{alias.name}") or resolved(node.module) for alias in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {resolved(alias.name) for alias in node.names if alias.name.startswith("cohortsql")}
+    return {name for name in found if name is not None}
+
+
+def test_no_import_cycles():
+    known = modules()
+    graph = {name: imports(path, known) - {name} for name, path in known.items()}
+    graph["cohortsql"] = set()  # the package root only names the public entry points
+    cycles = []
+
+    def visit(name: str, trail: list[str]) -> None:
+        if name in trail:
+            cycles.append(trail[trail.index(name) :] + [name])
+            return
+        if name in done:
+            return
+        for imported in sorted(graph.get(name, ())):
+            visit(imported, [*trail, name])
+        done.add(name)
+
+    done: set[str] = set()
+    for name in sorted(graph):
+        visit(name, [])
+    assert not cycles, " -> ".join(cycles[0])
