@@ -131,7 +131,7 @@ def peak_driver_memory(action: Callable[[], Any]) -> tuple[float, int]:
 def table_ways(spark: Any, data: str, similarity: dict[str, str], *, with_driver: bool) -> dict[str, Callable[[], Any]]:
     """The ways to a Spark table of every target's values that part 2 times."""
     options = {"prediction": "y", "similarity": similarity, "id": "key"}
-    values_sql = cohortsql.histogram_sql(data, **options, table="binary", dialect="spark", variant="values")
+    values_sql = cohortsql.sql_query(data, **options, table="binary", dialect="spark", variant="values")
 
     def through_shapley_table() -> None:
         table = cohortsql.shapley_table(data, **options, connection=spark)

@@ -5,7 +5,7 @@ Three ways to the same cohort Shapley values:
     library    cohortsql.cohort_shapley: SQL histograms, then numpy (the reference)
     function   DuckDB's table function cohort_shapley (cohortsql.register): the same histograms, finished
                per target by a scalar function that runs the numpy stage inside the query
-    values     the portable values query (histogram_sql(variant="values")): superset sums as passes of
+    values     the portable values query (sql_query(variant="values")): superset sums as passes of
                SQL over groups of mask bits, then the Shapley weights as a literal table; its bits per
                pass are timed from 1 to d (d: each mask expanded into all of its subsets in one pass)
     dense      the same query with the other transform the design considered: every target's 2^d sets
@@ -88,12 +88,12 @@ def case(title: str, data: str, options: dict[str, Any], repeats: int, bits: lis
 
     def query(bits_per_pass: int) -> str:
         values.BITS_PER_PASS = bits_per_pass
-        return cohortsql.histogram_sql(data, variant="values", **options)
+        return cohortsql.sql_query(data, variant="values", **options)
 
     queries = {bits_per_pass: query(bits_per_pass) for bits_per_pass in bits}
     sparse = values.superset_passes
     values.superset_passes = dense_passes
-    dense = cohortsql.histogram_sql(data, variant="values", **options)
+    dense = cohortsql.sql_query(data, variant="values", **options)
     values.superset_passes = sparse
     ways: dict[str, Callable[[], Any]] = {
         "library": lambda: cohortsql.cohort_shapley(data, **options, progress=False).shapley,

@@ -26,12 +26,22 @@ if TYPE_CHECKING:
     from cohortsql.api.effects import variance_shapley as variance_shapley
     from cohortsql.api.estimate import estimate as estimate
     from cohortsql.api.local import cohort_shapley as cohort_shapley
+    from cohortsql.api.printed import histogram_sql as histogram_sql
+    from cohortsql.api.printed import sql_query as sql_query
     from cohortsql.api.register import register as register
-    from cohortsql.api.sql import histogram_sql as histogram_sql
     from cohortsql.api.table import shapley_table as shapley_table
     from cohortsql.api.uniqueness import uniqueness_shapley as uniqueness_shapley
     from cohortsql.errors import CohortError as CohortError
     from cohortsql.errors import CohortWarning as CohortWarning
+    from cohortsql.request.similarity import AbsoluteWindow as AbsoluteWindow
+    from cohortsql.request.similarity import Bins as Bins
+    from cohortsql.request.similarity import Exact as Exact
+    from cohortsql.request.similarity import QuantileWindow as QuantileWindow
+    from cohortsql.request.similarity import RangeWindow as RangeWindow
+    from cohortsql.request.similarity import RelativeWindow as RelativeWindow
+    from cohortsql.request.similarity import Similarity as Similarity
+    from cohortsql.request.similarity import SqlPredicate as SqlPredicate
+    from cohortsql.request.similarity import parse_similarity as parse_similarity
     from cohortsql.results.baseline import BaselineShapleyResult as BaselineShapleyResult
     from cohortsql.results.calibration import Calibration as Calibration
     from cohortsql.results.cohort import CohortShapleyResult as CohortShapleyResult
@@ -41,15 +51,6 @@ if TYPE_CHECKING:
     from cohortsql.results.outcomes import ShapleyEffectsResults as ShapleyEffectsResults
     from cohortsql.results.uniqueness import GameResult as GameResult
     from cohortsql.results.uniqueness import UniquenessResult as UniquenessResult
-    from cohortsql.spec.similarity import AbsoluteWindow as AbsoluteWindow
-    from cohortsql.spec.similarity import Bins as Bins
-    from cohortsql.spec.similarity import Exact as Exact
-    from cohortsql.spec.similarity import QuantileWindow as QuantileWindow
-    from cohortsql.spec.similarity import RangeWindow as RangeWindow
-    from cohortsql.spec.similarity import RelativeWindow as RelativeWindow
-    from cohortsql.spec.similarity import Similarity as Similarity
-    from cohortsql.spec.similarity import SqlPredicate as SqlPredicate
-    from cohortsql.spec.similarity import parse_similarity as parse_similarity
 
 _PUBLIC = {
     # the methods, one module each
@@ -62,7 +63,8 @@ _PUBLIC = {
     "compare": "cohortsql.api.compare",
     "calibrate": "cohortsql.api.calibrate",
     "estimate": "cohortsql.api.estimate",
-    "histogram_sql": "cohortsql.api.sql",
+    "sql_query": "cohortsql.api.printed",
+    "histogram_sql": "cohortsql.api.printed",
     "assemble": "cohortsql.api.assemble",
     "register": "cohortsql.api.register",
     "shapley_table": "cohortsql.api.table",
@@ -77,15 +79,15 @@ _PUBLIC = {
     "Comparison": "cohortsql.results.comparison",
     "Calibration": "cohortsql.results.calibration",
     # similarity kinds
-    "AbsoluteWindow": "cohortsql.spec.similarity",
-    "Bins": "cohortsql.spec.similarity",
-    "Exact": "cohortsql.spec.similarity",
-    "QuantileWindow": "cohortsql.spec.similarity",
-    "RangeWindow": "cohortsql.spec.similarity",
-    "RelativeWindow": "cohortsql.spec.similarity",
-    "Similarity": "cohortsql.spec.similarity",
-    "SqlPredicate": "cohortsql.spec.similarity",
-    "parse_similarity": "cohortsql.spec.similarity",
+    "AbsoluteWindow": "cohortsql.request.similarity",
+    "Bins": "cohortsql.request.similarity",
+    "Exact": "cohortsql.request.similarity",
+    "QuantileWindow": "cohortsql.request.similarity",
+    "RangeWindow": "cohortsql.request.similarity",
+    "RelativeWindow": "cohortsql.request.similarity",
+    "Similarity": "cohortsql.request.similarity",
+    "SqlPredicate": "cohortsql.request.similarity",
+    "parse_similarity": "cohortsql.request.similarity",
     # errors
     "CohortError": "cohortsql.errors",
     "CohortWarning": "cohortsql.errors",

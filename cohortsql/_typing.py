@@ -33,7 +33,7 @@ DIALECTS: tuple[SqlDialect, ...] = ("duckdb", "spark", "bigquery", "snowflake", 
 
 SqlVariant = Literal["histogram", "collapsed", "cells", "values", "effects"]
 VARIANTS: tuple[SqlVariant, ...] = ("histogram", "collapsed", "cells", "values", "effects")
-"""What `histogram_sql` computes: the mask histogram, the same after collapsing identical subjects,
+"""What `sql_query` computes: the mask histogram, the same after collapsing identical subjects,
 or (exact and bins only) the equivalence cells, with no join at all (for `cohortsql.assemble` to
 finish); or the whole computation in the engine: every target's cohort Shapley values (``values``) or
 the Shapley effects (``effects``)."""
@@ -206,7 +206,7 @@ class CalibrationOptions(RunOptions, total=False):
 
 
 class QueryOptions(Selection, RunOptions, total=False):
-    """The targets and where-and-how options of `cohortsql.histogram_sql` (its own keywords beside)."""
+    """The targets and where-and-how options of `cohortsql.sql_query` (its own keywords beside)."""
 
     weight: str | None
 

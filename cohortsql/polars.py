@@ -30,6 +30,7 @@ from cohortsql._typing import (
 )
 
 if TYPE_CHECKING:
+    from cohortsql.request.similarity import SimilarityArgument
     from cohortsql.results.baseline import BaselineShapleyResult
     from cohortsql.results.calibration import Calibration
     from cohortsql.results.cohort import CohortShapleyResult
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
     from cohortsql.results.uniqueness import UniquenessResult
     from cohortsql.run.pace import Plan
-    from cohortsql.spec.similarity import SimilarityArgument
 
 
 class CohortNamespace:

@@ -1,4 +1,4 @@
-"""Cohort Shapley values from the result of `cohortsql.histogram_sql`, run in any warehouse.
+"""Cohort Shapley values from the result of `cohortsql.sql_query`, run in any warehouse.
 
 The standalone query returns either mask histograms (one row per target and similarity mask) or
 equivalence cells (keys, each target a row of its own). Both carry sums of y - mean and of its
@@ -24,6 +24,9 @@ from cohortsql._typing import METHODS, Method
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.games.cohort import exact_values, permutation_values, target_generators
 from cohortsql.numeric import permutation, shapley
+from cohortsql.request import arguments
+from cohortsql.request.measures import Measures
+from cohortsql.request.similarity import Similarity, SimilarityArgument, as_similarity
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.files import read_frame
 from cohortsql.results.tables import run_settings
@@ -31,9 +34,6 @@ from cohortsql.run.grouping_sets import Cells, values_of_cells
 from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import BATCH_MEMORY_BYTES
 from cohortsql.run.strategy import choose_method
-from cohortsql.spec import arguments
-from cohortsql.spec.measures import Measures
-from cohortsql.spec.similarity import Similarity, SimilarityArgument, as_similarity
 
 _SUMS = ("subjects", "sum_y", "sum_y2", "mean", "target", "prediction")
 
@@ -51,7 +51,7 @@ def assemble(
     max_permutations: int = 200,
     tolerance: float | None = None,
 ) -> CohortShapleyResult:
-    """Cohort Shapley values from the output of `cohortsql.histogram_sql` (a file or a frame).
+    """Cohort Shapley values from the output of `cohortsql.sql_query` (a file or a frame).
 
     `similarity` names the features in the order the query used (the same argument as there; its
     kinds are recorded in the result). ``method`` applies to mask histograms: ``exact`` (d <= 24),
@@ -63,7 +63,7 @@ def assemble(
     >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
     >>> import duckdb
-    >>> sql = cohortsql.histogram_sql(loans, prediction="score", similarity=similarity, table="loans")
+    >>> sql = cohortsql.sql_query(loans, prediction="score", similarity=similarity, table="loans")
     >>> warehouse = duckdb.connect()  # stands for the warehouse where the data live
     >>> warehouse.register("loans", loans.to_arrow())  # doctest: +ELLIPSIS
     <...>

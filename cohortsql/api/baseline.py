@@ -30,6 +30,9 @@ from cohortsql.games.baseline.permutation import estimate_baseline_shapley
 from cohortsql.games.baseline.points import encode_points
 from cohortsql.games.baseline.realism import subject_bitsets
 from cohortsql.games.baseline.values import BaselineValues
+from cohortsql.request.arguments import drawn_seed
+from cohortsql.request.options import checked_options
+from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.tables import run_settings
 from cohortsql.run.interrupts import interruptible_call
@@ -37,9 +40,6 @@ from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method
 from cohortsql.run.targets import TargetSet, every_row, read_rows, rows_by_id
-from cohortsql.spec.arguments import drawn_seed
-from cohortsql.spec.options import checked_options
-from cohortsql.spec.similarity import SimilarityArgument
 
 
 @interruptible_call

@@ -15,6 +15,9 @@ from cohortsql.errors import CohortError
 from cohortsql.games.cohort import CohortGame
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
+from cohortsql.request.arguments import drawn_seed, explained_columns
+from cohortsql.request.options import checked_options
+from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.effects import ShapleyEffects, owen_effects_table
 from cohortsql.results.outcomes import ShapleyEffectsResults
 from cohortsql.results.tables import diagnostics, warn_about_cohorts
@@ -32,9 +35,6 @@ from cohortsql.run.strategy import (
     make_pacer,
 )
 from cohortsql.run.targets import TargetSet
-from cohortsql.spec.arguments import drawn_seed, explained_columns
-from cohortsql.spec.options import checked_options
-from cohortsql.spec.similarity import SimilarityArgument
 
 
 @overload

@@ -8,14 +8,14 @@ from cohortsql._typing import (
     Prediction,
     ShapleyOptions,
 )
+from cohortsql.request.arguments import explained_columns
+from cohortsql.request.options import checked_options
+from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.pace import Plan
 from cohortsql.run.progress import Silent
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method_and_path, local_batches, make_pacer
-from cohortsql.spec.arguments import explained_columns
-from cohortsql.spec.options import checked_options
-from cohortsql.spec.similarity import SimilarityArgument
 
 
 @interruptible_call

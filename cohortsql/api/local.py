@@ -15,6 +15,9 @@ from cohortsql.errors import CohortError
 from cohortsql.games.cohort import CohortGame
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
+from cohortsql.request.arguments import explained_columns
+from cohortsql.request.options import checked_options
+from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.outcomes import CohortShapleyResults
 from cohortsql.results.tables import warn_about_cohorts
@@ -31,9 +34,6 @@ from cohortsql.run.strategy import (
     make_pacer,
 )
 from cohortsql.run.targets import TargetSet
-from cohortsql.spec.arguments import explained_columns
-from cohortsql.spec.options import checked_options
-from cohortsql.spec.similarity import SimilarityArgument
 
 
 @overload

@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from cohortsql.api.sql import render_query
+from cohortsql.api.printed import render_query
 from cohortsql.engines import engine_of, open_engine
 from cohortsql.errors import CohortError
 from cohortsql.games.cohort import histogram_values
 from cohortsql.numeric.players import summed_duplicates
+from cohortsql.request.similarity import similarity_text
 from cohortsql.run.strategy import MAX_EXACT_FEATURES
-from cohortsql.spec.similarity import similarity_text
 
 
 def register(connection: Any) -> None:

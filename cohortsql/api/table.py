@@ -11,14 +11,14 @@ from cohortsql import queries
 from cohortsql._typing import RunOptions, TableOptions, Targets
 from cohortsql.api.register import histogram_values_checked
 from cohortsql.numeric.shapley import targets_per_batch
+from cohortsql.request.arguments import explained_columns
+from cohortsql.request.options import checked_options
+from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import weigh_subjects
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES
 from cohortsql.run.targets import target_relation
-from cohortsql.spec.arguments import explained_columns
-from cohortsql.spec.options import checked_options
-from cohortsql.spec.similarity import SimilarityArgument
 
 HISTOGRAM_ENTRY_BYTES = 32
 """What one histogram row holds in a call's Arrow table: target, mask, weight and sum."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from cohortsql import _typing as api
+from cohortsql._typing import CalibrationOptions, CompareOptions, EffectsOptions, ShapleyOptions, UniquenessOptions
 from cohortsql.cli.failures import print_warnings_so_far
 from cohortsql.cli.flags import EXPLAINED, OUTPUTS
 from cohortsql.cli.options import command, names, numbers, pick, request
@@ -27,7 +27,7 @@ SHAPLEY_EPILOG = (
 )
 
 
-@command(EXPLAINED, api.ShapleyOptions, OUTPUTS, ("top", "reasons", "dry_run"))
+@command(EXPLAINED, ShapleyOptions, OUTPUTS, ("top", "reasons", "dry_run"))
 def shapley(options: dict[str, Any]) -> None:
     """Cohort Shapley values of every feature for every target; prints the most important features."""
     from cohortsql.api.estimate import estimate
@@ -35,7 +35,7 @@ def shapley(options: dict[str, Any]) -> None:
     from cohortsql.cli.outputs import write, write_on_the_engine, written_on_the_engine
     from cohortsql.cli.summaries import shapley_summary
 
-    arguments = request(options, api.ShapleyOptions)
+    arguments = request(options, ShapleyOptions)
     if options.get("dry_run"):
         typer.echo(str(estimate(options["data"], **arguments)))
         return
@@ -55,7 +55,7 @@ def shapley(options: dict[str, Any]) -> None:
     typer.echo(shapley_summary(result, options["top"], count, warned) + written)
 
 
-@command(EXPLAINED, api.EffectsOptions, OUTPUTS, ("dry_run",))
+@command(EXPLAINED, EffectsOptions, OUTPUTS, ("dry_run",))
 def effects(options: dict[str, Any]) -> None:
     """Shapley effects: how much of the variance of the prediction each feature explains."""
     from cohortsql.api.effects import shapley_effects
@@ -63,7 +63,7 @@ def effects(options: dict[str, Any]) -> None:
     from cohortsql.cli.outputs import write
     from cohortsql.cli.summaries import effects_summary
 
-    arguments = request(options, api.EffectsOptions)
+    arguments = request(options, EffectsOptions)
     if options.get("dry_run"):
         typer.echo(str(estimate(options["data"], **arguments)))
         return
@@ -85,20 +85,20 @@ def _lattice_tables(arguments: dict[str, Any], result: Any) -> dict[str, Any]:
     return {label: table() for label, (wanted, table) in asked.items() if wanted}
 
 
-@command(("data", "similar", "features", "target_ids"), api.UniquenessOptions, OUTPUTS, ("top",))
+@command(("data", "similar", "features", "target_ids"), UniquenessOptions, OUTPUTS, ("top",))
 def uniqueness(options: dict[str, Any]) -> None:
     """Uniqueness Shapley: which features make each row identifiable (a privacy audit; no prediction needed)."""
     from cohortsql.api.uniqueness import uniqueness_shapley
     from cohortsql.cli.outputs import write
     from cohortsql.cli.summaries import uniqueness_summary
 
-    result = uniqueness_shapley(options["data"], **request(options, api.UniquenessOptions, explained=False))
+    result = uniqueness_shapley(options["data"], **request(options, UniquenessOptions, explained=False))
     written = write(options, {"": result.local, "totals": result.totals}, result.settings)
     print_warnings_so_far()
     typer.echo(uniqueness_summary(result, options["top"]) + written)
 
 
-@command(EXPLAINED, ("model",), api.CompareOptions, OUTPUTS, ("top",))
+@command(EXPLAINED, ("model",), CompareOptions, OUTPUTS, ("top",))
 def compare(options: dict[str, Any]) -> None:
     """Cohort, baseline and all-baseline Shapley side by side (and squared), with the share of the model-based
     values that rests on realistic hybrid points. Needs the model (--model) as well as its predictions."""
@@ -107,7 +107,7 @@ def compare(options: dict[str, Any]) -> None:
     from cohortsql.cli.summaries import comparison_summary
     from cohortsql.games.baseline.models import load_model
 
-    arguments = request(options, api.CompareOptions)
+    arguments = request(options, CompareOptions)
     if not options.get("model"):
         raise CohortError("no --model given: name the fitted model's pickle (or .joblib) file")
     result = compare_methods(options["data"], model=load_model(options["model"]), **arguments)
@@ -117,7 +117,7 @@ def compare(options: dict[str, Any]) -> None:
     typer.echo(comparison_summary(result, options["top"]) + written)
 
 
-@command(("data", "features"), api.CalibrationOptions, ("out", "plot"))
+@command(("data", "features"), CalibrationOptions, ("out", "plot"))
 def calibrate(options: dict[str, Any]) -> None:
     """The similarity threshold at which held-out rows are realistic, beside points drawn from the marginals."""
     from cohortsql.api.calibrate import calibrate as calibrate_threshold
@@ -131,7 +131,7 @@ def calibrate(options: dict[str, Any]) -> None:
         raise CohortError("no features given: use --features a,b,c")
     if options.get("plot"):
         check_figure_path(Path(options["plot"]), "--plot")  # before the work, not after it
-    given = pick(options, *api.CalibrationOptions.__annotations__) | {"exact": names(options.get("exact"))}
+    given = pick(options, *CalibrationOptions.__annotations__) | {"exact": names(options.get("exact"))}
     for name in ("thresholds", "holdouts"):
         if name in given:
             given[name] = numbers(name, given[name])

@@ -15,7 +15,7 @@ from typing import Any
 
 from cohortsql.cli.flags import AFTER_CONFIG, DISPLAY, FLAGS
 from cohortsql.errors import CohortError
-from cohortsql.sql.user import is_query
+from cohortsql.request.user_sql import is_query
 
 _PATH_KEYS = ("data", "histogram", "out", "database", "temp_directory", "model", "plot")
 

@@ -52,7 +52,7 @@ SQL_EPILOG = (
 
 
 SQL_ARGUMENTS = ("id", "seed", "weight", "table", "dialect", "variant", "engine", "spark_master")
-"""`histogram_sql`'s keywords beside the similarity, the prediction and the targets."""
+"""`sql_query`'s keywords beside the similarity, the prediction and the targets."""
 
 
 @command(EXPLAINED, ("targets", "sample"), SQL_ARGUMENTS)
@@ -63,9 +63,9 @@ def sql(options: dict[str, Any]) -> None:
     With --variant values (or effects) it returns the values themselves.
     `cohortsql assemble` turns a histogram's or the cells' result into the values `shapley` gives.
     """
-    from cohortsql.api.sql import histogram_sql
+    from cohortsql.api.printed import sql_query
 
-    typer.echo(histogram_sql(options.get("data"), **request(options, SQL_ARGUMENTS)))
+    typer.echo(sql_query(options.get("data"), **request(options, SQL_ARGUMENTS)))
 
 
 ASSEMBLE_EPILOG = (

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cohortsql._typing import RUN_OPTIONS
 from cohortsql.engines.inputs import database_table
 from cohortsql.errors import CohortError
-from cohortsql.sql.user import is_query
+from cohortsql.request.user_sql import is_query
 
 if TYPE_CHECKING:
     import polars as pl

@@ -21,9 +21,9 @@ from typing import Any, NamedTuple, Self, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from cohortsql.dialects import Dialect
 from cohortsql.engines.inputs import Input
 from cohortsql.errors import CohortError
-from cohortsql.sql.dialects import Dialect
 
 RUNS_TABLE = "cohortsql_runs"
 """Where `Engine.write_tables` records each run that wrote tables: when, which tables, its settings (JSON)."""

@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from cohortsql.dialects import DUCKDB
 from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, QueryOfArguments, Sources, ValuesOfHistograms
 from cohortsql.engines.inputs import (
     POSITION_COLUMN,
@@ -30,8 +31,7 @@ from cohortsql.engines.inputs import (
     without_positions,
 )
 from cohortsql.errors import CohortError
-from cohortsql.sql.dialects import DUCKDB
-from cohortsql.sql.user import check_query, is_query
+from cohortsql.request.user_sql import check_query, is_query
 
 _GLOB_CHARACTERS = set("*?[")
 _READER_FUNCTIONS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json"}

@@ -34,11 +34,11 @@ import numpy as np
 import pyarrow as pa
 from duckdb.sqltypes import BIGINT, DOUBLE, INTEGER, VARCHAR
 
+from cohortsql.dialects import DUCKDB
 from cohortsql.engines.base import QueryOfArguments, ValuesOfHistograms
 from cohortsql.engines.inputs import FILE_READERS
 from cohortsql.errors import CohortError
-from cohortsql.sql.dialects import DUCKDB
-from cohortsql.sql.text import template
+from cohortsql.queries.templates import template
 
 VALUES_FUNCTION = "cohort_shapley_values"
 TABLE_FUNCTION = "cohort_shapley"

@@ -31,11 +31,11 @@ from pyspark.errors import PySparkException
 from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 
+from cohortsql.dialects import SPARK
 from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, QueryOfArguments, Sources, ValuesOfHistograms
 from cohortsql.engines.inputs import POSITION_COLUMN, Input, as_arrow, file_format, with_positions, without_positions
 from cohortsql.errors import CohortError
-from cohortsql.sql.dialects import SPARK
-from cohortsql.sql.user import check_query, is_query
+from cohortsql.request.user_sql import check_query, is_query
 
 Result = TypeVar("Result")
 

@@ -14,7 +14,7 @@ from threadpoolctl import threadpool_limits
 from cohortsql import queries
 from cohortsql.games.base import Cohorts, Game
 from cohortsql.numeric import kernels, permutation, shapley
-from cohortsql.spec.measures import Measures
+from cohortsql.request.measures import Measures
 
 
 class CohortGame(Game):
@@ -69,7 +69,7 @@ def exact_values(
     memory_bytes: int = GAME_ENTRY_BYTES,
 ) -> shapley.CohortShapley:
     """Exact values of every game of a batch of `rows` targets from their mask histogram (``target``
-    numbers them 0..rows-1): game row r is target r // games, game r % games (`cohortsql.spec.measures`).
+    numbers them 0..rows-1): game row r is target r // games, game r % games (`cohortsql.request.measures`).
 
     `means` is each game's centred overall mean and `weights[t, g]` what target t counts for in game
     g's squared games. The compiled kernel runs where it pays over the whole run (`run_targets`

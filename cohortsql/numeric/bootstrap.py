@@ -1,7 +1,7 @@
 """Bayesian-bootstrap intervals from replicate games (pure numpy, no I/O).
 
 Rubin's Bayesian bootstrap reweights the subjects with independent Exp(1) draws; a replicate's
-cohort Shapley values are those of its reweighted table (`cohortsql.spec.measures`), computed in the same
+cohort Shapley values are those of its reweighted table (`cohortsql.request.measures`), computed in the same
 pass as the estimate. An interval is the percentile interval of a statistic over the replicates.
 Statistics over targets (Shapley effects, group means) weigh each target by its own replicate
 weight, and every statistic uses the same replicate weights, so differences between groups and
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cohortsql.numeric.shapley import CohortShapley, concatenate, fan_out, shapley_values
-from cohortsql.spec.measures import Measures
+from cohortsql.request.measures import Measures
 
 KEEP_REPLICATES_BYTES = 512 * 2**20
 """Each target's replicate values are kept (float32, for `by` intervals) up to this much memory, or

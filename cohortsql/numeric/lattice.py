@@ -3,7 +3,7 @@
 When every similarity is an equivalence relation (``exact``, ``bins``), the cohort C_{t,u} is the
 cell of t in the partition of the subjects by their keys on u. SQL first collapses the subjects
 into the cells of the finest partition (all d keys): each cell has a code per key, its weights and
-its centred sums of y (one per game, see `cohortsql.spec.measures`). This module finds the groups of
+its centred sums of y (one per game, see `cohortsql.request.measures`). This module finds the groups of
 every subset u of the keys from those cells, with no n^2 join and no per-subset SQL, in two ways:
 
 * **Dense tables** for subsets whose keys have few combinations (at most `_DENSE_FACTOR` times the

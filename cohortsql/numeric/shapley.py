@@ -116,7 +116,7 @@ def _sums_over_sets_containing(values: np.ndarray) -> np.ndarray:
 class CohortShapley(NamedTuple):
     """Exact cohort Shapley values of a batch of games (arrays have a leading axis of game rows).
 
-    A game row is one target's game for one outcome and weighting (see `cohortsql.spec.measures`); with
+    A game row is one target's game for one outcome and weighting (see `cohortsql.request.measures`); with
     one outcome and no replicates, game rows are targets. Sizes are sums of weights (counts unweighted)."""
 
     shapley: np.ndarray

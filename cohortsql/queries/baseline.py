@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cohortsql.dialects import Dialect
 from cohortsql.queries.histogram import similarity_test
 from cohortsql.queries.statistics import literal_parameters
 from cohortsql.queries.subjects import prepared_value
-from cohortsql.spec.features import ResolvedFeature
-from cohortsql.sql.dialects import Dialect
-from cohortsql.sql.text import template
+from cohortsql.queries.templates import template
+from cohortsql.request.features import ResolvedFeature
 
 MEAN_BASELINE_VALUES = ("float", "integer", "decimal")
 """Column kinds whose mean baseline is their mean; every other predictor takes its most frequent value."""

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cohortsql.dialects import Dialect
 from cohortsql.queries.common import SUBJECT_ALIAS, TARGET_ALIAS, ordinals
 from cohortsql.queries.measures import draw_hash, measure_sums, replicate_measures
 from cohortsql.queries.statistics import literal_parameters
-from cohortsql.spec.features import ResolvedFeature
-from cohortsql.spec.measures import Measures
-from cohortsql.spec.similarity import Bins, Exact, ParameterSql
-from cohortsql.sql.dialects import Dialect
-from cohortsql.sql.text import template
+from cohortsql.queries.templates import template
+from cohortsql.request.features import ResolvedFeature
+from cohortsql.request.measures import Measures
+from cohortsql.request.similarity import Bins, Exact, ParameterSql
 
 
 def equivalence_key(feature: ResolvedFeature, alias: str, parameters: ParameterSql, dialect: Dialect) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cohortsql.sql.dialects import Dialect
+from cohortsql.dialects import Dialect
 
 SUBJECT_ALIAS = "s"
 

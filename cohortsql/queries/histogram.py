@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cohortsql.dialects import Dialect
 from cohortsql.queries.common import SUBJECT_ALIAS, TARGET_ALIAS, ordinals
 from cohortsql.queries.measures import DRAWS_PER_HASH, measure_sums, replicate_sums
 from cohortsql.queries.statistics import literal_parameters
-from cohortsql.spec.features import ResolvedFeature
-from cohortsql.spec.measures import Measures
-from cohortsql.spec.similarity import ParameterSql, SqlPredicate
-from cohortsql.sql.dialects import Dialect
-from cohortsql.sql.text import template
+from cohortsql.queries.templates import template
+from cohortsql.request.features import ResolvedFeature
+from cohortsql.request.measures import Measures
+from cohortsql.request.similarity import ParameterSql, SqlPredicate
 
 MASK_WORD_BITS = 63
 """Similarity masks are split into BIGINT words of 63 bits (never negative), so any d fits, on any engine."""

@@ -1,4 +1,4 @@
-"""What the histogram and the cells sum over a cohort (see `cohortsql.spec.measures`): each subject's
+"""What the histogram and the cells sum over a cohort (see `cohortsql.request.measures`): each subject's
 weight under every weighting (case weights, Bayesian-bootstrap draws from an md5 hash) and its
 weighted explained values.
 """
@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from cohortsql.dialects import Dialect
 from cohortsql.queries.common import SUBJECT_ALIAS, ordinals
-from cohortsql.spec.features import ResolvedFeature
-from cohortsql.spec.measures import Measures
-from cohortsql.sql.dialects import Dialect
-from cohortsql.sql.text import template
+from cohortsql.queries.templates import template
+from cohortsql.request.features import ResolvedFeature
+from cohortsql.request.measures import Measures
 
 DRAWS_PER_HASH = 4
 """An md5 hash holds four 32-bit numbers: replicates 4g + 1 .. 4g + 4 share the hash of group g."""

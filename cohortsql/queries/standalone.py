@@ -17,6 +17,7 @@ import json
 import math
 from collections.abc import Sequence
 
+from cohortsql.dialects import Dialect
 from cohortsql.queries import values as value_steps
 from cohortsql.queries.cells import equivalence_cells
 from cohortsql.queries.histogram import MASK_WORD_BITS, mask_histogram
@@ -31,10 +32,9 @@ from cohortsql.queries.statistics import (
 )
 from cohortsql.queries.steps import Step, with_query
 from cohortsql.queries.subjects import subjects
-from cohortsql.spec.features import ResolvedFeature
-from cohortsql.spec.measures import Measures
-from cohortsql.spec.similarity import KnownQuantiles, SqlPredicate
-from cohortsql.sql.dialects import Dialect
+from cohortsql.request.features import ResolvedFeature
+from cohortsql.request.measures import Measures
+from cohortsql.request.similarity import KnownQuantiles, SqlPredicate
 
 STANDALONE_MEASURES = Measures(outcomes=2)
 """Outcome 0 is y - mean (the result's ``sum_y``), outcome 1 its square (``sum_y2``); no weights."""

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from cohortsql.dialects import Dialect
 from cohortsql.queries.common import select_list
-from cohortsql.spec.features import DEFAULT_WINDOW, NUMERIC_KINDS, ColumnKind, Feature, ResolvedFeature
-from cohortsql.spec.similarity import MICROS_PER_DAY, NO_QUANTILES, KnownQuantiles, Similarity
-from cohortsql.sql.dialects import Dialect
-from cohortsql.sql.text import template
+from cohortsql.queries.templates import template
+from cohortsql.request.features import DEFAULT_WINDOW, NUMERIC_KINDS, ColumnKind, Feature, ResolvedFeature
+from cohortsql.request.similarity import MICROS_PER_DAY, NO_QUANTILES, KnownQuantiles, Similarity
 
 BAD_VALUE = "NOT coalesce(abs(CAST({y} AS DOUBLE)) < CAST('Infinity' AS DOUBLE), FALSE)"
 """True for a NULL, NaN or infinite value of the explained column."""

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from cohortsql.spec.features import ResolvedFeature
-from cohortsql.sql.dialects import Dialect
-from cohortsql.sql.text import template
+from cohortsql.dialects import Dialect
+from cohortsql.queries.templates import template
+from cohortsql.request.features import ResolvedFeature
 
 
 def prepared_value(feature: ResolvedFeature, dialect: Dialect) -> str:
-    """The feature's column as the similarity tests compare it (see `cohortsql.spec.features.Representation`)."""
+    """The feature's column as the similarity tests compare it (see `cohortsql.request.features.Representation`)."""
     column = dialect.quote(feature.name)
     if feature.representation == "float":
         return dialect.nan_as_null(column)

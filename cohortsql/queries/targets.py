@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cohortsql.dialects import Dialect
 from cohortsql.queries.measures import target_weight
-from cohortsql.spec.measures import Measures
-from cohortsql.sql.dialects import Dialect
-from cohortsql.sql.text import template
+from cohortsql.queries.templates import template
+from cohortsql.request.measures import Measures
 
 
 def target_rows(subjects: str, condition: str, measures: Measures) -> str:

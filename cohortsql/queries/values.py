@@ -16,9 +16,9 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from cohortsql.dialects import Dialect
 from cohortsql.queries.steps import Step
-from cohortsql.sql.dialects import Dialect
-from cohortsql.sql.text import template
+from cohortsql.queries.templates import template
 
 BITS_PER_PASS = 5
 """Mask bits per pass of the superset-sum transform: fewer passes, each expanding a row into the

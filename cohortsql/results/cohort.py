@@ -16,10 +16,10 @@ import polars as pl
 from cohortsql.errors import CohortError
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import Bootstrap, percentile_interval
+from cohortsql.request.similarity import Similarity
 from cohortsql.results.base import TargetValues
 from cohortsql.results.effects import effects_table
 from cohortsql.results.tables import anchored_table, by_importance, diagnostics, standard_error, target_groups
-from cohortsql.spec.similarity import Similarity
 
 VALUE_FIELDS = ("cohort_size", "shapley", "shapley_squared", "path_order", "path_size", "feature_cohort_size")
 OPTIONAL_VALUE_FIELDS = ("shapley_se", "shapley_squared_se", "permutations", "interactions_se")

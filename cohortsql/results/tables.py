@@ -19,7 +19,7 @@ from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.dividends import sets_up_to
 from cohortsql.numeric.shapley import TIE_TOLERANCE
-from cohortsql.spec.arguments import whole_number
+from cohortsql.request.arguments import whole_number
 
 NARROW_SHARE = 0.01
 """A feature is narrow for a target when similarity on it alone keeps at most this share of the table."""

@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.numeric.quantiles import interpolated_quantile, weighted_quantile
+from cohortsql.request.features import LONG_TAILED_WINDOW, LOW_CARDINALITY, Feature, default_kind
+from cohortsql.request.similarity import QuantileWindow
 from cohortsql.run.table_statistics import TableStatistics
-from cohortsql.spec.features import LONG_TAILED_WINDOW, LOW_CARDINALITY, Feature, default_kind
-from cohortsql.spec.similarity import QuantileWindow
 
 Part = TypeVar("Part")
 

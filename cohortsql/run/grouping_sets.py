@@ -17,12 +17,12 @@ from cohortsql import queries
 from cohortsql.engines.base import Engine
 from cohortsql.games.base import Cohorts, DenseBatch, Game
 from cohortsql.numeric import lattice, shapley
+from cohortsql.request.measures import Measures
 from cohortsql.results.tables import diagnostics
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, game_means
 from cohortsql.run.replicates import draw_groups, one_row_per_key
 from cohortsql.run.targets import TargetSet
-from cohortsql.spec.measures import Measures
 
 
 class Cells(NamedTuple):

@@ -23,11 +23,11 @@ from cohortsql.games.cohort import GAME_ENTRY_BYTES, exact_values, permutation_v
 from cohortsql.numeric import permutation, shapley
 from cohortsql.numeric.players import histogram_of_players
 from cohortsql.queries.histogram import MASK_WORD_BITS
+from cohortsql.request.similarity import SqlPredicate
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, WeightedSubjects, weigh_subjects
 from cohortsql.run.replicates import one_row_per_key, weigh_replicates
 from cohortsql.run.targets import TargetSet
-from cohortsql.spec.similarity import SqlPredicate
 
 
 def _histograms(

@@ -20,13 +20,13 @@ from cohortsql._typing import GroupValues
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.engines.inputs import POSITION_COLUMN, Input
 from cohortsql.errors import CohortError
+from cohortsql.request.features import ResolvedFeature, plan_features, resolve_feature
+from cohortsql.request.groups import FeatureGroups, plan_groups
+from cohortsql.request.measures import Measures
+from cohortsql.request.similarity import SimilarityArgument, SqlPredicate
+from cohortsql.request.user_sql import check_expression
 from cohortsql.run.feature_statistics import count_distinct_values, known_quantiles, measure_tails
 from cohortsql.run.table_statistics import TableStatistics
-from cohortsql.spec.features import ResolvedFeature, plan_features, resolve_feature
-from cohortsql.spec.groups import FeatureGroups, plan_groups
-from cohortsql.spec.measures import Measures
-from cohortsql.spec.similarity import SimilarityArgument, SqlPredicate
-from cohortsql.sql.user import check_expression
 
 BATCH_MEMORY_BYTES = 256 * 2**20
 """Budget for the numpy arrays of one batch of targets; with an engine memory limit, a quarter of it
@@ -146,7 +146,7 @@ def prepare(
 
     With a `weight` column, rows of weight zero are left out everywhere (as if dropped) and every
     statistic is weighted; `replicates` Bayesian-bootstrap weightings are drawn with `seed`; `groups`
-    (checked before any row is read) makes each group one player (`cohortsql.spec.groups`). With
+    (checked before any row is read) makes each group one player (`cohortsql.request.groups`). With
     `snapshot`, the subjects are stored as they are now (`Engine.create`), for a result read later."""
     dialect = engine.dialect
     if target_predicate is not None:

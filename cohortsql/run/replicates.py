@@ -14,8 +14,8 @@ import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql.engines.base import Engine
+from cohortsql.request.measures import Measures
 from cohortsql.run.preparation import Prepared, WeightedSubjects, game_means
-from cohortsql.spec.measures import Measures
 
 
 def draw_group_count(measures: Measures) -> int:

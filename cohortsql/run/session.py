@@ -19,13 +19,13 @@ import polars as pl
 
 from cohortsql.engines import open_engine
 from cohortsql.engines.base import Engine, EngineSettings
+from cohortsql.request.features import ResolvedFeature
+from cohortsql.request.options import Options, Where
+from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.tables import run_settings
 from cohortsql.run.preparation import Prepared, prepare
 from cohortsql.run.progress import Reporter, reporter
 from cohortsql.run.targets import TargetSet, read_target_data, select_targets
-from cohortsql.spec.features import ResolvedFeature
-from cohortsql.spec.options import Options, Where
-from cohortsql.spec.similarity import SimilarityArgument
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Session:
     engine: Engine
     prepared: Prepared
     options: Options
-    """The call's checked options (`cohortsql.spec.options.checked_options`): its targets, sample,
+    """The call's checked options (`cohortsql.request.options.checked_options`): its targets, sample,
     seed, progress and bootstrap are read from here."""
     _target_data: list[tuple[TargetSet, pl.DataFrame]] = field(default_factory=list, repr=False)
     """The target rows read so far, with the target set they belong to (held, so never mistaken for another)."""

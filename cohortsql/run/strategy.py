@@ -15,14 +15,14 @@ from cohortsql import queries
 from cohortsql._typing import PATHS
 from cohortsql.engines.base import Engine
 from cohortsql.errors import CohortError, check_choice
+from cohortsql.request import arguments
+from cohortsql.request.options import Terms
 from cohortsql.run.grouping_sets import grouping_sets_batches
 from cohortsql.run.pace import SECONDS_PER_BATCH, WIDE_BATCH_SECONDS, Pacer
 from cohortsql.run.pairwise import pairwise_batches, permutation_batches
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.progress import Reporter
 from cohortsql.run.targets import TargetSet
-from cohortsql.spec import arguments
-from cohortsql.spec.options import Terms
 
 ENGINE_GROUP_BYTES = 96
 """What the engine holds per histogram group while it aggregates and hands the result over as Arrow,

@@ -1,6 +1,6 @@
 """The whole-table statistics of one call, read once from the statistics query's row: the number of
 subjects, the (weighted) moments of each explained column, and each feature's own statistics, which
-`cohortsql.run.feature_statistics` completes and `cohortsql.spec.features.resolve_feature` reads."""
+`cohortsql.run.feature_statistics` completes and `cohortsql.request.features.resolve_feature` reads."""
 
 from __future__ import annotations
 

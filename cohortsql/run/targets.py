@@ -19,10 +19,10 @@ from cohortsql import queries
 from cohortsql._typing import Targets
 from cohortsql.engines.base import Engine, fetch_numpy, fetch_record
 from cohortsql.errors import CohortError
+from cohortsql.request.arguments import drawn_seed
+from cohortsql.request.features import ResolvedFeature
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.replicates import draw_groups
-from cohortsql.spec.arguments import drawn_seed
-from cohortsql.spec.features import ResolvedFeature
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def test_the_table_function_reads_files_and_composes_with_sql(connection, frame,
 
 
 def test_the_scalar_function_finishes_a_printed_histogram(connection, frame):  # noqa: F811
-    histogram = cohortsql.histogram_sql(frame, prediction="score", similarity=SIMILARITY, id="loan", table="loans")
+    histogram = cohortsql.sql_query(frame, prediction="score", similarity=SIMILARITY, id="loan", table="loans")
     names = "[" + ", ".join(f"'{name}'" for name in SIMILARITY) + "]"
     values = connection.sql(
         "SELECT target AS id, unnest(cohort_shapley_values(list(mask0), list(subjects), list(sum_y), "
@@ -241,7 +241,7 @@ def test_register_refuses_what_is_no_connection(connection):
 def test_repeated_histogram_rows_are_added_up(connection, frame):  # noqa: F811
     """A histogram computed in parts and joined by UNION ALL is the histogram of the whole: both the SQL
     function and assemble add its repeated (target, mask) rows (they kept one and counted all)."""
-    histogram = cohortsql.histogram_sql(frame, prediction="score", similarity=SIMILARITY, id="loan", table="loans")
+    histogram = cohortsql.sql_query(frame, prediction="score", similarity=SIMILARITY, id="loan", table="loans")
     whole = connection.sql(histogram).pl()
     halves = pl.concat(
         [

@@ -120,7 +120,7 @@ def test_spark_tables_of_many_targets_hold_nothing_per_target_on_the_driver(spar
 def test_the_spark_sql_table_function_finishes_a_printed_histogram(spark_client, frame):  # noqa: F811
     cohortsql.register(spark_client)
     spark_client.createDataFrame(frame.to_arrow()).createOrReplaceTempView("loans")
-    histogram = cohortsql.histogram_sql(
+    histogram = cohortsql.sql_query(
         frame, prediction="score", similarity=SIMILARITY, id="loan", table="loans", dialect="spark"
     )
     spark_client.sql(histogram).createOrReplaceTempView("loan_histogram")

@@ -1,4 +1,4 @@
-"""SQL out and results back in: `histogram_sql` run by each engine itself, then `assemble`, equals `cohort_shapley`."""
+"""SQL out and results back in: `sql_query` run by each engine itself, then `assemble`, equals `cohort_shapley`."""
 
 import json
 
@@ -78,7 +78,7 @@ def same_results(assembled, direct):
     ids=["histogram", "predicate", "ids", "collapsed", "cells", "cells-ids"],
 )
 def test_the_engines_own_sql_gives_the_library_values(engine, parquet, similarity, variant, targets):
-    sql = cohortsql.histogram_sql(
+    sql = cohortsql.sql_query(
         str(parquet),
         prediction="score",
         similarity=similarity,
@@ -96,7 +96,7 @@ def test_the_engines_own_sql_gives_the_library_values(engine, parquet, similarit
 
 def test_without_an_id_targets_are_row_positions(engine, parquet):
     similarity = {"age": "range:0.1", "region": "exact"}
-    sql = cohortsql.histogram_sql(str(parquet), prediction="score", similarity=similarity, dialect=engine.name)
+    sql = cohortsql.sql_query(str(parquet), prediction="score", similarity=similarity, dialect=engine.name)
     assert "row position" in sql
     assembled = cohortsql.assemble(run_sql(engine, sql), similarity=similarity)
     same_results(assembled, cohortsql.cohort_shapley(str(parquet), prediction="score", similarity=similarity))
@@ -110,7 +110,7 @@ def test_printed_sql_handles_missing_values_even_when_the_data_it_was_printed_fr
     similarity = {"age": "range:0.1", "region": "exact"}
     clean = tmp_path / "clean.parquet"
     frame.with_columns(pl.col("age").fill_null(40.0)).write_parquet(clean)
-    sql = cohortsql.histogram_sql(str(clean), prediction="score", similarity=similarity, id="loan")
+    sql = cohortsql.sql_query(str(clean), prediction="score", similarity=similarity, id="loan")
     later = frame.with_columns(age=pl.when(pl.col("tenure") == 5).then(float("nan")).otherwise(pl.col("age")))
     later.write_parquet(clean)  # the same file, now with NaN ages as well as NULL ones
     assembled = cohortsql.assemble(duckdb.sql(sql).pl(), similarity=similarity)
@@ -122,9 +122,7 @@ def test_assemble_with_the_permutation_method(parquet):
 
     similarity = {"age": "range:0.1", "region": "exact", "income": "abs:5"}
     histogram = duckdb.sql(
-        cohortsql.histogram_sql(
-            str(parquet), prediction="score", similarity=similarity, id="loan", targets=["L1", "L2"]
-        )
+        cohortsql.sql_query(str(parquet), prediction="score", similarity=similarity, id="loan", targets=["L1", "L2"])
     ).pl()
     assembled = cohortsql.assemble(histogram, similarity=similarity, method="permutation", seed=5, max_permutations=40)
     direct = cohortsql.cohort_shapley(
@@ -143,7 +141,7 @@ def test_assemble_with_the_permutation_method(parquet):
 
 @pytest.mark.parametrize("dialect", ["bigquery", "snowflake", "postgres"])
 def test_other_dialects_parse(parquet, dialect):
-    text = cohortsql.histogram_sql(
+    text = cohortsql.sql_query(
         str(parquet),
         prediction="score",
         similarity={"age": "quantile:0.2", "region": "exact"},
@@ -202,7 +200,7 @@ def test_sql_and_assemble_commands(parquet, tmp_path):
 def test_bad_requests(parquet, options, message):
     options.setdefault("similarity", {"age": "range:0.1"})
     with pytest.raises(cohortsql.CohortError, match=message.replace("(", r"\(").replace("[", r"\[")):
-        cohortsql.histogram_sql(str(parquet), prediction="score", **options)
+        cohortsql.sql_query(str(parquet), prediction="score", **options)
 
 
 @pytest.mark.parametrize("variant", ["histogram", "cells"])
@@ -210,7 +208,7 @@ def test_assemble_refuses_the_features_in_another_order(parquet, variant):
     """The query writes its features, in its order, beside the sums: another order would have swapped
     the features' values without a word."""
     similarity = {"region": "exact", "tenure": "exact"}
-    sql = cohortsql.histogram_sql(parquet, prediction="score", similarity=similarity, id="loan", variant=variant)
+    sql = cohortsql.sql_query(parquet, prediction="score", similarity=similarity, id="loan", variant=variant)
     histogram = run_sql(EngineUnderTest("duckdb"), sql)
     assert json.loads(histogram["features"][0]) == ["region", "tenure"]
     with pytest.raises(cohortsql.CohortError, match=r"explained the features \['region', 'tenure'\], in this order"):
@@ -237,7 +235,7 @@ def test_assemble_refuses_the_features_in_another_order(parquet, variant):
 )
 def test_a_malformed_histogram_is_one_error_not_a_traceback_or_nan(parquet, damage, message):
     similarity = {"region": "exact", "age": "range:0.1"}
-    sql = cohortsql.histogram_sql(parquet, prediction="score", similarity=similarity, id="loan")
+    sql = cohortsql.sql_query(parquet, prediction="score", similarity=similarity, id="loan")
     histogram = run_sql(EngineUnderTest("duckdb"), sql)
     with pytest.raises(cohortsql.CohortError, match=message):
         cohortsql.assemble(damage(histogram), similarity=similarity)
@@ -247,7 +245,7 @@ def test_assemble_adds_up_a_histogram_computed_in_parts(parquet):
     """Rows that repeat a target and mask (a UNION ALL of histograms of parts of the data) are added
     up: here every row of several subjects is split in two, one subject's share and the rest's."""
     similarity = {"region": "exact", "age": "range:0.1"}
-    sql = cohortsql.histogram_sql(parquet, prediction="score", similarity=similarity, id="loan")
+    sql = cohortsql.sql_query(parquet, prediction="score", similarity=similarity, id="loan")
     histogram = run_sql(EngineUnderTest("duckdb"), sql)
     share = [pl.col(name) / pl.col("subjects") for name in ("sum_y", "sum_y2")]
     one = histogram.with_columns(*share, subjects=pl.lit(1, pl.Int64))
@@ -256,3 +254,10 @@ def test_assemble_adds_up_a_histogram_computed_in_parts(parquet):
     )
     parts = cohortsql.assemble(pl.concat([rest, one]), similarity=similarity)
     np.testing.assert_allclose(parts.shapley, cohortsql.assemble(histogram, similarity=similarity).shapley, atol=1e-12)
+
+
+def test_the_earlier_name_of_sql_query_still_works_and_says_so(parquet):
+    similarity = {"region": "exact", "age": "range:0.1"}
+    with pytest.warns(DeprecationWarning, match="histogram_sql is now sql_query"):
+        old = cohortsql.histogram_sql(parquet, prediction="score", similarity=similarity, id="loan")
+    assert old == cohortsql.sql_query(parquet, prediction="score", similarity=similarity, id="loan")

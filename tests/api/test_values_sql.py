@@ -1,4 +1,4 @@
-"""The whole computation in the warehouse: `histogram_sql(variant="values" | "effects")` run unchanged
+"""The whole computation in the warehouse: `sql_query(variant="values" | "effects")` run unchanged
 by DuckDB, Spark (classic and Connect) and a real PostgreSQL server equals `cohort_shapley` and
 `shapley_effects`, for every similarity kind, with NULLs, NaN and case weights; BigQuery's and
 Snowflake's output parses in their dialects."""
@@ -103,7 +103,7 @@ def library(frame):
 def test_the_values_query_equals_the_library_in_every_warehouse(warehouse, frame, library, case):
     options = {"prediction": "score", "similarity": SIMILARITY, "id": "loan", "table": "loans", **CASES[case]}
     local, effects = library[case]
-    values = warehouse.run(cohortsql.histogram_sql(frame, dialect=warehouse.dialect, variant="values", **options))
+    values = warehouse.run(cohortsql.sql_query(frame, dialect=warehouse.dialect, variant="values", **options))
     assert values.columns == ["id", "feature", "shapley", "shapley_squared"]
     assert values["id"].to_list() == np.repeat(local.ids.to_numpy(), len(SIMILARITY)).tolist()
     assert values["feature"].to_list() == list(SIMILARITY) * local.ids.len()
@@ -111,7 +111,7 @@ def test_the_values_query_equals_the_library_in_every_warehouse(warehouse, frame
     np.testing.assert_allclose(
         values["shapley_squared"].to_numpy().reshape(local.shapley.shape), local.shapley_squared, atol=TOLERANCE
     )
-    table = warehouse.run(cohortsql.histogram_sql(frame, dialect=warehouse.dialect, variant="effects", **options))
+    table = warehouse.run(cohortsql.sql_query(frame, dialect=warehouse.dialect, variant="effects", **options))
     assert table.columns == ["feature", "shapley_effect", "share", "variance"]
     assert table["feature"].to_list() == effects.effects["feature"].to_list()  # largest first, as the library's
     np.testing.assert_allclose(table["shapley_effect"], effects.effects["shapley_effect"], atol=TOLERANCE)
@@ -124,7 +124,7 @@ def test_the_values_query_equals_the_library_in_every_warehouse(warehouse, frame
 def test_bigquery_and_snowflake_output_parses_in_their_dialects(frame, dialect, variant):
     """Not run (no warehouse here), but parsed back in the dialect, and free of the functions
     transpiling would have kept though the warehouse lacks them."""
-    text = cohortsql.histogram_sql(
+    text = cohortsql.sql_query(
         frame,
         prediction="score",
         similarity=SIMILARITY,
@@ -146,7 +146,7 @@ def test_bigquery_and_snowflake_output_parses_in_their_dialects(frame, dialect, 
 
 def test_bigquery_quantiles_are_numbers_from_the_data_it_was_printed_from(frame):
     """BigQuery has PERCENTILE_CONT only as a window function: the widths enter as numbers, and say so."""
-    text = cohortsql.histogram_sql(
+    text = cohortsql.sql_query(
         frame,
         prediction="score",
         similarity={"age": "quantile:0.2"},
@@ -173,7 +173,7 @@ def test_the_values_query_explains_the_chosen_targets(frame, targets, sample):
     options = {"prediction": "score", "similarity": SIMILARITY, "id": "loan", "targets": targets, "sample": sample}
     connection = duckdb.connect()
     connection.register("loans", frame.to_arrow())
-    values = connection.sql(cohortsql.histogram_sql(frame, table="loans", variant="values", seed=4, **options)).pl()
+    values = connection.sql(cohortsql.sql_query(frame, table="loans", variant="values", seed=4, **options)).pl()
     direct = cohortsql.cohort_shapley(frame, seed=4, **options)
     assert values["id"].unique(maintain_order=True).to_list() == direct.ids.to_list()
     np.testing.assert_allclose(
@@ -193,7 +193,7 @@ def test_refusals_name_what_is_wrong(options, message):
     wide = pl.DataFrame({**{f"x{i}": [0, 1, 0] for i in range(25)}, "score": [1.0, 2.0, 3.0], "w": [1.0, 1.0, 2.0]})
     options.setdefault("similarity", {"x0": "exact"})
     with pytest.raises(cohortsql.CohortError, match=message):
-        cohortsql.histogram_sql(wide, prediction="score", table="t", **options)
+        cohortsql.sql_query(wide, prediction="score", table="t", **options)
 
 
 def test_the_sql_command_prints_the_values_query(frame, tmp_path):
@@ -251,7 +251,7 @@ def test_a_printed_query_refuses_what_the_library_refuses(frame, loader, variant
     later = frame.with_columns(damage.alias(column))
     with pytest.raises(cohortsql.CohortError, match="infinite|NULL"):
         cohortsql.cohort_shapley(later, prediction="score", similarity=similarity, id="loan")  # the library's refusal
-    sql = cohortsql.histogram_sql(
+    sql = cohortsql.sql_query(
         frame, prediction="score", similarity=similarity, id="loan", table="later", dialect=dialect, variant=variant
     )
     load(later)

@@ -177,7 +177,7 @@ def test_a_misspelled_option_is_named_with_the_closest_one():
             "bootstrap",
         ),
         (
-            lambda: cohortsql.histogram_sql(frame, prediction="y", similarity=["a"], table="t", memory_limt="1GB"),
+            lambda: cohortsql.sql_query(frame, prediction="y", similarity=["a"], table="t", memory_limt="1GB"),
             "memory_limt",
             "memory_limit",
         ),

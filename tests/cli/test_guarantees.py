@@ -525,7 +525,7 @@ def test_defaulted_features_are_counted_in_bounded_memory(tmp_path):
 
 def test_assemble_never_writes_over_the_histogram_it_reads(scores):
     histogram = scores / "histogram.parquet"
-    sql = cohortsql.histogram_sql(scores / "scores.parquet", prediction="y", similarity=["x"], id="loan")
+    sql = cohortsql.sql_query(scores / "scores.parquet", prediction="y", similarity=["x"], id="loan")
     import duckdb
 
     duckdb.sql(sql).pl().write_parquet(histogram)

@@ -236,7 +236,7 @@ def test_engine_choice(spark_session):
         )
 
 
-SQL_READERS = {PACKAGE / "sql" / "user.py"}
+SQL_READERS = {PACKAGE / "request" / "user_sql.py"}
 """Modules that read SQL text with DuckDB's own lexer and parser (no connection, no query run)."""
 
 

@@ -20,7 +20,7 @@ import polars as pl
 
 from cohortsql._typing import BATCH_ROWS, ModelInput, ModelOutput
 from cohortsql.errors import CohortError
-from cohortsql.spec.options import Modelling
+from cohortsql.request.options import Modelling
 
 
 def model_function(model: Any, output: ModelOutput) -> Callable[[Any], Any]:

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cohortsql.spec.features import ResolvedFeature
+from cohortsql.request.features import ResolvedFeature
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Points:
     raw_values: tuple[pl.Series, ...]
     """Feature j's distinct values as the data hold them (what the model reads), in code order."""
     prepared_values: tuple[pa.Array, ...]
-    """The same values as the similarity tests compare them (see `cohortsql.spec.features.Representation`)."""
+    """The same values as the similarity tests compare them (see `cohortsql.request.features.Representation`)."""
     target_codes: np.ndarray
     """(targets, d) codes of the targets."""
     baseline_codes: np.ndarray

@@ -19,7 +19,7 @@ import pyarrow as pa
 from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.errors import CohortError
-from cohortsql.spec.features import ResolvedFeature
+from cohortsql.request.features import ResolvedFeature
 
 WORD_BITS = 63
 """Subject rows per bitset word: the bits a BIGINT holds without its sign, so that every engine builds

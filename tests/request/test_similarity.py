@@ -6,8 +6,8 @@ import pytest
 from cohortsql import CohortError
 from cohortsql.queries.histogram import similarity_test
 from cohortsql.queries.statistics import literal_parameters
-from cohortsql.spec.features import ResolvedFeature
-from cohortsql.spec.similarity import (
+from cohortsql.request.features import ResolvedFeature
+from cohortsql.request.similarity import (
     AbsoluteWindow,
     Bins,
     Exact,

@@ -32,7 +32,7 @@ from cohortsql._typing import (
     Targets,
 )
 from cohortsql.errors import CohortError, check_choice
-from cohortsql.spec import arguments
+from cohortsql.request import arguments
 
 
 @dataclass(frozen=True)

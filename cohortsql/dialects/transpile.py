@@ -1,9 +1,11 @@
 """SQL for warehouses cohortsql does not run itself: DuckDB's syntax, rendered with the warehouse's
-own choices (`cohortsql.sql.dialects.TRANSPILED_DIALECTS`), translated by sqlglot (``pip install
+own choices (`cohortsql.dialects.TRANSPILED_DIALECTS`), translated by sqlglot (``pip install
 'cohortsql[sql]'``). Comment lines (the query's header) are kept as they are."""
 
 from __future__ import annotations
 
+from cohortsql.dialects.base import Dialect
+from cohortsql.dialects.duckdb import DuckDBDialect
 from cohortsql.errors import CohortError
 
 
@@ -21,3 +23,16 @@ def transpile(sql: str, dialect: str) -> str:
     if len(statements) != 1:  # cohortsql writes one statement: anything else is text that escaped its quoting
         raise CohortError(f"the query for {dialect} is not one statement; report this as a bug of cohortsql")
     return comments + "\n" + statements[0]
+
+
+class TranspiledDialect(DuckDBDialect):
+    """A warehouse cohortsql prints SQL for but does not run itself: the SQL is rendered in DuckDB's
+    syntax, with this class's choices wherever sqlglot would turn a DuckDB function into one the
+    warehouse lacks, then transpiled (`cohortsql.dialects.transpile`)."""
+
+    failure = Dialect.failure  # PostgreSQL has no error function a query can call
+
+    def nan_as_null(self, column: str) -> str:
+        # sqlglot turns isnan into IS_NAN, which PostgreSQL and Snowflake lack; both (and DuckDB) hold NaN = NaN.
+        value = f"CAST({column} AS DOUBLE)"
+        return f"CASE WHEN {value} = CAST('NaN' AS DOUBLE) THEN NULL ELSE {value} END"

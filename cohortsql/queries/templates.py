@@ -1,7 +1,7 @@
 """The SQL templates of ``sql/``: one SELECT per named step, filled in by `cohortsql.queries`.
 
-Names and values become SQL only through a `cohortsql.sql.dialects.Dialect` (quoting and literals);
-the caller's own SQL is checked by `cohortsql.sql.user`.
+Names and values become SQL only through a `cohortsql.dialects.Dialect` (quoting and literals);
+the caller's own SQL is checked by `cohortsql.request.user_sql`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 def _template_directories() -> tuple[Path, ...]:
     here = Path(__file__).resolve().parent
-    # In a wheel the templates are packaged as cohortsql/sql/templates; in a source checkout they are
+    # In a wheel the templates are packaged as cohortsql/queries/sql; in a source checkout they are
     # the repository's top-level sql/ folder.
-    return (here / "templates", here.parent.parent / "sql")
+    return (here / "sql", here.parent.parent / "sql")
 
 
 @functools.cache

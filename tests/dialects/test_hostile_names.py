@@ -36,7 +36,7 @@ def hostile(tmp_path_factory):
 
 
 def printed(frame, similarity, dialect, variant):
-    return cohortsql.histogram_sql(
+    return cohortsql.sql_query(
         frame, prediction=PREDICTION, similarity=similarity, id=ID, table="hostile", dialect=dialect, variant=variant
     )
 
@@ -93,4 +93,4 @@ def test_translated_output_is_one_statement_whose_comments_hold_the_names(hostil
 def test_a_name_holding_nul_is_refused_not_cut():
     frame = pl.DataFrame({"a\0b": [1.0, 2.0, 3.0], "y": [0.1, 0.2, 0.3]})
     with pytest.raises(cohortsql.CohortError, match="NUL character"):
-        cohortsql.histogram_sql(frame, prediction="y", similarity=["a\0b"], table="t")
+        cohortsql.sql_query(frame, prediction="y", similarity=["a\0b"], table="t")

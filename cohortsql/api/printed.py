@@ -1,9 +1,10 @@
-"""`cohortsql.histogram_sql`: the heavy step, or the whole computation, as one self-contained query
+"""`cohortsql.sql_query`: the heavy step, or the whole computation, as one self-contained query
 in the dialect asked for, to run where the data live (`cohortsql.assemble` finishes the heavy step).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Unpack
@@ -18,28 +19,28 @@ from cohortsql._typing import (
     SqlVariant,
     Targets,
 )
+from cohortsql.dialects import NATIVE_DIALECTS, TRANSPILED_DIALECTS, Dialect
+from cohortsql.dialects.transpile import transpile
 from cohortsql.engines.base import Engine
 from cohortsql.engines.inputs import file_format
 from cohortsql.errors import CohortError, check_choice
+from cohortsql.request.arguments import explained_columns
+from cohortsql.request.features import ResolvedFeature, portable
+from cohortsql.request.options import checked_options
+from cohortsql.request.similarity import KnownQuantiles, QuantileWindow, SimilarityArgument
+from cohortsql.request.user_sql import check_expression, is_query
 from cohortsql.run.feature_statistics import sorted_quantiles
 from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, MAX_FEATURES
-from cohortsql.spec.arguments import explained_columns
-from cohortsql.spec.features import ResolvedFeature, portable
-from cohortsql.spec.options import checked_options
-from cohortsql.spec.similarity import KnownQuantiles, QuantileWindow, SimilarityArgument
-from cohortsql.sql.dialects import NATIVE_DIALECTS, TRANSPILED_DIALECTS, Dialect
-from cohortsql.sql.transpile import transpile
-from cohortsql.sql.user import check_expression, is_query
 
 FINISHED: tuple[SqlVariant, ...] = ("values", "effects")
 """The variants whose query computes the values themselves (no `cohortsql.assemble` afterwards)."""
 
 
 @interruptible_call
-def histogram_sql(
+def sql_query(
     data: Any,
     *,
     prediction: str,
@@ -85,14 +86,14 @@ def histogram_sql(
     >>> import cohortsql
     >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
-    >>> sql = cohortsql.histogram_sql(loans, prediction="score", similarity=similarity, table="loans")
+    >>> sql = cohortsql.sql_query(loans, prediction="score", similarity=similarity, table="loans")
     >>> print(sql.splitlines()[0])
     -- cohortsql's heavy step as one self-contained query, to run where the data live.
     >>> import duckdb
     >>> warehouse = duckdb.connect()  # stands for the warehouse where the data live
     >>> warehouse.register("loans", loans.to_arrow())  # doctest: +ELLIPSIS
     <...>
-    >>> values = cohortsql.histogram_sql(loans, prediction="score", similarity=similarity, table="loans", variant="values")
+    >>> values = cohortsql.sql_query(loans, prediction="score", similarity=similarity, table="loans", variant="values")
     >>> [(id, feature, round(shapley, 3)) for id, feature, shapley, _ in warehouse.sql(values).fetchall()[:2]]
     [(0, 'income', 0.274), (0, 'region', -0.004)]
     """
@@ -106,6 +107,25 @@ def histogram_sql(
     return render_query(data, prediction, similarity, table, dialect, variant, given)
 
 
+def histogram_sql(*arguments: Any, **options: Any) -> str:
+    """The earlier name of `sql_query` (its ``values`` and ``effects`` variants return no histogram).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import cohortsql
+    >>> loans = cohortsql.datasets.loans()
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     old = cohortsql.histogram_sql(loans, prediction="score", similarity=["income"], table="loans")
+    >>> old == cohortsql.sql_query(loans, prediction="score", similarity=["income"], table="loans")
+    True
+    >>> caught[0].category.__name__
+    'DeprecationWarning'
+    """
+    warnings.warn("histogram_sql is now sql_query; the old name will go", DeprecationWarning, stacklevel=2)
+    return sql_query(*arguments, **options)
+
+
 def render_query(
     data: Any,
     prediction: str,
@@ -117,7 +137,7 @@ def render_query(
     *,
     function: str = "",
 ) -> str:
-    """The self-contained query of `histogram_sql` (the checks of its own arguments done): also the
+    """The self-contained query of `sql_query` (the checks of its own arguments done): also the
     variant ``function``, whose histograms the DuckDB scalar function named `function` finishes."""
     explained_columns(prediction, several=False)
     asked = checked_options(given, QueryOptions)

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import cohortsql
-from cohortsql.sql.user import check_expression, check_query
+from cohortsql.request.user_sql import check_expression, check_query
 
 DOLLAR_INJECTION = (
     "$$'$$ IS NULL), FALSE) AS x FROM read_parquet($$f.parquet$$); COPY (SELECT 42) TO $$m.csv$$;"

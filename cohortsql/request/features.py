@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from cohortsql._typing import EVERY_OTHER
 from cohortsql.errors import CohortError, CohortWarning
-from cohortsql.spec.similarity import (
+from cohortsql.request.similarity import (
     AbsoluteWindow,
     Exact,
     QuantileWindow,

@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 import cohortsql
-from cohortsql.games.calibration import nearest_scaled_distance, realistic_shares, window_widths
+from cohortsql.numeric.realism import nearest_scaled_distance, realistic_shares, window_widths
 
 
 def points(seed: int, rows: int):

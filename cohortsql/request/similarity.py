@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal, TypeAlias
 
 from cohortsql._typing import EVERY_OTHER
+from cohortsql.dialects import Dialect
 from cohortsql.errors import CohortError
-from cohortsql.sql.dialects import Dialect
-from cohortsql.sql.user import check_expression
+from cohortsql.request.user_sql import check_expression
 
 ParameterValues = Mapping[str, float | None]
 """Whole-table parameters of a kind as Python numbers (None when the column has no values)."""
@@ -380,7 +380,7 @@ def similarity_text(text: str) -> dict[str, str | None]:
 
     Examples
     --------
-    >>> from cohortsql.spec.similarity import similarity_text
+    >>> from cohortsql.request.similarity import similarity_text
     >>> similarity_text("income=quantile:0.1, region, tenure=sql:abs(s.tenure - t.tenure) <= greatest(1, 2)")
     {'income': 'quantile:0.1', 'region': None, 'tenure': 'sql:abs(s.tenure - t.tenure) <= greatest(1, 2)'}
     """

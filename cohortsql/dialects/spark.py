@@ -1,0 +1,57 @@
+"""Spark SQL, which cohortsql writes natively and runs (classic and Connect sessions)."""
+
+from __future__ import annotations
+
+from cohortsql.dialects.base import Dialect, _refuse_nul
+from cohortsql.errors import CohortError
+
+
+class SparkDialect(Dialect):
+    name = "spark"
+    identifier_quote = "`"
+    text_type = "STRING"
+
+    def string(self, text: str) -> str:
+        # Spark reads backslash escapes inside string literals.
+        _refuse_nul(text, "text")
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    def quantile_aggregate(self, expression: str, probability: float) -> str:
+        return f"percentile(CAST({expression} AS DOUBLE), {self.number(probability)})"
+
+    def epoch_days(self, expression: str) -> str:
+        return f"unix_date({expression})"
+
+    def epoch_micros(self, expression: str) -> str:
+        return f"unix_micros({expression})"
+
+    def md5_hash(self, text: str) -> str:
+        return f"md5({text})"
+
+    def md5_part(self, hash_sql: str, part: int) -> str:
+        # md5() gives hexadecimal text, two digits per byte: the part's four bytes in reverse order.
+        digits = ", ".join(f"substr({hash_sql}, {8 * part + 2 * byte + 1}, 2)" for byte in reversed(range(4)))
+        return f"CAST(conv(concat({digits}), 16, 10) AS DOUBLE)"
+
+    def scan_position(self) -> str:
+        # Spark refuses row_number() without an order; monotonically increasing ids follow its scan.
+        return "row_number() OVER (ORDER BY monotonically_increasing_id()) - 1"
+
+    scan_order = "Spark's scan order (file order for one file; pass an id for a stable key)"
+
+    def stable_row_number(self, columns: str) -> str:
+        # A cached view may be computed again, its rows in another order: number them by their values.
+        return f"row_number() OVER (ORDER BY {columns}) - 1"
+
+    def failure(self, condition: str, message: str) -> str:
+        return f"CAST(CASE WHEN {condition} THEN raise_error({self.string(message)}) END AS DOUBLE)"
+
+    def read_file(self, path: str, file_format: str) -> str:
+        if file_format != "parquet":
+            raise CohortError(
+                f"name the table the Spark SQL reads (--table): Spark reads {file_format} files without a header"
+            )
+        return f"parquet.{self.quote(path)}"
+
+
+SPARK = SparkDialect()
