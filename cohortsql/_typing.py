@@ -82,6 +82,10 @@ id or the weight), in the data's order: ``{"*": None}`` is ``"all"``, ``{"age": 
 "*": "exact"}`` gives every other column one kind."""
 
 
+Row: TypeAlias = "dict[str, Any]"
+"""A row of a query's result (or of a table read into Python) by column name: its values are of the
+columns' types, which only the query knows (whole-table statistics, order statistics, a totals row)."""
+
 Prediction: TypeAlias = "str | Sequence[str]"
 """One explained column, or several explained over the same cohorts in one pass."""
 

@@ -5,7 +5,7 @@ in the dialect asked for, to run where the data live (`cohortsql.assemble` finis
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -133,7 +133,7 @@ def render_query(
     table: str | None,
     dialect: str,
     variant: str,
-    given: dict[str, Any],
+    given: Mapping[str, object],
     *,
     function: str = "",
 ) -> str:

@@ -10,7 +10,7 @@ import typer
 
 from cohortsql._typing import CalibrationOptions, CompareOptions, EffectsOptions, ShapleyOptions, UniquenessOptions
 from cohortsql.cli.failures import print_warnings_so_far
-from cohortsql.cli.flags import EXPLAINED, OUTPUTS
+from cohortsql.cli.flags import EXPLAINED, OUTPUTS, Flags
 from cohortsql.cli.options import command, names, numbers, pick, request
 from cohortsql.errors import CohortError
 
@@ -28,7 +28,7 @@ SHAPLEY_EPILOG = (
 
 
 @command(EXPLAINED, ShapleyOptions, OUTPUTS, ("top", "reasons", "dry_run"))
-def shapley(options: dict[str, Any]) -> None:
+def shapley(options: Flags) -> None:
     """Cohort Shapley values of every feature for every target; prints the most important features."""
     from cohortsql.api.estimate import estimate
     from cohortsql.api.local import cohort_shapley
@@ -56,7 +56,7 @@ def shapley(options: dict[str, Any]) -> None:
 
 
 @command(EXPLAINED, EffectsOptions, OUTPUTS, ("dry_run",))
-def effects(options: dict[str, Any]) -> None:
+def effects(options: Flags) -> None:
     """Shapley effects: how much of the variance of the prediction each feature explains."""
     from cohortsql.api.effects import shapley_effects
     from cohortsql.api.estimate import estimate
@@ -86,7 +86,7 @@ def _lattice_tables(arguments: dict[str, Any], result: Any) -> dict[str, Any]:
 
 
 @command(("data", "similar", "features", "target_ids"), UniquenessOptions, OUTPUTS, ("top",))
-def uniqueness(options: dict[str, Any]) -> None:
+def uniqueness(options: Flags) -> None:
     """Uniqueness Shapley: which features make each row identifiable (a privacy audit; no prediction needed)."""
     from cohortsql.api.uniqueness import uniqueness_shapley
     from cohortsql.cli.outputs import write
@@ -99,7 +99,7 @@ def uniqueness(options: dict[str, Any]) -> None:
 
 
 @command(EXPLAINED, ("model",), CompareOptions, OUTPUTS, ("top",))
-def compare(options: dict[str, Any]) -> None:
+def compare(options: Flags) -> None:
     """Cohort, baseline and all-baseline Shapley side by side (and squared), with the share of the model-based
     values that rests on realistic hybrid points. Needs the model (--model) as well as its predictions."""
     from cohortsql.api.compare import compare as compare_methods
@@ -108,9 +108,10 @@ def compare(options: dict[str, Any]) -> None:
     from cohortsql.games.baseline.models import load_model
 
     arguments = request(options, CompareOptions)
-    if not options.get("model"):
+    model = options.get("model")
+    if not model:
         raise CohortError("no --model given: name the fitted model's pickle (or .joblib) file")
-    result = compare_methods(options["data"], model=load_model(options["model"]), **arguments)
+    result = compare_methods(options.get("data"), model=load_model(model), **arguments)
     tables = {"": result.local, "global": result.global_, "totals": result.totals}
     written = write(options, tables, result.cohort.settings | {"comparison": "CS, BS, ABS"})
     print_warnings_so_far()
@@ -118,7 +119,7 @@ def compare(options: dict[str, Any]) -> None:
 
 
 @command(("data", "features"), CalibrationOptions, ("out", "plot"))
-def calibrate(options: dict[str, Any]) -> None:
+def calibrate(options: Flags) -> None:
     """The similarity threshold at which held-out rows are realistic, beside points drawn from the marginals."""
     from cohortsql.api.calibrate import calibrate as calibrate_threshold
     from cohortsql.cli.outputs import check_figure_path, write
@@ -129,19 +130,20 @@ def calibrate(options: dict[str, Any]) -> None:
     chosen = names(options.get("features"))
     if not chosen:
         raise CohortError("no features given: use --features a,b,c")
-    if options.get("plot"):
-        check_figure_path(Path(options["plot"]), "--plot")  # before the work, not after it
+    figure = options.get("plot")
+    if figure:
+        check_figure_path(Path(figure), "--plot")  # before the work, not after it
     given = pick(options, *CalibrationOptions.__annotations__) | {"exact": names(options.get("exact"))}
     for name in ("thresholds", "holdouts"):
         if name in given:
             given[name] = numbers(name, given[name])
     result = calibrate_threshold(options["data"], features=chosen, **given)
     written = write(options, {"": result.rates}, result.settings)
-    if options.get("plot"):
+    if figure:
         from cohortsql.plot import calibration
 
-        calibration(result).savefig(options["plot"], dpi=100)
-        written += f"\nwrote {options['plot']}"
+        calibration(result).savefig(figure, dpi=100)
+        written += f"\nwrote {figure}"
     print_warnings_so_far()
     typer.echo(calibration_summary(result) + written)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import tomllib
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from cohortsql.cli.flags import AFTER_CONFIG, DISPLAY, FLAGS
+from cohortsql.cli.flags import AFTER_CONFIG, DISPLAY, FLAGS, Flags
 from cohortsql.errors import CohortError
 from cohortsql.request.user_sql import is_query
 
@@ -53,19 +54,27 @@ _TYPE_NAMES = {
 }
 
 
-def merged_options(arguments: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """The command's options: its config file's, overridden by the flags that were given."""
+def merged_options(arguments: Mapping[str, object], keys: tuple[str, ...]) -> Flags:
+    """The command's options: its config file's, overridden by the flags that were given. Every value
+    has its flag's type: typer parsed the flags, and `_check_config_value` checked the file's."""
     flags = {key: arguments[key] for key in keys if key in arguments and key != "config"}
-    flags["similar"] = _once("--similar", [_split_similar(text) for text in arguments.get("similar") or []])
+    flags["similar"] = _once("--similar", [_split_similar(text) for text in _texts(arguments.get("similar"))])
     if "groups" in keys:
-        flags["groups"] = _once("--group", [_split_group(text) for text in arguments.get("groups") or []])
-    merged = _merge_config(arguments.get("config"), flags, keys)
-    return {key: default for key, default in AFTER_CONFIG.items() if key in keys} | merged
+        flags["groups"] = _once("--group", [_split_group(text) for text in _texts(arguments.get("groups"))])
+    config = arguments.get("config")
+    merged = _merge_config(config if isinstance(config, Path) else None, flags, keys)
+    defaults: dict[str, object] = {key: value for key, value in AFTER_CONFIG.items() if key in keys}
+    return cast(Flags, defaults | merged)
 
 
-def _once(flag: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _texts(value: object) -> list[str]:
+    """A repeatable flag's texts (none when it was not given)."""
+    return [str(text) for text in value] if isinstance(value, list) else []
+
+
+def _once(flag: str, pairs: list[tuple[str, object]]) -> dict[str, object]:
     """Repeated flags' NAME=VALUE pairs as a mapping, each name given once (a second one would hide the first)."""
-    named: dict[str, Any] = {}
+    named: dict[str, object] = {}
     for name, value in pairs:
         if name in named:
             raise CohortError(f"{flag} names {name!r} twice ({named[name]!r} and {value!r}): give each name once")
@@ -88,9 +97,9 @@ def _split_group(text: str) -> tuple[str, list[str]]:
     return name.strip(), features
 
 
-def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+def _merge_config(config: Path | None, flags: dict[str, object], keys: tuple[str, ...]) -> dict[str, object]:
     """Options from the TOML file, overridden by every flag that was given."""
-    merged: dict[str, Any] = {}
+    merged: dict[str, object] = {}
     if config is not None:
         try:
             loaded = tomllib.loads(Path(config).read_text(encoding="utf-8"))
@@ -121,8 +130,9 @@ def _merge_config(config: Path | None, flags: dict[str, Any], keys: tuple[str, .
     for key, value in flags.items():
         if value in (None, [], {}):
             continue
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            value = {**merged[key], **value}  # e.g. one --similar flag overrides one feature's kind
+        earlier = merged.get(key)
+        if isinstance(value, dict) and isinstance(earlier, dict):
+            value = {**earlier, **value}  # e.g. one --similar flag overrides one feature's kind
         merged[key] = value
     return merged
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from cohortsql.cli.failures import _reported_failures, print_warnings_so_far
-from cohortsql.cli.flags import EXPLAINED, OUTPUTS, Debug, OutcomeOption, TargetIds
+from cohortsql.cli.flags import EXPLAINED, OUTPUTS, Debug, Flags, OutcomeOption, TargetIds
 from cohortsql.cli.options import command, pick, request, similarity
 from cohortsql.errors import CohortError
 
@@ -56,7 +56,7 @@ SQL_ARGUMENTS = ("id", "seed", "weight", "table", "dialect", "variant", "engine"
 
 
 @command(EXPLAINED, ("targets", "sample"), SQL_ARGUMENTS)
-def sql(options: dict[str, Any]) -> None:
+def sql(options: Flags) -> None:
     """Print the heavy step (the similarity-mask histogram, or the cells), or the whole computation, as SQL to run where the data live.
 
     The query computes its own whole-table statistics.
@@ -77,7 +77,7 @@ ASSEMBLE_EPILOG = (
 
 
 @command(("histogram", "similar", "features", "method", "seed", "tolerance", "max_permutations"), OUTPUTS, ("top",))
-def assemble(options: dict[str, Any]) -> None:
+def assemble(options: Flags) -> None:
     """Cohort Shapley values from the result of `cohortsql sql`, computed in any warehouse.
 
     Name the features as for `cohortsql sql`, in the same order.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import typer
 
@@ -257,7 +257,68 @@ FLAGS: dict[str, tuple[Any, Any]] = {
 A flag whose value a config file may hold defaults to None (not given), so that the file's value counts;
 `AFTER_CONFIG` holds the defaults that apply when neither gives one."""
 
-AFTER_CONFIG: dict[str, Any] = {"top": 10, "replace": False}
+
+class Flags(TypedDict, total=False):
+    """A command's options as its body reads them: its flags merged with its config file's values
+    (`cohortsql.cli.config.merged_options`), under the API's names; a value is None when not given.
+    Paths may come as text from a config file, and comma-separated flags as lists."""
+
+    data: str | None
+    histogram: str | Path | None
+    prediction: str | list[str] | None
+    model: str | Path | None
+    id: str | None
+    weight: str | None
+    similar: dict[str, str]
+    features: str | list[str] | None
+    targets: str | None
+    target_ids: str | list[str | int] | None
+    sample: float | None
+    seed: int | None
+    bootstrap: int | None
+    confidence: float | None
+    method: str | None
+    path: str | None
+    tolerance: float | None
+    max_permutations: int | None
+    model_input: str | None
+    model_output: str | None
+    model_tolerance: float | None
+    baseline_sample: int | None
+    realistic: bool | None
+    interactions: bool | None
+    anchored: int | None
+    groups: dict[str, list[str]]
+    group_values: str | None
+    exact: str | list[str] | None
+    kind: str | None
+    thresholds: str | list[float] | None
+    holdouts: str | list[float] | None
+    runs: int | None
+    marginal_samples: int | None
+    max_rows: int | None
+    table: str | None
+    dialect: str | None
+    variant: str | None
+    memory_limit: str | None
+    temp_directory: str | Path | None
+    engine: str | None
+    spark_master: str | None
+    progress: bool | None
+    out: str | Path | None
+    plot: str | Path | None
+    into_table: str | None
+    database: str | Path | None
+    replace: bool
+    top: int
+    reasons: int | None
+    dry_run: bool
+    config: Path | None
+    debug: bool
+    outcome: str | None
+
+
+AFTER_CONFIG: Flags = {"top": 10, "replace": False}
 """The defaults of flags that neither the command line nor the config file gave."""
 
 API_ONLY = frozenset({"connection", "batch_rows", "baseline"})

@@ -5,18 +5,18 @@ its API option groups, and the API's keyword arguments from the merged options (
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from cohortsql._typing import ENGINES, EVERY_OTHER
 from cohortsql.cli.config import merged_options
 from cohortsql.cli.failures import _reported_failures
-from cohortsql.cli.flags import API_ONLY, FLAGS
+from cohortsql.cli.flags import API_ONLY, FLAGS, Flags
 from cohortsql.errors import CohortError
 
 
-def command(*groups: tuple[str, ...] | type) -> Callable[[Callable[[dict[str, Any]], None]], Callable[..., None]]:
+def command(*groups: tuple[str, ...] | type) -> Callable[[Callable[[Flags], None]], Callable[..., None]]:
     """Make `body` (which takes the merged options) a typer command whose flags are those of `groups`.
 
     A group is a tuple of flag names or one of the API's option `TypedDict`s, which gives the flags of
@@ -29,7 +29,7 @@ def command(*groups: tuple[str, ...] | type) -> Callable[[Callable[[dict[str, An
         for name in names
     ]
 
-    def give(body: Callable[[dict[str, Any]], None]) -> Callable[..., None]:
+    def give(body: Callable[[Flags], None]) -> Callable[..., None]:
         def run(**given: Any) -> None:
             with _reported_failures(bool(given.get("debug"))):
                 body(merged_options(given, tuple(names)))
@@ -53,7 +53,7 @@ def _flag_names(group: tuple[str, ...] | type) -> list[str]:
     return [key for key in keys if key in FLAGS]
 
 
-def request(options: dict[str, Any], group: type | tuple[str, ...], *, explained: bool = True) -> dict[str, Any]:
+def request(options: Flags, group: type | tuple[str, ...], *, explained: bool = True) -> dict[str, Any]:
     """The API's keyword arguments from the merged options: the similarity, the column(s) to explain
     when the command is `explained`, and those of `group` (an API option `TypedDict`, or names) that
     were given."""
@@ -72,22 +72,23 @@ def request(options: dict[str, Any], group: type | tuple[str, ...], *, explained
         raise CohortError("--spark-master needs --engine spark")
     if options.get("targets") is not None and not str(options["targets"]).strip():
         raise CohortError("--targets is empty: give a SQL condition, or leave it out to explain every row")
-    if options.get("database"):
+    database, out_path, prediction = options.get("database"), options.get("out"), options.get("prediction")
+    if database:
         from cohortsql.cli.outputs import check_database, check_table_free
 
-        check_database(Path(options["database"]))  # before the work, not after it
+        check_database(Path(database))  # before the work, not after it
         if (options.get("engine") or "duckdb") == "duckdb":
             check_table_free(options)
-    if options.get("out"):
+    if out_path:
         from cohortsql.cli.outputs import refuse_inputs
         from cohortsql.results.files import COMPANIONS, check_destination, sibling_path
 
-        out = check_destination(Path(options["out"]))  # before the work, not after it
+        out = check_destination(Path(out_path))  # before the work, not after it
         refuse_inputs([out, *(sibling_path(out, label) for label in COMPANIONS)], options)
     names = group if isinstance(group, tuple) else tuple(group.__annotations__)
     arguments = pick(options, *(name for name in names if name not in ("targets", "sample")))
-    if explained:
-        arguments["prediction"] = _prediction(options["prediction"])
+    if explained and prediction:
+        arguments["prediction"] = _prediction(prediction)
     return arguments | dict(
         similarity=similarity(options.get("similar"), options.get("features")),
         targets=options.get("targets") or _target_ids(options.get("target_ids")),
@@ -95,9 +96,10 @@ def request(options: dict[str, Any], group: type | tuple[str, ...], *, explained
     )
 
 
-def pick(options: dict[str, Any], *names: str) -> dict[str, Any]:
-    """The options among `names` that were given."""
-    return {name: options[name] for name in names if options.get(name) is not None}
+def pick(options: Flags, *names: str) -> dict[str, Any]:
+    """The options among `names` that were given (as the API's keyword arguments)."""
+    given: Mapping[str, object] = options
+    return {name: given[name] for name in names if given.get(name) is not None}
 
 
 def _prediction(value: str | list[str]) -> str | list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cohortsql._typing import RUN_OPTIONS
+from cohortsql.cli.flags import Flags
 from cohortsql.engines.inputs import database_table
 from cohortsql.errors import CohortError
 from cohortsql.request.user_sql import is_query
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from cohortsql.engines.base import Sources
 
 
-def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: dict[str, str]) -> str:
+def write(options: Flags, tables: dict[str, pl.DataFrame], settings: dict[str, str]) -> str:
     """--out (the first table at the path, the others beside it) and --into-table; says what it wrote.
     Nothing is written after a Ctrl-C, even one whose exception a library swallowed."""
     from cohortsql.run.interrupts import check_not_interrupted
@@ -33,21 +34,20 @@ def write(options: dict[str, Any], tables: dict[str, pl.DataFrame], settings: di
     from cohortsql.results.files import sibling_path, write_set
 
     engine = options.get("engine") or "duckdb"
-    if options.get("into_table") and engine == "duckdb" and not options.get("database"):
+    name, database, out_path = options.get("into_table"), options.get("database"), options.get("out")
+    if name and engine == "duckdb" and not database:
         raise CohortError("--into-table needs --database FILE.duckdb")
-    if options.get("database") and not options.get("into_table"):
+    if database and not name:
         raise CohortError("--database needs --into-table NAME")
-    if options.get("database"):
-        check_database(Path(options["database"]))
+    if database:
+        check_database(Path(database))
     written: list[str] = []
-    if options.get("out"):
-        out = Path(options["out"])
+    if out_path:
+        out = Path(out_path)
         refuse_inputs([sibling_path(out, label) if label else out for label in tables], options)
         written.extend(str(path) for path in write_set(out, tables, settings))
-    if options.get("into_table"):
-        name = options["into_table"]
+    if name:
         named = {f"{name}_{label}" if label else name: frame.to_arrow() for label, frame in tables.items()}
-        database = options.get("database")
         target = open_engine(
             engine=engine,
             settings=EngineSettings(
@@ -69,7 +69,7 @@ ON_THE_ENGINE = ("prediction", "similarity", "id", "targets", "sample", "seed", 
 """What `cohortsql.shapley_table` takes: a run asking for nothing else is computed and written by Spark."""
 
 
-def written_on_the_engine(options: dict[str, Any], arguments: dict[str, Any]) -> bool:
+def written_on_the_engine(options: Flags, arguments: dict[str, Any]) -> bool:
     """Whether `shapley` writes its values through `cohortsql.shapley_table`: --into-table on Spark,
     no --out or --reasons, one explained column and only the options that takes (the exact values)."""
     plain = set(arguments) <= set(ON_THE_ENGINE) and isinstance(arguments.get("prediction"), str)
@@ -82,7 +82,7 @@ def written_on_the_engine(options: dict[str, Any], arguments: dict[str, Any]) ->
     )
 
 
-def write_on_the_engine(options: dict[str, Any], arguments: dict[str, Any]) -> str:
+def write_on_the_engine(options: Flags, arguments: dict[str, Any]) -> str:
     """--into-table NAME on Spark: the values (id, feature, shapley, shapley_squared) computed and
     written by the executors, nothing per target on the driver; the run is recorded, and the summary
     is each feature's mean |shapley| and mean shapley_squared (the Shapley effect of the targets)."""
@@ -90,8 +90,8 @@ def write_on_the_engine(options: dict[str, Any], arguments: dict[str, Any]) -> s
     from cohortsql.engines import open_engine
     from cohortsql.results.tables import run_settings
 
-    name = options["into_table"]
-    table = shapley_table(options["data"], **arguments)
+    name = str(options.get("into_table"))
+    table = shapley_table(options.get("data"), **arguments)
     engine = open_engine(engine="spark", connection=table.sparkSession)
     try:
         settings = run_settings(
@@ -117,24 +117,24 @@ def write_on_the_engine(options: dict[str, Any], arguments: dict[str, Any]) -> s
     return "\n".join(lines) + f"\nwrote {name}"
 
 
-def check_table_free(options: dict[str, Any]) -> None:
+def check_table_free(options: Flags) -> None:
     """Before the work: --into-table's name may be written into --database's DuckDB file: it does not
     exist unless --replace, and it is not the run's input. (The tables beside it, name_<label>, depend
     on what the command writes and are checked when it writes; on Spark the whole check waits for the
     session the run opens.)"""
-    if not options.get("into_table") or not options.get("database") or not Path(options["database"]).exists():
+    name, database = options.get("into_table"), options.get("database")
+    if not name or not database or not Path(database).exists():
         return
     from cohortsql.engines import EngineSettings, open_engine
 
-    name = options["into_table"]
-    target = open_engine(engine="duckdb", settings=EngineSettings(database=str(options["database"])))
+    target = open_engine(engine="duckdb", settings=EngineSettings(database=str(database)))
     try:
         target.check_writable([name], replace=bool(options.get("replace")), protected=_input_tables(options))
     finally:
         target.close()
 
 
-def input_files(options: dict[str, Any]) -> list[Path]:
+def input_files(options: Flags) -> list[Path]:
     """The files the run reads: the data's file or every file of its glob, a DuckDB database's file,
     the histogram `assemble` reads, or every file a data query reads (as its engine finds them)."""
     data = str(options.get("data") or options.get("histogram") or "")
@@ -150,7 +150,7 @@ def input_files(options: dict[str, Any]) -> list[Path]:
     return [path for path in files if path.is_file()]
 
 
-def _query_sources(options: dict[str, Any]) -> Sources:
+def _query_sources(options: Flags) -> Sources:
     """The files and tables the run's data query reads, as the engine that runs it parses or plans it."""
     from cohortsql.engines import EngineSettings, open_engine
 
@@ -163,7 +163,7 @@ def _query_sources(options: dict[str, Any]) -> Sources:
         engine.close()
 
 
-def refuse_inputs(outputs: Iterable[Path], options: dict[str, Any]) -> None:
+def refuse_inputs(outputs: Iterable[Path], options: Flags) -> None:
     """Refuse to write any output over a file the run reads (the same file by device and inode: a
     link or another spelling of its name counts), before any work."""
     inputs = input_files(options)
@@ -206,16 +206,16 @@ def check_database(database: Path) -> None:
             )
 
 
-def _input_tables(options: dict[str, Any]) -> tuple[str, ...]:
+def _input_tables(options: Flags) -> tuple[str, ...]:
     """Tables that --into-table must never replace: the run's own input table in the same database
     (the same file by device and inode, however it is named or linked)."""
     data = str(options.get("data") or "")
     if is_query(data):
         return _query_sources(options).tables
-    in_database = database_table(data)
-    if in_database is not None and options.get("database"):
+    in_database, written_to = database_table(data), options.get("database")
+    if in_database is not None and written_to:
         database, table = in_database
-        output = Path(options["database"])
+        output = Path(written_to)
         same = output.exists() and Path(database).exists() and os.path.samefile(database, output)
         return (table,) if same else ()
     return (data,) if options.get("engine") == "spark" and not is_query(data) else ()

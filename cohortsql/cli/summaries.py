@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
+from cohortsql._typing import Row
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import ShapleyEffects
+from cohortsql.results.tables import Diagnostics
 
 if TYPE_CHECKING:
     from cohortsql.results.calibration import Calibration
@@ -25,7 +27,7 @@ SINGLETON_CAVEAT = 0.5
 """Above this share of targets alone in their cohort, the explained share is printed with a caveat."""
 
 
-def diagnostics_in_words(checks: Mapping[str, Any]) -> list[str]:
+def diagnostics_in_words(checks: Diagnostics) -> list[str]:
     """The diagnostics as sentences: cohort sizes, singletons, features that narrow cohorts to almost nothing."""
     lines = [
         f"cohorts on every feature: median {checks['median_cohort_size']:,.0f} of {checks['subjects']:,} subjects;"
@@ -186,7 +188,7 @@ def _interaction_lines(features: Sequence[str], values: np.ndarray, what: str) -
     ]
 
 
-def _standard_error(row: Mapping[str, Any]) -> str:
+def _standard_error(row: Row) -> str:
     """A standard error in 2 digits, or "-" where there is none to show (every row explained)."""
     error = row["shapley_effect_se"]
     return "-" if error is None or error == 0 else f"{error:.2g}"
@@ -215,7 +217,7 @@ def _not_shown(features: int, top: int) -> list[str]:
     return [f"... and {hidden:,} more features (--top {features} shows them all)"] if hidden > 0 else []
 
 
-def _interval(row: Mapping[str, Any]) -> str:
+def _interval(row: Row) -> str:
     """ "  [low, high]" for a row with a bootstrap interval of its effect, else nothing."""
     if row.get("shapley_effect_ci_low") is None:
         return ""

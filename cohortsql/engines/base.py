@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, Self, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from cohortsql._typing import Row
 from cohortsql.dialects import Dialect
 from cohortsql.engines.inputs import Input
 from cohortsql.errors import CohortError
@@ -159,7 +160,7 @@ class Engine(ABC):
         """Whether the database or catalog results are written to holds a table of this name."""
 
     @abstractmethod
-    def _store_tables(self, tables: Mapping[str, Any], record: str) -> None:
+    def _store_tables(self, tables: Mapping[str, object], record: str) -> None:
         """Write the checked tables (Arrow tables; on Spark also DataFrames, which its executors write)
         and record the run (its settings as JSON) in `RUNS_TABLE`."""
 
@@ -229,7 +230,7 @@ class Engine(ABC):
 
     def write_tables(
         self,
-        tables: Mapping[str, Any],
+        tables: Mapping[str, object],
         *,
         replace: bool,
         protected: tuple[str, ...] = (),
@@ -277,7 +278,7 @@ def fetch_numpy(engine: Engine, select: str, *, context: str) -> dict[str, np.nd
     return {name: table.column(name).to_numpy() for name in table.column_names}
 
 
-def fetch_record(engine: Engine, select: str, *, context: str) -> dict[str, Any]:
+def fetch_record(engine: Engine, select: str, *, context: str) -> Row:
     """The single row of a query as a column -> value mapping."""
     rows = engine.fetch_arrow(select, context=context).to_pylist()
     if len(rows) != 1:

@@ -217,15 +217,15 @@ class DuckDBEngine(Engine):
         tables: list[str] = []
         for node in _nodes(tree):
             if node.get("type") == "BASE_TABLE":
-                name = ".".join(part for part in (node.get("schema_name"), node.get("table_name")) if part)
+                name = ".".join(str(part) for part in (node.get("schema_name"), node.get("table_name")) if part)
                 tables.append(name)
                 files.append(str(node.get("table_name") or ""))
             elif node.get("type") == "TABLE_FUNCTION":
-                files.extend(
-                    str(leaf["literal"]["text"])
-                    for leaf in _nodes(node.get("function"))
-                    if leaf.get("type") == "VALUE_CONSTANT" and leaf.get("literal", {}).get("kind") == "STRING"
-                )
+                for leaf in _nodes(node.get("function")):
+                    literal = leaf.get("literal")
+                    if leaf.get("type") == "VALUE_CONSTANT" and isinstance(literal, dict):
+                        if literal.get("kind") == "STRING":
+                            files.append(str(literal.get("text")))
         return Sources(tuple(file for file in files if file), tuple(tables))
 
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
@@ -238,7 +238,7 @@ class DuckDBEngine(Engine):
     def interrupt(self) -> None:
         self.connection.interrupt()
 
-    def _store_tables(self, tables: Mapping[str, pa.Table], record: str) -> None:
+    def _store_tables(self, tables: Mapping[str, object], record: str) -> None:
         runs = self.dialect.quote(RUNS_TABLE)
         try:
             self.connection.execute("BEGIN TRANSACTION")
@@ -477,7 +477,7 @@ class DuckDBEngine(Engine):
             self.connection.execute(f"DROP {kind} IF EXISTS {self.dialect.quote(name)}")
 
 
-def _nodes(tree: object) -> Iterator[dict[str, Any]]:
+def _nodes(tree: object) -> Iterator[dict[str, object]]:
     """Every object of a parsed statement's JSON, depth first."""
     if isinstance(tree, dict):
         yield tree

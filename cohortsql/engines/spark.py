@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import pyarrow as pa
 from pyspark.errors import PySparkException
@@ -312,7 +312,7 @@ class SparkEngine(Engine):
         self._cached.clear()
         self._views.clear()
 
-    def _store_tables(self, tables: Mapping[str, pa.Table | DataFrame], record: str) -> None:
+    def _store_tables(self, tables: Mapping[str, object], record: str) -> None:
         for name, table in tables.items():
             self._save(table, name, "overwrite")
         run = pa.table(
@@ -329,8 +329,13 @@ class SparkEngine(Engine):
             self._drop(name)
         self._views.clear()
 
-    def _save(self, table: pa.Table | DataFrame, name: str, mode: str) -> None:
-        frame = self._frame(table) if isinstance(table, pa.Table) else table  # a DataFrame is written by the executors
+    def _save(self, table: object, name: str, mode: str) -> None:
+        if isinstance(table, pa.Table):
+            frame = self._frame(table)
+        elif _is_spark(table, "DataFrame"):
+            frame = cast(DataFrame, table)  # a DataFrame is written by the executors
+        else:
+            raise TypeError(f"Spark writes Arrow tables and DataFrames, not {type(table).__name__}")
         writer = frame.write.mode(mode)
         self._run(lambda: writer.saveAsTable(name), f"writing table {name!r}")
 

@@ -6,10 +6,11 @@ repetitions. Pure Python.
 from __future__ import annotations
 
 import math
-from typing import Any
+
+from cohortsql._typing import Row
 
 
-def interpolated_quantile(rows: list[dict[str, Any]], probability: float) -> float | None:
+def interpolated_quantile(rows: list[Row], probability: float) -> float | None:
     """The linear-interpolated quantile (numpy's default, DuckDB's quantile_cont, Spark's percentile)
     from rows of ``order_index``, ``value`` and ``n`` holding the order statistics it needs."""
     if not rows:
@@ -22,7 +23,7 @@ def interpolated_quantile(rows: list[dict[str, Any]], probability: float) -> flo
     return lower + (upper - lower) * (position - low)
 
 
-def weighted_quantile(rows: list[dict[str, Any]], probability: float) -> float | None:
+def weighted_quantile(rows: list[Row], probability: float) -> float | None:
     """The linear-interpolated quantile of the table with every row repeated `weight` times, from rows
     of ``value``, ``before``, ``upto`` (the positions it holds) and ``total`` (see ``sql/weighted_order_statistics.sql``)."""
     if not rows:

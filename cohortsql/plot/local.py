@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from cohortsql._typing import Row
 from cohortsql.errors import CohortError
 from cohortsql.plot.colours import feature_colours, run_feature_order
 from cohortsql.plot.tables import Source, chosen_outcome, pyplot, read_tables
@@ -329,7 +330,7 @@ def cohort_scatter(result: CohortShapleyResult, id: object, x: str, y: str, *, d
     return figure
 
 
-def _target_row(totals: pl.DataFrame, id: object) -> dict[str, Any]:
+def _target_row(totals: pl.DataFrame, id: object) -> Row:
     rows = totals.filter(pl.col("id") == id)
     if rows.height == 0:
         raise CohortError(f"{id!r} is not one of the {totals.height} targets of this result")

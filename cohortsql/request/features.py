@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from cohortsql._typing import EVERY_OTHER
+from cohortsql._typing import EVERY_OTHER, Row
 from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.request.similarity import (
     AbsoluteWindow,
@@ -128,7 +128,7 @@ class ResolvedFeature:
     values: ColumnKind
     kind: Similarity
     representation: Representation
-    parameters: dict[str, Any] = field(default_factory=dict)
+    parameters: Row = field(default_factory=dict)
     """Whole-table parameters: numbers (DOUBLE), or an edge in the column's own type (int, Decimal)."""
     has_missing: bool = False
     levels: int | None = None
@@ -281,7 +281,7 @@ def _require_column(columns: Mapping[str, pa.DataType], name: object, role: str)
         raise CohortError(f"{role} column {name!r} is not in the data; its columns are: {available}")
 
 
-def default_kind(feature: Feature, statistics: Mapping[str, Any]) -> tuple[Similarity, str]:
+def default_kind(feature: Feature, statistics: Row) -> tuple[Similarity, str]:
     """The kind of a feature given without one, and why, from `feature_statistics` (with ``distinct``,
     and ``near_mean_share`` for numbers with many values): `exact` for text, booleans and numbers with at
     most `LOW_CARDINALITY` values; `LONG_TAILED_WINDOW` for numbers with most values near their mean;
@@ -301,7 +301,7 @@ def default_kind(feature: Feature, statistics: Mapping[str, Any]) -> tuple[Simil
     return DEFAULT_WINDOW, f"{distinct:,} distinct values{kept}"
 
 
-def resolve_feature(feature: Feature, statistics: Mapping[str, Any], rows: int) -> ResolvedFeature:
+def resolve_feature(feature: Feature, statistics: Row, rows: int) -> ResolvedFeature:
     """The feature's final kind and representation, given the values of `feature_statistics` (for a
     feature without a kind, those of its `default_kind`'s parameters)."""
     kind, reason = (feature.kind, None) if feature.kind is not None else default_kind(feature, statistics)
@@ -343,7 +343,7 @@ def portable(feature: ResolvedFeature) -> ResolvedFeature:
     return replace(feature, representation=representation, has_missing=True)
 
 
-def _representation(feature: Feature, kind: Similarity, statistics: Mapping[str, Any]) -> Representation:
+def _representation(feature: Feature, kind: Similarity, statistics: Row) -> Representation:
     if feature.values == "float":
         return "float" if statistics["nan"] else "double"
     if not kind.numeric or isinstance(kind, SqlPredicate):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -158,7 +158,7 @@ _GROUP_OF = {option.name: group for group, kind in _GROUPS.items() for option in
 """The concern each option belongs to (its name is its flag's on the command line)."""
 
 
-_CHECKS: dict[str, Any] = {
+_CHECKS: dict[str, Callable[[str, Any], object]] = {
     "id": arguments.optional_text,
     "weight": arguments.optional_text,
     "memory_limit": arguments.optional_text,
@@ -191,7 +191,7 @@ def _choice(name: str, value: object, choices: Sequence[str]) -> object:
     return value
 
 
-def checked_options(given: Mapping[str, Any], allowed: Any, **defaults: Any) -> Options:
+def checked_options(given: Mapping[str, object], allowed: Any, **defaults: object) -> Options:
     """The `Options` of a call, each option checked once, at the public function: `given` may hold
     the keys of the `TypedDict` `allowed` (an unknown one is a `CohortError` suggesting the closest);
     `defaults` are the call's own defaults where they differ from the dataclasses' (`compare` splits
@@ -212,7 +212,7 @@ def checked_options(given: Mapping[str, Any], allowed: Any, **defaults: Any) -> 
     one_baseline = "baseline" in names and checked.get("baseline", Modelling.baseline) != "all"
     if checked.get("baseline_sample") is not None and one_baseline:  # compare samples its all-baseline run
         raise CohortError("baseline_sample= draws from every row: it needs baseline='all'")
-    by_group: dict[str, dict[str, Any]] = {group: {} for group in _GROUPS}
+    by_group: dict[str, dict[str, object]] = {group: {} for group in _GROUPS}
     for name, value in checked.items():
         by_group[_GROUP_OF[name]][name] = value
     options = Options(**{group: _GROUPS[group](**values) for group, values in by_group.items()})

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -91,7 +90,7 @@ class TargetValues:
         its ``prediction`` (where the game explains one) and every value column of the game."""
         targets, d = self.shapley.shape
         rows = np.repeat(np.arange(targets), d)
-        columns: dict[str, Any] = {
+        columns: dict[str, pl.Series | np.ndarray] = {
             "id": self.ids.gather(rows),
             "feature": pl.Series(list(self.features) * targets, dtype=pl.String),
             "feature_value": pl.Series(self.feature_values.reshape(-1).tolist(), dtype=pl.String),

@@ -19,7 +19,14 @@ from cohortsql.numeric.bootstrap import Bootstrap, percentile_interval
 from cohortsql.request.similarity import Similarity
 from cohortsql.results.base import TargetValues
 from cohortsql.results.effects import effects_table
-from cohortsql.results.tables import anchored_table, by_importance, diagnostics, standard_error, target_groups
+from cohortsql.results.tables import (
+    Diagnostics,
+    anchored_table,
+    by_importance,
+    diagnostics,
+    standard_error,
+    target_groups,
+)
 
 VALUE_FIELDS = ("cohort_size", "shapley", "shapley_squared", "path_order", "path_size", "feature_cohort_size")
 OPTIONAL_VALUE_FIELDS = ("shapley_se", "shapley_squared_se", "permutations", "interactions_se")
@@ -149,7 +156,7 @@ class CohortShapleyResult(TargetValues):
         )
 
     @cached_property
-    def diagnostics(self) -> dict[str, Any]:
+    def diagnostics(self) -> Diagnostics:
         """How much of the explanation rests on tiny cohorts (see `cohortsql.results.cohort.diagnostics`)."""
         return diagnostics(
             self.cohort_size, self.feature_cohort_size, self.features, self.population_weight, self.target_weights
@@ -334,7 +341,7 @@ class CohortShapleyResult(TargetValues):
         else:
             raise CohortError(f"by({column!r}, reference={reference!r}): no such group; the groups are {values!r}")
         count, d = len(groups), len(self.features)
-        columns: dict[str, Any] = {
+        columns: dict[str, pl.Series | np.ndarray] = {
             column: groups[column].gather(np.repeat(np.arange(count), d)),
             "feature": pl.Series(list(self.features) * count, dtype=pl.String),
         }

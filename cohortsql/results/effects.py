@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -16,7 +15,7 @@ from cohortsql.errors import CohortError
 from cohortsql.numeric.bootstrap import percentile_interval
 from cohortsql.numeric.dividends import anchored_terms, interaction_values
 from cohortsql.numeric.shapley import shapley_values
-from cohortsql.results.tables import anchored_table, by_importance, standard_error
+from cohortsql.results.tables import Diagnostics, anchored_table, by_importance, standard_error
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,7 +35,7 @@ class ShapleyEffects:
     targets: int
     """How many targets v_var averages over (every subject, unless a sample or subset was asked for)."""
     path: str
-    diagnostics: dict[str, Any] = field(default_factory=dict)
+    diagnostics: Diagnostics = field(default_factory=lambda: Diagnostics())
     """How much of v_var rests on tiny cohorts (see `cohortsql.results.cohort.diagnostics`)."""
     settings: dict[str, str] = field(default_factory=dict)
     """The run's settings: written with every output."""
@@ -71,7 +70,7 @@ class ShapleyEffects:
         squared_values: np.ndarray | None,
         population: int | None,
         path: str,
-        diagnostics: dict[str, Any],
+        diagnostics: Diagnostics,
         settings: dict[str, str],
         target_weights: np.ndarray | None = None,
         replicate_games: np.ndarray | None = None,
@@ -118,7 +117,7 @@ class ShapleyEffects:
         variance: float,
         subjects: int,
         population: int | None,
-        diagnostics: dict[str, Any],
+        diagnostics: Diagnostics,
         settings: dict[str, str],
     ) -> ShapleyEffects:
         """Effects by the permutation method: the weighted mean over the targets of their estimated

@@ -18,6 +18,7 @@ from cohortsql.errors import CohortError
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import ShapleyEffects
 from cohortsql.results.files import write_frame
+from cohortsql.results.tables import Diagnostics
 
 R = TypeVar("R", CohortShapleyResult, ShapleyEffects)
 
@@ -94,7 +95,7 @@ class CohortShapleyResults(_ByOutcome[CohortShapleyResult]):
     owen_table = _Stacked()
 
     @property
-    def diagnostics(self) -> dict[str, Any]:
+    def diagnostics(self) -> Diagnostics:
         """The cohorts' diagnostics (the same cohorts for every outcome)."""
         return next(iter(self.values())).diagnostics
 
@@ -135,7 +136,7 @@ class ShapleyEffectsResults(_ByOutcome[ShapleyEffects]):
         return self._stacked(lambda result: result.anchored(max_order))
 
     @property
-    def diagnostics(self) -> dict[str, Any]:
+    def diagnostics(self) -> Diagnostics:
         return next(iter(self.values())).diagnostics
 
     def __repr__(self) -> str:

@@ -10,7 +10,7 @@ import json
 import warnings
 from collections.abc import Mapping, Sequence
 from importlib import metadata
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import polars as pl
@@ -35,7 +35,7 @@ BROAD_WARNING_SHARE = 0.5
 """A feature broad for more than this share of the targets gets a `CohortWarning`."""
 
 
-def warn_about_cohorts(checks: Mapping[str, Any]) -> None:
+def warn_about_cohorts(checks: Diagnostics) -> None:
     """Warn when most targets' cohorts on every feature are the target alone, and when a feature's
     similarity keeps nearly the whole table for most targets (it can then earn little credit,
     whatever the model does with it: a default window over skewed numbers does this)."""
@@ -72,13 +72,27 @@ def run_settings(**settings: Any) -> dict[str, str]:
     }
 
 
+class Diagnostics(TypedDict, total=False):
+    """How far to trust a run's values (`diagnostics`): how many targets and subjects, and how much of
+    the explanation rests on tiny cohorts."""
+
+    targets: int | float
+    subjects: int | float
+    singleton_share: float
+    unique_share: float
+    """Games of cohort sizes: the share of targets alone in their cohort on every feature."""
+    median_cohort_size: float
+    narrow_features: dict[str, float]
+    broad_features: dict[str, float]
+
+
 def diagnostics(
     cohort_size: np.ndarray,
     feature_cohort_size: np.ndarray,
     features: tuple[str, ...],
     subjects: float,
     weights: np.ndarray | None = None,
-) -> dict[str, Any]:
+) -> Diagnostics:
     """How much of the explanation rests on tiny cohorts.
 
     ``singleton_share``: share of targets whose cohort on every feature is the target alone (of size
@@ -137,7 +151,7 @@ def group_table(
     """Per group and feature: the number of targets, and for each (targets, features) array in
     `arrays` its weighted group mean and standard error (the group's targets treated as a sample)."""
     count = len(groups)
-    columns: dict[str, Any] = {}
+    columns: dict[str, np.ndarray] = {}
     for name, values in arrays.items():
         columns[name] = bootstrap_module.group_means(values[:, None, :], weights[:, None], number, count)[:, 0]
         columns[f"{name}_se"] = np.stack(

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 import polars as pl
 
 from cohortsql.results.base import TargetValues
-from cohortsql.results.tables import by_importance, diagnostics
+from cohortsql.results.tables import Diagnostics, by_importance, diagnostics
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -62,7 +61,7 @@ class GameResult(TargetValues):
         return by_importance(table, "mean_shapley")
 
     @cached_property
-    def diagnostics(self) -> dict[str, Any]:
+    def diagnostics(self) -> Diagnostics:
         """``unique_share``: the share of targets alone in their cohort on every feature (identifiable from
         them), with the cohort diagnostics of `cohortsql.results.tables.diagnostics`."""
         n = float(self.subjects if self.total_weight is None else self.total_weight)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from cohortsql import queries
+from cohortsql._typing import Row
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.numeric.quantiles import interpolated_quantile, weighted_quantile
 from cohortsql.request.features import LONG_TAILED_WINDOW, LOW_CARDINALITY, Feature, default_kind
@@ -110,11 +111,11 @@ def measure_tails(
 
 def _in_parts(
     engine: Engine, columns: Mapping[str, Part], query: Callable[[dict[str, Part]], str], context: str
-) -> dict[str, Any]:
+) -> Row:
     """The one-row result of `query` over `columns` (alias -> what it needs): one query for all of them,
     or under a memory limit one query per column, so that no query holds a table per feature at once."""
     parts = [{alias: part} for alias, part in columns.items()] if engine.memory_budget is not None else [dict(columns)]
-    row: dict[str, Any] = {}
+    row: Row = {}
     for part in parts:
         row |= fetch_record(engine, query(part), context=context)
     return row

@@ -8,7 +8,7 @@ every cohort of every subset from those cells. Local values for targets look up 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -18,7 +18,7 @@ from cohortsql.engines.base import Engine
 from cohortsql.games.base import Cohorts, DenseBatch, Game
 from cohortsql.numeric import lattice, shapley
 from cohortsql.request.measures import Measures
-from cohortsql.results.tables import diagnostics
+from cohortsql.results.tables import Diagnostics, diagnostics
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, game_means
 from cohortsql.run.replicates import draw_groups, one_row_per_key
@@ -102,7 +102,7 @@ def _frame(engine: Engine, sql: str) -> pl.DataFrame:
     return frame
 
 
-def variance_game(engine: Engine, prepared: Prepared) -> tuple[np.ndarray, dict[str, Any]]:
+def variance_game(engine: Engine, prepared: Prepared) -> tuple[np.ndarray, Diagnostics]:
     """v_var(u) over every subject for every subset u and game, shape (games, 2^d), and the
     diagnostics of every subject's cohorts."""
     cells, _ = _cells(engine, prepared)

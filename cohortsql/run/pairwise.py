@@ -9,7 +9,6 @@ permutation method walks random chains of cohorts over the distinct masks. Batch
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -38,7 +37,7 @@ def _histograms(
     pacer: Pacer,
     *,
     of_players: bool = True,
-) -> Iterator[tuple[int, int, dict[str, Any]]]:
+) -> Iterator[tuple[int, int, dict[str, np.ndarray]]]:
     """(first target, number of targets, histogram columns) for consecutive batches of distinct targets
     (with `weighted` rows per group of replicates, their sums turned into a column per weighting); in a
     grouped run, masks over the players (`of_players`) or over the features."""

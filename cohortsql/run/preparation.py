@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from cohortsql import queries
-from cohortsql._typing import GroupValues
+from cohortsql._typing import GroupValues, Row
 from cohortsql.engines.base import Engine, fetch_record
 from cohortsql.engines.inputs import POSITION_COLUMN, Input
 from cohortsql.errors import CohortError
@@ -358,7 +358,7 @@ def _batch_bytes(engine: Engine) -> int:
     return BATCH_MEMORY_BYTES if limit is None else min(BATCH_MEMORY_BYTES, limit // 4)
 
 
-def _check_table(statistics: dict[str, Any], outcomes: Sequence[str], id: str | None) -> None:
+def _check_table(statistics: Row, outcomes: Sequence[str], id: str | None) -> None:
     """Refuse an empty table, bad explained values, and ids that do not identify rows."""
     if statistics["subjects"] == 0:
         raise CohortError("the data has no rows; cohort Shapley needs at least one subject")

@@ -186,7 +186,7 @@ def _features_alone(prepared: Prepared) -> list[ResolvedFeature]:
     ]
 
 
-def _groups(prepared: Prepared) -> dict[str, Any]:
+def _groups(prepared: Prepared) -> dict[str, str | dict[str, list[str]]]:
     """``groups`` and ``group_values`` of a grouped run (nothing otherwise)."""
     if prepared.groups is None:
         return {}

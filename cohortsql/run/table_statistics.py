@@ -5,9 +5,9 @@ subjects, the (weighted) moments of each explained column, and each feature's ow
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from cohortsql import queries
+from cohortsql._typing import Row
 
 
 @dataclass(frozen=True)
@@ -24,11 +24,11 @@ class TableStatistics:
     """ybar_k - pilot_k of each explained column (weighted when the rows are)."""
     variances: tuple[float, ...]
     """The (weighted) population variance of each explained column."""
-    features: tuple[dict[str, Any], ...]
+    features: tuple[Row, ...]
     """Each feature's own statistics by name (nulls, levels, the kind's parameters)."""
 
     @classmethod
-    def parse(cls, row: dict[str, Any], outcomes: int, features: int, *, weighted: bool) -> TableStatistics:
+    def parse(cls, row: Row, outcomes: int, features: int, *, weighted: bool) -> TableStatistics:
         """From the row of `cohortsql.queries.statistics.statistics_aggregates`' aliases."""
         means, variances = [], []
         for index in range(outcomes):
