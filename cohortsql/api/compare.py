@@ -46,14 +46,15 @@ def compare(
 
     Examples
     --------
-    >>> import polars as pl
     >>> import cohortsql
-    >>> loans = cohortsql.datasets.loans()
-    >>> similarity = {"income": "abs:15", "region": "exact"}
     >>> model = cohortsql.datasets.loans_model  # 1 - income / 100, + 0.05 in the south
-    >>> both = cohortsql.compare(loans, model=model, prediction="score", similarity=similarity, model_input="polars")
-    >>> both.global_.filter(pl.col("method") == "CS2").select("feature", pl.col("share").round(3)).rows()
-    [('income', 0.846), ('region', 0.154)]
+    >>> both = cohortsql.compare(
+    ...     cohortsql.datasets.loans(), model=model, prediction="score", model_input="polars",
+    ...     similarity={"income": "abs:15", "region": "exact"},
+    ... )
+    >>> shares = both.global_.filter(method="CS2")
+    >>> dict(zip(shares["feature"], shares["share"].round(3)))
+    {'income': 0.846, 'region': 0.154}
     """
     asked = checked_options(options, CompareOptions, realistic=True)
     if not isinstance(prediction, str):

@@ -14,10 +14,8 @@ from cohortsql._typing import (
     DIALECTS,
     VARIANTS,
     QueryOptions,
-    RunOptions,
     SqlDialect,
     SqlVariant,
-    Targets,
 )
 from cohortsql.dialects import NATIVE_DIALECTS, TRANSPILED_DIALECTS, Dialect
 from cohortsql.dialects.transpile import transpile
@@ -45,15 +43,10 @@ def sql_query(
     *,
     prediction: str,
     similarity: SimilarityArgument,
-    id: str | None = None,
-    targets: Targets = None,
-    sample: int | float | None = None,
-    weight: str | None = None,
     table: str | None = None,
     dialect: SqlDialect = "duckdb",
     variant: SqlVariant = "histogram",
-    seed: int | None = None,
-    **options: Unpack[RunOptions],
+    **options: Unpack[QueryOptions],
 ) -> str:
     """The heavy step (docs/design.md §2, the pairwise path), or the whole computation, as one SQL
     query to run in a warehouse where the data live.
@@ -99,12 +92,11 @@ def sql_query(
     """
     check_choice("dialect", dialect, DIALECTS)
     check_choice("variant", variant, VARIANTS)
-    if weight is not None and variant not in FINISHED:
+    if options.get("weight") is not None and variant not in FINISHED:
         raise CohortError(
             f"weight= needs variant='values' or 'effects': `cohortsql assemble` reads unweighted {variant} results"
         )
-    given = {**options, "id": id, "targets": targets, "sample": sample, "seed": seed, "weight": weight}
-    return render_query(data, prediction, similarity, table, dialect, variant, given)
+    return render_query(data, prediction, similarity, table, dialect, variant, options)
 
 
 def histogram_sql(*arguments: Any, **options: Any) -> str:

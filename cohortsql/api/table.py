@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Unpack
 
 from cohortsql import queries
-from cohortsql._typing import RunOptions, TableOptions, Targets
+from cohortsql._typing import TableOptions
 from cohortsql.api.register import histogram_values_checked
 from cohortsql.numeric.shapley import targets_per_batch
 from cohortsql.request.arguments import explained_columns
@@ -30,12 +30,7 @@ def shapley_table(
     *,
     prediction: str,
     similarity: SimilarityArgument,
-    id: str | None = None,
-    targets: Targets = None,
-    sample: int | float | None = None,
-    weight: str | None = None,
-    seed: int | None = None,
-    **options: Unpack[RunOptions],
+    **options: Unpack[TableOptions],
 ) -> Any:
     """Every target's cohort Shapley values as a table of the engine that computes them: ``id``,
     ``feature``, ``shapley``, ``shapley_squared`` (as `cohort_shapley`'s ``local``, in no particular
@@ -62,8 +57,7 @@ def shapley_table(
     [(0, 'income', 0.274), (0, 'region', -0.004)]
     """
     explained_columns(prediction, several=False)
-    given = {**options, "id": id, "targets": targets, "sample": sample, "seed": seed, "weight": weight}
-    asked = checked_options(given, TableOptions)
+    asked = checked_options(options, TableOptions)
     with open_session(
         data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_EXACT_FEATURES, snapshot=True
     ) as session:
