@@ -44,11 +44,12 @@ if TYPE_CHECKING:
 class CohortNamespace:
     """Cohort Shapley on this frame: the same computations and results as the module functions.
 
-    The methods' examples explain this table, scored by this model:
+    The methods' examples explain a small table of loans (`cohortsql.datasets.loans`), scored by
+    ``1 - income / 100``, plus 0.05 in the south (`cohortsql.datasets.loans_model`):
 
     >>> import cohortsql  # registers df.cohort
-    >>> loans = cohortsql.datasets.loans()
-    >>> model = cohortsql.datasets.loans_model  # 1 - income / 100, + 0.05 in the south
+    >>> cohortsql.datasets.loans().cohort.shapley(prediction="score", similarity=["income"]).features
+    ('income',)
     """
 
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
@@ -65,6 +66,8 @@ class CohortNamespace:
 
         Examples
         --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
         >>> loans.cohort.shapley(prediction="score", similarity={"income": "abs:15", "region": "exact"}).shapley[0].round(4).tolist()
         [0.2738, -0.0037]
         """
@@ -83,6 +86,8 @@ class CohortNamespace:
 
         Examples
         --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
         >>> effects = loans.cohort.effects(prediction="score", similarity={"income": "abs:15", "region": "exact"})
         >>> effects.effects["share"].round(3).to_list()
         [0.78, 0.142]
@@ -101,6 +106,8 @@ class CohortNamespace:
 
         Examples
         --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
         >>> loans.lazy().cohort.uniqueness(similarity=["region"]).value.round(4).tolist()[:2]
         [0.6931, 0.6931]
         """
@@ -119,6 +126,8 @@ class CohortNamespace:
 
         Examples
         --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
         >>> loans.cohort.estimate(prediction="score", similarity=["income", "region"]).distinct_targets
         12
         """
@@ -138,6 +147,9 @@ class CohortNamespace:
 
         Examples
         --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
+        >>> model = cohortsql.datasets.loans_model
         >>> loans.cohort.baseline(model=model, features=["income", "region"], model_input="polars").shapley[0].round(4).tolist()
         [0.295, 0.0]
         """
@@ -157,6 +169,9 @@ class CohortNamespace:
 
         Examples
         --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
+        >>> model = cohortsql.datasets.loans_model
         >>> both = loans.cohort.compare(model=model, prediction="score", similarity=["income", "region"], model_input="polars")
         >>> both.totals.columns[:3]
         ['id', 'prediction', 'model']
@@ -170,6 +185,8 @@ class CohortNamespace:
 
         Examples
         --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
         >>> loans.cohort.calibrate(features=["income", "region"], runs=5, seed=1).recommended
         0.7
         """

@@ -33,24 +33,15 @@ def test_every_public_function_and_namespace_method_has_an_example():
     assert missing == [], f"no runnable example in the docstrings of {missing}"
 
 
-def namespace_globals() -> dict:
-    """What the namespace's class docstring defines for its methods' examples (the table and the model)."""
-    (test,) = doctest.DocTestFinder(recurse=False).find(CohortNamespace, "CohortNamespace")
-    runner = doctest.DocTestRunner()
-    runner.run(test, clear_globs=False)
-    assert runner.summarize(verbose=False).failed == 0
-    return test.globs
-
-
 @pytest.mark.parametrize("name", sorted(DOCUMENTED))
 def test_the_examples_run(name):
+    """Each example as the standard runner takes it (``pytest --doctest-modules cohortsql``): its own
+    imports, no globals of the project's harness."""
     tests = doctest.DocTestFinder(recurse=False).find(DOCUMENTED[name], name)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CohortWarning)  # tiny example tables have small cohorts
         for test in tests:
-            if name.startswith("df.cohort."):
-                test.globs.update(namespace_globals())
             runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
     assert runner.summarize(verbose=False).attempted > 0
