@@ -45,3 +45,21 @@ def test_the_examples_run(name):
             runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
     assert runner.summarize(verbose=False).attempted > 0
+
+
+def test_the_standard_doctest_runner_passes():
+    """``pytest --doctest-modules cohortsql`` as anyone would run it: no conftest of the project's."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    package = Path(cohortsql.__file__).parent
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--doctest-modules", str(package), "-q", "-p", "no:cacheprovider", "--no-cov"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=package.parent,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert " passed" in result.stdout
