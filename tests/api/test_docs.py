@@ -62,4 +62,4 @@ def test_the_standard_doctest_runner_passes():
         cwd=package.parent,
     )
     assert result.returncode == 0, result.stdout[-3000:]
-    assert " passed" in result.stdout
+    assert result.stdout.count(".") >= 20  # every example ran (the public functions and df.cohort's methods)
