@@ -57,6 +57,26 @@ def assemble(
     kinds are recorded in the result). ``method`` applies to mask histograms: ``exact`` (d <= 24),
     ``permutation`` or ``auto`` (exact up to d = 16); cells are always exact.
 
+    Parameters
+    ----------
+    histogram
+        The result of a `sql_query` histogram, collapsed or cells query: a Parquet or CSV file, or a frame.
+    similarity
+        The features in the query's order (its kinds are recorded in the result).
+    method
+        ``exact``, ``permutation`` or ``auto``, for mask histograms (cells are always exact).
+    seed
+        Seeds the permutations.
+    max_permutations
+        The permutations' budget per target.
+    tolerance
+        Stop a target's permutations once every standard error is at most this.
+
+    Returns
+    -------
+    CohortShapleyResult
+        The values `cohort_shapley` gives for the query's targets.
+
     Examples
     --------
     >>> import cohortsql

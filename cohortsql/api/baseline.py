@@ -58,36 +58,57 @@ def baseline_shapley(
     w(|u|) (v_b(u + j) - v_b(u)) and, squared, phi2_j = mean_b of the Shapley values of v_b(u)^2,
     so that sum_j phi_j = f(x_t) - mean_b f(x_b) and sum_j phi2_j = mean_b (f(x_t) - f(x_b))^2.
 
-    - `model`: a callable f(X) returning one number per row, or an object with ``predict``
-      (``predict_proba``'s second column with ``model_output="probability"``). It is called on
-      batches of at most `batch_rows` distinct hybrid rows, read as `model_input` says: a pandas
-      frame with the data's column types (so fitted scikit-learn pipelines work), a polars frame,
-      or a float numpy array with the columns in feature order.
-    - `prediction`: the column holding the model's stored predictions, if the data have one. The model
-      is then run on the targets first and the call refused if it does not give that column (within
-      `model_tolerance`, relative; ``inf`` skips the check), naming the output that would.
-    - `features`: the model's inputs, as a list of column names or a mapping to similarity kinds
-      (as `cohort_shapley`'s `similarity`); the kinds decide realism.
-    - `baseline`: ``"mean"`` (one point: each numeric feature's mean, every other feature's most
-      frequent value), ``"all"`` (every row: all-baseline Shapley; `baseline_sample` draws that many
-      rows at random with `seed`), or a list of ids whose rows are the baselines.
-    - `realistic=True`: also split every value into the part from realistic hybrid points (some
-      subject is similar to the point on every feature, under the kinds of `features`, with their
-      whole-table parameters) and the rest: ``shapley_realistic`` and ``shapley_unrealistic``.
-    - `groups`: each group of features is one player, whose hybrid points take all of its features
-      from the target or none (2^players points a target and baseline); with
-      ``group_values="owen"`` every feature also gets its Owen value under the groups (``owen``,
-      ``owen_table``; from the games of every feature, 2^d points). Exact method only.
-
-    - `method`: ``exact`` (every subset: |B| 2^d model evaluations per target, d <= 20),
-      ``permutation`` (Monte Carlo: antithetic pairs of random orders, each with a random baseline,
-      d model evaluations per permutation, d <= 128; at most `max_permutations` per target, fewer once
-      every standard error is below `tolerance`; ``shapley_se`` and ``shapley_squared_se`` come with
-      the values, and the totals stay exact), or ``auto`` (exact up to d = 12).
-
     Each distinct hybrid point is evaluated once per chunk of about a million; targets with
-    identical features are computed once. `targets`, `sample`, `id` and ``**options`` (where and how
-    it runs) are as in `cohort_shapley`.
+    identical features are computed once.
+
+    Parameters
+    ----------
+    data
+        The table: any input `cohort_shapley` reads.
+    model
+        A callable f(X) returning one number per row, or an object with ``predict``
+        (``predict_proba``'s second column with ``model_output="probability"``). It is called on
+        batches of at most `batch_rows` distinct hybrid rows, read as `model_input` says: a pandas
+        frame with the data's column types (so fitted scikit-learn pipelines work), a polars frame,
+        or a float numpy array with the columns in feature order.
+    features
+        The model's inputs, as a list of column names or a mapping to similarity kinds (as
+        `cohort_shapley`'s `similarity`); the kinds decide realism.
+    prediction
+        The column holding the model's stored predictions, if the data have one. The model is then
+        run on the targets first and the call refused if it does not give that column (within
+        `model_tolerance`, relative; ``inf`` skips the check), naming the output that would.
+    **options
+        The options of `BaselineOptions`: ``id``, ``targets``, ``sample``, ``seed``, the model's
+        ``model_input``, ``model_output``, ``model_tolerance`` and ``batch_rows``, the
+        `RunOptions`, and those below.
+
+    Other Parameters
+    ----------------
+    baseline : {"mean", "all"} or list of ids
+        ``mean`` (one point: each numeric feature's mean, every other feature's most frequent
+        value), ``all`` (every row: all-baseline Shapley; `baseline_sample` draws that many rows at
+        random with `seed`), or the ids of the rows that are the baselines.
+    realistic : bool
+        Also split every value into the part from realistic hybrid points (some subject is similar
+        to the point on every feature, under the kinds of `features`, with their whole-table
+        parameters) and the rest: ``shapley_realistic`` and ``shapley_unrealistic``.
+    groups, group_values : mapping of str to list of str, {"players", "owen"}
+        Each group of features is one player, whose hybrid points take all of its features from the
+        target or none (2^players points a target and baseline); with ``group_values="owen"`` every
+        feature also gets its Owen value under the groups (``owen``, ``owen_table``; from the games
+        of every feature, 2^d points). Exact method only.
+    method, max_permutations, tolerance : {"exact", "permutation", "auto"}, int, float
+        ``exact`` (every subset: |B| 2^d model evaluations per target, d <= 20), ``permutation``
+        (antithetic pairs of random orders, each with a random baseline, d model evaluations per
+        permutation, d <= 128; at most `max_permutations` per target, fewer once every standard
+        error is below `tolerance`; ``shapley_se`` and ``shapley_squared_se`` come with the values,
+        and the totals stay exact), or ``auto`` (exact up to d = 12).
+
+    Returns
+    -------
+    BaselineShapleyResult
+        Baseline (one baseline) or all-baseline Shapley values, split by realism when asked.
 
     Examples
     --------

@@ -39,6 +39,21 @@ def calibrate(data: Any, *, features: Sequence[str], **options: Unpack[Calibrati
     The defaults: `thresholds` 0.05, 0.10, ..., 1.00 (the paper's figure), `holdouts` 0.1, 0.2 and
     0.3, `runs` 100, `marginal_samples` 1,000, `max_rows` 20,000, `kind` ``range``, no `exact`.
 
+    Parameters
+    ----------
+    data
+        The table: any input `cohort_shapley` reads.
+    features
+        The features whose similarity thresholds are calibrated.
+    **options
+        What to try and where it runs (`CalibrationOptions`; the options of `cohort_shapley` with the same names mean the same):
+        ``exact``, ``kind``, ``thresholds``, ``holdouts``, ``runs``, ``marginal_samples``, ``max_rows``, ``seed`` and the `RunOptions`.
+
+    Returns
+    -------
+    Calibration
+        The realistic shares of held-out rows and of marginal draws at every threshold, and the recommended one.
+
     Examples
     --------
     >>> import cohortsql

@@ -44,6 +44,25 @@ def compare(
     refused before anything is computed: otherwise BS and ABS would explain a different function than
     CS (a classifier's 0/1 labels against stored probabilities; `model_output="probability"` fixes that).
 
+    Parameters
+    ----------
+    data
+        The table: any input `cohort_shapley` reads.
+    model
+        The fitted model whose stored predictions are `prediction` (a callable, or an object with ``predict`` / ``predict_proba``).
+    prediction
+        The column of the model's stored predictions, explained by cohort Shapley.
+    similarity
+        Feature -> similarity kind, or a list of features with default kinds (as for `cohort_shapley`).
+    **options
+        Which rows, the method, how the model is called, groups and where it runs (`CompareOptions`; the options of `cohort_shapley` with the same names mean the same):
+        ``id``, ``targets``, ``sample``, ``seed``, ``method``, ``tolerance``, ``max_permutations``, ``model_input``, ``model_output``, ``model_tolerance``, ``batch_rows``, ``baseline_sample``, ``realistic``, ``groups``, ``group_values`` and the `RunOptions`.
+
+    Returns
+    -------
+    Comparison
+        CS, CS2, BS, BS2, ABS and ABS2 for the same targets.
+
     Examples
     --------
     >>> import cohortsql

@@ -84,6 +84,23 @@ def shapley_effects(
     row adds up to its effect). Arguments are those of `cohort_shapley`; `variance_shapley` is the
     same function.
 
+    Parameters
+    ----------
+    data
+        The table: any input `cohort_shapley` reads.
+    prediction
+        The column to explain, or a list of columns explained over the same cohorts in one pass.
+    similarity
+        Feature -> similarity kind, or a list of features with default kinds (as for `cohort_shapley`).
+    **options
+        Which rows, weights and intervals, the method, interaction values, anchored terms, groups and where it runs (`EffectsOptions`; the options of `cohort_shapley` with the same names mean the same):
+        ``id``, ``targets``, ``sample``, ``seed``, ``weight``, ``bootstrap``, ``confidence``, ``method``, ``tolerance``, ``max_permutations``, ``path``, ``interactions``, ``anchored``, ``groups``, ``group_values`` and the `RunOptions`.
+
+    Returns
+    -------
+    ShapleyEffects or ShapleyEffectsResults
+        The effects of each feature, largest first, one result per explained column when several are given.
+
     Examples
     --------
     >>> import polars as pl

@@ -29,6 +29,23 @@ def estimate(
     """What `cohort_shapley` with these arguments would do and how long it should take: the data are
     read and checked, the targets chosen, and one small pilot batch computed and timed (``--dry-run``).
 
+    Parameters
+    ----------
+    data
+        The table: any input `cohort_shapley` reads.
+    prediction
+        The column to explain, or a list of columns explained over the same cohorts in one pass.
+    similarity
+        Feature -> similarity kind, or a list of features with default kinds (as for `cohort_shapley`).
+    **options
+        Those of `cohort_shapley` (`ShapleyOptions`; the options of `cohort_shapley` with the same names mean the same):
+        every option it takes.
+
+    Returns
+    -------
+    Plan
+        The plan (targets, features, method, path, engine) and the pilot batch's time, which gives the estimate.
+
     Examples
     --------
     >>> import cohortsql

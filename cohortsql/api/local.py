@@ -71,52 +71,83 @@ def cohort_shapley(
     phi_j = sum_{u subset of -j} w(|u|) (v(u + j) - v(u)), w(s) = s! (d - s - 1)! / d!, for both
     games (docs/design.md §2).
 
-    Args:
-        data: a path (parquet, csv, json, globs), a SQL query, a pyarrow Table, a polars DataFrame or
-            LazyFrame, a pandas DataFrame, a DuckDB relation, a Spark DataFrame, or the name of a
-            table on `connection`.
-        prediction: the column to explain (a model's prediction or an observed response), or a list
-            of columns explained over the same cohorts in one pass (the result is then a
-            `CohortShapleyResults`, one result per column, its tables with an ``outcome`` column).
-        similarity: feature -> similarity kind (object or text such as ``"range:0.1"``), or a
-            list of feature names that get default kinds; its order is the feature order. ``"all"``:
-            every column but the explained ones, the id and the weight, with default kinds; in a
-            mapping, the key ``"*"`` stands for every column not named otherwise
-            (``{"*": "exact"}``: one kind for all).
-        id: the column that identifies rows; None uses the 0-based row position.
-        weight: a column of case weights (finite, >= 0): cohort means, the overall mean, averages over
-            targets and quantile windows weigh each row by it (an integer weight counts as that many
-            copies of the row; a weight of 0 drops it).
-        targets: None for every row, a list of id values, or a SQL predicate over the data's columns
-            (a count or a fraction here means ``sample=`` of every row).
-        sample: a random sample of the targets (every row, or the rows of a predicate): a count (int)
-            or a fraction (float), drawn with `seed`, the same on every engine.
-        method: ``"exact"`` (d <= 24), ``"permutation"`` (Monte Carlo over random orders of the
-            predictors, d <= 128, with standard errors) or ``"auto"`` (exact up to d = 16).
-        seed: seeds the random sample of targets, the permutations and the bootstrap replicates.
-        bootstrap: B Bayesian-bootstrap replicates (exact method): every subject reweighted by an
-            Exp(1) draw per replicate, all computed in the same SQL pass; gives percentile intervals
-            of every value (``res.local``), of the effects (``res.global_``) and paired intervals of
-            group differences (``res.by``).
-        confidence: the intervals' coverage.
-        tolerance: permutation method: stop a target once every standard error is at most this.
-        max_permutations: permutation method: the budget per target (antithetic pairs count twice).
-        path: one of `PATHS` (exact method).
-        interactions: also each target's pairwise Shapley interaction values of v_CS, in shap's
-            convention (``res.interactions``, targets x d x d; ``res.interaction_table``): Phi_ij =
-            Phi_ji is half the Shapley interaction index of {i, j}, I_ij = sum over T containing
-            {i, j} of g_T / (|T| - 1) (g: the Harsanyi dividends, the paper's Theorem 1), and
-            Phi_ii = phi_i - sum over j != i of Phi_ij, so row i adds up to phi_i (exact method:
-            one more pass over the data; permutation method: estimated from the same permutations
-            as the values, with standard errors in ``res.interactions_se``).
-        **options: where and how it runs, the same for every method (`cohortsql._typing.RunOptions`):
-            ``memory_limit`` (DuckDB's, e.g. ``"1GB"``; beyond it DuckDB spills), ``temp_directory``
-            (where it spills), ``progress`` (on stderr; None: on long runs at a terminal),
-            ``connection`` (a DuckDB connection or a SparkSession, to read its tables by name),
-            ``engine`` (``"duckdb"`` or ``"spark"``; by default the one the data or connection
-            belongs to) and ``spark_master``.
+    Parameters
+    ----------
+    data
+        A path (parquet, csv, json, globs), a SQL query, a pyarrow Table, a polars DataFrame or
+        LazyFrame, a pandas DataFrame, a DuckDB relation, a Spark DataFrame, or the name of a table
+        on `connection`.
+    prediction
+        The column to explain (a model's prediction or an observed response), or a list of columns
+        explained over the same cohorts in one pass (the result is then a `CohortShapleyResults`, one
+        result per column, its tables with an ``outcome`` column).
+    similarity
+        Feature -> similarity kind (object or text such as ``"range:0.1"``), or a list of feature
+        names that get default kinds; its order is the feature order. ``"all"``: every column but
+        the explained ones, the id and the weight, with default kinds; in a mapping, the key ``"*"``
+        stands for every column not named otherwise (``{"*": "exact"}``: one kind for all).
+    **options
+        The options of `ShapleyOptions`, each below.
 
-    Targets come in id order (row order when ids are row positions).
+    Other Parameters
+    ----------------
+    id : str, optional
+        The column that identifies rows; None uses the 0-based row position.
+    targets : None, str, list, int or float
+        None for every row, a list of id values, or a SQL predicate over the data's columns (a count
+        or a fraction here means ``sample=`` of every row).
+    sample : int or float, optional
+        A random sample of the targets (every row, or the rows of a predicate): a count or a
+        fraction, drawn with `seed`, the same on every engine.
+    seed : int, optional
+        Seeds the random sample of targets, the permutations and the bootstrap replicates.
+    weight : str, optional
+        A column of case weights (finite, >= 0): cohort means, the overall mean, averages over
+        targets and quantile windows weigh each row by it (an integer weight counts as that many
+        copies of the row; a weight of 0 drops it).
+    bootstrap : int
+        B Bayesian-bootstrap replicates (exact method): every subject reweighted by an Exp(1) draw
+        per replicate, all computed in the same SQL pass; gives percentile intervals of every value
+        (``res.local``), of the effects (``res.global_``) and paired intervals of group differences
+        (``res.by``).
+    confidence : float
+        The intervals' coverage (default 0.95).
+    method : {"exact", "permutation", "auto"}
+        ``exact`` (d <= 24, the default), ``permutation`` (Monte Carlo over random orders of the
+        predictors, d <= 128, with standard errors) or ``auto`` (exact up to d = 16).
+    tolerance : float, optional
+        Permutation method: stop a target once every standard error is at most this.
+    max_permutations : int
+        Permutation method: the budget per target (antithetic pairs count twice; default 200).
+    path : {"auto", "pairwise", "grouping_sets"}
+        How exact cohorts are found: joining targets with subjects (any kind), or the cells of
+        ``exact`` and ``bins`` kinds with no join; ``auto`` chooses.
+    interactions : bool
+        Also each target's pairwise Shapley interaction values of v_CS, in shap's convention
+        (``res.interactions``, targets x d x d; ``res.interaction_table``): Phi_ij = Phi_ji is half
+        the Shapley interaction index of {i, j}, I_ij = sum over T containing {i, j} of
+        g_T / (|T| - 1) (g: the Harsanyi dividends, the paper's Theorem 1), and Phi_ii = phi_i - sum
+        over j != i of Phi_ij, so row i adds up to phi_i (exact method: one more pass over the data;
+        permutation method: estimated from the same permutations, with ``res.interactions_se``).
+    anchored : int
+        K > 0: each target's anchored terms, the Harsanyi dividends g_T of every set T of at most K
+        features (``res.anchored()``; the paper's Theorem 1: they add up to cohort mean - mean).
+    groups : mapping of str to list of str, optional
+        Features explained together: each group is one player, similar when similar on all of its
+        members; a feature no group names is a player of its own.
+    group_values : {"players", "owen"}
+        ``owen`` adds each feature's Owen value within its group (``res.owen``, ``res.owen_table``).
+    memory_limit, temp_directory, progress, connection, engine, spark_master : RunOptions
+        Where and how it runs, the same for every method (`RunOptions`): DuckDB's memory limit
+        (e.g. ``"1GB"``; beyond it DuckDB spills to `temp_directory`), progress on stderr (None: on
+        long runs at a terminal), a DuckDB connection or a SparkSession to read its tables by name,
+        the engine by name, and the master of a Spark session cohortsql starts.
+
+    Returns
+    -------
+    CohortShapleyResult or CohortShapleyResults
+        The values of every target (in id order; row order when ids are row positions), one result
+        per explained column when several are given.
 
     Examples
     --------

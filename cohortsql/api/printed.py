@@ -74,6 +74,29 @@ def sql_query(
     (BigQuery), or the quantiles are weighted, quantile windows' quantiles are computed from `data`
     and written into the query as numbers (its header says so).
 
+    Parameters
+    ----------
+    data
+        The table the query is written for: cohortsql reads it to check the request and settle the kinds.
+    prediction
+        The column to explain.
+    similarity
+        Feature -> similarity kind, or a list of features with default kinds (as for `cohort_shapley`).
+    table
+        The table the query reads, in the target dialect (a name or any table expression); default: the file `data` names.
+    dialect
+        ``duckdb``, ``spark``, ``postgres``, ``bigquery`` or ``snowflake``.
+    variant
+        What the query returns (above).
+    **options
+        Which rows, case weights and where cohortsql reads `data` (`QueryOptions`; the options of `cohort_shapley` with the same names mean the same):
+        ``id``, ``targets``, ``sample``, ``seed``, ``weight`` and the `RunOptions`.
+
+    Returns
+    -------
+    str
+        The query, its header comments saying what it computes.
+
     Examples
     --------
     >>> import cohortsql
@@ -101,6 +124,18 @@ def sql_query(
 
 def histogram_sql(*arguments: Any, **options: Any) -> str:
     """The earlier name of `sql_query` (its ``values`` and ``effects`` variants return no histogram).
+
+    Parameters
+    ----------
+    *arguments
+        Those of `sql_query` (`data`).
+    **options
+        Those of `sql_query`.
+
+    Returns
+    -------
+    str
+        The query `sql_query` prints; a `DeprecationWarning` says the name will go.
 
     Examples
     --------

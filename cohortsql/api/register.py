@@ -33,6 +33,16 @@ def register(connection: Any) -> None:
     ``SELECT * FROM cohort_shapley_values(TABLE(histogram) PARTITION BY target)`` finishes the
     histograms of the printed query where they were computed (on the executors).
 
+    Parameters
+    ----------
+    connection
+        A DuckDB connection (or a cursor of one) or a SparkSession (classic or Connect).
+
+    Returns
+    -------
+    None
+        The functions are added to `connection` (to its database's catalog under names of its own, and as its TEMP macros).
+
     Examples
     --------
     >>> import duckdb

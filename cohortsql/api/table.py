@@ -48,6 +48,23 @@ def shapley_table(
     the table is read changes nothing in it. Arguments are those of
     `cohort_shapley` (the exact method, up to 24 features).
 
+    Parameters
+    ----------
+    data
+        The table: any input `cohort_shapley` reads (a Spark DataFrame or table stays on Spark).
+    prediction
+        The column to explain.
+    similarity
+        Feature -> similarity kind, or a list of features with default kinds (as for `cohort_shapley`).
+    **options
+        Which rows, case weights and where it runs (`TableOptions`; the options of `cohort_shapley` with the same names mean the same):
+        ``id``, ``targets``, ``sample``, ``seed``, ``weight`` and the `RunOptions`.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame or duckdb.DuckDBPyRelation
+        A lazy table of ``id``, ``feature``, ``shapley`` and ``shapley_squared``, a snapshot of the data.
+
     Examples
     --------
     >>> import cohortsql

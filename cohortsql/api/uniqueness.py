@@ -32,6 +32,21 @@ def uniqueness_shapley(
     (``owen``, ``owen_table``).
     Other arguments are those of `cohort_shapley` (exact method).
 
+    Parameters
+    ----------
+    data
+        The table: any input `cohort_shapley` reads.
+    similarity
+        Feature -> similarity kind, or a list of features with default kinds (as for `cohort_shapley`).
+    **options
+        Which rows, case weights, the path, groups and where it runs (`UniquenessOptions`; the options of `cohort_shapley` with the same names mean the same):
+        ``id``, ``targets``, ``sample``, ``seed``, ``weight``, ``path``, ``groups``, ``group_values`` and the `RunOptions`.
+
+    Returns
+    -------
+    UniquenessResult
+        Each target's values, in nats, adding up to ``value`` = -log(|C_{t,1:d}| / n).
+
     Examples
     --------
     >>> import cohortsql

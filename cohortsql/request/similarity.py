@@ -332,6 +332,17 @@ def _absolute(arguments: str) -> AbsoluteWindow:
 def parse_similarity(text: str) -> Similarity:
     """Parse the short text form of a similarity kind, e.g. ``"range:0.1"`` or ``"sql:s.a = t.a"``.
 
+    Parameters
+    ----------
+    text
+        ``exact``, ``abs:D[unit]``, ``relative:D``, ``range:R``, ``quantile:R[:P]``, ``bins:K`` or
+        ``sql:EXPRESSION``; a malformed text is a `CohortError` that says which part is wrong.
+
+    Returns
+    -------
+    Similarity
+        The kind as an object.
+
     Examples
     --------
     >>> from cohortsql import parse_similarity

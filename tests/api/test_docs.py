@@ -63,3 +63,20 @@ def test_the_standard_doctest_runner_passes():
     )
     assert result.returncode == 0, result.stdout[-3000:]
     assert result.stdout.count(".") >= 20  # every example ran (the public functions and df.cohort's methods)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_every_public_function_documents_every_parameter_in_numpy_style(name):
+    """The site renders numpy-style sections as parameter tables: one style, every parameter named
+    (``Args:`` blocks and bullet lists rendered as one run-on paragraph)."""
+    function = FUNCTIONS[name]
+    documented = inspect.getdoc(function) or ""
+    assert "Args:" not in documented
+    assert "Parameters\n----------\n" in documented and "Returns\n-------\n" in documented, name
+    section = documented.split("Parameters\n----------\n", 1)[1].split("\n\n", 1)[0]
+    entries = {line.split(" :")[0].strip() for line in section.splitlines() if line and not line.startswith(" ")}
+    for parameter in inspect.signature(function).parameters.values():
+        shown = f"**{parameter.name}" if parameter.kind is parameter.VAR_KEYWORD else parameter.name
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            continue
+        assert shown in entries, f"{name} does not document {shown}"
