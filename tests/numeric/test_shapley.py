@@ -136,13 +136,15 @@ def test_chunks_on_every_core_equal_one_row_at_a_time_and_repeat_exactly(monkeyp
     counts[:, -1] += 1  # every target is in its own cohort
     sums = rng.normal(size=(rows, 1 << d)) * counts
     means, weights = rng.normal(size=rows), rng.uniform(1, 2, size=rows)
+    row, mask = np.nonzero(counts)
+    batch = shapley.GameBatch(row, mask, counts[row, mask], sums[row, mask], rows, d, means, weights, slots)
     alone = [
         oracles.cohort_shapley(counts[r : r + 1], sums[r : r + 1], means[r : r + 1], weights[r : r + 1])
         for r in range(rows)
     ]
     monkeypatch.setattr(shapley, "CACHE_CHUNK_VALUES", 2 << d)  # two rows per chunk: six to eighteen chunks
-    chunked = oracles.cohort_shapley(counts, sums, means, weights, slots)
-    again = oracles.cohort_shapley(counts, sums, means, weights, slots)
+    chunked = shapley.cohort_shapley_of_histograms(batch)
+    again = shapley.cohort_shapley_of_histograms(batch)
     for field in ("shapley", "shapley_squared", "cohort_size", "path_mean"):
         np.testing.assert_allclose(getattr(chunked, field), np.concatenate([getattr(one, field) for one in alone]))
         np.testing.assert_array_equal(getattr(chunked, field), getattr(again, field))
