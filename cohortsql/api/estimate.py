@@ -31,15 +31,10 @@ def estimate(
 
     Parameters
     ----------
-    data
-        The table: any input `cohort_shapley` reads.
-    prediction
-        The column to explain, or a list of columns explained over the same cohorts in one pass.
-    similarity
-        Feature -> similarity kind, or a list of features with default kinds (as for `cohort_shapley`).
+    data, prediction, similarity
+        What `cohort_shapley` would explain, given as to it.
     **options
-        Those of `cohort_shapley` (`ShapleyOptions`; the options of `cohort_shapley` with the same names mean the same):
-        every option it takes.
+        Every option of `cohort_shapley` (`ShapleyOptions`).
 
     Returns
     -------

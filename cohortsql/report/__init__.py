@@ -25,6 +25,7 @@ from cohortsql.plot.colours import feature_colours
 from cohortsql.report import svg
 from cohortsql.results.effects import effects_of_tables
 from cohortsql.results.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
+from cohortsql.results.tables import reason
 
 SHOWN_TARGETS = 3
 """Targets drawn in detail when none are chosen: the lowest, the median and the highest prediction."""
@@ -315,15 +316,7 @@ def reasons_table(local: pl.DataFrame, count: int) -> pl.DataFrame:
     """Each target's top `count` reasons in words, joined: ``id`` and ``reasons``."""
     ranked = local.with_columns(size=pl.col("shapley").abs()).sort(["id", "size"], descending=[False, True])
     top = ranked.group_by("id", maintain_order=True).head(count)
-    words = top.with_columns(
-        reason=pl.format(
-            "{} = {} {} by {}",
-            "feature",
-            pl.col("feature_value").fill_null("missing"),
-            pl.when(pl.col("shapley") >= 0).then(pl.lit("raised")).otherwise(pl.lit("lowered")),
-            pl.col("shapley").abs().round_sig_figs(3),
-        )
-    )
+    words = top.with_columns(reason=reason())
     return words.group_by("id", maintain_order=True).agg(reasons=pl.col("reason").str.join("; "))
 
 

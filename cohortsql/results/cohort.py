@@ -24,6 +24,7 @@ from cohortsql.results.tables import (
     anchored_table,
     by_importance,
     diagnostics,
+    reason,
     standard_error,
     target_groups,
 )
@@ -175,11 +176,6 @@ class CohortShapleyResult(TargetValues):
         values = self.shapley[rows, features]
         texts = self.feature_values[rows, features]
         names = np.array(self.features, dtype=object)[features]
-        reasons = [
-            f"{name} = {'missing' if text is None else text} {'raised' if value >= 0 else 'lowered'}"
-            f" the cohort mean by {abs(value):.3g}"
-            for name, text, value in zip(names, texts, values)
-        ]
         return pl.DataFrame(
             {
                 "id": self.ids.gather(rows),
@@ -188,9 +184,8 @@ class CohortShapleyResult(TargetValues):
                 "feature": pl.Series(names.tolist(), dtype=pl.String),
                 "feature_value": pl.Series(texts.tolist(), dtype=pl.String),
                 "shapley": values,
-                "reason": pl.Series(reasons, dtype=pl.String),
             }
-        )
+        ).with_columns(reason=reason())
 
     def similar_interval(self, id: object, feature: str) -> tuple[float, float] | None:
         """The values of `feature` similar to target `id`'s (a closed interval), or None when the

@@ -238,3 +238,15 @@ def anchored_table(
             "anchored": terms[..., keep].reshape(-1),
         }
     )
+
+
+def reason(feature: str = "feature", value: str = "feature_value", shapley: str = "shapley") -> pl.Expr:
+    """A value in words, as every surface shows it, from a frame's columns: "sex = male lowered the
+    cohort mean by 0.31" (a missing value reads ``missing``; the amount has 3 significant digits)."""
+    return pl.format(
+        "{} = {} {} the cohort mean by {}",
+        pl.col(feature),
+        pl.col(value).fill_null("missing"),
+        pl.when(pl.col(shapley) >= 0).then(pl.lit("raised")).otherwise(pl.lit("lowered")),
+        pl.col(shapley).abs().round_sig_figs(3),
+    )

@@ -77,6 +77,7 @@ def test_every_public_function_documents_every_parameter_in_numpy_style(name):
     entries = {line.split(" :")[0].strip() for line in section.splitlines() if line and not line.startswith(" ")}
     for parameter in inspect.signature(function).parameters.values():
         shown = f"**{parameter.name}" if parameter.kind is parameter.VAR_KEYWORD else parameter.name
+        entries |= {part.strip() for entry in entries for part in entry.split(",")}
         if parameter.kind is parameter.VAR_POSITIONAL:
             continue
         assert shown in entries, f"{name} does not document {shown}"
