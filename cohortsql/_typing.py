@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias, TypedDict
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,9 +43,28 @@ GROUP_VALUES: tuple[GroupValues, ...] = ("players", "owen")
 """What a run with ``groups=`` gives: ``players`` (each group one player, its members' similarities
 joined by AND) or ``owen`` (that, and each feature's Owen value within its group)."""
 
-EngineName = Literal["duckdb", "spark"]
-ENGINES: dict[str, str] = {"duckdb": "duckdb", "spark": "pyspark"}
-"""Engine name -> the distribution it needs (its extra: ``pip install 'cohortsql[<name>]'``)."""
+
+class EngineEntry(NamedTuple):
+    """An engine of the registry (`ENGINES`): what it needs, and how the command line names it."""
+
+    package: str
+    """The top-level module its connections and data objects come from (the engine they imply), and
+    whose absence means its extra is not installed."""
+    extra: str
+    """``pip install 'cohortsql[<extra>]'`` installs what it needs ("": cohortsql itself does)."""
+    schemes: tuple[str, ...] = ()
+    """The URI schemes that the command line's ``--engine`` opens a connection of it with."""
+
+
+EngineName = Literal["duckdb", "spark", "adbc"]
+ENGINES: dict[str, EngineEntry] = {
+    "duckdb": EngineEntry("duckdb", ""),
+    "spark": EngineEntry("pyspark", "spark"),
+    "adbc": EngineEntry(
+        "adbc_driver_manager", "postgres", ("postgresql", "postgres", "snowflake", "bigquery", "grpc", "grpc+tls")
+    ),
+}
+"""The engines by name, each the module ``cohortsql/engines/<name>.py``: the one registry of engines."""
 
 Baseline = Literal["mean", "all"]
 BASELINES: tuple[Baseline, ...] = ("mean", "all")
@@ -101,9 +120,10 @@ class RunOptions(TypedDict, total=False):
     progress: bool | None
     """Report progress on stderr; None reports on long runs when stderr is a terminal."""
     connection: Any
-    """A DuckDB connection or a SparkSession to run on (needed to read its tables by name)."""
+    """A DuckDB connection, a SparkSession or an ADBC connection (PostgreSQL, Snowflake, BigQuery,
+    Flight SQL) to run on (needed to read its tables by name)."""
     engine: EngineName | None
-    """``"duckdb"`` or ``"spark"``; by default the one the data or connection belongs to, else DuckDB."""
+    """``"duckdb"``, ``"spark"`` or ``"adbc"``; by default the one the data or connection belongs to, else DuckDB."""
     spark_master: str | None
     """Spark: the master URL of a session cohortsql starts (default ``local[*]``; with ``SPARK_REMOTE``
     set and no master, a Spark Connect session)."""

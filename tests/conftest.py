@@ -1,7 +1,7 @@
 """Shared fixtures: the engines every correctness test runs on.
 
-`engine` is parametrised over DuckDB and Spark: a test that takes it runs once per engine and passes
-``**engine.options`` to the API. Spark tests share one local session (2 cores, no UI) and are skipped,
+`engine` is parametrised over DuckDB, Spark and PostgreSQL through ADBC: a test that takes it runs
+once per engine and passes ``**engine.options`` to the API. Spark tests share one local session (2 cores, no UI) and are skipped,
 with the reason, where pyspark or Java is missing. The same JVM also serves Spark Connect on a free
 local port, so `spark_connect` is a remote session on the same Spark, as a cluster's clients see it.
 """
@@ -18,7 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-ENGINES = ["duckdb", "spark"]
+ENGINES = ["duckdb", "spark", "adbc"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,8 @@ def spark_client(request):
 def engine(request) -> EngineUnderTest:
     if request.param == "spark":
         return EngineUnderTest("spark", {"connection": request.getfixturevalue("spark_session")})
+    if request.param == "adbc":
+        return EngineUnderTest("adbc", {"connection": request.getfixturevalue("adbc_postgres")})
     return EngineUnderTest("duckdb")
 
 
@@ -101,6 +103,15 @@ def duckdb_only(engine):
     """Skip a parametrised test on engines other than DuckDB (for DuckDB-specific inputs)."""
     if engine.name != "duckdb":
         pytest.skip("DuckDB-specific")
+    return engine
+
+
+@pytest.fixture
+def local_files(engine):
+    """Skip a parametrised test on engines that read no files of this machine: a warehouse reads its
+    own tables (the adbc engine refuses a path in one line, see tests/engines/test_adbc.py)."""
+    if engine.name == "adbc":
+        pytest.skip("the adbc engine reads the server's tables, not this machine's files")
     return engine
 
 
@@ -116,3 +127,18 @@ def postgres():
         pytest.skip("no PostgreSQL server (initdb, pg_ctl) found: apt-get install postgresql")
     with running_server(binaries) as connection:
         yield connection
+
+
+@pytest.fixture(scope="session")
+def postgres_uri(postgres) -> str:
+    """The URI of the tests' PostgreSQL server, as the command line's --engine takes it."""
+    return f"postgresql://cohortsql@localhost:{postgres.info.port}/postgres"
+
+
+@pytest.fixture(scope="session")
+def adbc_postgres(postgres_uri):
+    """An ADBC connection (autocommit) to the tests' PostgreSQL server: the adbc engine of the correctness suite."""
+    dbapi = pytest.importorskip("adbc_driver_postgresql.dbapi", reason="the postgres extra is not installed")
+    connection = dbapi.connect(postgres_uri, autocommit=True)
+    yield connection
+    connection.close()

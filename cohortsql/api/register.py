@@ -58,7 +58,7 @@ def register(connection: Any) -> None:
     if engine_of(connection) is None:
         raise CohortError(f"register needs a DuckDB connection or a SparkSession, got {type(connection).__name__}")
     with open_engine(connection=connection) as engine:
-        engine.register_functions(histogram_values_checked, _duckdb_query)
+        engine.register_functions(histogram_values_checked, _function_query)
 
 
 def histogram_values_checked(
@@ -88,7 +88,7 @@ def histogram_values_checked(
     return values.shapley, values.shapley_squared
 
 
-def _duckdb_query(
+def _function_query(
     cursor: Any,
     data: str,
     prediction: str,
@@ -97,15 +97,17 @@ def _duckdb_query(
     targets: str | None,
     weight: str | None,
     table: str | None,
+    *,
+    dialect: str,
+    function: str,
 ) -> str:
-    """The query behind DuckDB's ``cohort_shapley``: prepared (checked, kinds settled) on `cursor`, run
-    by the caller's connection; it reads `table` (None: the file `data` names)."""
+    """The query behind an engine's table function ``cohort_shapley``: prepared (checked, kinds settled)
+    on `cursor`, run by the caller's connection; it reads `table` (None: the file `data` names), in
+    `dialect`, and its histograms are finished by the engine's function named `function`."""
     for argument, value in (("data", data), ("prediction", prediction), ("similarity", similarity)):
         if value is None:
             raise CohortError(f"cohort_shapley needs {argument}: cohort_shapley(data, prediction, similarity)")
     given = {"id": id, "targets": targets, "weight": weight, "connection": cursor}
-    from cohortsql.engines.duckdb_functions import VALUES_FUNCTION
-
     return render_query(
-        data, prediction, similarity_text(similarity), table, "duckdb", "function", given, function=VALUES_FUNCTION
+        data, prediction, similarity_text(similarity), table, dialect, "function", given, function=function
     )

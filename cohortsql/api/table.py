@@ -10,6 +10,7 @@ from typing import Any, Unpack
 from cohortsql import queries
 from cohortsql._typing import TableOptions
 from cohortsql.api.register import histogram_values_checked
+from cohortsql.engines.base import Select
 from cohortsql.numeric.shapley import targets_per_batch
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import checked_options
@@ -30,6 +31,8 @@ def shapley_table(
     *,
     prediction: str,
     similarity: SimilarityArgument,
+    into: str | None = None,
+    replace: bool = False,
     **options: Unpack[TableOptions],
 ) -> Any:
     """Every target's cohort Shapley values as a table of the engine that computes them: ``id``,
@@ -45,8 +48,11 @@ def shapley_table(
     (``cohortsql_*``) of the session, which stay until the session ends. The values are those of the
     data as they were when `shapley_table` was called: the rows it compares are stored then (a
     temporary table in DuckDB, a local checkpoint on Spark's executors), so changing the data before
-    the table is read changes nothing in it. Arguments are those of
-    `cohort_shapley` (the exact method, up to 24 features).
+    the table is read changes nothing in it. On a warehouse (an ADBC connection), which runs no
+    Python, the values query computes them in the warehouse's own SQL (`sql_query`'s ``values``).
+    With `into`, the values are written into that table of the engine's database or catalog instead,
+    and the run is recorded in its ``cohortsql_runs`` table. Arguments are those of `cohort_shapley`
+    (the exact method, up to 24 features).
 
     Parameters
     ----------
@@ -56,14 +62,21 @@ def shapley_table(
         The column to explain.
     similarity
         Feature -> similarity kind, or a list of features with default kinds (as for `cohort_shapley`).
+    into
+        A table to write the values into, computed where the data is (none pass through this process);
+        never the call's own input. On DuckDB, the caller's `connection` must be given (a database
+        cohortsql opens in memory is lost when the call ends).
+    replace
+        With `into`: replace an existing table of that name (else it is refused).
     **options
         Which rows, case weights and where it runs (`TableOptions`; the options of `cohort_shapley` with the same names mean the same):
         ``id``, ``targets``, ``sample``, ``seed``, ``weight`` and the `RunOptions`.
 
     Returns
     -------
-    pyspark.sql.DataFrame or duckdb.DuckDBPyRelation
-        A lazy table of ``id``, ``feature``, ``shapley`` and ``shapley_squared``, a snapshot of the data.
+    pyspark.sql.DataFrame or duckdb.DuckDBPyRelation or pyarrow.Table or None
+        A table of ``id``, ``feature``, ``shapley`` and ``shapley_squared`` of the data as it was: lazy
+        on Spark and DuckDB; Arrow, computed, on a warehouse; None when written `into` a table.
 
     Examples
     --------
@@ -100,6 +113,20 @@ def shapley_table(
         per_call = max(
             1, min(targets_per_batch(prepared.d, budget), budget // (HISTOGRAM_ENTRY_BYTES * rows_per_target))
         )
-        table = engine.finish_histograms(histogram, prepared.feature_names, count, per_call, histogram_values_checked)
+        if engine.runs_python:
+            table = engine.finish_histograms(
+                histogram, prepared.feature_names, count, per_call, histogram_values_checked
+            )
+        else:
+            table = Select(queries.values.values_query(histogram, prepared.feature_names, engine.dialect))
+        if into is not None:
+            settings = session.settings(None, method="exact", path="pairwise") | {
+                "written_by": "cohortsql.shapley_table"
+            }
+            protected = engine.sources(data).tables if isinstance(data, str) else ()
+            engine.write_tables({into: table}, replace=replace, protected=protected, settings=settings)
+            return None
+        if isinstance(table, Select):
+            return engine.fetch_arrow(table.sql, context="computing the values")
         engine.keep()
     return table

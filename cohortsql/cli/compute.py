@@ -10,7 +10,7 @@ import typer
 
 from cohortsql._typing import CalibrationOptions, CompareOptions, EffectsOptions, ShapleyOptions, UniquenessOptions
 from cohortsql.cli.failures import print_warnings_so_far
-from cohortsql.cli.flags import EXPLAINED, OUTPUTS, Flags
+from cohortsql.cli.flags import A_TABLE, EXPLAINED, OUTPUTS, Flags
 from cohortsql.cli.options import command, names, numbers, pick, request
 from cohortsql.errors import CohortError
 
@@ -27,7 +27,7 @@ SHAPLEY_EPILOG = (
 )
 
 
-@command(EXPLAINED, ShapleyOptions, OUTPUTS, ("top", "reasons", "dry_run"))
+@command(EXPLAINED, A_TABLE, ShapleyOptions, OUTPUTS, ("top", "reasons", "dry_run"))
 def shapley(options: Flags) -> None:
     """Cohort Shapley values of every feature for every target; prints the most important features."""
     from cohortsql.api.estimate import estimate
@@ -55,7 +55,7 @@ def shapley(options: Flags) -> None:
     typer.echo(shapley_summary(result, options["top"], count, warned) + written)
 
 
-@command(EXPLAINED, EffectsOptions, OUTPUTS, ("dry_run",))
+@command(EXPLAINED, A_TABLE, EffectsOptions, OUTPUTS, ("dry_run",))
 def effects(options: Flags) -> None:
     """Shapley effects: how much of the variance of the prediction each feature explains."""
     from cohortsql.api.effects import shapley_effects
@@ -85,7 +85,7 @@ def _lattice_tables(arguments: dict[str, Any], result: Any) -> dict[str, Any]:
     return {label: table() for label, (wanted, table) in asked.items() if wanted}
 
 
-@command(("data", "similar", "features", "target_ids"), UniquenessOptions, OUTPUTS, ("top",))
+@command(("data", "similar", "features", "target_ids"), A_TABLE, UniquenessOptions, OUTPUTS, ("top",))
 def uniqueness(options: Flags) -> None:
     """Uniqueness Shapley: which features make each row identifiable (a privacy audit; no prediction needed)."""
     from cohortsql.api.uniqueness import uniqueness_shapley
@@ -98,7 +98,7 @@ def uniqueness(options: Flags) -> None:
     typer.echo(uniqueness_summary(result, options["top"]) + written)
 
 
-@command(EXPLAINED, ("model",), CompareOptions, OUTPUTS, ("top",))
+@command(EXPLAINED, A_TABLE, ("model",), CompareOptions, OUTPUTS, ("top",))
 def compare(options: Flags) -> None:
     """Cohort, baseline and all-baseline Shapley side by side (and squared), with the share of the model-based
     values that rests on realistic hybrid points. Needs the model (--model) as well as its predictions."""
@@ -118,7 +118,7 @@ def compare(options: Flags) -> None:
     typer.echo(comparison_summary(result, options["top"]) + written)
 
 
-@command(("data", "features"), CalibrationOptions, ("out", "plot"))
+@command(("data", "features"), A_TABLE, CalibrationOptions, ("out", "plot"))
 def calibrate(options: Flags) -> None:
     """The similarity threshold at which held-out rows are realistic, beside points drawn from the marginals."""
     from cohortsql.api.calibrate import calibrate as calibrate_threshold

@@ -17,7 +17,7 @@ from cohortsql._typing import DIALECTS, ENGINES, METHODS, MODEL_INPUTS, MODEL_OU
 Data = Annotated[
     str | None,
     typer.Argument(
-        help="A parquet/csv/json path or glob, FILE.duckdb:TABLE, a table name (--engine spark), or a quoted SQL query.",
+        help="A parquet/csv/json path or glob, FILE.duckdb:TABLE, a table name (--engine spark or a URI), or a quoted SQL query.",
         show_default=False,
     ),
 ]
@@ -189,6 +189,13 @@ OutcomeOption = Annotated[
     typer.Option("--outcome", help="Of a run that explained several columns (--prediction repeated), the one to show."),
 ]
 Table = Annotated[str | None, typer.Option(help="The table the SQL reads (default: the file DATA names).")]
+DataTable = Annotated[
+    str | None,
+    typer.Option(
+        "--table",
+        help="A table (or view) of the engine's database to read instead of DATA, e.g. risk.scores with --engine postgresql://...",
+    ),
+]
 Dialect = Annotated[str | None, typer.Option(help=f"{' | '.join(DIALECTS)} (default duckdb).")]
 Variant = Annotated[
     str | None,
@@ -235,6 +242,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "marginal_samples": (MarginalSamples, None),
     "max_rows": (MaxRows, None),
     "table": (Table, None),
+    "data_table": (DataTable, None),
     "dialect": (Dialect, None),
     "variant": (Variant, None),
     "memory_limit": (MemoryLimit, None),
@@ -298,11 +306,14 @@ class Flags(TypedDict, total=False):
     marginal_samples: int | None
     max_rows: int | None
     table: str | None
+    data_table: str | None
     dialect: str | None
     variant: str | None
     memory_limit: str | None
     temp_directory: str | Path | None
     engine: str | None
+    connection: Any
+    """The connection --engine URI opened for the run (no flag of its own)."""
     spark_master: str | None
     progress: bool | None
     out: str | Path | None
@@ -327,6 +338,8 @@ baselines (the command line's `compare` uses the mean and every row)."""
 
 EXPLAINED = ("data", "prediction", "similar", "features", "target_ids")
 """The flags that say what is explained (beside an API option group's)."""
+A_TABLE = ("data_table",)
+"""--table: the commands that compute read a table of the engine's database by it, instead of DATA."""
 OUTPUTS = ("out", "into_table", "database", "replace")
 """Where a computing command writes its tables."""
 DISPLAY = ("dry_run", "config", "debug")

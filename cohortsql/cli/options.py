@@ -5,7 +5,8 @@ its API option groups, and the API's keyword arguments from the merged options (
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,11 @@ def command(*groups: tuple[str, ...] | type) -> Callable[[Callable[[Flags], None
 
     def give(body: Callable[[Flags], None]) -> Callable[..., None]:
         def run(**given: Any) -> None:
-            with _reported_failures(bool(given.get("debug"))):
-                body(merged_options(given, tuple(names)))
+            with (
+                _reported_failures(bool(given.get("debug"))),
+                _opened(merged_options(given, tuple(names))) as options,
+            ):
+                body(options)
 
         run.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
         run.__annotations__ = {name: FLAGS[name][0] for name in names} | {"return": None}
@@ -41,6 +45,28 @@ def command(*groups: tuple[str, ...] | type) -> Callable[[Callable[[Flags], None
         return run
 
     return give
+
+
+@contextmanager
+def _opened(options: Flags) -> Iterator[Flags]:
+    """The options as a command's body reads them: --table as its DATA, and --engine URI opened
+    (`cohortsql.engines.connect`) as the run's ``connection``, closed when the command ends."""
+    table = options.get("data_table")
+    if table is not None:
+        if options.get("data"):
+            raise CohortError(f"give DATA or --table, not both (got {options.get('data')!r} and --table {table!r})")
+        options = {**options, "data": table}
+    engine = options.get("engine")
+    if engine is None or "://" not in engine:
+        yield options
+        return
+    from cohortsql.engines import connect
+
+    connection = connect(engine)
+    try:
+        yield {**options, "engine": None, "connection": connection}
+    finally:
+        connection.close()
 
 
 def _flag_names(group: tuple[str, ...] | type) -> list[str]:
@@ -65,11 +91,7 @@ def request(options: Flags, group: type | tuple[str, ...], *, explained: bool = 
         raise CohortError("give one of --targets and --target-ids, not both")
     if options.get("target_ids") is not None and options.get("sample") is not None:
         raise CohortError("--sample draws from every row or from --targets' rows, not from --target-ids")
-    engine = options.get("engine")
-    if engine is not None and engine not in ENGINES:
-        raise CohortError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    if options.get("spark_master") and engine != "spark":
-        raise CohortError("--spark-master needs --engine spark")
+    _check_engine_settings(options)
     if options.get("targets") is not None and not str(options["targets"]).strip():
         raise CohortError("--targets is empty: give a SQL condition, or leave it out to explain every row")
     database, out_path, prediction = options.get("database"), options.get("out"), options.get("prediction")
@@ -77,8 +99,7 @@ def request(options: Flags, group: type | tuple[str, ...], *, explained: bool = 
         from cohortsql.cli.outputs import check_database, check_table_free
 
         check_database(Path(database))  # before the work, not after it
-        if (options.get("engine") or "duckdb") == "duckdb":
-            check_table_free(options)
+        check_table_free(options)
     if out_path:
         from cohortsql.cli.outputs import refuse_inputs
         from cohortsql.results.files import COMPANIONS, check_destination, sibling_path
@@ -94,6 +115,28 @@ def request(options: Flags, group: type | tuple[str, ...], *, explained: bool = 
         targets=options.get("targets") or _target_ids(options.get("target_ids")),
         sample=_sample(options.get("sample")),
     )
+
+
+ENGINE_SETTINGS = ("memory_limit", "temp_directory", "spark_master", "database")
+"""Flags that are settings of one engine or another (`cohortsql.engines.EngineSettings`)."""
+
+
+def _check_engine_settings(options: Flags) -> None:
+    """--engine names a registered engine (or a URI, opened before the command runs), and the flags
+    that set up an engine are ones it reads."""
+    from cohortsql.engines import engine_class, engine_for
+
+    engine = options.get("engine")
+    if engine is not None and engine not in ENGINES:
+        schemes = [f"{scheme}://..." for entry in ENGINES.values() for scheme in entry.schemes]
+        raise CohortError(f"--engine must be one of {', '.join([*ENGINES, *schemes])}, got {engine!r}")
+    chosen = engine_class(engine_for(None, options.get("connection"), engine))
+    given: Mapping[str, object] = options
+    for setting in ENGINE_SETTINGS:
+        if given.get(setting) is not None and setting not in chosen.reads_settings:
+            raise CohortError(
+                f"--{setting.replace('_', '-')} is not a setting of the {chosen.name} engine, which runs this command"
+            )
 
 
 def pick(options: Flags, *names: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,12 +16,11 @@ from cohortsql._typing import RUN_OPTIONS
 from cohortsql.cli.flags import Flags
 from cohortsql.engines.inputs import database_table
 from cohortsql.errors import CohortError
-from cohortsql.request.user_sql import is_query
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from cohortsql.engines.base import Sources
+    from cohortsql.engines.base import Engine, Sources
 
 
 def write(options: Flags, tables: dict[str, pl.DataFrame], settings: dict[str, str]) -> str:
@@ -30,13 +29,11 @@ def write(options: Flags, tables: dict[str, pl.DataFrame], settings: dict[str, s
     from cohortsql.run.interrupts import check_not_interrupted
 
     check_not_interrupted()
-    from cohortsql.engines import EngineSettings, open_engine
     from cohortsql.results.files import sibling_path, write_set
 
-    engine = options.get("engine") or "duckdb"
     name, database, out_path = options.get("into_table"), options.get("database"), options.get("out")
-    if name and engine == "duckdb" and not database:
-        raise CohortError("--into-table needs --database FILE.duckdb")
+    if name:
+        check_tables_kept(options)
     if database and not name:
         raise CohortError("--database needs --into-table NAME")
     if database:
@@ -48,12 +45,7 @@ def write(options: Flags, tables: dict[str, pl.DataFrame], settings: dict[str, s
         written.extend(str(path) for path in write_set(out, tables, settings))
     if name:
         named = {f"{name}_{label}" if label else name: frame.to_arrow() for label, frame in tables.items()}
-        target = open_engine(
-            engine=engine,
-            settings=EngineSettings(
-                database=None if database is None else str(database), spark_master=options.get("spark_master")
-            ),
-        )
+        target = run_engine(options, database=True)
         try:
             target.write_tables(
                 named, replace=bool(options.get("replace")), protected=_input_tables(options), settings=settings
@@ -70,38 +62,29 @@ ON_THE_ENGINE = ("prediction", "similarity", "id", "targets", "sample", "seed", 
 
 
 def written_on_the_engine(options: Flags, arguments: dict[str, Any]) -> bool:
-    """Whether `shapley` writes its values through `cohortsql.shapley_table`: --into-table on Spark,
-    no --out or --reasons, one explained column and only the options that takes (the exact values)."""
+    """Whether `shapley` writes its values through `cohortsql.shapley_table`: --into-table on an engine
+    that writes results where it computes them (Spark, a warehouse), no --out or --reasons, one
+    explained column and only the options that takes (the exact values)."""
+    from cohortsql.engines import engine_class, engine_for
+
     plain = set(arguments) <= set(ON_THE_ENGINE) and isinstance(arguments.get("prediction"), str)
-    return bool(
-        options.get("into_table")
-        and options.get("engine") == "spark"
-        and not options.get("out")
-        and not options.get("reasons")
-        and plain
-    )
+    if not (options.get("into_table") and not options.get("out") and not options.get("reasons") and plain):
+        return False
+    chosen = engine_class(engine_for(options.get("data"), options.get("connection"), options.get("engine")))
+    return chosen.writes_results_in_place
 
 
 def write_on_the_engine(options: Flags, arguments: dict[str, Any]) -> str:
-    """--into-table NAME on Spark: the values (id, feature, shapley, shapley_squared) computed and
-    written by the executors, nothing per target on the driver; the run is recorded, and the summary
-    is each feature's mean |shapley| and mean shapley_squared (the Shapley effect of the targets)."""
+    """--into-table NAME where the values are computed (`cohortsql.shapley_table`'s ``into``): the
+    values (id, feature, shapley, shapley_squared) computed and written by the engine, nothing per
+    target in this process; the run is recorded, and the summary is each feature's mean |shapley| and
+    mean shapley_squared (the Shapley effect of the targets)."""
     from cohortsql.api.table import shapley_table
-    from cohortsql.engines import open_engine
-    from cohortsql.results.tables import run_settings
 
     name = str(options.get("into_table"))
-    table = shapley_table(options.get("data"), **arguments)
-    engine = open_engine(engine="spark", connection=table.sparkSession)
+    shapley_table(options.get("data"), into=name, replace=bool(options.get("replace")), **arguments)
+    engine = run_engine(options)
     try:
-        settings = run_settings(
-            engine="spark",
-            written_by="cohortsql.shapley_table",
-            **{key: value for key, value in arguments.items() if key not in RUN_OPTIONS},
-        )
-        engine.write_tables(
-            {name: table}, replace=bool(options.get("replace")), protected=_input_tables(options), settings=settings
-        )
         summary = engine.fetch_arrow(
             f"SELECT feature, count(*) AS targets, avg(abs(shapley)) AS mean_abs, avg(shapley_squared) AS effect"
             f" FROM {engine.dialect.quote_path(name)} GROUP BY feature ORDER BY effect DESC",
@@ -110,7 +93,8 @@ def write_on_the_engine(options: Flags, arguments: dict[str, Any]) -> str:
     finally:
         engine.close()
     lines = [
-        f"{summary[0]['targets'] if summary else 0} targets x {len(summary)} features, computed and written by Spark"
+        f"{summary[0]['targets'] if summary else 0} targets x {len(summary)} features,"
+        f" computed and written by {engine.name}"
     ]
     lines += ["feature  mean |shapley|  mean shapley_squared (effect)"]
     lines += [f"{row['feature']}  {row['mean_abs']:.6g}  {row['effect']:.6g}" for row in summary]
@@ -125,9 +109,7 @@ def check_table_free(options: Flags) -> None:
     name, database = options.get("into_table"), options.get("database")
     if not name or not database or not Path(database).exists():
         return
-    from cohortsql.engines import EngineSettings, open_engine
-
-    target = open_engine(engine="duckdb", settings=EngineSettings(database=str(database)))
+    target = run_engine(options, database=True)
     try:
         target.check_writable([name], replace=bool(options.get("replace")), protected=_input_tables(options))
     finally:
@@ -141,7 +123,7 @@ def input_files(options: Flags) -> list[Path]:
     if not data:
         return []
     files: list[Path] = []
-    for name in _query_sources(options).files if is_query(data) else [data]:
+    for name in _data_sources(options, data).files:
         in_database = database_table(name)
         if in_database is not None:
             files.append(Path(in_database[0]))
@@ -150,17 +132,40 @@ def input_files(options: Flags) -> list[Path]:
     return [path for path in files if path.is_file()]
 
 
-def _query_sources(options: Flags) -> Sources:
-    """The files and tables the run's data query reads, as the engine that runs it parses or plans it."""
-    from cohortsql.engines import EngineSettings, open_engine
-
-    engine = open_engine(
-        engine=options.get("engine") or "duckdb", settings=EngineSettings(spark_master=options.get("spark_master"))
-    )
+def _data_sources(options: Flags, data: str) -> Sources:
+    """The files and tables `data` reads (a query's, as the engine that runs it parses or plans it; a
+    name is a table of the engine's, or a file)."""
+    engine = run_engine(options)
     try:
-        return engine.sources(str(options["data"]))
+        return engine.sources(data)
     finally:
         engine.close()
+
+
+def run_engine(options: Flags, *, database: bool = False) -> Engine:
+    """An engine as the run's options name it (--engine or its connection, --spark-master; with
+    `database`, the --database its tables are written to); close it when done."""
+    from cohortsql.engines import EngineSettings, open_engine
+
+    written_to = options.get("database") if database else None
+    settings = EngineSettings(
+        database=None if written_to is None else str(written_to), spark_master=options.get("spark_master")
+    )
+    return open_engine(engine=options.get("engine"), connection=options.get("connection"), settings=settings)
+
+
+def check_tables_kept(options: Flags) -> None:
+    """--into-table on an engine whose tables need a setting to outlive the run (DuckDB's --database:
+    without it, its database is in memory) is refused before any work."""
+    from cohortsql.engines import engine_class, engine_for
+
+    chosen = engine_class(engine_for(options.get("data"), options.get("connection"), options.get("engine")))
+    kept_by = chosen.tables_kept_by
+    given: Mapping[str, object] = options
+    if kept_by is not None and not given.get(kept_by):
+        raise CohortError(
+            f"--into-table needs --{kept_by.replace('_', '-')} on {chosen.name}: its tables are lost when the run ends"
+        )
 
 
 def refuse_inputs(outputs: Iterable[Path], options: Flags) -> None:
@@ -210,12 +215,10 @@ def _input_tables(options: Flags) -> tuple[str, ...]:
     """Tables that --into-table must never replace: the run's own input table in the same database
     (the same file by device and inode, however it is named or linked)."""
     data = str(options.get("data") or "")
-    if is_query(data):
-        return _query_sources(options).tables
     in_database, written_to = database_table(data), options.get("database")
-    if in_database is not None and written_to:
+    if in_database is not None:
         database, table = in_database
-        output = Path(written_to)
-        same = output.exists() and Path(database).exists() and os.path.samefile(database, output)
+        output = Path(written_to) if written_to else None
+        same = output is not None and output.exists() and Path(database).exists() and os.path.samefile(database, output)
         return (table,) if same else ()
-    return (data,) if options.get("engine") == "spark" and not is_query(data) else ()
+    return _data_sources(options, data).tables

@@ -14,6 +14,7 @@ import decimal
 import json
 import math
 import re
+from collections.abc import Sequence
 from typing import ClassVar
 
 from cohortsql.errors import CohortError
@@ -33,6 +34,12 @@ class Dialect:
     exact_quantiles: ClassVar[bool] = True
     """Whether the engine has an exact quantile aggregate; without one, printed SQL gets quantile
     windows' quantiles as literals computed from the data it was printed from."""
+
+    def code_outside_quotes(self, text: str, role: str) -> str:
+        """The code of the caller's SQL `text` outside its string literals, quoted identifiers and
+        comments, as this dialect's engine reads it (what a ``;`` or a parenthesis there means is the
+        engine's); an unterminated quote or comment is a `CohortError` starting with `role`."""
+        raise NotImplementedError
 
     def quote(self, identifier: str) -> str:
         """A column or table name as a quoted identifier (the only way names enter SQL); a name holding
@@ -59,10 +66,16 @@ class Dialect:
             )
         return ".".join(self.quote(part) for part in parts)
 
+    def fold(self, bare: str) -> str:
+        """An unquoted name part as the engine stores it: DuckDB and Spark compare names in any case,
+        PostgreSQL folds them to lower case, Snowflake to upper case."""
+        return bare
+
     def name_parts(self, text: str) -> tuple[str, ...] | None:
         """The parts of a possibly qualified name as SQL reads it (``catalog.schema.table``; a part is a
-        bare identifier or quoted with `identifier_quote`, doubled inside), or None when `text` is not
-        one such name (``scores x`` is a table and an alias to SQL, not a name)."""
+        bare identifier, case-folded as the engine folds it, or quoted with `identifier_quote`, doubled
+        inside), or None when `text` is not one such name (``scores x`` is a table and an alias to SQL,
+        not a name)."""
         mark = self.identifier_quote
         parts: list[str] = []
         index = 0
@@ -85,7 +98,7 @@ class Dialect:
                 bare = _BARE_IDENTIFIER.match(text, index)
                 if bare is None:
                     return None
-                parts.append(bare[0])
+                parts.append(self.fold(bare[0]))
                 index = bare.end()
             if index == len(text):
                 return tuple(parts) if 1 <= len(parts) <= 3 and all(parts) else None
@@ -105,12 +118,25 @@ class Dialect:
             raise CohortError(f"cannot use the non-finite number {value} in SQL")
         return f"CAST({value!r} AS DOUBLE)"
 
+    def is_nan(self, value: str) -> str:
+        """Whether a floating-point value is NaN (NULL for NULL)."""
+        return f"isnan({value})"
+
     def nan_as_null(self, column: str) -> str:
         """A column as DOUBLE with NaN read as NULL. Not ``nullif(x, 'NaN')``: on a Parquet column DuckDB
         2.0 drops that (the file's statistics leave NaN out, so it takes the column to have none) and a
         window's width came out NaN, which made every row similar."""
         value = f"CAST({column} AS DOUBLE)"
-        return f"CASE WHEN isnan({value}) THEN NULL ELSE {value} END"
+        return f"CASE WHEN {self.is_nan(value)} THEN NULL ELSE {value} END"
+
+    def distinct_estimate(self, value: str) -> str:
+        """An aggregate estimating how many distinct values `value` takes, in fixed memory where the
+        engine has such an estimate (HyperLogLog)."""
+        return f"approx_count_distinct({value})"
+
+    def distinct_rows_estimate(self, columns: Sequence[str]) -> str:
+        """An aggregate estimating how many distinct combinations the `columns` (SQL) take."""
+        return self.distinct_estimate(f"hash({', '.join(columns)})")
 
     def optional_number(self, value: float | None) -> str:
         """A DOUBLE literal, or a typed NULL for a statistic of a column with no values."""

@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
+import re
+
 from cohortsql.dialects.base import Dialect
+from cohortsql.errors import CohortError
+
+_DOLLAR_TAG = re.compile(r"^\$[A-Za-z_]*\$")
 
 
 class DuckDBDialect(Dialect):
     name = "duckdb"
+
+    def code_outside_quotes(self, text: str, role: str) -> str:
+        """The operators of `text` as DuckDB's own lexer (`duckdb.tokenize`) reads it, strings,
+        identifiers and comments left out: it knows every quoting rule of DuckDB's SQL (``'...'``,
+        ``E'...'``, ``$$...$$`` and ``$tag$...$tag$``, quoted identifiers, comments), which a
+        hand-written scanner would not (a dollar-quoted string holding a quote once hid a ``COPY``
+        statement from one)."""
+        import duckdb  # the lexer only: no connection, no query
+
+        tokens = duckdb.tokenize(text)
+        starts = [position for position, _ in tokens]
+        ends = [*starts[1:], len(text)]
+        code = []
+        for start, end, (_, kind) in zip(starts, ends, tokens):
+            token, kind_name = text[start:end].strip(), str(kind).rsplit(".", 1)[-1]
+            if _unterminated(token, kind_name):
+                raise CohortError(f"{role} {text!r} has an unterminated quote or comment")
+            if kind_name == "operator":
+                code.append(token)
+        return " ".join(code)
 
     def failure(self, condition: str, message: str) -> str:
         return f"CAST(CASE WHEN {condition} THEN error({self.string(message)}) END AS DOUBLE)"
@@ -29,3 +54,18 @@ class DuckDBDialect(Dialect):
 
 
 DUCKDB = DuckDBDialect()
+
+
+def _unterminated(token: str, kind: str) -> bool:
+    """Whether a string, quoted identifier or block comment of DuckDB's lexer runs to the end of the text."""
+    if kind == "comment":
+        return token.startswith("/*") and not (len(token) >= 4 and token.endswith("*/"))
+    if kind not in ("string_const", "identifier"):
+        return False
+    body = token[1:] if token[:1] in "eEbBxX" and token[1:2] == "'" else token
+    tag = _DOLLAR_TAG.match(body)
+    if tag:
+        return len(body) < 2 * len(tag[0]) or not body.endswith(tag[0])
+    if body[:1] in ("'", '"', "`"):
+        return len(body) < 2 or not body.endswith(body[0])
+    return False

@@ -8,6 +8,9 @@ from cohortsql.dialects.transpile import TranspiledDialect
 class SnowflakeDialect(TranspiledDialect):
     name = "snowflake"
 
+    def fold(self, bare: str) -> str:
+        return bare.upper()
+
     def epoch_days(self, expression: str) -> str:
         return f"datediff('day', DATE '1970-01-01', {expression})"
 

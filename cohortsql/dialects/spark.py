@@ -46,6 +46,43 @@ class SparkDialect(Dialect):
     def failure(self, condition: str, message: str) -> str:
         return f"CAST(CASE WHEN {condition} THEN raise_error({self.string(message)}) END AS DOUBLE)"
 
+    def code_outside_quotes(self, text: str, role: str) -> str:
+        """`text` with string literals, quoted identifiers and comments blanked out, reading backslashes
+        inside string literals as escapes (as Spark does)."""
+        out = []
+        index, length = 0, len(text)
+        while index < length:
+            char = text[index]
+            if char in "'\"`":
+                end = index + 1
+                while end < length:
+                    if char == "'" and text[end] == "\\":
+                        end += 2
+                        continue
+                    if text[end] == char:
+                        if end + 1 < length and text[end + 1] == char:  # a doubled quote stands for itself
+                            end += 2
+                            continue
+                        break
+                    end += 1
+                if end >= length:
+                    raise CohortError(f"{role} {text!r} has an unterminated quote {char}")
+                out.append(" ")
+                index = end + 1
+            elif text.startswith("--", index):
+                end = text.find("\n", index)
+                index = length if end < 0 else end
+            elif text.startswith("/*", index):
+                end = text.find("*/", index + 2)
+                if end < 0:
+                    raise CohortError(f"{role} {text!r} has an unterminated comment")
+                out.append(" ")
+                index = end + 2
+            else:
+                out.append(char)
+                index += 1
+        return "".join(out)
+
     def read_file(self, path: str, file_format: str) -> str:
         if file_format != "parquet":
             raise CohortError(

@@ -32,7 +32,20 @@ class TranspiledDialect(DuckDBDialect):
 
     failure = Dialect.failure  # PostgreSQL has no error function a query can call
 
-    def nan_as_null(self, column: str) -> str:
+    def md5_hash(self, text: str) -> str:
+        return f"md5({text})"  # hexadecimal text on every warehouse
+
+    def md5_part(self, hash_sql: str, part: int) -> str:
+        # Each hexadecimal digit's value is its place in '0123456789abcdef' (strpos: no warehouse-specific
+        # conversion of hexadecimal text); byte 4 part + k weighs 256^k (little-endian), as on DuckDB.
+        digits = []
+        for byte in range(4):
+            for half, weight in ((0, 16), (1, 1)):
+                position = 2 * (4 * part + byte) + half + 1
+                digit = f"strpos('0123456789abcdef', substr({hash_sql}, {position}, 1)) - 1"
+                digits.append(f"CAST({digit} AS BIGINT) * {weight * 256**byte}")
+        return f"CAST({' + '.join(digits)} AS DOUBLE)"
+
+    def is_nan(self, value: str) -> str:
         # sqlglot turns isnan into IS_NAN, which PostgreSQL and Snowflake lack; both (and DuckDB) hold NaN = NaN.
-        value = f"CAST({column} AS DOUBLE)"
-        return f"CASE WHEN {value} = CAST('NaN' AS DOUBLE) THEN NULL ELSE {value} END"
+        return f"{value} = CAST('NaN' AS DOUBLE)"

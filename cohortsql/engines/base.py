@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Self, TypeVar
+from typing import Any, ClassVar, NamedTuple, Self, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +48,13 @@ class EngineSettings:
 Result = TypeVar("Result")
 
 
+class Select(NamedTuple):
+    """A query of the engine, as a table to write (`Engine.write_tables`): the engine runs it into the
+    table, and none of its rows pass through this process."""
+
+    sql: str
+
+
 class Sources(NamedTuple):
     """What a query reads, as the engine's own parser or planner finds it."""
 
@@ -62,8 +69,10 @@ ValuesOfHistograms = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, i
 the numpy stage an engine runs where a table of histograms is (`Engine.finish_histograms`)."""
 
 QueryOfArguments = Callable[..., str]
-"""What DuckDB's table function ``cohort_shapley`` calls to prepare its query: (a cursor, data,
-prediction, similarity, id, targets, weight, the table the SQL reads or None for a file) -> the SQL."""
+"""What an engine's table function ``cohort_shapley`` calls to prepare its query: (a cursor, data,
+prediction, similarity, id, targets, weight, the table the SQL reads or None for a file, and the
+keywords ``dialect`` and ``function``: the engine's dialect's name and the name of its function that
+finishes histograms) -> the SQL."""
 
 INTERRUPT_GRACE_SECONDS = 5.0
 """After Ctrl-C, how long to wait for the interrupted query to stop before giving up on it."""
@@ -115,9 +124,45 @@ class Engine(ABC):
     methods, and may override the hooks `_before_query`, `_after_query`, `_querying` and
     `_failure_message`."""
 
+    name: ClassVar[str]
+    """Its name in the registry of engines (`cohortsql._typing.ENGINES`)."""
     dialect: Dialect
     failures: tuple[type[BaseException], ...] = ()
     """The backend's own error types, reported as one-line `CohortError`s."""
+
+    # -- its policy: what the core and the command line ask of it, never its name --------------
+
+    reads_settings: ClassVar[frozenset[str]] = frozenset()
+    """The fields of `EngineSettings` it reads; another given to it belongs to another engine and is refused."""
+    runs_python: ClassVar[bool] = True
+    """Whether cohortsql's numpy code can run beside the data (DuckDB in this process, Spark on its
+    executors): `finish_histograms` and `register_functions` need it. An engine without it finishes
+    histograms in numpy here (only histograms travel) and computes `cohortsql.shapley_table` with the
+    values query, in its own SQL."""
+    writes_results_in_place: ClassVar[bool] = False
+    """Whether the command line's ``--into-table`` writes the values where they are computed
+    (`cohortsql.shapley_table`), none of them passing through this process: engines for tables larger
+    than it."""
+    tables_kept_by: ClassVar[str | None] = None
+    """The setting without which tables written on an engine cohortsql opens itself are lost when it
+    closes (DuckDB's ``database``: without it, the database is in memory)."""
+
+    @classmethod
+    @abstractmethod
+    def open(cls, connection: Any, settings: EngineSettings, data: Any) -> Self:
+        """An engine on `connection` (the caller's, of this engine's kind), else on one it opens
+        under `settings`; `data` is the input, for backends whose data objects belong to a session."""
+
+    @classmethod
+    def connect(cls, uri: str) -> Any:
+        """A connection of this engine's kind to the database a URI names (``--engine URI`` on the
+        command line); the caller closes it. Engines reached by name have none."""
+        raise CohortError(f"the {cls.name} engine is chosen by name, not by a URI")
+
+    @abstractmethod
+    def check_query(self, text: str, role: str) -> str:
+        """`text` without a trailing ';' when the engine's own parser (or the closest one) reads it as
+        exactly one query that only reads data; else a `CohortError` that starts with `role`."""
 
     @abstractmethod
     def register_input(self, data: Any, *, positions: bool) -> Input:
@@ -161,14 +206,14 @@ class Engine(ABC):
 
     @abstractmethod
     def _store_tables(self, tables: Mapping[str, object], record: str) -> None:
-        """Write the checked tables (Arrow tables; on Spark also DataFrames, which its executors write)
-        and record the run (its settings as JSON) in `RUNS_TABLE`."""
+        """Write the checked tables (Arrow tables, `Select`s of the engine's own SQL, and the engine's
+        own lazy tables: a DuckDB relation, a Spark DataFrame, which its executors write) and record
+        the run (its settings as JSON) in `RUNS_TABLE`."""
 
     @abstractmethod
     def close(self) -> None:
         """Drop what the engine created, restore settings, release what it opened."""
 
-    @abstractmethod
     def finish_histograms(
         self, histogram: str, features: Sequence[str], targets: int, per_call: int, values: ValuesOfHistograms
     ) -> Any:
@@ -177,7 +222,8 @@ class Engine(ABC):
         mask0, w0, s0_0), each target's histogram finished by `values` where the engine runs it
         (DuckDB: a scalar function of the query; Spark: grouped Arrow functions on the executors, about
         `per_call` targets a call), never on the driver. Lazy: it reads the engine's relations, so
-        `keep` them."""
+        `keep` them. Only engines that `runs_python` have it."""
+        raise CohortError(f"the {self.name} engine runs no Python beside its data to finish histograms with")
 
     @abstractmethod
     def keep(self) -> None:
@@ -188,7 +234,10 @@ class Engine(ABC):
         """Add cohortsql's SQL functions to the engine's connection or session (`cohortsql.register`):
         the finishing of histograms by `values`, and where the engine allows, a table function whose
         query `query` prepares. An engine that runs no Python beside its data has none."""
-        raise CohortError(f"{self.dialect.name} runs no Python beside its data: it has no cohortsql SQL functions")
+        raise CohortError(
+            f"the {self.name} engine runs no Python beside its data, so it has no cohortsql SQL functions:"
+            " run the values query cohortsql.sql_query(..., variant='values') prints instead"
+        )
 
     def check_workers(self) -> None:  # noqa: B027 (an optional hook: most backends run Python where the caller is)
         """Refuse, in one line, workers that cannot run cohortsql's Python beside the data (Spark's executors)."""

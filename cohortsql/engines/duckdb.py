@@ -14,13 +14,21 @@ import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import duckdb
 import pyarrow as pa
 
 from cohortsql.dialects import DUCKDB
-from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, QueryOfArguments, Sources, ValuesOfHistograms
+from cohortsql.engines.base import (
+    RUNS_TABLE,
+    Engine,
+    EngineSettings,
+    QueryOfArguments,
+    Select,
+    Sources,
+    ValuesOfHistograms,
+)
 from cohortsql.engines.inputs import (
     POSITION_COLUMN,
     Input,
@@ -31,7 +39,7 @@ from cohortsql.engines.inputs import (
     without_positions,
 )
 from cohortsql.errors import CohortError
-from cohortsql.request.user_sql import check_query, is_query
+from cohortsql.request.user_sql import is_query, query_text
 
 _GLOB_CHARACTERS = set("*?[")
 _READER_FUNCTIONS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json"}
@@ -83,21 +91,24 @@ def memory_limit_bytes(limit: str) -> int:
     return size
 
 
-def open_engine(connection: Any, settings: EngineSettings, data: Any = None) -> DuckDBEngine:
-    """An engine on `connection`, or on the process's in-memory database. `data` plays no part: a
-    relation of another connection is copied in (see `DuckDBEngine.register_input`)."""
-    if connection is not None and not isinstance(connection, duckdb.DuckDBPyConnection):
-        raise CohortError(
-            f"connection must be a DuckDB connection for the duckdb engine, got {type(connection).__name__}"
-        )
-    return DuckDBEngine(connection, settings)
-
-
 class DuckDBEngine(Engine):
     """Runs cohortsql's SQL on a DuckDB connection: the caller's, or one it opens (in memory or on a file)."""
 
+    name = "duckdb"
     dialect = DUCKDB
     failures = (duckdb.Error,)
+    reads_settings = frozenset({"memory_limit", "temp_directory", "database", "read_only"})
+    tables_kept_by = "database"
+
+    @classmethod
+    def open(cls, connection: Any, settings: EngineSettings, data: Any = None) -> Self:
+        """An engine on `connection`, or on the process's in-memory database. `data` plays no part: a
+        relation of another connection is copied in (see `register_input`)."""
+        if connection is not None and not isinstance(connection, duckdb.DuckDBPyConnection):
+            raise CohortError(
+                f"connection must be a DuckDB connection for the duckdb engine, got {type(connection).__name__}"
+            )
+        return cls(connection, settings)
 
     def __init__(self, connection: duckdb.DuckDBPyConnection | None, settings: EngineSettings) -> None:
         """`settings.memory_limit` and `settings.temp_directory` apply while the engine is open; the previous
@@ -109,6 +120,8 @@ class DuckDBEngine(Engine):
         one gets an in-memory database of its own: the shared one, which other calls and threads use,
         never runs under another call's limit."""
         self._owns_connection = connection is None
+        self._in_memory = connection is None and settings.database is None
+        """Whether the engine's database is one it opened in memory, whose tables nobody else can read."""
         shared = False
         if connection is None:
             if settings.database is not None:
@@ -149,6 +162,19 @@ class DuckDBEngine(Engine):
 
     # -- the Engine methods --------------------------------------------------------------------
 
+    def check_query(self, text: str, role: str) -> str:
+        """DuckDB's own parser (`duckdb.extract_statements`) must find one SELECT statement."""
+        query = query_text(text, role)
+        try:
+            statements = duckdb.extract_statements(query)
+        except duckdb.Error as error:
+            raise CohortError(f"{role} is not valid SQL: {self._failure_message(error)}") from None
+        if len(statements) != 1:
+            raise CohortError(f"{role} holds more than one statement; give one SELECT query")
+        if statements[0].type != duckdb.StatementType.SELECT:
+            raise CohortError(f"{role} may only read data, but it holds {statements[0].type.name!r}")
+        return query
+
     def expect_aggregates(self, sums: int) -> None:
         self._set_if_allowed("perfect_ht_threshold", str(perfect_hash_bits(sums)))
 
@@ -160,7 +186,7 @@ class DuckDBEngine(Engine):
             if in_database is not None:
                 return self._register_database_table(*in_database, positions)
             if is_query(data):
-                return self._copy(f"({check_query(data)})", positions, context="the data query")
+                return self._copy(f"({self.check_query(data, 'the data query')})", positions, context="the data query")
             name = self._table(data)
             if name is not None:
                 return self._copy(name, positions) if positions else self._described(name, False, True)
@@ -203,10 +229,15 @@ class DuckDBEngine(Engine):
                 del self._created[index]
                 return
 
-    def sources(self, query: str) -> Sources:
-        """From DuckDB's own parse of `query` (``json_serialize_sql``): every string constant a table
+    def sources(self, data: str) -> Sources:
+        """A query's from DuckDB's own parse of it (``json_serialize_sql``): every string constant a table
         function is given (``read_parquet('a.parquet')``, lists and globs included) is a file, and every
-        table it names a table, or a file where DuckDB would read it as one (``FROM 'a.parquet'``)."""
+        table it names a table, or a file where DuckDB would read it as one (``FROM 'a.parquet'``). Other
+        text is a table or view of the caller's connection, or a file."""
+        if not is_query(data):
+            table = self._table(data)
+            return Sources((), (data,)) if table is not None else Sources((data,), ())
+        query = data
         (serialized,) = self.fetch_arrow(
             f"SELECT json_serialize_sql({self.dialect.string(query)}) AS tree", context="reading the data query"
         )["tree"].to_pylist()
@@ -239,16 +270,28 @@ class DuckDBEngine(Engine):
         self.connection.interrupt()
 
     def _store_tables(self, tables: Mapping[str, object], record: str) -> None:
+        if self._in_memory:
+            raise CohortError(
+                "tables written into a DuckDB database cohortsql opened in memory are lost when the call ends:"
+                " pass connection= a DuckDB connection (on the command line: --database FILE.duckdb)"
+            )
         runs = self.dialect.quote(RUNS_TABLE)
         try:
             self.connection.execute("BEGIN TRANSACTION")
             for name, table in tables.items():
-                view = self._temporary_name("output")
-                self.connection.register(view, table)
                 quoted = self.dialect.quote(name)
-                self.connection.execute(f"CREATE OR REPLACE TABLE {quoted} AS SELECT * FROM {self.dialect.quote(view)}")
+                if isinstance(table, duckdb.DuckDBPyRelation):  # a lazy result of this connection
+                    table = Select(table.sql_query())
+                if isinstance(table, Select):
+                    self.connection.execute(f"CREATE OR REPLACE TABLE {quoted} AS {table.sql}")
+                else:
+                    view = self._temporary_name("output")
+                    self.connection.register(view, table)
+                    self.connection.execute(
+                        f"CREATE OR REPLACE TABLE {quoted} AS SELECT * FROM {self.dialect.quote(view)}"
+                    )
+                    self.connection.unregister(view)
                 self.connection.execute(f"COMMENT ON TABLE {quoted} IS {self.dialect.string(record)}")
-                self.connection.unregister(view)
             self.connection.execute(
                 f"CREATE TABLE IF NOT EXISTS {runs} (written_at TIMESTAMP, tables VARCHAR, settings VARCHAR)"
             )
@@ -522,3 +565,6 @@ def _connect(database: str | os.PathLike[str], read_only: bool) -> duckdb.DuckDB
     except duckdb.Error as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CohortError(f"cannot open DuckDB database {str(database)!r}: {message}") from None
+
+
+ENGINE = DuckDBEngine

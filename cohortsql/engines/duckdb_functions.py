@@ -201,7 +201,18 @@ def _preparer(connection: duckdb.DuckDBPyConnection, query: QueryOfArguments) ->
             if search_path:
                 cursor.execute(f"SET search_path = {DUCKDB.string(search_path)}")
             source = _source(cursor, data)
-            sql = query(cursor, data, prediction, similarity, id, targets, weight, source.table)
+            sql = query(
+                cursor,
+                data,
+                prediction,
+                similarity,
+                id,
+                targets,
+                weight,
+                source.table,
+                dialect=DUCKDB.name,
+                function=VALUES_FUNCTION,
+            )
         finally:
             cursor.close()
         return sql if source.table is None else _unshadowed(sql, source.name)

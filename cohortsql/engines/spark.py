@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, Self, TypeVar, cast
 
 import pyarrow as pa
 from pyspark.errors import PySparkException
@@ -32,10 +32,18 @@ from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 
 from cohortsql.dialects import SPARK
-from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, QueryOfArguments, Sources, ValuesOfHistograms
+from cohortsql.engines.base import (
+    RUNS_TABLE,
+    Engine,
+    EngineSettings,
+    QueryOfArguments,
+    Select,
+    Sources,
+    ValuesOfHistograms,
+)
 from cohortsql.engines.inputs import POSITION_COLUMN, Input, as_arrow, file_format, with_positions, without_positions
 from cohortsql.errors import CohortError
-from cohortsql.request.user_sql import check_query, is_query
+from cohortsql.request.user_sql import is_query, query_text
 
 Result = TypeVar("Result")
 
@@ -58,25 +66,6 @@ CANCEL_SECONDS = 60.0
 """After an interrupt, how often and for how long the cancel is repeated while a query is in flight."""
 
 _FILE_COLUMN, _INDEX_COLUMN, _OFFSET_COLUMN = "__cohort_file", "__cohort_index", "__cohort_offset"
-
-
-def open_engine(connection: Any, settings: EngineSettings, data: Any = None) -> SparkEngine:
-    """An engine on `connection` (a classic or a Spark Connect SparkSession), else on the session a
-    Spark DataFrame `data` belongs to (its temporary views are that session's), else on `start_session`."""
-    if settings.memory_limit is not None or settings.temp_directory is not None:
-        raise CohortError(
-            "memory_limit and temp_directory are DuckDB settings; size Spark in its session's configuration"
-        )
-    own = data.sparkSession if _is_spark(data, "DataFrame") else None
-    if connection is None:
-        return SparkEngine(own if own is not None else start_session(settings.spark_master))
-    if not _is_spark(connection, "SparkSession"):
-        raise CohortError(f"connection must be a SparkSession for the spark engine, got {type(connection).__name__}")
-    if own is not None and own is not connection:
-        raise CohortError(
-            "the Spark DataFrame belongs to another SparkSession than connection=; pass the DataFrame alone"
-        )
-    return SparkEngine(connection)
 
 
 def start_session(master: str | None = None) -> SparkSession:
@@ -167,8 +156,28 @@ def _check_reachable(remote: str, timeout: float = 10.0) -> None:
 class SparkEngine(Engine):
     """Runs cohortsql's SQL on a SparkSession through temporary views (cached where results are reused)."""
 
+    name = "spark"
     dialect = SPARK
     failures = _SPARK_FAILURES
+    reads_settings = frozenset({"spark_master"})
+    writes_results_in_place = True
+
+    @classmethod
+    def open(cls, connection: Any, settings: EngineSettings, data: Any = None) -> Self:
+        """An engine on `connection` (a classic or a Spark Connect SparkSession), else on the session a
+        Spark DataFrame `data` belongs to (its temporary views are that session's), else on `start_session`."""
+        own = data.sparkSession if _is_spark(data, "DataFrame") else None
+        if connection is None:
+            return cls(own if own is not None else start_session(settings.spark_master))
+        if not _is_spark(connection, "SparkSession"):
+            raise CohortError(
+                f"connection must be a SparkSession for the spark engine, got {type(connection).__name__}"
+            )
+        if own is not None and own is not connection:
+            raise CohortError(
+                "the Spark DataFrame belongs to another SparkSession than connection=; pass the DataFrame alone"
+            )
+        return cls(connection)
 
     def __init__(self, session: SparkSession) -> None:
         self.session = session
@@ -182,6 +191,20 @@ class SparkEngine(Engine):
 
     # -- the Engine methods --------------------------------------------------------------------
 
+    def check_query(self, text: str, role: str) -> str:
+        """Read as Spark reads it (backslash escapes inside string literals), the text outside quotes and
+        comments holds no ``;`` and no word that starts another kind of statement."""
+        query = query_text(text, role)
+        code = SPARK.code_outside_quotes(query, role)
+        if ";" in code:
+            raise CohortError(f"{role} holds more than one statement; give one SELECT query")
+        command = _COMMANDS.search(code)
+        if command:
+            raise CohortError(
+                f"{role} may only read data, but it holds {command[0].upper()!r} (quote a column of that name)"
+            )
+        return query
+
     def register_input(self, data: Any, *, positions: bool) -> Input:
         if isinstance(data, Path):
             data = str(data)
@@ -191,7 +214,8 @@ class SparkEngine(Engine):
             frame = data
         elif isinstance(data, str):
             if is_query(data):
-                frame = self._run(lambda: self.session.sql(check_query(data, engine="spark")), "the data query")
+                query = self.check_query(data, "the data query")
+                frame = self._run(lambda: self.session.sql(query), "the data query")
             elif self._has_table(data):
                 frame = self.session.table(data)
             else:
@@ -236,10 +260,13 @@ class SparkEngine(Engine):
                 self._views.remove(name)
                 return
 
-    def sources(self, query: str) -> Sources:
-        """The files Spark's plan of `query` reads (``DataFrame.inputFiles``, tables stored as files
+    def sources(self, data: str) -> Sources:
+        """The files Spark's plan of a query reads (``DataFrame.inputFiles``, tables stored as files
         included), and the tables it names (sqlglot's reading of Spark SQL: Spark's own plan is not
-        reachable from a Connect session)."""
+        reachable from a Connect session). Other text is a table of the catalog, or a path."""
+        if not is_query(data):
+            return Sources((), (data,)) if self._has_table(data) else Sources((data,), ())
+        query = data
         import sqlglot
         from sqlglot import expressions
 
@@ -332,10 +359,12 @@ class SparkEngine(Engine):
     def _save(self, table: object, name: str, mode: str) -> None:
         if isinstance(table, pa.Table):
             frame = self._frame(table)
+        elif isinstance(table, Select):
+            frame = self._run(lambda: self.session.sql(table.sql), f"computing table {name!r}")
         elif _is_spark(table, "DataFrame"):
             frame = cast(DataFrame, table)  # a DataFrame is written by the executors
         else:
-            raise TypeError(f"Spark writes Arrow tables and DataFrames, not {type(table).__name__}")
+            raise TypeError(f"Spark writes Arrow tables, queries and DataFrames, not {type(table).__name__}")
         writer = frame.write.mode(mode)
         self._run(lambda: writer.saveAsTable(name), f"writing table {name!r}")
 
@@ -460,6 +489,13 @@ def _quiet_loggers() -> Iterator[None]:
             logger.disabled = disabled
 
 
+_COMMANDS = re.compile(
+    r"\b(insert|update|delete|merge|create|drop|alter|attach|detach|copy|call|pragma|install|load|export|import"
+    r"|truncate|grant|revoke|vacuum|checkpoint|set|reset|use|begin|declare|execute)\b",
+    re.IGNORECASE,
+)
+"""Words that start statements other than queries: a Spark data query may not hold them outside quotes."""
+
 _MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
 """How a Python worker that cannot import a module fails, somewhere in the Java stack around it."""
 
@@ -511,3 +547,6 @@ def _spark_compatible(table: pa.Table) -> pa.Table:
         return table.cast(schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
         raise CohortError(f"cannot send the data to Spark: {error}") from None
+
+
+ENGINE = SparkEngine

@@ -279,10 +279,9 @@ def _value_steps(
 ) -> tuple[list[Step], str]:
     """After the histogram: the superset sums, the cohort values and their Shapley values; the
     variance game first for ``effects``. Returns every step and the result's SELECT."""
-    steps = [*steps, *value_steps.superset_passes("histogram", len(names))]
-    steps.append(Step("games", value_steps.cohort_games(steps[-1].name)))
+    steps = [*steps, *value_steps.game_steps("histogram", len(names))]
     if variant == "values":
-        steps += value_steps.shapley_steps("games", names, {"shapley": "g.v", "shapley_squared": "g.v * g.v"}, dialect)
+        steps += value_steps.shapley_steps("games", names, value_steps.VALUES, dialect)
         return steps, "SELECT target AS id, feature, shapley, shapley_squared\nFROM shapley\nORDER BY target, position"
     target_weight = "CAST(1 AS DOUBLE)" if weight is None else "t.__cohort_weight"
     steps.append(Step("variance_game", value_steps.variance_game("games", "targets", target_weight)))

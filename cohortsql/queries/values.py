@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 
 from cohortsql.dialects import Dialect
-from cohortsql.queries.steps import Step
+from cohortsql.queries.steps import Step, with_query
 from cohortsql.queries.templates import template
 
 BITS_PER_PASS = 5
@@ -52,8 +52,26 @@ def _subsets(bits: Sequence[int]) -> list[tuple[int, ...]]:
 
 
 def cohort_games(lattice: str) -> str:
-    """SELECT target, u, v: every cohort's value v(u) = S(u) / W(u) (0 for the empty set)."""
+    """SELECT target, u, v: every cohort's value v(u) = S(u) / W(u) - S(0) / W(0) (0 for the empty set),
+    so that sums of y centred on any constant (the library's pilot, the query's mean) give one game."""
     return template("cohort_games").format(lattice=lattice)
+
+
+def game_steps(histogram: str, d: int) -> list[Step]:
+    """`superset_passes` over relation `histogram`, then step ``games``: every cohort's value."""
+    steps = superset_passes(histogram, d)
+    return [*steps, Step("games", cohort_games(steps[-1].name))]
+
+
+VALUES = {"shapley": "g.v", "shapley_squared": "g.v * g.v"}
+"""The values of every target's game: its Shapley values, and those of its squared game."""
+
+
+def values_query(histogram: str, features: Sequence[str], dialect: Dialect) -> str:
+    """SELECT id, feature, shapley, shapley_squared for every target of relation `histogram` (columns
+    target, mask0, w0, s0_0), computed wholly in SQL: for engines that run no Python beside the data."""
+    steps = [*game_steps(histogram, len(features)), *shapley_steps("games", features, VALUES, dialect)]
+    return with_query(steps, "SELECT target AS id, feature, shapley, shapley_squared\nFROM shapley")
 
 
 def variance_game(games: str, targets: str, weight: str) -> str:

@@ -8,6 +8,7 @@ rows as they are in the data are read only by computations that report them (`re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -307,12 +308,16 @@ def _check_finite(statistics: TableStatistics, outcomes: Sequence[str], weight: 
     if all(np.isfinite(sums)):
         return
     if weight is not None:
-        raise CohortError(
-            f"weight column {weight!r}: its sums (with the explained values) overflow a DOUBLE;"
-            " divide the weights by a constant (only their ratios matter)"
-        )
+        raise _overflowing_weights(weight)
     raise CohortError(
         f"the explained columns {list(outcomes)} overflow a DOUBLE in their sums of squares; rescale them"
+    )
+
+
+def _overflowing_weights(weight: str) -> CohortError:
+    return CohortError(
+        f"weight column {weight!r}: its sums (with the explained values) overflow a DOUBLE;"
+        " divide the weights by a constant (only their ratios matter)"
     )
 
 
@@ -329,8 +334,11 @@ def _positive_rows(engine: Engine, source: str, weight: str, id_sql: str, id: st
             f"weight column {weight!r} has {checks['bad_weights']} negative, NULL, NaN or infinite values"
             f" (the first at {where} {checks['first_bad_weight']!r}); weights must be finite and >= 0"
         )
+    scaled = checks["scaled_total_weight"]
+    total = None if scaled is None else float(scaled) / queries.statistics.WEIGHT_SCALE
+    if total is not None and not math.isfinite(total):
+        raise _overflowing_weights(weight)
     if not checks["positive_rows"]:
-        total = checks["total_weight"]
         raise CohortError(
             f"weight column {weight!r} sums to {0 if total is None else total}: at least one row needs a positive weight"
         )

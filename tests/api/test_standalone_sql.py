@@ -77,7 +77,7 @@ def same_results(assembled, direct):
     ],
     ids=["histogram", "predicate", "ids", "collapsed", "cells", "cells-ids"],
 )
-def test_the_engines_own_sql_gives_the_library_values(engine, parquet, similarity, variant, targets):
+def test_the_engines_own_sql_gives_the_library_values(engine, local_files, parquet, similarity, variant, targets):
     sql = cohortsql.sql_query(
         str(parquet),
         prediction="score",
@@ -94,7 +94,7 @@ def test_the_engines_own_sql_gives_the_library_values(engine, parquet, similarit
     same_results(assembled, direct)
 
 
-def test_without_an_id_targets_are_row_positions(engine, parquet):
+def test_without_an_id_targets_are_row_positions(engine, local_files, parquet):
     similarity = {"age": "range:0.1", "region": "exact"}
     sql = cohortsql.sql_query(str(parquet), prediction="score", similarity=similarity, dialect=engine.name)
     assert "row position" in sql

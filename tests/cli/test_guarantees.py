@@ -86,7 +86,7 @@ def test_a_large_offset_changes_nothing(engine):
         ({"similarity": {"x": "sql:s.x = t.x; DROP TABLE t"}}, "holds a ';'"),
     ],
 )
-def test_user_sql_is_one_expression(scores, options, fragment, engine):
+def test_user_sql_is_one_expression(scores, options, fragment, engine, local_files):
     options.setdefault("similarity", ["x"])
     with pytest.raises(cohortsql.CohortError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
         cohortsql.cohort_shapley(str(scores / "scores.parquet"), prediction="y", **options, **engine.options)

@@ -162,7 +162,7 @@ def test_spark_tables_written_from_the_command_line(spark_client, monkeypatch, t
             expected.local.sort("id", "feature")["shapley"].to_numpy(),
             atol=1e-12,
         )
-        assert "computed and written by Spark" in result.output  # through shapley_table: nothing on the driver
+        assert "computed and written by spark" in result.output  # through shapley_table: nothing on the driver
         assert not spark_client.catalog.tableExists(f"{name}_totals")
         assert spark_client.table("cohortsql_runs").filter(f"tables LIKE '{name}%'").count() == 1
         again = CliRunner().invoke(app, arguments)
@@ -212,7 +212,7 @@ def test_command_line_on_spark(spark_session, tmp_path):
         pl.read_parquet(out)["shapley"].to_numpy(), expected.local["shapley"].to_numpy(), atol=1e-12
     )
     bad = CliRunner().invoke(app, [*arguments, "--spark-master", "local[1]"])
-    assert bad.exit_code == 2 and "--spark-master needs --engine spark" in bad.output
+    assert bad.exit_code == 2 and "--spark-master is not a setting of the duckdb engine" in bad.output
 
 
 def test_engine_choice(spark_session):
@@ -222,11 +222,11 @@ def test_engine_choice(spark_session):
     assert engine_for("scores.parquet", spark_session, None) == "spark"
     assert engine_for(spark_session.range(1), None, None) == "spark"
     assert engine_for(duckdb.sql("SELECT 1"), None, None) == "duckdb"
-    with pytest.raises(cohortsql.CohortError, match="engine must be one of duckdb, spark"):
+    with pytest.raises(cohortsql.CohortError, match="engine must be one of duckdb, spark, adbc"):
         engine_for(None, None, "postgres")
     with pytest.raises(cohortsql.CohortError, match="cannot read a spark connection"):
         engine_for(None, spark_session, "duckdb")
-    with pytest.raises(cohortsql.CohortError, match="memory_limit and temp_directory are DuckDB settings"):
+    with pytest.raises(cohortsql.CohortError, match="memory_limit is not a setting of the spark engine"):
         cohortsql.cohort_shapley(
             pl.DataFrame({"x": [1.0], "y": [1.0]}),
             prediction="y",
@@ -236,22 +236,40 @@ def test_engine_choice(spark_session):
         )
 
 
-SQL_READERS = {PACKAGE / "request" / "user_sql.py"}
-"""Modules that read SQL text with DuckDB's own lexer and parser (no connection, no query run)."""
+OWN_ENGINES = {PACKAGE / "engines", PACKAGE / "dialects"}
+"""Where an engine's library may be imported and its name spelled: its module and its dialect's."""
+
+
+def _outside_the_engines():
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent not in OWN_ENGINES:
+            yield path, ast.parse(path.read_text())
 
 
 def test_no_module_outside_the_engines_imports_an_engine_library():
-    for path in PACKAGE.rglob("*.py"):
-        if path.parent.name == "engines" or path in SQL_READERS:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path, tree in _outside_the_engines():
+        for node in ast.walk(tree):
             names = []
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
             for name in names:
-                assert name.split(".")[0] not in ("duckdb", "pyspark"), f"{path.name} imports {name}"
+                assert name.split(".")[0] not in ("duckdb", "pyspark", "adbc_driver_manager"), (
+                    f"{path.name} imports {name}"
+                )
+
+
+def test_no_module_outside_the_engines_compares_an_engine_name():
+    """Engines own their policy (their attributes say what they can do): nothing else asks which one it holds."""
+    from cohortsql._typing import ENGINES
+
+    for path, tree in _outside_the_engines():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                named = [o.value for o in operands if isinstance(o, ast.Constant) and o.value in ENGINES]
+                assert not named, f"{path.name}:{node.lineno} compares with engine name {named[0]!r}"
 
 
 def test_small_arrow_tables_are_cut_into_batches_every_thread_can_scan():

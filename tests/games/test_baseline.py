@@ -489,10 +489,9 @@ def test_realism_beyond_its_memory_says_so_before_building_bitsets(monkeypatch):
 def test_compare_reads_the_data_once_and_explains_one_sample(engine, monkeypatch):
     """One session serves the three methods: the input is registered once (its statistics computed
     once), and CS, BS and ABS explain the same random sample of targets."""
-    import importlib
+    from cohortsql.engines import engine_class
 
-    module = importlib.import_module(f"cohortsql.engines.{engine.name}")
-    backend = module.DuckDBEngine if engine.name == "duckdb" else module.SparkEngine
+    backend = engine_class(engine.name)
     registered = []
     original = backend.register_input
 

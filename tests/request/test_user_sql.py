@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import cohortsql
-from cohortsql.request.user_sql import check_expression, check_query
+from cohortsql.engines import open_engine
+from cohortsql.request.user_sql import check_expression
 
 DOLLAR_INJECTION = (
     "$$'$$ IS NULL), FALSE) AS x FROM read_parquet($$f.parquet$$); COPY (SELECT 42) TO $$m.csv$$;"
@@ -100,7 +101,8 @@ def test_text_that_is_a_statement_to_one_engine_is_refused():
 
 def test_a_data_query_with_quoted_semicolons_is_accepted(scores):
     query = "SELECT *, $$;$$ AS note FROM read_parquet('f.parquet') WHERE a <> 0"
-    assert check_query(query) == query
+    with open_engine() as engine:
+        assert engine.check_query(query, "the data query") == query
     result = cohortsql.cohort_shapley(query, prediction="y", similarity=["a"], id="id")
     assert result.local.height == 4
 

@@ -1,0 +1,344 @@
+"""The adbc engine on a real PostgreSQL server (tests/postgres.py): the library's path runs in the
+warehouse and equals DuckDB on the same rows, and what is particular to a warehouse behind a driver:
+its own SQL for the data query, names folded as the server folds them, transactions left usable,
+cancels, credentials never shown, and the dialect that follows the driver.
+
+The data are the Titanic passengers (examples/data/titanic.csv: 263 missing ages), with the day each
+boarded (Southampton, Cherbourg, Queenstown in turn: a date for date windows) and a weight per row.
+The whole correctness suite also runs on this engine (the `engine` fixture of conftest.py).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+import cohortsql
+from cohortsql.cli import app
+from cohortsql.engines import open_engine
+
+pytest.importorskip("adbc_driver_postgresql", reason="the postgres extra is not installed")
+
+TITANIC = Path(__file__).parents[2] / "examples" / "data" / "titanic.csv"
+
+
+def passengers() -> pl.DataFrame:
+    frame = pl.read_csv(TITANIC).with_row_index("id").with_columns(pl.col("id").cast(pl.Int64))
+    return frame.with_columns(
+        y=(pl.col("survived") == "survived").cast(pl.Float64),
+        age_nan=pl.col("age").fill_null(float("nan")),
+        boarded=pl.lit(datetime.date(1912, 4, 10)) + pl.duration(days=pl.col("id") % 3),
+        w=(pl.col("parch") + 1).cast(pl.Float64),
+    ).drop("survived")
+
+
+@pytest.fixture(scope="module")
+def warehouse(postgres, adbc_postgres):
+    from postgres import load_table
+
+    frame = passengers()
+    load_table(postgres, "passengers", frame)
+    postgres.execute("DROP VIEW IF EXISTS slow_passengers")
+    postgres.execute("CREATE VIEW slow_passengers AS SELECT * FROM passengers WHERE pg_sleep(0.05) IS NOT NULL")
+    return frame
+
+
+EVERY_KIND = {
+    "pclass": "exact",
+    "sex": "exact",
+    "age": "abs:5",
+    "sibsp": "bins:3",
+    "parch": "range:0.2",
+    "boarded": "abs:1",
+}
+OTHER_KINDS = {
+    "age_nan": "quantile:0.1",
+    "age": "relative:0.2",
+    "sibsp": "sql:abs(s.sibsp - t.sibsp) <= 1",
+    "sex": "exact",
+}
+
+
+def same_local(on_server: pl.DataFrame, on_duckdb: pl.DataFrame) -> None:
+    """The same values (``id, feature, shapley, shapley_squared``) for the same targets, to 1e-9."""
+    left, right = on_server.sort("id", "feature"), on_duckdb.sort("id", "feature")
+    assert left["id"].to_list() == right["id"].to_list() and left["feature"].to_list() == right["feature"].to_list()
+    for column in ("shapley", "shapley_squared"):
+        np.testing.assert_allclose(left[column].to_numpy(), right[column].to_numpy(), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("similarity", [EVERY_KIND, OTHER_KINDS], ids=["every-kind", "other-kinds"])
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"weight": "w"}, {"targets": "sex = 'female' AND pclass <> '3rd'"}, {"weight": "w", "targets": "age > 30"}],
+    ids=["plain", "weighted", "predicate", "weighted-predicate"],
+)
+def test_the_warehouse_computes_what_duckdb_computes(warehouse, adbc_postgres, similarity, options):
+    """NULL and NaN ages, a date window, weights and a predicate: the values and the Shapley effects
+    from the server's own table equal DuckDB's on the same rows to 1e-9."""
+    on_server = cohortsql.cohort_shapley(
+        "passengers", prediction="y", similarity=similarity, id="id", connection=adbc_postgres, **options
+    )
+    on_duckdb = cohortsql.cohort_shapley(warehouse, prediction="y", similarity=similarity, id="id", **options)
+    same_local(on_server.local, on_duckdb.local)
+    effects = cohortsql.shapley_effects(
+        "passengers", prediction="y", similarity=similarity, id="id", connection=adbc_postgres, **options
+    )
+    expected = cohortsql.shapley_effects(warehouse, prediction="y", similarity=similarity, id="id", **options)
+    np.testing.assert_allclose(
+        effects.effects.sort("feature")["shapley_effect"].to_numpy(),
+        expected.effects.sort("feature")["shapley_effect"].to_numpy(),
+        rtol=1e-9,
+        atol=1e-12,
+    )
+
+
+def test_bootstrap_draws_use_the_warehouses_own_md5(warehouse, adbc_postgres):
+    """The replicates' draws come from md5 of the same text on every engine: the intervals agree."""
+    similarity = {"pclass": "exact", "age": "abs:5"}
+    on_server = cohortsql.cohort_shapley(
+        "passengers", prediction="y", similarity=similarity, id="id", bootstrap=30, seed=4, connection=adbc_postgres
+    )
+    on_duckdb = cohortsql.cohort_shapley(
+        warehouse, prediction="y", similarity=similarity, id="id", bootstrap=30, seed=4
+    )
+    left, right = on_server.local.sort("id", "feature"), on_duckdb.local.sort("id", "feature")
+    for column in ("shapley_ci_low", "shapley_ci_high"):
+        np.testing.assert_allclose(left[column].to_numpy(), right[column].to_numpy(), rtol=0, atol=1e-9)
+
+
+def test_uniqueness_estimate_and_the_grouping_sets_path(warehouse, adbc_postgres):
+    kinds = {"pclass": "exact", "sex": "exact", "sibsp": "exact"}
+    unique = cohortsql.uniqueness_shapley("passengers", similarity=kinds, id="id", connection=adbc_postgres)
+    expected = cohortsql.uniqueness_shapley(warehouse, similarity=kinds, id="id")
+    np.testing.assert_allclose(unique.shapley, expected.shapley, atol=1e-12)
+    cells = cohortsql.cohort_shapley(
+        "passengers", prediction="y", similarity=kinds, id="id", path="grouping_sets", connection=adbc_postgres
+    )
+    same_local(cells.local, cohortsql.cohort_shapley(warehouse, prediction="y", similarity=kinds, id="id").local)
+    plan = cohortsql.estimate("passengers", prediction="y", similarity=kinds, id="id", connection=adbc_postgres)
+    assert plan.targets == warehouse.height
+
+
+def test_the_data_query_is_the_warehouses_own_sql(warehouse, adbc_postgres):
+    """PostgreSQL's own syntax (``::`` casts, ILIKE), run as written; a schema-qualified name; and an
+    unquoted name in another case, folded to lower case as PostgreSQL folds it."""
+    query = "SELECT id, y, age::float8 AS age, sex FROM passengers WHERE sex ILIKE 'FEMALE'"
+    result = cohortsql.cohort_shapley(
+        query, prediction="y", similarity={"age": "abs:5"}, id="id", connection=adbc_postgres
+    )
+    women = warehouse.filter(pl.col("sex") == "female")
+    same_local(
+        result.local, cohortsql.cohort_shapley(women, prediction="y", similarity={"age": "abs:5"}, id="id").local
+    )
+    for name in ("public.passengers", "PASSENGERS", '"passengers"', 'Public."passengers"'):
+        named = cohortsql.cohort_shapley(
+            name, prediction="y", similarity={"sex": "exact"}, id="id", connection=adbc_postgres
+        )
+        assert named.local.height == warehouse.height
+
+
+@pytest.mark.parametrize(
+    "data, options, fragment",
+    [
+        ("passengers", {"similarity": {"fare": "abs:1"}}, "fare"),
+        ("passengers", {"similarity": {"age": "wide:3"}}, "wide:3"),
+        ("passengers", {"similarity": ["age"], "id": None}, "pass id="),
+        ("no_such_table", {"similarity": ["age"]}, "no_such_table"),
+        ("scores.parquet", {"similarity": ["age"]}, "reads its own tables"),
+        ("SELECT * FROM passengers; DROP TABLE passengers", {"similarity": ["age"]}, "more than one statement"),
+        (
+            "WITH gone AS (DELETE FROM passengers RETURNING *) SELECT * FROM gone",
+            {"similarity": ["age"]},
+            "may only read data",
+        ),
+        ("SELECT * INTO copied FROM passengers", {"similarity": ["age"]}, "SELECT INTO"),
+    ],
+    ids=["missing-column", "bad-kind", "no-id", "no-table", "a-file", "two-statements", "deleting-cte", "select-into"],
+)
+def test_failures_are_one_cohort_error_and_change_nothing(warehouse, postgres, adbc_postgres, data, options, fragment):
+    arguments = {"prediction": "y", "id": "id", **options}
+    with pytest.raises(cohortsql.CohortError, match=fragment) as failed:
+        cohortsql.cohort_shapley(data, connection=adbc_postgres, **arguments)
+    assert "\n" not in str(failed.value)
+    assert postgres.execute("SELECT count(*) FROM passengers").fetchall() == [(warehouse.height,)]
+    assert postgres.execute("SELECT count(*) FROM pg_class WHERE relname = 'copied'").fetchall() == [(0,)]
+
+
+def test_a_transaction_stays_usable_and_nothing_is_left_behind(warehouse, postgres_uri):
+    """On a connection in a transaction (the DB-API default), cohortsql works in a session of its own:
+    its failures (a driver refuses every statement after one until the whole transaction is rolled
+    back) cost the caller nothing, and nothing of cohortsql's is left behind. That session cannot see
+    the caller's TEMP tables, and says so."""
+    import adbc_driver_postgresql.dbapi as dbapi
+
+    with dbapi.connect(postgres_uri) as connection:  # autocommit off
+        cursor = connection.cursor()
+        cursor.execute("CREATE TEMPORARY TABLE mine AS SELECT 1 AS x, 2.0 AS y")
+        with pytest.raises(cohortsql.CohortError, match="fare"):
+            cohortsql.cohort_shapley("passengers", prediction="y", similarity=["fare"], id="id", connection=connection)
+        with pytest.raises(cohortsql.CohortError, match="division by zero"):
+            cohortsql.cohort_shapley(
+                "passengers", prediction="y", similarity={"age": "sql:s.age / 0 > 1"}, id="id", connection=connection
+            )
+        with pytest.raises(cohortsql.CohortError, match="session of its own.*TEMP tables"):
+            cohortsql.cohort_shapley("mine", prediction="y", similarity=["x"], id="x", connection=connection)
+        result = cohortsql.cohort_shapley(
+            "passengers", prediction="y", similarity=["pclass"], id="id", connection=connection
+        )
+        assert result.local.height == warehouse.height
+        cursor.execute("SELECT x FROM mine")  # the caller's own work survived, in its transaction
+        assert cursor.fetchall() == [(1,)]
+        cursor.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'cohortsql%'")
+        assert cursor.fetchall() == [(0,)]
+        cursor.close()
+        connection.rollback()
+
+
+def test_a_cancelled_query_stops_on_the_server(warehouse, postgres, adbc_postgres):
+    """Ctrl-C while the server runs a query: the server cancels it (adbc_cancel), the call raises
+    KeyboardInterrupt, and the connection serves the next call."""
+    engine = open_engine(connection=adbc_postgres)
+
+    def interrupt_when_running() -> None:
+        for _ in range(600):
+            active = postgres.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query ILIKE '%pg_sleep(20)%'"
+                " AND pid <> pg_backend_pid()"
+            ).fetchall()
+            if active[0][0]:
+                signal.raise_signal(signal.SIGINT)
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=interrupt_when_running)
+    watcher.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            engine.fetch_arrow("SELECT 1 AS x FROM (SELECT pg_sleep(20)) AS s", context="sleeping")
+    finally:
+        watcher.join()
+        engine.close()
+    still = postgres.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query ILIKE '%pg_sleep(20)%'"
+        " AND pid <> pg_backend_pid()"
+    ).fetchall()
+    assert still == [(0,)]
+    again = cohortsql.cohort_shapley(
+        "passengers", prediction="y", similarity=["sex"], id="id", connection=adbc_postgres
+    )
+    assert again.local.height == warehouse.height
+
+
+def test_shapley_table_in_the_warehouse(warehouse, postgres, adbc_postgres):
+    """Arrow computed by the values query on the server; with into=, a table of the server (recorded in
+    cohortsql_runs), never the call's own input, and not replaced without replace=."""
+    kinds = {"pclass": "exact", "age": "abs:5", "boarded": "abs:1"}
+    expected = cohortsql.cohort_shapley(warehouse, prediction="y", similarity=kinds, id="id", weight="w")
+    table = cohortsql.shapley_table(
+        "passengers", prediction="y", similarity=kinds, id="id", weight="w", connection=adbc_postgres
+    )
+    assert isinstance(table, pa.Table)
+    same_local(pl.from_arrow(table), expected.local)
+    postgres.execute("DROP TABLE IF EXISTS explained")
+    options = {"prediction": "y", "similarity": kinds, "id": "id", "weight": "w", "connection": adbc_postgres}
+    assert cohortsql.shapley_table("passengers", into="explained", **options) is None
+    written = pl.DataFrame(
+        postgres.execute("SELECT id, feature, shapley, shapley_squared FROM explained").fetchall(),
+        schema=["id", "feature", "shapley", "shapley_squared"],
+        orient="row",
+    )
+    same_local(written, expected.local)
+    runs = postgres.execute("SELECT tables, settings FROM cohortsql_runs WHERE tables = 'explained'").fetchall()
+    assert len(runs) == 1 and '"written_by": "cohortsql.shapley_table"' in runs[0][1]
+    with pytest.raises(cohortsql.CohortError, match="already exists; pass --replace"):
+        cohortsql.shapley_table("passengers", into="explained", **options)
+    cohortsql.shapley_table("passengers", into="explained", replace=True, **options)
+    with pytest.raises(cohortsql.CohortError, match="it is this run's input"):
+        cohortsql.shapley_table("passengers", into="passengers", replace=True, **options)
+    assert postgres.execute("SELECT count(*) FROM passengers").fetchall() == [(warehouse.height,)]
+
+
+def test_the_command_line_runs_on_a_postgresql_uri(warehouse, postgres, postgres_uri, tmp_path):
+    out = tmp_path / "explained.parquet"
+    arguments = ["shapley", "--engine", postgres_uri, "--table", "passengers", "--prediction", "y", "--id", "id"]
+    arguments += ["--similar", "pclass=exact", "--similar", "age=abs:5", "--weight", "w"]
+    result = CliRunner().invoke(app, [*arguments, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    expected = cohortsql.cohort_shapley(
+        warehouse, prediction="y", similarity={"pclass": "exact", "age": "abs:5"}, id="id", weight="w"
+    )
+    same_local(pl.read_parquet(out), expected.local)
+    postgres.execute("DROP TABLE IF EXISTS cli_explained")
+    written = CliRunner().invoke(app, [*arguments, "--into-table", "cli_explained"])
+    assert written.exit_code == 0, written.output
+    assert "computed and written by adbc" in written.output
+    assert postgres.execute("SELECT count(*) FROM cli_explained").fetchall() == [(2 * warehouse.height,)]
+
+
+def test_credentials_are_never_shown(postgres):
+    """A server that refuses the connection: the message names the address without its password."""
+    with socket_free_port() as port:
+        uri = f"postgresql://analyst:s3cr3t-pw@localhost:{port}/risk"
+        result = CliRunner().invoke(
+            app, ["shapley", "--engine", uri, "--table", "t", "--prediction", "y", "--features", "a"]
+        )
+    assert result.exit_code == 2
+    assert "s3cr3t-pw" not in result.output and "analyst:***@localhost" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_ctrl_c_cancels_the_servers_query_and_exits_130(warehouse, postgres, postgres_uri):
+    command = [sys.executable, "-m", "cohortsql.cli", "shapley", "--engine", postgres_uri, "--table", "slow_passengers"]
+    command += ["--prediction", "y", "--id", "id", "--features", "age,sex"]
+    running = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy()
+    )
+    try:
+        for _ in range(1200):  # until the server runs its query (however busy the machine)
+            if running.poll() is not None or _sleeping(postgres):
+                break
+            time.sleep(0.05)
+        assert running.poll() is None, running.communicate()
+        running.send_signal(signal.SIGINT)
+        _, stderr = running.communicate(timeout=120)
+    finally:
+        if running.poll() is None:
+            running.kill()
+    assert running.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert not _sleeping(postgres)  # cancelled, not left running after the client went away
+
+
+def _sleeping(postgres) -> bool:
+    rows = postgres.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query ILIKE '%slow_passengers%'"
+        " AND pid <> pg_backend_pid()"
+    ).fetchall()
+    return bool(rows[0][0])
+
+
+class socket_free_port:
+    """A local port nothing listens on, for as long as the block runs."""
+
+    def __enter__(self) -> int:
+        import socket
+
+        self.socket = socket.socket()
+        self.socket.bind(("localhost", 0))  # bound, not listening: connections are refused
+        return int(self.socket.getsockname()[1])
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.socket.close()
