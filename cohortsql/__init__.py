@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from cohortsql.api.anonymity import kanonymity_shapley as kanonymity_shapley
     from cohortsql.api.assemble import assemble as assemble
+    from cohortsql.api.audit import audit as audit
     from cohortsql.api.baseline import baseline_shapley as baseline_shapley
     from cohortsql.api.calibrate import calibrate as calibrate
     from cohortsql.api.compare import compare as compare
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from cohortsql.request.similarity import Similarity as Similarity
     from cohortsql.request.similarity import SqlPredicate as SqlPredicate
     from cohortsql.request.similarity import parse_similarity as parse_similarity
+    from cohortsql.results.audit import AuditResult as AuditResult
     from cohortsql.results.baseline import BaselineShapleyResult as BaselineShapleyResult
     from cohortsql.results.calibration import Calibration as Calibration
     from cohortsql.results.cohort import CohortShapleyResult as CohortShapleyResult
@@ -61,6 +63,7 @@ _PUBLIC = {
     "kanonymity_shapley": "cohortsql.api.anonymity",
     "baseline_shapley": "cohortsql.api.baseline",
     "compare": "cohortsql.api.compare",
+    "audit": "cohortsql.api.audit",
     "calibrate": "cohortsql.api.calibrate",
     "estimate": "cohortsql.api.estimate",
     "sql_query": "cohortsql.api.printed",
@@ -77,6 +80,7 @@ _PUBLIC = {
     "GameResult": "cohortsql.results.uniqueness",
     "BaselineShapleyResult": "cohortsql.results.baseline",
     "Comparison": "cohortsql.results.comparison",
+    "AuditResult": "cohortsql.results.audit",
     "Calibration": "cohortsql.results.calibration",
     # similarity kinds
     "AbsoluteWindow": "cohortsql.request.similarity",

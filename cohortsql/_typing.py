@@ -241,6 +241,16 @@ class TableOptions(Selection, RunOptions, total=False):
     weight: str | None
 
 
+class AuditOptions(Selection, Weighting, Estimation, Modelling, RunOptions, total=False):
+    """The options of `cohortsql.audit`: `cohort_shapley`'s (bootstrap on by default), and with a
+    model, how it is called and on how many targets and baselines."""
+
+    baseline_sample: int | None
+    model_targets: int
+    """How many of the targets (a random sample with `seed`) the model's baseline and all-baseline
+    Shapley are computed for."""
+
+
 class BaselineOptions(CompareOptions, total=False):
     """The options of `cohortsql.baseline_shapley`."""
 

@@ -1,7 +1,9 @@
 """Small example data for the docstrings, the tests of the documentation and first experiments.
 
 `loans` is twelve scored loan applications, small enough to read whole; `loans_model` is the
-(made-up) model that scored them, for the methods that need the model itself.
+(made-up) model that scored them, for the methods that need the model itself. `redlining` is a
+synthetic lending table whose model never sees the protected attribute but reads a zip code that
+tracks it (`redlining_model`), for `cohortsql.audit`.
 """
 
 from __future__ import annotations
@@ -55,3 +57,52 @@ def loans_model(frame: pl.DataFrame) -> np.ndarray:
     [0.79, 0.7, 0.52]
     """
     return 1.0 - frame["income"].to_numpy() / 100 + 0.05 * (frame["region"] == "s").to_numpy()
+
+
+REDLINING_ZIPS = ("z1", "z2", "z3", "z4")
+
+
+def redlining(rows: int = 600, seed: int = 7) -> pl.DataFrame:
+    """A synthetic lending table with a known proxy: ``id``; ``group`` (the protected attribute,
+    ``a`` or ``b``, about 30% ``b``); ``zip`` (``z1`` .. ``z4``): 85% of ``b`` applicants live in
+    ``z3`` or ``z4``, 85% of ``a`` applicants in ``z1`` or ``z2``; ``income`` (``low``, ``mid``,
+    ``high``, independent of the group); and ``denial``, the score of `redlining_model`, which reads zip
+    and income only.
+
+    Examples
+    --------
+    >>> import cohortsql
+    >>> table = cohortsql.datasets.redlining()
+    >>> table.columns, table.height
+    (['id', 'group', 'zip', 'income', 'denial'], 600)
+    """
+    import numpy as np
+    import polars as pl
+
+    draws = np.random.default_rng(seed)
+    group = np.where(draws.random(rows) < 0.3, "b", "a")
+    inside = draws.random(rows) < 0.85  # lives in the zips of its group
+    high_zips = (group == "b") == inside
+    zip_code = np.where(
+        high_zips, np.where(draws.random(rows) < 0.5, "z3", "z4"), np.where(draws.random(rows) < 0.5, "z1", "z2")
+    )
+    income = np.array(["low", "mid", "high"])[draws.integers(0, 3, rows)]
+    frame = pl.DataFrame({"id": np.arange(rows), "group": group, "zip": zip_code, "income": income})
+    return frame.with_columns(denial=pl.Series(redlining_model(frame)))
+
+
+def redlining_model(frame: pl.DataFrame) -> np.ndarray:
+    """The model that scored `redlining`'s applications: 0.2, plus 0.3 in zips ``z3`` and ``z4``, plus
+    0.2 for a ``low`` income, plus 0.1 for a ``mid`` one. It never reads ``group`` (call it with
+    ``model_input="polars"``).
+
+    Examples
+    --------
+    >>> import cohortsql
+    >>> cohortsql.datasets.redlining_model(cohortsql.datasets.redlining()).round(2)[:3].tolist()
+    [0.7, 0.4, 0.3]
+    """
+    import numpy as np
+
+    zip_code, income = frame["zip"].to_numpy(), frame["income"].to_numpy()
+    return 0.2 + 0.3 * np.isin(zip_code, ["z3", "z4"]) + 0.2 * (income == "low") + 0.1 * (income == "mid")

@@ -5,10 +5,11 @@ res = df.cohort.shapley(prediction="score", similarity={"age": "range:0.1", "sex
 effects = df.cohort.effects(prediction="score", similarity=["age", "sex"])
 privacy = df.cohort.uniqueness(similarity=["age", "sex", "zip"])
 both = df.cohort.compare(model=model, prediction="score", similarity=["age", "sex"])
+found = df.cohort.audit(prediction="score", protected="race", similarity=["age", "zip"])
 
 The methods take the same arguments, with the same names and defaults, as `cohortsql.cohort_shapley`,
 `cohortsql.shapley_effects`, `cohortsql.uniqueness_shapley`, `cohortsql.estimate`,
-`cohortsql.baseline_shapley`, `cohortsql.compare` and `cohortsql.calibrate`, the frame being the
+`cohortsql.baseline_shapley`, `cohortsql.compare`, `cohortsql.audit` and `cohortsql.calibrate`, the frame being the
 data: the option groups are declared once, in `cohortsql._typing`. This module is imported as soon
 as polars is (see `cohortsql/__init__.py`), so it loads the computations only when a method is called.
 """
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Unpack
 import polars as pl
 
 from cohortsql._typing import (
+    AuditOptions,
     BaselineOptions,
     CalibrationOptions,
     CompareOptions,
@@ -31,6 +33,7 @@ from cohortsql._typing import (
 
 if TYPE_CHECKING:
     from cohortsql.request.similarity import SimilarityArgument
+    from cohortsql.results.audit import AuditResult
     from cohortsql.results.baseline import BaselineShapleyResult
     from cohortsql.results.calibration import Calibration
     from cohortsql.results.cohort import CohortShapleyResult
@@ -179,6 +182,31 @@ class CohortNamespace:
         from cohortsql.api.compare import compare
 
         return compare(self._frame, model=model, prediction=prediction, similarity=similarity, **options)
+
+    def audit(
+        self,
+        *,
+        prediction: str,
+        protected: str | Sequence[str],
+        similarity: SimilarityArgument,
+        model: object = None,
+        **options: Unpack[AuditOptions],
+    ) -> AuditResult:
+        """Whether the predictions lean on protected attributes, model inputs or not (`cohortsql.audit`).
+
+        Examples
+        --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
+        >>> found = loans.cohort.audit(prediction="score", protected="region", similarity=["income"], bootstrap=20, seed=1)
+        >>> found.groups["level"].to_list()
+        ['n', 's']
+        """
+        from cohortsql.api.audit import audit
+
+        return audit(
+            self._frame, prediction=prediction, protected=protected, similarity=similarity, model=model, **options
+        )
 
     def calibrate(self, *, features: Sequence[str], **options: Unpack[CalibrationOptions]) -> Calibration:
         """The similarity threshold at which held-out rows are realistic (`cohortsql.calibrate`).

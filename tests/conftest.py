@@ -142,3 +142,62 @@ def adbc_postgres(postgres_uri):
     connection = dbapi.connect(postgres_uri, autocommit=True)
     yield connection
     connection.close()
+
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium driven by selenium, for the report's tests (skipped, with the reason, without them)."""
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (dev extra)")
+    if not (shutil.which("chromium") or Path(CHROMIUM).exists()) or not Path(CHROMEDRIVER).exists():
+        pytest.skip("no Chromium: apt-get install chromium chromium-driver (.ci/run does)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1100,1400",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """The suite runs in two processes (``-n 2``, pytest-xdist): every test whose id names Spark in
+    one unit of work, so that one worker starts the shared Spark session once while the other runs
+    everything else; each other test is its own unit. (xdist's ``loadgroup`` marks do not reach the
+    ids under pytest 9.2, so the unit is read from the id.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SparkInOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "spark" if "spark" in nodeid.lower() else nodeid
+
+    return SparkInOneWorker(config, log)
+
+
+SPARK_FIXTURES = {"spark_session", "spark_connect", "spark_client"}
+
+
+def pytest_collection_modifyitems(items):
+    """A test on the shared Spark session must name Spark in its id (see `pytest_xdist_make_scheduler`)."""
+    unnamed = [
+        item.nodeid
+        for item in items
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) and "spark" not in item.nodeid.lower()
+    ]
+    if unnamed:
+        raise pytest.UsageError(f"tests on Spark must have 'spark' in their names: {', '.join(unnamed)}")

@@ -89,5 +89,5 @@ def compare(
         estimation = choose_method(asked.estimation.method, session.prepared.players, "baseline")
         baseline = explain_with_model(session, chosen, function, baseline="mean", estimation=estimation)
         all_baseline = explain_with_model(session, chosen, function, baseline="all", estimation=estimation)
-    warn_about_cohorts(cohort.diagnostics)
+    warn_about_cohorts(cohort.diagnostics, cohort.kinds)
     return Comparison(cohort=cohort, baseline=baseline, all_baseline=all_baseline)

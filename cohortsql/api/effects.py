@@ -24,7 +24,7 @@ from cohortsql.results.tables import diagnostics, warn_about_cohorts
 from cohortsql.run import readouts
 from cohortsql.run.grouping_sets import variance_game
 from cohortsql.run.interrupts import interruptible_call
-from cohortsql.run.session import Session, open_session
+from cohortsql.run.session import Session, feature_kinds, open_session
 from cohortsql.run.strategy import (
     MAX_FEATURES,
     check_interactions,
@@ -114,6 +114,7 @@ def shapley_effects(
     asked = checked_options(options, EffectsOptions)
     outcomes = explained_columns(prediction)
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
+        kinds = feature_kinds(session.prepared)
         method = choose_method(asked.estimation.method, session.prepared.players)
         check_interactions(asked.terms, asked.estimation.method, method, session.prepared.players)
         check_owen(method, session.prepared)
@@ -127,7 +128,7 @@ def shapley_effects(
             results = _estimated_effects(session)
         else:
             results = _exact_effects(session)
-    warn_about_cohorts(next(iter(results.values())).diagnostics)
+    warn_about_cohorts(next(iter(results.values())).diagnostics, kinds)
     return next(iter(results.values())) if isinstance(prediction, str) else ShapleyEffectsResults(results)
 
 

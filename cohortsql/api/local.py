@@ -167,7 +167,7 @@ def cohort_shapley(
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
         results = explain_targets(session, session.select())
     first = next(iter(results.values()))
-    warn_about_cohorts(first.diagnostics)
+    warn_about_cohorts(first.diagnostics, first.kinds)
     return first if isinstance(prediction, str) else CohortShapleyResults(results)
 
 

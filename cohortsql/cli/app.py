@@ -1,7 +1,7 @@
 """The `cohortsql` command line: the typer app and its commands' registration.
 
 The commands live by what they do: `cohortsql.cli.compute` computes (shapley, effects, uniqueness,
-compare, calibrate) and `cohortsql.cli.files` turns files into files (sql, assemble, plot, report).
+compare, audit, calibrate) and `cohortsql.cli.files` turns files into files (sql, assemble, plot, report).
 The vocabulary is the Python API's: `shapley` is `cohortsql.cohort_shapley` (local values), `effects`
 is `cohortsql.shapley_effects` (global). `run` and `global` are the earlier names of the same commands.
 """
@@ -13,11 +13,13 @@ import sys
 import typer
 
 from cohortsql.cli.compute import (
+    AUDIT_EPILOG,
     CALIBRATE_EPILOG,
     COMPARE_EPILOG,
     EFFECTS_EPILOG,
     SHAPLEY_EPILOG,
     UNIQUENESS_EPILOG,
+    audit,
     calibrate,
     compare,
     effects,
@@ -53,6 +55,7 @@ app.command("shapley", epilog=SHAPLEY_EPILOG)(shapley)
 app.command("effects", epilog=EFFECTS_EPILOG)(effects)
 app.command("uniqueness", epilog=UNIQUENESS_EPILOG)(uniqueness)
 app.command("compare", epilog=COMPARE_EPILOG)(compare)
+app.command("audit", epilog=AUDIT_EPILOG)(audit)
 app.command("calibrate", epilog=CALIBRATE_EPILOG)(calibrate)
 app.command("report", epilog=REPORT_EPILOG)(report)
 app.command("sql", epilog=SQL_EPILOG)(sql)

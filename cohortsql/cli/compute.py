@@ -8,7 +8,14 @@ from typing import Any
 
 import typer
 
-from cohortsql._typing import CalibrationOptions, CompareOptions, EffectsOptions, ShapleyOptions, UniquenessOptions
+from cohortsql._typing import (
+    AuditOptions,
+    CalibrationOptions,
+    CompareOptions,
+    EffectsOptions,
+    ShapleyOptions,
+    UniquenessOptions,
+)
 from cohortsql.cli.failures import print_warnings_so_far
 from cohortsql.cli.flags import A_TABLE, EXPLAINED, OUTPUTS, Flags
 from cohortsql.cli.options import command, names, numbers, pick, request
@@ -116,6 +123,48 @@ def compare(options: Flags) -> None:
     written = write(options, tables, result.cohort.settings | {"comparison": "CS, BS, ABS"})
     print_warnings_so_far()
     typer.echo(comparison_summary(result, options["top"]) + written)
+
+
+AUDIT_EPILOG = (
+    "Examples:\n\n"
+    "  cohortsql audit mortgages.parquet --prediction denial --protected race --features dti,lvr,credit,insurance"
+    " --report audit.html\n\n"
+    "  cohortsql audit scores.parquet --prediction score --protected race --protected sex --features age,income,zip"
+    " --id loan_id --model model.pkl --out audit.parquet --seed 7"
+)
+
+
+@command(EXPLAINED, ("protected",), A_TABLE, ("model",), AuditOptions, ("out", "report"))
+def audit(options: Flags) -> None:
+    """Does the prediction lean on protected attributes, model inputs or not? Each attribute's share of
+    the variance explained, each group's mean value and its share of the group's gap, with bootstrap
+    intervals, and the features it acts through (with --model, the model's own baseline Shapley beside)."""
+    from cohortsql.api.audit import audit as audit_prediction
+    from cohortsql.cli.outputs import write
+    from cohortsql.games.baseline.models import load_model
+    from cohortsql.report import check_report_path
+
+    arguments = request(options, AuditOptions)
+    given = options.get("protected")
+    protected = names(",".join(given) if isinstance(given, list) else given)
+    if not protected:
+        raise CohortError("no --protected given: name the protected attribute's column (repeat it for several)")
+    if isinstance(arguments["prediction"], list):
+        raise CohortError("an audit explains one --prediction column")
+    report = options.get("report")
+    if report:
+        check_report_path(Path(report))  # before the work, not after it
+    model = options.get("model")
+    found = audit_prediction(
+        options["data"], protected=protected, model=load_model(model) if model else None, **arguments
+    )
+    tables = {"": found.attributes, "groups": found.groups, "proxies": found.proxies}
+    written = write(options, tables, found.cohort.settings | {"protected": ", ".join(protected)})
+    if report:
+        found.report(report)
+        written += f"\nwrote {report}"
+    print_warnings_so_far()
+    typer.echo("\n".join(found.summary()) + written)
 
 
 @command(("data", "features"), A_TABLE, CalibrationOptions, ("out", "plot"))

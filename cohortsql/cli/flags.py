@@ -94,7 +94,14 @@ Replace = Annotated[
     typer.Option("--replace/--no-replace", help="Let --into-table replace existing tables of the same names."),
 ]
 EngineOption = Annotated[
-    str | None, typer.Option("--engine", help=f"{' | '.join(ENGINES)} (default duckdb; spark for Spark tables).")
+    str | None,
+    typer.Option(
+        "--engine",
+        help=f"{' | '.join(name for name in ENGINES if not ENGINES[name].schemes)} (default duckdb; spark for Spark"
+        " tables), or a warehouse's URI: "
+        + ", ".join(f"{scheme}://..." for entry in ENGINES.values() for scheme in entry.schemes)
+        + " (credentials from the URI or the driver's environment; never printed).",
+    ),
 ]
 SparkMaster = Annotated[
     str | None,
@@ -102,6 +109,22 @@ SparkMaster = Annotated[
 ]
 Config = Annotated[Path | None, typer.Option(help="TOML file with any of these options; flags override it.")]
 Top = Annotated[int | None, typer.Option(help="How many features the summary lists (default 10).")]
+Protected = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="A protected attribute to audit (a column; it need not be a model input); repeat it, or"
+        " separate names with commas, for several."
+    ),
+]
+ReportOut = Annotated[
+    Path | None, typer.Option("--report", help="Also write the HTML report here (.html), with its Audit section.")
+]
+ModelTargets = Annotated[
+    int | None,
+    typer.Option(
+        help="With --model: how many targets (a random sample) the model's baseline Shapley covers (default 100)."
+    ),
+]
 ModelFile = Annotated[
     Path | None,
     typer.Option(
@@ -211,6 +234,8 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "histogram": (Histogram, None),
     "prediction": (Prediction, None),
     "model": (ModelFile, None),
+    "protected": (Protected, None),
+    "model_targets": (ModelTargets, None),
     "id": (Id, None),
     "weight": (Weight, None),
     "similar": (Similar, None),
@@ -256,6 +281,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "database": (Database, None),
     "replace": (Replace, None),
     "top": (Top, None),
+    "report": (ReportOut, None),
     "reasons": (Reasons, None),
     "dry_run": (DryRun, False),
     "config": (Config, None),
@@ -275,6 +301,8 @@ class Flags(TypedDict, total=False):
     histogram: str | Path | None
     prediction: str | list[str] | None
     model: str | Path | None
+    protected: str | list[str] | None
+    model_targets: int | None
     id: str | None
     weight: str | None
     similar: dict[str, str]
@@ -322,6 +350,7 @@ class Flags(TypedDict, total=False):
     database: str | Path | None
     replace: bool
     top: int
+    report: str | Path | None
     reasons: int | None
     dry_run: bool
     config: Path | None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from cohortsql.dialects.duckdb import DuckDBDialect
 from cohortsql.dialects.transpile import TranspiledDialect
 
@@ -18,3 +20,9 @@ class BigQueryDialect(TranspiledDialect):
 
     def epoch_micros(self, expression: str) -> str:
         return f"unix_micros({expression})"
+
+    def distinct_rows_estimate(self, columns: Sequence[str]) -> str:
+        # BigQuery has no hash of several values: the row as text (NULL as a control character no value
+        # of a feature is expected to hold), hashed, then counted by HyperLogLog.
+        parts = ", ".join(f"coalesce(CAST({column} AS VARCHAR), chr(30))" for column in columns)
+        return self.distinct_estimate(f"md5(concat_ws(chr(31), {parts}))")

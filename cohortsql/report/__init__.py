@@ -10,6 +10,8 @@ writes give the same report.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 from dataclasses import dataclass
 from html import escape
@@ -60,6 +62,18 @@ class Reported(Protocol):
     def owen_table(self) -> pl.DataFrame: ...
 
 
+class Audited(Protocol):
+    """What a report reads of an audit (`cohortsql.AuditResult`)."""
+
+    @property
+    def attributes(self) -> pl.DataFrame: ...
+    @property
+    def groups(self) -> pl.DataFrame: ...
+    @property
+    def proxies(self) -> pl.DataFrame: ...
+    def summary(self) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class ReportTables:
     """What a report is made of: the long table, per-target totals, refinement paths, effects, settings."""
@@ -73,6 +87,12 @@ class ReportTables:
     """With ``interactions=True``: id, feature, other, interaction (`CohortShapleyResult.interaction_table`)."""
     owen: pl.DataFrame | None = None
     """With ``group_values="owen"``: id, group, feature, owen (`CohortShapleyResult.owen_table`)."""
+    audit: Audited | None = None
+    """An audit's tables (`cohortsql.AuditResult`), shown first as the "Audit" section."""
+
+    def with_audit(self, audit: Audited) -> ReportTables:
+        """These tables with an audit's (the report of `cohortsql.audit`)."""
+        return dataclasses.replace(self, audit=audit)
 
     @classmethod
     def of_result(cls, result: Reported) -> ReportTables:
@@ -125,12 +145,17 @@ def write_report(
     tables: ReportTables, path: str | os.PathLike[str], targets: list[Any] | None = None, title: str | None = None
 ) -> Path:
     """Write the report of `tables` to `path` (.html), drawing `targets` (ids) in detail."""
-    target = Path(path)
+    target = check_report_path(Path(path))
+    write_text(report_html(tables, targets, title), target)
+    return target
+
+
+def check_report_path(target: Path) -> Path:
+    """`target` when a report can be written there (an .html file in a directory that exists)."""
     if target.suffix.lower() not in (".html", ".htm"):
         raise CohortError(f"cannot write {str(target)!r}: a report is an .html file")
     if not target.parent.is_dir():
         raise CohortError(f"cannot write {str(target)!r}: the directory {str(target.parent)!r} does not exist")
-    write_text(report_html(tables, targets, title), target)
     return target
 
 
@@ -143,6 +168,7 @@ def report_html(tables: ReportTables, targets: list[Any] | None = None, title: s
     name = title or f"cohort Shapley: {tables.settings.get('prediction', 'prediction').strip(chr(34))}"
     body = [
         f"<header><h1>{escape(name)}</h1><p>{_summary(tables, features, mean)}</p></header>",
+        *([_section("Audit", _audit(tables.audit), "audit")] if tables.audit is not None else []),
         _section("Settings and diagnostics", _settings(tables), "settings"),
         _section("Shapley effects", _effects(tables.effects, colours, tables.settings.get("confidence")), "effects"),
         _section("Top drivers", _drivers(tables.local, colours), "drivers"),
@@ -285,6 +311,53 @@ def _interactions(table: pl.DataFrame) -> str:
         "<p>Shapley interaction values in shap's convention: off the diagonal half the interaction index of"
         " the pair, on it each feature's value less its interactions, so that a feature's row adds up to its"
         " cohort Shapley value. The heat map shows the mean |value| over the targets.</p>" + chart + f"<ul>{items}</ul>"
+    )
+
+
+AUDIT_PROXIES = 3
+"""Features listed per group of a protected attribute in the audit section (the strongest |Phi_Ak|)."""
+
+
+def _audit(audit: Audited) -> str:
+    """The audit in words, each group's value of its protected attribute with its interval, and the
+    tables behind them."""
+    words = "".join(f"<li>{escape(line.strip())}</li>" for line in audit.summary() if not line.startswith(" "))
+    groups = audit.groups
+    labels = [f"{row['protected']} = {row['level']}" for row in groups.iter_rows(named=True)]
+    low = groups["value_ci_low"].to_list() if "value_ci_low" in groups.columns else [math.nan] * groups.height
+    high = groups["value_ci_high"].to_list() if "value_ci_high" in groups.columns else [math.nan] * groups.height
+    chart = svg.intervals(labels, groups["value"].to_list(), low, high)
+    rows = []
+    for row, start, end in zip(groups.iter_rows(named=True), low, high):
+        interval = f"{start:+.4g} to {end:+.4g}" if math.isfinite(start) else "–"
+        share = row["share_of_gap"]
+        rows.append(
+            f"<tr><td>{escape(row['protected'])}</td><td>{escape(row['level'])}</td>"
+            f'<td class="num">{row["count"]:,}</td><td class="num">{row["value"]:+.4g}</td>'
+            f'<td class="num">{interval}</td><td class="num">{row["gap"]:+.4g}</td>'
+            f'<td class="num">{"–" if share is None or not math.isfinite(share) else f"{share:.1%}"}</td></tr>'
+        )
+    proxies = audit.proxies.group_by("protected", "level", maintain_order=True).head(AUDIT_PROXIES)
+    acts = "".join(
+        f"<li><b>{escape(row['protected'])} = {escape(row['level'])}</b> with {escape(row['feature'])}:"
+        f" {row['interaction']:+.4g}</li>"
+        for row in proxies.iter_rows(named=True)
+    )
+    return (
+        "<p>Each protected attribute is a feature of the cohorts, whether or not the model read it. Its"
+        " value for a target is how far similarity on it moves the target's cohort mean; a model that"
+        " never saw it can still be credited when it tracks the features the model used (the paper's"
+        " audit for indirect inference). This is association in the table, not causation, and it depends"
+        " on the similarity chosen for every feature.</p>"
+        f"<ul>{words}</ul><h3>Mean value of the attribute per group, with its interval</h3>{chart}"
+        '<table class="sortable"><thead><tr><th>attribute</th><th>group</th><th>targets</th><th>value</th>'
+        "<th>interval</th><th>gap (group mean − mean)</th><th>share of the gap</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+        "<h3>Through which features</h3><p>The group's mean Shapley interaction value of the attribute with"
+        " each feature (half the interaction index): positive when, over the orders in which features join"
+        " the cohort, the attribute moves the cohort mean further up (or less far down) once that feature is"
+        " in the cohort; the attribute's value is its main term plus these.</p>"
+        f"<ul>{acts}</ul>"
     )
 
 

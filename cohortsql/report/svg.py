@@ -49,6 +49,32 @@ def bars(
     return "".join(parts)
 
 
+def intervals(labels: Sequence[str], values: Sequence[float], lows: Sequence[float], highs: Sequence[float]) -> str:
+    """One row per label: the value as a dot, its interval as a whisker (where known, i.e. finite),
+    beside a dashed line at 0, the value and interval written at the right."""
+    finite = [number for number in (*values, *lows, *highs) if math.isfinite(number)]
+    x = _scale(min(0.0, *finite), max(0.0, *finite), LABEL, WIDTH - 230)
+    height = ROW * len(labels) + 10
+    parts = [f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img">']
+    parts.append(f'<line x1="{x(0.0):.1f}" x2="{x(0.0):.1f}" y1="5" y2="{height - 5}" class="guide"/>')
+    for index, (label, value, low, high) in enumerate(zip(labels, values, lows, highs)):
+        y = 5 + index * ROW + 11
+        known = math.isfinite(low) and math.isfinite(high)
+        shown = f"{value:+.3g}" + (f" [{low:+.3g}, {high:+.3g}]" if known else "")
+        parts.append(
+            f"<g><title>{escape(label)}: {escape(shown)}</title>"
+            f'<text x="{LABEL - 6}" y="{y + 4}" text-anchor="end">{escape(label)}</text>'
+        )
+        if known:
+            parts.append(f'<line x1="{x(low):.1f}" x2="{x(high):.1f}" y1="{y}" y2="{y}" class="whisker"/>')
+        parts.append(
+            f'<circle cx="{x(value):.1f}" cy="{y}" r="4" class="means"/>'
+            f'<text x="{WIDTH - 222}" y="{y + 4}" class="value">{escape(shown)}</text></g>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 def waterfall(start: float, steps: Sequence[tuple[str, str, float, float]], end: float, colours: Sequence[str]) -> str:
     """From the mean (`start`) to the cohort mean (`end`): one bar per step (feature, its value for the
     target, the Shapley value, the cohort size once the feature is added), the numbers written on it."""

@@ -95,6 +95,8 @@ class Modelling:
     baseline: Baseline | Sequence[object] = "mean"
     baseline_sample: int | None = None
     realistic: bool = False
+    model_targets: int = 100
+    """`cohortsql.audit`: how many targets the model's baseline and all-baseline Shapley are computed for."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,7 @@ _CHECKS: dict[str, Callable[[str, Any], object]] = {
     "batch_rows": lambda name, value: arguments.whole_number(name, value, minimum=1),
     "baseline_sample": lambda name, value: None if value is None else arguments.whole_number(name, value, minimum=1),
     "realistic": arguments.boolean,
+    "model_targets": lambda name, value: arguments.whole_number(name, value, minimum=1),
     "interactions": arguments.boolean,
     "anchored": lambda name, value: arguments.whole_number(name, value, minimum=0),
     "exact": lambda name, value: value,  # checked against the features by `calibrate`

@@ -31,7 +31,7 @@ import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Literal, TypeAlias
 
 from cohortsql._typing import EVERY_OTHER
@@ -84,6 +84,12 @@ class Similarity(ABC):
 
     def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float] | None:
         """The numeric values similar to `target`, as a closed interval (None when not an interval)."""
+        return None
+
+    def narrower(self) -> Similarity | None:
+        """The same kind with a window half as wide (twice the bins), to suggest when similarity on
+        the feature alone keeps nearly the whole table; None where no setting narrows it (an exact
+        comparison: a common level is the data's, and a caller's SQL predicate)."""
         return None
 
 
@@ -163,6 +169,9 @@ class AbsoluteWindow(Similarity):
     def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
         return _window_interval(target, parameters["delta"])
 
+    def narrower(self) -> Similarity:
+        return replace(self, delta=self.delta / 2)
+
     def __str__(self) -> str:
         return f"abs:{self.delta:g}{self.unit or ''}"
 
@@ -181,6 +190,9 @@ class RelativeWindow(Similarity):
 
     def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
         return _window_interval(target, self.delta * abs(target))
+
+    def narrower(self) -> Similarity:
+        return replace(self, delta=self.delta / 2)
 
     def __str__(self) -> str:
         return f"relative:{self.delta:g}"
@@ -206,6 +218,9 @@ class RangeWindow(Similarity):
 
     def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
         return _window_interval(target, parameters["delta"])
+
+    def narrower(self) -> Similarity:
+        return replace(self, fraction=self.fraction / 2)
 
     def __str__(self) -> str:
         return f"range:{self.fraction:g}"
@@ -240,6 +255,9 @@ class QuantileWindow(Similarity):
 
     def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
         return _window_interval(target, parameters["delta"])
+
+    def narrower(self) -> Similarity:
+        return replace(self, fraction=self.fraction / 2)
 
     def __str__(self) -> str:
         suffix = "" if self.p == 0.05 else f":{self.p:g}"
@@ -282,6 +300,9 @@ class Bins(Similarity):
             return (target, target)
         number = min(math.floor((target - low) / width * self.k), self.k - 1)
         return (low + number * width / self.k, low + (number + 1) * width / self.k)
+
+    def narrower(self) -> Similarity:
+        return replace(self, k=2 * self.k)
 
     def __str__(self) -> str:
         return f"bins:{self.k}"

@@ -20,6 +20,7 @@ from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.dividends import sets_up_to
 from cohortsql.numeric.shapley import TIE_TOLERANCE
 from cohortsql.request.arguments import whole_number
+from cohortsql.request.similarity import Similarity
 
 NARROW_SHARE = 0.01
 """A feature is narrow for a target when similarity on it alone keeps at most this share of the table."""
@@ -35,10 +36,12 @@ BROAD_WARNING_SHARE = 0.5
 """A feature broad for more than this share of the targets gets a `CohortWarning`."""
 
 
-def warn_about_cohorts(checks: Diagnostics) -> None:
+def warn_about_cohorts(checks: Diagnostics, kinds: Mapping[str, Similarity]) -> None:
     """Warn when most targets' cohorts on every feature are the target alone, and when a feature's
     similarity keeps nearly the whole table for most targets (it can then earn little credit,
-    whatever the model does with it: a default window over skewed numbers does this)."""
+    whatever the model does with it: a default window over skewed numbers does this), with advice
+    that fits the feature's kind: a narrower setting of its kind (`Similarity.narrower`), a stricter
+    predicate, or nothing for an exact comparison (a common level is the data's, not a setting's)."""
     share = checks.get("singleton_share", 0.0)
     if share > SINGLETON_WARNING_SHARE:
         warnings.warn(
@@ -48,14 +51,17 @@ def warn_about_cohorts(checks: Diagnostics) -> None:
             stacklevel=3,
         )
     for name, broad in checks.get("broad_features", {}).items():
-        if broad > BROAD_WARNING_SHARE:
-            warnings.warn(
-                f"similarity on {name} alone keeps over {BROAD_SHARE:.0%} of the table for {broad:.0%} of the"
-                f" targets, so {name} can earn little credit: narrow its window (e.g. quantile:0.1 for skewed"
-                " numbers)",
-                CohortWarning,
-                stacklevel=3,
-            )
+        kind = kinds.get(name)
+        narrower = None if kind is None else kind.narrower()
+        if broad <= BROAD_WARNING_SHARE or kind is None or (kind.equivalence and narrower is None):
+            continue
+        advice = f"narrow it, e.g. {name}={narrower}" if narrower is not None else "make its predicate stricter"
+        warnings.warn(
+            f"similarity on {name!r} alone ({kind}) keeps over {BROAD_SHARE:.0%} of the table for {broad:.0%} of"
+            f" the targets, so {name!r} can earn little credit: {advice}",
+            CohortWarning,
+            stacklevel=3,
+        )
 
 
 def run_settings(**settings: Any) -> dict[str, str]:

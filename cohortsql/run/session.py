@@ -21,7 +21,7 @@ from cohortsql.engines import open_engine
 from cohortsql.engines.base import Engine, EngineSettings
 from cohortsql.request.features import ResolvedFeature
 from cohortsql.request.options import Options, Where
-from cohortsql.request.similarity import SimilarityArgument
+from cohortsql.request.similarity import Similarity, SimilarityArgument
 from cohortsql.results.tables import run_settings
 from cohortsql.run.preparation import Prepared, prepare
 from cohortsql.run.progress import Reporter, reporter
@@ -96,7 +96,7 @@ class Session:
             return fields
         name = prepared.outcomes[outcome]
         return fields | dict(
-            kinds={name: feature.kind for name, feature in alone.items()},
+            kinds=feature_kinds(prepared),
             feature_statistics={
                 name: {key: None if value is None else float(value) for key, value in feature.parameters.items()}
                 for name, feature in alone.items()
@@ -160,6 +160,11 @@ def open_session(
             snapshot=snapshot,
         )
         yield Session(engine, prepared, options)
+
+
+def feature_kinds(prepared: Prepared) -> dict[str, Similarity]:
+    """Each feature's similarity kind (defaults resolved), members of groups included."""
+    return {feature.name: feature.kind for feature in _features_alone(prepared)}
 
 
 def player_similarity(prepared: Prepared) -> dict[str, str]:

@@ -538,3 +538,16 @@ def test_warnings_come_before_the_table_and_mark_its_rows(tmp_path):
         assert "kinds chosen by default" in output
         assert "income  quantile:0.1   long-tailed: range:0.1 would keep" in output
         assert "plan    exact          text values" in output
+
+
+def test_a_feature_whose_window_keeps_the_whole_table_is_marked_in_the_ranking(tmp_path):
+    """The broad-window warning named its feature unquoted, so the ranking's "!" mark never appeared."""
+    rng = np.random.default_rng(3)
+    income = rng.lognormal(mean=10, sigma=1.2, size=2000)
+    age = rng.uniform(20, 70, 2000)
+    pl.DataFrame({"income": income, "age": age, "y": np.log(income) + age / 50}).write_parquet(tmp_path / "s.parquet")
+    arguments = ["--prediction", "y", "--similar", "income=range:0.1", "--similar", "age=range:0.1", "--sample", "200"]
+    done = invoke("shapley", tmp_path / "s.parquet", *arguments, "--seed", "1")
+    assert done.exit_code == 0, done.output
+    assert "similarity on 'income' alone (range:0.1)" in done.output and "e.g. income=range:0.05" in done.output
+    assert "\n! income " in done.output and "\n  age " in done.output

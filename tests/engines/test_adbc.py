@@ -11,7 +11,9 @@ The whole correctness suite also runs on this engine (the `engine` fixture of co
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -342,3 +344,139 @@ class socket_free_port:
 
     def __exit__(self, *exc_info: object) -> None:
         self.socket.close()
+
+
+# -- the dialect follows the driver -----------------------------------------------------------
+
+
+class _Driver:
+    """What the adbc engine asks of a connection before its first query: the server's name, and
+    whether it is in autocommit mode (a stand-in for drivers whose servers are not here)."""
+
+    def __init__(self, vendor: str) -> None:
+        self.vendor = vendor
+        self.adbc_connection = self
+
+    def adbc_get_info(self) -> dict[str, str]:
+        return {"vendor_name": self.vendor}
+
+    def get_option(self, name: str) -> str:
+        return "true"
+
+    def cursor(self) -> object:
+        return object()
+
+
+@pytest.mark.parametrize(
+    "vendor, dialect",
+    [
+        ("PostgreSQL", "postgres"),
+        ("Snowflake", "snowflake"),
+        ("BigQuery", "bigquery"),
+        ("duckdb", "duckdb"),
+        ("DuckDB (via Quack)", "duckdb"),
+    ],
+)
+def test_the_dialect_follows_the_server_the_driver_names(vendor, dialect):
+    from cohortsql.engines.adbc import AdbcEngine
+
+    assert AdbcEngine(_Driver(vendor)).dialect.name == dialect
+
+
+def test_an_unknown_server_or_scheme_is_refused_in_words():
+    from cohortsql.engines import connect
+    from cohortsql.engines.adbc import AdbcEngine
+
+    with pytest.raises(cohortsql.CohortError, match="does not know the SQL of 'Oracle'"):
+        AdbcEngine(_Driver("Oracle"))
+    with pytest.raises(cohortsql.CohortError, match="no engine reads URIs of scheme 'mysql'.*postgresql://"):
+        connect("mysql://analyst@db/risk")
+    pytest.importorskip("adbc_driver_manager")
+    if importlib.util.find_spec("adbc_driver_snowflake") is None:
+        with pytest.raises(
+            cohortsql.CohortError, match=r"needs adbc_driver_snowflake: pip install 'cohortsql\[snowflake\]'"
+        ):
+            connect("snowflake://analyst:pw@account/db")
+
+
+def test_duckdbs_own_adbc_driver_runs_the_native_sql(warehouse):
+    """The adbc engine on DuckDB's driver: DuckDB's dialect, nothing translated, the same values."""
+    dbapi = pytest.importorskip("adbc_driver_duckdb.dbapi")
+    with dbapi.connect() as connection:  # in a transaction: cohortsql works in a session of its own
+        cursor = connection.cursor()
+        cursor.adbc_ingest("passengers", warehouse.to_arrow(), mode="create")
+        connection.commit()
+        cursor.close()
+        with open_engine(connection=connection) as engine:
+            assert engine.dialect.name == "duckdb" and not engine._translated
+        result = cohortsql.cohort_shapley(
+            "passengers", prediction="y", similarity=EVERY_KIND, id="id", connection=connection
+        )
+    same_local(result.local, cohortsql.cohort_shapley(warehouse, prediction="y", similarity=EVERY_KIND, id="id").local)
+
+
+# -- what Snowflake and BigQuery would receive ------------------------------------------------
+
+
+@pytest.mark.parametrize("warehouse_name", ["snowflake", "bigquery", "postgres"])
+def test_every_query_a_warehouse_would_receive_parses_back_in_its_dialect(warehouse, warehouse_name, monkeypatch):
+    """No Snowflake or BigQuery account here: DuckDB runs a whole run's queries as they are rendered
+    for the warehouse (its own choices in DuckDB's syntax), so the values must still be right, and each
+    query, translated as the adbc engine would send it, is read back by sqlglot in the warehouse's
+    dialect as one statement, with no function left that the warehouse lacks."""
+    import sqlglot
+
+    from cohortsql.dialects import TRANSPILED_DIALECTS
+    from cohortsql.dialects.transpile import transpile
+    from cohortsql.engines.base import EngineSettings
+    from cohortsql.engines.duckdb import DuckDBEngine
+
+    sent: list[str] = []
+
+    class Rehearsal(DuckDBEngine):
+        dialect = TRANSPILED_DIALECTS[warehouse_name]
+
+        def fetch_arrow(self, select, *, context):
+            sent.append(select)
+            return super().fetch_arrow(select, context=context)
+
+        def create(self, select, purpose, *, materialize, context, snapshot=False):
+            sent.append(f"CREATE TEMPORARY TABLE cohortsql_step AS {select}")
+            return super().create(select, purpose, materialize=materialize, context=context, snapshot=snapshot)
+
+    monkeypatch.setattr(
+        DuckDBEngine,
+        "open",
+        classmethod(lambda cls, connection, settings, data=None: Rehearsal(None, EngineSettings())),
+    )
+    frame = warehouse.drop("boarded")  # no date: DuckDB lacks BigQuery's and Snowflake's date functions
+    kinds = {"pclass": "exact", "age": "abs:5", "parch": "range:0.2", "age_nan": "quantile:0.1", "sibsp": "bins:3"}
+    options = {"prediction": "y", "similarity": kinds, "id": "id", "weight": "w", "targets": "age > 20"}
+    rehearsed = cohortsql.cohort_shapley(frame, bootstrap=5, seed=2, **options)
+    monkeypatch.undo()
+    same_local(rehearsed.local, cohortsql.cohort_shapley(frame, bootstrap=5, seed=2, **options).local)
+    monkeypatch.setattr(
+        DuckDBEngine,
+        "open",
+        classmethod(lambda cls, connection, settings, data=None: Rehearsal(None, EngineSettings())),
+    )
+    cohortsql.shapley_effects(
+        frame, path="grouping_sets", **{**options, "similarity": {"pclass": "exact", "sibsp": "bins:3"}}
+    )
+    assert len(sent) > 20
+    for query in sent:
+        text = transpile(query, warehouse_name)
+        assert len(sqlglot.parse(text, read=warehouse_name)) == 1
+        missing = LACKING[warehouse_name].search(text)
+        assert missing is None, f"{warehouse_name} has no {missing[1]}: {text}"
+
+
+LACKING = {
+    "snowflake": re.compile(r"\b(IS_?NAN|MD5_NUMBER|EPOCH_US|APPROX_DISTINCT|LIST)\(", re.IGNORECASE),
+    "bigquery": re.compile(r"\b(ISNAN|HASH|MD5_NUMBER|EPOCH_US|APPROX_DISTINCT|COUNT_IF|LIST)\(", re.IGNORECASE),
+    "postgres": re.compile(
+        r"\b(IS_?NAN|HASH|MD5_NUMBER|EPOCH_US|APPROX_DISTINCT|APPROX_COUNT_DISTINCT|COUNT_IF|COUNTIF|LIST)\(",
+        re.IGNORECASE,
+    ),
+}
+"""Functions of DuckDB's (or sqlglot's spelling of them) that each warehouse does not have."""

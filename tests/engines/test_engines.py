@@ -215,7 +215,7 @@ def test_command_line_on_spark(spark_session, tmp_path):
     assert bad.exit_code == 2 and "--spark-master is not a setting of the duckdb engine" in bad.output
 
 
-def test_engine_choice(spark_session):
+def test_engine_choice_between_duckdb_and_spark(spark_session):
     import duckdb
 
     assert engine_for(pl.DataFrame(), None, None) == "duckdb"

@@ -2,7 +2,6 @@
 real headless Chromium (Debian's chromium and chromium-driver; skipped with the reason where absent)."""
 
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,6 @@ ROOT = Path(__file__).parents[2]
 BOSTON = ROOT / "examples" / "data" / "boston_predictions.parquet"
 PREDICTORS = ["crim", "zn", "indus", "chas", "nox", "rm", "age", "dis", "rad", "tax", "ptratio", "black", "lstat"]
 SIMILARITY = {name: "quantile:0.1" for name in PREDICTORS}  # the Boston example's (examples/boston.toml)
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
 @pytest.fixture(scope="module")
@@ -135,33 +133,6 @@ def test_report_mistakes_are_named(boston, tmp_path):
 
 
 # -- in a real browser ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def browser():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (dev extra)")
-    if not (shutil.which("chromium") or Path(CHROMIUM).exists()) or not Path(CHROMEDRIVER).exists():
-        pytest.skip("no Chromium: apt-get install chromium chromium-driver (.ci/run does)")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1100,1400",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    yield driver
-    driver.quit()
 
 
 def test_the_report_renders_in_chromium_and_search_filters_the_targets(browser, report, tmp_path):

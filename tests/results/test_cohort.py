@@ -33,7 +33,10 @@ def test_a_window_that_keeps_nearly_the_whole_table_is_flagged():
     income = rng.lognormal(mean=10, sigma=1.2, size=2000)
     age = rng.uniform(20, 70, 2000)
     frame = pl.DataFrame({"income": income, "age": age, "y": np.log(income) + age / 50})
-    with pytest.warns(cohortsql.CohortWarning, match=r"similarity on income alone keeps over 90% of the table"):
+    warned = (
+        r"similarity on 'income' alone \(range:0.1\) keeps over 90% of the table.*narrow it, e.g. income=range:0.05"
+    )
+    with pytest.warns(cohortsql.CohortWarning, match=warned):
         broad = cohortsql.cohort_shapley(
             frame, prediction="y", similarity={"income": "range:0.1", "age": "range:0.1"}, targets=200, seed=1
         )
@@ -44,6 +47,30 @@ def test_a_window_that_keeps_nearly_the_whole_table_is_flagged():
             frame, prediction="y", similarity={"income": "quantile:0.1", "age": "range:0.1"}, targets=200, seed=1
         )
     assert fitted.diagnostics["broad_features"]["income"] == 0
+
+
+def test_the_advice_fits_the_kind_and_a_rare_level_of_an_exact_feature_is_not_flagged():
+    """A yes/no feature whose 'no' holds 95% of the rows was told to "narrow its window (e.g.
+    quantile:0.1)", which no exact comparison has, while ranking first; windows get a narrower window
+    of their own kind, bins more bins, a SQL predicate a stricter one."""
+    rng = np.random.default_rng(4)
+    rare = rng.random(2000) < 0.05
+    income = rng.lognormal(mean=10, sigma=1.2, size=2000)
+    frame = pl.DataFrame(
+        {"insured": np.where(rare, "yes", "no"), "income": income, "y": rare * 1.0 + np.log(income) / 20}
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", cohortsql.CohortWarning)
+        result = cohortsql.cohort_shapley(
+            frame, prediction="y", similarity={"insured": "exact", "income": "quantile:0.9"}, targets=100, seed=2
+        )
+    messages = [str(warning.message) for warning in caught]
+    assert result.diagnostics["broad_features"]["insured"] > 0.9  # its common level keeps 95% of the table
+    assert not any("'insured'" in message for message in messages), messages
+    assert any("'income' alone (quantile:0.9)" in m and "e.g. income=quantile:0.45" in m for m in messages), messages
+    for kind, advice in (("bins:2", "e.g. income=bins:4"), ("sql:abs(s.income - t.income) < 1e9", "stricter")):
+        with pytest.warns(cohortsql.CohortWarning, match=advice):
+            cohortsql.cohort_shapley(frame, prediction="y", similarity={"income": kind}, targets=50, seed=2)
 
 
 def test_diagnostics_of_the_lattice_walk_equal_the_pairwise_ones():

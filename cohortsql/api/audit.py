@@ -1,0 +1,166 @@
+"""`cohortsql.audit`: does a model's output lean on an attribute it never saw? The paper's audit for
+indirect inference (Section 6) in one call: cohort Shapley with the protected attributes among the
+features, read per attribute, per group of it, and through the features it acts with."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Unpack
+
+import numpy as np
+import polars as pl
+
+from cohortsql._typing import AuditOptions, BaselineOptions, ShapleyOptions
+from cohortsql.api.baseline import baseline_shapley
+from cohortsql.api.local import cohort_shapley
+from cohortsql.errors import CohortError
+from cohortsql.request.options import checked_options
+from cohortsql.request.similarity import SimilarityArgument
+from cohortsql.results.audit import AuditResult, audit_tables, grouping
+from cohortsql.results.cohort import CohortShapleyResult
+from cohortsql.run.interrupts import interruptible_call
+
+BOOTSTRAP = 200
+"""Replicates an audit draws unless told otherwise: its intervals are part of what it reports."""
+BASELINES = 20
+"""Baselines drawn for the model's all-baseline Shapley unless `baseline_sample` says otherwise."""
+
+
+@interruptible_call
+def audit(
+    data: Any,
+    *,
+    prediction: str,
+    protected: str | Sequence[str],
+    similarity: SimilarityArgument,
+    model: Any = None,
+    **options: Unpack[AuditOptions],
+) -> AuditResult:
+    """Audit the `prediction` column for reliance on `protected` attributes, model inputs or not.
+
+    The protected attributes join `similarity` as features (with their default kinds unless
+    `similarity` names them), and one cohort Shapley run with interaction values and bootstrap
+    replicates gives, for each protected attribute A (see `AuditResult` for every column):
+
+    - its Shapley effect, the targets' mean of phi_A(t) of the squared game v_CS2, and ``share`` = effect / variance, the part
+      of the variance explained that it takes (with every row a target, exactly `shapley_effects`'
+      share), with an interval, and its rank among the features;
+    - per level of A (numbers in quartiles of the targets): ``value`` = the mean of phi_A(t) over the
+      level's targets, ``gap`` = the level's mean prediction minus the mean, ``share_of_gap`` =
+      value / gap, and paired intervals of the difference from the largest level;
+    - ``proxies``: the features A acts with, the level's mean Shapley interaction value Phi_Ak, so that
+      value = value_alone + sum over k of Phi_Ak;
+    - with `model`, A's baseline and all-baseline Shapley values, which are exactly 0 when the model
+      never reads A while cohort Shapley can credit it: the paper's contrast.
+
+    What the audit measures is association in the table, not causation, and it depends on the
+    similarity chosen for every feature: a proxy compared too coarsely passes its credit to A.
+
+    Parameters
+    ----------
+    data
+        The table: any input `cohort_shapley` reads.
+    prediction
+        The column of the model's predictions (or decisions) to audit.
+    protected
+        The protected attribute(s): columns of `data`, which need not be model inputs.
+    similarity
+        The model's inputs (or the predictors to compare against), as for `cohort_shapley`.
+    model
+        Optionally the model itself, as `baseline_shapley` takes it; it is called on every feature
+        (protected ones included: a model that never used them ignores them) and must reproduce
+        `prediction` on the targets.
+    **options
+        `cohort_shapley`'s options (``id``, ``targets``, ``sample``, ``seed``, ``weight``,
+        ``bootstrap`` (default 200), ``confidence``, ``method``, ``tolerance``, ``max_permutations``,
+        the `RunOptions`) and, with `model`, `baseline_shapley`'s (``model_input``, ``model_output``,
+        ``model_tolerance``, ``batch_rows``), ``baseline_sample`` (baselines of all-baseline Shapley,
+        default 20) and ``model_targets`` (how many targets, a random sample, the model is explained
+        for; default 100).
+
+    Returns
+    -------
+    AuditResult
+        The ``attributes``, ``groups`` and ``proxies`` tables, the cohort run, a `summary` in words and
+        a `report` with an Audit section.
+
+    Examples
+    --------
+    >>> import cohortsql
+    >>> loans = cohortsql.datasets.loans()
+    >>> found = cohortsql.audit(loans, prediction="score", protected="region", similarity=["income"],
+    ...                         bootstrap=20, seed=1)
+    >>> found.attributes["protected"].to_list()
+    ['region']
+    """
+    names = _protected_names(protected)
+    checked = checked_options(options, AuditOptions, bootstrap=BOOTSTRAP)
+    shared: dict[str, Any] = {
+        **{key: value for key, value in options.items() if key in ShapleyOptions.__optional_keys__},
+        "bootstrap": checked.weighting.bootstrap,
+        "seed": checked.selection.seed,
+    }
+    result = cohort_shapley(
+        data, prediction=prediction, similarity=_with_protected(similarity, names), interactions=True, **shared
+    )
+    assert isinstance(result, CohortShapleyResult)
+    groupings = {name: grouping(result.targets[name]) for name in names}
+    attributes, groups, proxies = audit_tables(result, names, groupings)
+    if model is not None:
+        contrast = _model_contrast(data, model, prediction, result, names, options, checked.modelling.model_targets)
+        attributes = attributes.join(contrast, on="protected", how="left", maintain_order="left")
+    return AuditResult(attributes, groups, proxies, result, names)
+
+
+def _protected_names(protected: object) -> tuple[str, ...]:
+    names = (protected,) if isinstance(protected, str) else protected
+    if not isinstance(names, Sequence) or not names or not all(isinstance(name, str) for name in names):
+        raise CohortError(
+            f"protected names the protected attribute column(s), e.g. 'race' or ['race', 'sex'], got {protected!r}"
+        )
+    if len(set(names)) != len(names):
+        raise CohortError(f"protected names a column twice: {list(names)!r}")
+    return tuple(names)
+
+
+def _with_protected(similarity: SimilarityArgument, names: tuple[str, ...]) -> SimilarityArgument:
+    """`similarity` with each protected attribute added (default kind) unless it already names it."""
+    if similarity == "all":
+        return similarity
+    if isinstance(similarity, Mapping):
+        return {**similarity, **{name: None for name in names if name not in similarity}}
+    if isinstance(similarity, Sequence) and not isinstance(similarity, str):
+        return [*similarity, *(name for name in names if name not in similarity)]
+    return similarity  # cohort_shapley says what is wrong with it
+
+
+def _model_contrast(
+    data: Any,
+    model: Any,
+    prediction: str,
+    result: CohortShapleyResult,
+    names: tuple[str, ...],
+    options: Mapping[str, Any],
+    model_targets: int,
+) -> pl.DataFrame:
+    """Each protected attribute's mean |phi| under the model's baseline and all-baseline Shapley, on
+    a random sample of `model_targets` of the audit's targets."""
+    passed: dict[str, Any] = {key: value for key, value in options.items() if key in BaselineOptions.__optional_keys__}
+    for key in ("targets", "sample", "weight", "bootstrap", "confidence", "baseline_sample", "method"):
+        passed.pop(key, None)
+    seed = result.bootstrap.seed if result.bootstrap else options.get("seed")
+    ids = result.ids
+    if len(ids) > model_targets:
+        ids = ids.gather(np.sort(np.random.default_rng(seed).choice(len(ids), model_targets, replace=False)))
+    passed |= {"targets": ids.to_list(), "seed": seed}
+    columns: dict[str, list[float]] = {}
+    runs: tuple[tuple[str, str, dict[str, Any]], ...] = (
+        ("baseline_mean_abs", "mean", {}),
+        ("all_baseline_mean_abs", "all", {"baseline_sample": options.get("baseline_sample") or BASELINES}),
+    )
+    for label, baseline, extra in runs:
+        values = baseline_shapley(
+            data, model=model, features=result.similarity, prediction=prediction, baseline=baseline, **passed, **extra
+        )
+        columns[label] = [float(np.mean(np.abs(values.shapley[:, values.features.index(name)]))) for name in names]
+    return pl.DataFrame({"protected": list(names), **columns})

@@ -1,0 +1,207 @@
+"""`cohortsql.audit` against its definitions: on a synthetic lending table whose model never sees the
+protected attribute but reads a zip code that tracks it (`cohortsql.datasets.redlining`), every number
+of the audit is recomputed by brute force (cohorts found by their definition, Shapley and interaction
+values by their formulas) and against the library's other functions."""
+
+import itertools
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from oracles import anchored_shapley_values
+from typer.testing import CliRunner
+
+import cohortsql
+from cohortsql.cli import app
+
+FEATURES = ["zip", "income", "group"]
+"""The audit's features: the model's inputs, then the protected attribute."""
+AUDIT = {"prediction": "denial", "protected": "group", "similarity": ["zip", "income"], "id": "id"}
+"""The audit of the lending table: its model's inputs as the similarity, its group as protected."""
+
+
+@pytest.fixture(scope="module")
+def table() -> pl.DataFrame:
+    return cohortsql.datasets.redlining()
+
+
+def brute_force(table: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every target's cohort Shapley values of v and of v^2 (targets, d) and interaction values in
+    shap's convention (targets, d, d), from v(u) = mean of y over the rows equal to the target on u,
+    less the mean."""
+    y = table["denial"].to_numpy()
+    columns = [table[name].to_numpy() for name in FEATURES]
+    d = len(FEATURES)
+    values, squared, interactions = [], [], []
+    for row in range(table.height):
+        same = [column == column[row] for column in columns]
+        game = np.empty(1 << d)
+        for u in range(1 << d):
+            cohort = np.ones(len(y), dtype=bool)
+            for j in range(d):
+                if u >> j & 1:
+                    cohort &= same[j]
+            game[u] = y[cohort].mean() - y.mean()
+        phi = anchored_shapley_values(game)
+        pairs = np.zeros((d, d))
+        for i, k in itertools.combinations(range(d), 2):
+            rest = [j for j in range(d) if j not in (i, k)]
+            index = 0.0
+            for size in range(len(rest) + 1):
+                weight = math.factorial(size) * math.factorial(d - size - 2) / math.factorial(d - 1)
+                for chosen in itertools.combinations(rest, size):
+                    s = sum(1 << j for j in chosen)
+                    index += weight * (game[s | 1 << i | 1 << k] - game[s | 1 << i] - game[s | 1 << k] + game[s])
+            pairs[i, k] = pairs[k, i] = index / 2
+        np.fill_diagonal(pairs, phi - pairs.sum(axis=1))
+        values.append(phi)
+        squared.append(anchored_shapley_values(game**2))
+        interactions.append(pairs)
+    return np.array(values), np.array(squared), np.array(interactions)
+
+
+def test_the_audit_equals_its_definitions(table, engine):
+    found = cohortsql.audit(table, **AUDIT, bootstrap=30, seed=3, **engine.options)
+    phi, phi_squared, interactions = brute_force(table)
+    group = table["group"].to_numpy()
+    y = table["denial"].to_numpy()
+    a = FEATURES.index("group")
+    assert found.cohort.features == tuple(FEATURES)
+    np.testing.assert_allclose(found.cohort.shapley, phi, atol=1e-12)
+    # share: the attribute's Shapley effect over the variance, as shapley_effects gives it (every row a target)
+    effects = cohortsql.shapley_effects(table, prediction="denial", similarity=FEATURES, id="id", **engine.options)
+    attribute = found.attributes.row(0, named=True)
+    expected = effects.effects.filter(pl.col("feature") == "group").row(0, named=True)
+    assert attribute["share"] == pytest.approx(expected["share"], abs=1e-9)
+    effect = np.mean(phi_squared[:, a])  # the Shapley effect: the mean Shapley value of v^2
+    assert attribute["effect"] == pytest.approx(effect, abs=1e-12)
+    assert attribute["rank"] == 1 + int(np.sum(np.mean(phi_squared, axis=0) > effect + 1e-12))
+    assert attribute["share_ci_low"] <= attribute["share"] <= attribute["share_ci_high"]
+    groups = found.groups.sort("level")
+    assert groups["level"].to_list() == ["a", "b"] and groups["grouping"].unique().to_list() == ["level"]
+    for row in groups.iter_rows(named=True):
+        members = group == row["level"]
+        assert row["count"] == members.sum()
+        assert row["value"] == pytest.approx(phi[members, a].mean(), abs=1e-9)
+        assert row["gap"] == pytest.approx(y[members].mean() - y.mean(), abs=1e-9)
+        assert row["share_of_gap"] == pytest.approx(row["value"] / row["gap"], abs=1e-9)
+        assert row["value_alone"] == pytest.approx(interactions[members, a, a].mean(), abs=1e-9)
+        assert row["value_ci_low"] <= row["value"] <= row["value_ci_high"]
+        proxies = found.proxies.filter(pl.col("level") == row["level"])
+        for proxy in proxies.iter_rows(named=True):
+            k = FEATURES.index(proxy["feature"])
+            assert proxy["interaction"] == pytest.approx(interactions[members, a, k].mean(), abs=1e-9)
+        # the attribute's value is its main term plus its interactions
+        assert row["value"] == pytest.approx(row["value_alone"] + proxies["interaction"].sum(), abs=1e-9)
+    reference = groups.filter(pl.col("count") == groups["count"].max()).row(0, named=True)
+    assert groups["reference"].unique().to_list() == [reference["level"]]
+    b = groups.filter(pl.col("level") == "b").row(0, named=True)
+    assert b["difference"] == pytest.approx(b["value"] - reference["value"], abs=1e-12)
+    assert b["difference_ci_low"] <= b["difference"] <= b["difference_ci_high"]
+
+
+def test_the_proxy_is_found_and_its_sign_reads_as_documented(table):
+    """Zip carries what group says: once zip is in the cohort, group adds little, so for group b (whose
+    cohort mean group alone raises) Phi(group, zip) is negative, for group a positive, and it is the
+    strongest of each level; income, independent of group, barely interacts with it."""
+    found = cohortsql.audit(table, **AUDIT, bootstrap=0)
+    for level, sign in (("a", -1), ("b", 1)):
+        value = found.groups.filter(pl.col("level") == level)["value"][0]
+        proxies = found.proxies.filter(pl.col("level") == level)
+        assert np.sign(value) == sign
+        assert proxies["feature"][0] == "zip" and np.sign(proxies["interaction"][0]) == -sign
+        assert abs(proxies.filter(pl.col("feature") == "income")["interaction"][0]) < 0.01 * abs(value)
+    assert "value_ci_low" not in found.groups.columns and "share_ci_low" not in found.attributes.columns
+
+
+def test_a_model_that_never_reads_the_attribute_gets_zero_from_the_baseline_methods(table):
+    found = cohortsql.audit(
+        table,
+        **AUDIT,
+        bootstrap=10,
+        seed=1,
+        model=cohortsql.datasets.redlining_model,
+        model_input="polars",
+        model_targets=40,
+        baseline_sample=10,
+    )
+    attribute = found.attributes.row(0, named=True)
+    assert attribute["share"] > 0.1  # cohort Shapley credits it through the zip code
+    assert attribute["baseline_mean_abs"] == pytest.approx(0.0, abs=1e-12)
+    assert attribute["all_baseline_mean_abs"] == pytest.approx(0.0, abs=1e-12)
+    assert "the model's baseline Shapley gives it 0 on average (all-baseline 0)" in found.summary()[0]
+
+
+def test_numbers_are_read_in_quantile_groups_of_the_targets(table):
+    draws = np.random.default_rng(5)
+    aged = table.with_columns(age=pl.Series(np.round(draws.normal(45, 12, table.height))))
+    found = cohortsql.audit(aged, **(AUDIT | {"protected": ["group", "age"]}), bootstrap=0)
+    ages = found.groups.filter(pl.col("protected") == "age")
+    assert ages["grouping"].unique().to_list() == ["quantile group"] and ages.height == 4
+    assert ages["count"].sum() == table.height
+    a = found.cohort.features.index("age")
+    values = aged["age"].to_numpy()
+    for row in ages.iter_rows(named=True):
+        low, high = (float(part) for part in row["level"].strip("[])").split(", "))
+        inside = (values >= low) & ((values <= high) if row["level"].endswith("]") else (values < high))
+        assert row["count"] == inside.sum()
+        assert row["value"] == pytest.approx(found.cohort.shapley[inside, a].mean(), abs=1e-12)
+    assert found.attributes["protected"].to_list() == ["group", "age"]
+
+
+def test_the_audit_refuses_in_words(table):
+    options = {"prediction": "denial", "similarity": ["zip", "income"], "id": "id", "bootstrap": 0}
+    with pytest.raises(cohortsql.CohortError, match="'race' is not in the data"):
+        cohortsql.audit(table, protected="race", **options)
+    with pytest.raises(cohortsql.CohortError, match="protected names the protected attribute"):
+        cohortsql.audit(table, protected=[], **options)
+    with pytest.raises(cohortsql.CohortError, match="protected names a column twice"):
+        cohortsql.audit(table, protected=["group", "group"], **options)
+    with pytest.raises(cohortsql.CohortError, match="unknown argument 'interactions'"):
+        cohortsql.audit(table, protected="group", interactions=True, **options)
+
+
+def test_the_polars_namespace_audits_the_frame(table):
+    options = {"prediction": "denial", "protected": "group", "similarity": ["zip", "income"], "bootstrap": 0}
+    assert table.cohort.audit(**options).groups.equals(cohortsql.audit(table, **options).groups)
+
+
+def test_the_command_line_prints_the_audit_in_words_and_writes_its_report(table, tmp_path, browser):
+    from selenium.webdriver.common.by import By
+
+    data = tmp_path / "lending.parquet"
+    table.write_parquet(data)
+    report = tmp_path / "audit.html"
+    arguments = ["audit", str(data), "--prediction", "denial", "--protected", "group", "--features", "zip,income"]
+    arguments += [
+        "--id",
+        "id",
+        "--bootstrap",
+        "30",
+        "--seed",
+        "3",
+        "--report",
+        str(report),
+        "--out",
+        str(tmp_path / "a.parquet"),
+    ]
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 0, result.output
+    found = cohortsql.audit(table, **AUDIT, bootstrap=30, seed=3)
+    share = found.attributes["share"][0]
+    assert f"group: {100 * share:.1f}% of the variance explained (" in result.output
+    b = found.groups.filter(pl.col("level") == "b").row(0, named=True)
+    assert (
+        f"group = b: {b['value']:+.4g} on average, {100 * b['share_of_gap']:.1f}% of the group's gap" in result.output
+    )
+    assert pl.read_parquet(tmp_path / "a_groups.parquet").equals(found.groups)
+    browser.get(report.as_uri())
+    assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
+    section = browser.find_element(By.ID, "audit")
+    assert section.is_displayed() and "of the variance explained" in section.text
+    assert len(section.find_elements(By.CSS_SELECTOR, "svg circle")) == 2  # each group's value, with its interval
+    assert len(section.find_elements(By.CSS_SELECTOR, "svg line.whisker")) == 2
+    rows = section.find_elements(By.CSS_SELECTOR, "table tbody tr")
+    assert [row.text.split()[:2] for row in rows] == [["group", "a"], ["group", "b"]]
+    assert "with zip" in section.text
