@@ -16,8 +16,8 @@ as polars is (see `cohortsql/__init__.py`), so it loads the computations only wh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Unpack
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 import polars as pl
 
@@ -44,6 +44,9 @@ if TYPE_CHECKING:
     from cohortsql.run.pace import Plan
 
 
+OptionsT = TypeVar("OptionsT", bound=Mapping[str, Any])
+
+
 class CohortNamespace:
     """Cohort Shapley on this frame: the same computations and results as the module functions.
 
@@ -57,6 +60,25 @@ class CohortNamespace:
 
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
         self._frame = frame
+
+    def _chosen(self, options: OptionsT) -> OptionsT:
+        """`options` with ``targets`` given as a polars expression (``pl.col("group") == "b"``) turned
+        into the ids (``id=``) or row positions of the rows where it is true on this frame."""
+        targets = options.get("targets")
+        if not isinstance(targets, pl.Expr):
+            return options
+        from cohortsql.errors import CohortError
+
+        id = options.get("id")
+        rows = pl.int_range(pl.len()) if id is None else pl.col(id)
+        try:
+            chosen = self._frame.lazy().select(rows.filter(targets)).collect().to_series()
+        except pl.exceptions.PolarsError as error:
+            first = str(error).strip().splitlines()[0]
+            raise CohortError(f"targets: the expression {targets} cannot choose rows of this frame: {first}") from None
+        if chosen.len() == 0:
+            raise CohortError(f"targets: the expression {targets} holds for no row of the frame")
+        return {**options, "targets": chosen.to_list()}  # type: ignore[return-value]
 
     def shapley(
         self,
@@ -76,7 +98,7 @@ class CohortNamespace:
         """
         from cohortsql.api.local import cohort_shapley
 
-        return cohort_shapley(self._frame, prediction=prediction, similarity=similarity, **options)
+        return cohort_shapley(self._frame, prediction=prediction, similarity=similarity, **self._chosen(options))
 
     def effects(
         self,
@@ -97,7 +119,7 @@ class CohortNamespace:
         """
         from cohortsql.api.effects import shapley_effects
 
-        return shapley_effects(self._frame, prediction=prediction, similarity=similarity, **options)
+        return shapley_effects(self._frame, prediction=prediction, similarity=similarity, **self._chosen(options))
 
     def uniqueness(
         self,
@@ -116,7 +138,7 @@ class CohortNamespace:
         """
         from cohortsql.api.uniqueness import uniqueness_shapley
 
-        return uniqueness_shapley(self._frame, similarity=similarity, **options)
+        return uniqueness_shapley(self._frame, similarity=similarity, **self._chosen(options))
 
     def estimate(
         self,
@@ -136,7 +158,7 @@ class CohortNamespace:
         """
         from cohortsql.api.estimate import estimate
 
-        return estimate(self._frame, prediction=prediction, similarity=similarity, **options)
+        return estimate(self._frame, prediction=prediction, similarity=similarity, **self._chosen(options))
 
     def baseline(
         self,
@@ -158,7 +180,9 @@ class CohortNamespace:
         """
         from cohortsql.api.baseline import baseline_shapley
 
-        return baseline_shapley(self._frame, model=model, features=features, prediction=prediction, **options)
+        return baseline_shapley(
+            self._frame, model=model, features=features, prediction=prediction, **self._chosen(options)
+        )
 
     def compare(
         self,
@@ -181,7 +205,7 @@ class CohortNamespace:
         """
         from cohortsql.api.compare import compare
 
-        return compare(self._frame, model=model, prediction=prediction, similarity=similarity, **options)
+        return compare(self._frame, model=model, prediction=prediction, similarity=similarity, **self._chosen(options))
 
     def audit(
         self,
@@ -205,7 +229,12 @@ class CohortNamespace:
         from cohortsql.api.audit import audit
 
         return audit(
-            self._frame, prediction=prediction, protected=protected, similarity=similarity, model=model, **options
+            self._frame,
+            prediction=prediction,
+            protected=protected,
+            similarity=similarity,
+            model=model,
+            **self._chosen(options),
         )
 
     def calibrate(self, *, features: Sequence[str], **options: Unpack[CalibrationOptions]) -> Calibration:

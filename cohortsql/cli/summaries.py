@@ -11,7 +11,7 @@ import polars as pl
 
 from cohortsql._typing import Row
 from cohortsql.results.cohort import CohortShapleyResult
-from cohortsql.results.effects import ShapleyEffects
+from cohortsql.results.effects import ShapleyEffects, zero_errors_note
 from cohortsql.results.tables import Diagnostics
 
 if TYPE_CHECKING:
@@ -143,10 +143,11 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults, warned: Col
             f"  {row['share']:>7.1%}{_interval(row)}"
         )
     lines += _marks_legend(shown)
-    if (ranked["shapley_effect_se"] == 0).all():
+    note = zero_errors_note(ranked)
+    if note is not None:
         intervals = "shapley_effect_ci_low" in ranked.columns
         advice = "" if intervals else "; --bootstrap gives intervals for the data's own uncertainty"
-        lines.append(f"(se: the error of explaining a sample of targets, none here as every row is a target{advice})")
+        lines.append(f"({note}{advice})")
     if effects.interactions is not None:
         lines += _interaction_lines(effects.features, effects.interactions, "interaction values of the variance game")
     if effects.owen_table is not None:

@@ -373,8 +373,10 @@ def _message(error: BaseException) -> str:
     """The server's own first line, without the driver's prefixes, SQLSTATE and the query's text."""
     text = str(error).strip()
     first = text.splitlines()[0] if text else type(error).__name__
-    if "ERROR:" in first:  # the server's own message follows the driver's account of the step
-        first = first.split("ERROR:", 1)[1]
+    for severity in ("ERROR:", "FATAL:"):  # the server's own message follows the driver's account of the step
+        if severity in first:
+            first = first.split(severity, 1)[1]
+            break
     return _STATUS.sub("", first.strip()).split(". SQLSTATE:")[0].split(" SQLSTATE:")[0].strip()
 
 

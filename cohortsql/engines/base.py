@@ -10,11 +10,12 @@ is reused). Only aggregates bounded per batch of targets come back to Python.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, Self, TypeVar
 
@@ -178,6 +179,18 @@ class Engine(ABC):
         """Name the result of `select` (stored when `materialize`, for results read many times); returns its
         quoted name. A `snapshot` is stored now and read as it is until the engine's session ends, even
         after `keep` (a lazy result reads it; the data it came from may change meanwhile)."""
+
+    @contextmanager
+    def temporary(self, relation: str) -> Iterator[str]:
+        """`relation` (one this engine created) for a with-block, dropped when it ends; when the
+        block fails, a failed drop (the server gone, a memory limit) never hides the block's failure."""
+        try:
+            yield relation
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.drop(relation)
+            raise
+        self.drop(relation)
 
     @abstractmethod
     def drop(self, relation: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 PALETTE = (
     "#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896", "#9467bd", "#c5b0d5",
@@ -28,3 +29,19 @@ def run_feature_order(settings: Mapping[str, str], shown: Sequence[str]) -> list
         named = {}
     order = list(named) if isinstance(named, dict) else []
     return order if set(shown) <= set(order) else list(shown)
+
+
+LEVEL_PALETTES = ("tab20", "tab20b", "tab20c")
+"""matplotlib's qualitative colour maps whose colours, in turn, tell levels of categorical features apart."""
+
+
+def level_colour(plt: Any, index: int) -> Any:
+    """The `index`-th level's colour in a figure that shows many features' levels: the 60 colours of
+    `LEVEL_PALETTES` in turn, then hues spaced by the golden ratio, so that no two levels of one
+    figure share a colour (tab10's ten repeated after the tenth level: two features' levels looked alike)."""
+    palette, place = divmod(index, 20)
+    if palette < len(LEVEL_PALETTES):
+        return plt.get_cmap(LEVEL_PALETTES[palette])(place)
+    import matplotlib.colors
+
+    return matplotlib.colors.hsv_to_rgb(((index * 0.618033988749895) % 1.0, 0.75, 0.8))

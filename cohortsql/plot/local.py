@@ -10,13 +10,14 @@ import polars as pl
 
 from cohortsql._typing import Row
 from cohortsql.errors import CohortError
-from cohortsql.plot.colours import feature_colours, run_feature_order
+from cohortsql.plot.colours import feature_colours, level_colour, run_feature_order
 from cohortsql.plot.tables import Source, chosen_outcome, pyplot, read_tables
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import ShapleyEffects, effects_of_tables
 from cohortsql.results.files import one_outcome, parquet_settings, read_frame
 from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
+from cohortsql.results.tables import shown_value
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -197,14 +198,13 @@ def _categorical_points(
     their legend handles labelled feature = level."""
     counts = levels.fill_null("missing").value_counts(sort=True)
     named = counts[levels.name].head(CATEGORY_LEVELS).to_list()
-    palette = plt.get_cmap("tab10")
     text = levels.fill_null("missing").to_list()
     handles = []
     for index, level in enumerate([*named, None]):
         chosen = np.array([item == level if level is not None else item not in named for item in text])
         if not chosen.any():
             continue
-        colour = palette((first + index) % 10) if level is not None else "grey"
+        colour = level_colour(plt, first + index) if level is not None else "grey"
         handles.append(
             axes.scatter(
                 values[chosen],
@@ -220,16 +220,16 @@ def _categorical_points(
 
 def target(source: Source, id: object, *, outcome: str | None = None) -> Figure:
     """One target's values as a waterfall from the mean to its cohort mean: features by importance,
-    each labelled with the target's value, its contribution written on the bar, and the size of
-    the cohort once the feature has joined (the refinement path)."""
+    each labelled with the target's value (fractions to 4 significant digits) and its Shapley value
+    written on its bar. The bars are Shapley values, averages over every order of the features, so no
+    cohort size is written beside them: the refinement path (`path`) shows the cohorts of one order."""
     plt = pyplot()
-    local, totals, paths = read_tables(source, outcome=outcome)
+    local, totals, _ = read_tables(source, outcome=outcome)
     row = _target_row(totals, id)
-    values = local.filter(pl.col("id") == id).with_columns(size=pl.col("shapley").abs()).sort("size", descending=True)
-    sizes = (
-        dict(paths.filter(pl.col("id") == id).select("feature", "cohort_size").iter_rows())
-        if "cohort_size" in paths.columns
-        else {}
+    values = (
+        local.filter(pl.col("id") == id)
+        .with_columns(size=pl.col("shapley").abs(), feature_value=shown_value())
+        .sort("size", descending=True)
     )
     mean = row["cohort_mean"] - row["value"]
     heights = values["shapley"].to_numpy()
@@ -240,7 +240,7 @@ def target(source: Source, id: object, *, outcome: str | None = None) -> Figure:
     features = values["feature"].to_list()
     axes.barh(positions, heights, left=starts, color=[colours[name] for name in features])
     labels = [
-        f"{name} = {'missing' if shown is None else shown}" + (f"  (n={sizes[name]:,.0f})" if name in sizes else "")
+        f"{name} = {'missing' if shown is None else shown}"
         for name, shown in zip(features, values["feature_value"].to_list())
     ]
     axes.set_yticks(positions, labels)
@@ -256,8 +256,7 @@ def target(source: Source, id: object, *, outcome: str | None = None) -> Figure:
     start, end = ("mean baseline f", "f(x_t)") if isinstance(source, BaselineShapleyResult) else ("mean", "cohort mean")
     axes.axvline(mean, color="grey", linestyle=":", label=f"{start} {mean:.4g}")
     axes.axvline(row["cohort_mean"], color="black", linestyle="--", label=f"{end} {row['cohort_mean']:.4g}")
-    sized = "; n = cohort size once the feature joins" if sizes else ""
-    axes.set_xlabel(f"target {id}{sized}")
+    axes.set_xlabel(f"target {id}: each bar its Shapley value (the refinement path shows cohort sizes)")
     axes.legend(fontsize="small", loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     ends = np.concatenate([starts, starts + heights, [mean, row["cohort_mean"]]])
     pad = 0.12 * (ends.max() - ends.min() or 1.0)

@@ -11,6 +11,7 @@ writes give the same report.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from cohortsql.plot.colours import feature_colours
 from cohortsql.report import svg
 from cohortsql.results.effects import effects_of_tables
 from cohortsql.results.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
-from cohortsql.results.tables import reason
+from cohortsql.results.tables import reason, shown_value
 
 SHOWN_TARGETS = 3
 """Targets drawn in detail when none are chosen: the lowest, the median and the highest prediction."""
@@ -178,7 +179,7 @@ def report_html(tables: ReportTables, targets: list[Any] | None = None, title: s
             if tables.interactions is not None
             else []
         ),
-        _section("Targets", _targets_table(tables), "targets"),
+        _section("Targets", _drawn_targets(chosen) + _targets_table(tables), "targets"),
         *(_target_section(tables, id, mean, colours) for id in chosen),
     ]
     return (
@@ -215,8 +216,31 @@ def _settings(tables: ReportTables) -> str:
     ]
     if np.mean(sizes <= 1) > 0.5:
         rows.append(("caution", "more than half of the targets are alone in their cohort: values rest on single rows"))
-    cells = "".join(f"<tr><th>{escape(key)}</th><td>{escape(str(value))}</td></tr>" for key, value in rows)
+    cells = "".join(
+        f"<tr><th>{escape(key.replace('_', ' '))}</th><td>{_setting(value)}</td></tr>" for key, value in rows
+    )
     return f'<table class="settings">{cells}</table>'
+
+
+def _setting(value: object) -> str:
+    """A setting as people read it (HTML): JSON's null as a dash, a mapping one ``key: value`` line each,
+    a list joined by commas, text without its JSON quotes."""
+    text = str(value)
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return escape(text)
+    if parsed is None:
+        return "–"
+    if isinstance(parsed, dict):
+        return "<br>".join(f"{escape(str(key))}: {escape(_plain(item))}" for key, item in parsed.items())
+    return escape(_plain(parsed))
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(_plain(item) for item in value)
+    return "–" if value is None else str(value)
 
 
 def _effects(effects: pl.DataFrame, colours: dict[str, str], confidence: str | None) -> str:
@@ -393,6 +417,22 @@ def reasons_table(local: pl.DataFrame, count: int) -> pl.DataFrame:
     return words.group_by("id", maintain_order=True).agg(reasons=pl.col("reason").str.join("; "))
 
 
+def _target_anchor(id: Any) -> str:
+    """The HTML id of a target's own section: its id, every character but ASCII letters and digits
+    written as its code point (``a b`` is ``target-a_20_b``), so that distinct ids stay distinct."""
+    return "target-" + "".join(
+        character if character.isascii() and character.isalnum() else f"_{ord(character):x}_" for character in str(id)
+    )
+
+
+def _drawn_targets(chosen: list[Any]) -> str:
+    """Links to the targets drawn in detail after the table (which may hold thousands of rows)."""
+    if not chosen:
+        return ""
+    links = ", ".join(f'<a href="#{_target_anchor(id)}">{escape(str(id))}</a>' for id in chosen)
+    return f"<p>Drawn in detail below the table: target {links}.</p>"
+
+
 def _targets_table(tables: ReportTables) -> str:
     table = tables.totals
     note = ""
@@ -436,14 +476,13 @@ def _chosen_targets(totals: pl.DataFrame, targets: list[Any] | None) -> list[Any
 def _target_section(tables: ReportTables, id: Any, mean: float, colours: dict[str, str]) -> str:
     total = tables.totals.filter(pl.col("id") == id).row(0, named=True)
     path = tables.paths.filter(pl.col("id") == id).sort("step")
-    values = tables.local.filter(pl.col("id") == id)
+    values = tables.local.filter(pl.col("id") == id).with_columns(feature_value=shown_value())
     by_feature = {row["feature"]: row for row in values.iter_rows(named=True)}
     steps = [
         (
             row["feature"],
             by_feature[row["feature"]]["feature_value"] or "missing",
             by_feature[row["feature"]]["shapley"],
-            row["cohort_size"],
         )
         for row in path.iter_rows(named=True)
         if row["feature"] is not None
@@ -454,7 +493,7 @@ def _target_section(tables: ReportTables, id: Any, mean: float, colours: dict[st
         labels, path["cohort_size"].to_list(), path["cohort_mean"].to_list(), total["prediction"]
     )
     return (
-        f'<section class="target"><h2>Target {escape(str(id))}</h2>'
+        f'<section class="target" id="{_target_anchor(id)}"><h2>Target {escape(str(id))}</h2>'
         f"<p>prediction {total['prediction']:.4g}; cohort of {total['cohort_size']:,.0f} similar subjects with mean"
         f" {total['cohort_mean']:.4g}; the values add up to {total['value']:.4g}.</p>"
         f"<h3>From the mean to the cohort mean</h3>{waterfall}<h3>Cohort refinement</h3>{refinement}</section>"

@@ -75,11 +75,13 @@ def intervals(labels: Sequence[str], values: Sequence[float], lows: Sequence[flo
     return "".join(parts)
 
 
-def waterfall(start: float, steps: Sequence[tuple[str, str, float, float]], end: float, colours: Sequence[str]) -> str:
+def waterfall(start: float, steps: Sequence[tuple[str, str, float]], end: float, colours: Sequence[str]) -> str:
     """From the mean (`start`) to the cohort mean (`end`): one bar per step (feature, its value for the
-    target, the Shapley value, the cohort size once the feature is added), the numbers written on it."""
+    target, the Shapley value), its Shapley value written on it. No cohort size is written beside a
+    bar: a Shapley value averages over every order of the features, and the sizes of one order's
+    cohorts (the refinement path, drawn apart) would suggest cohort means the bars do not show."""
     positions = [start]
-    for _, _, value, _ in steps:
+    for _, _, value in steps:
         positions.append(positions[-1] + value)
     x = _scale(min(positions + [end]), max(positions + [end]), LABEL + 60, WIDTH - 90)
     height = ROW * (len(steps) + 2) + 10
@@ -89,15 +91,14 @@ def waterfall(start: float, steps: Sequence[tuple[str, str, float, float]], end:
         f'<line x1="{x(start):.1f}" x2="{x(start):.1f}" y1="5" y2="{height - 5}" class="guide"/>'
         f'<text x="{x(start) + 4:.1f}" y="17" class="value">{_number(start)}</text>'
     )
-    for index, ((feature, shown, value, size), colour) in enumerate(zip(steps, colours)):
+    for index, ((feature, shown, value), colour) in enumerate(zip(steps, colours)):
         y = 5 + (index + 1) * ROW
         left, right = sorted((x(positions[index]), x(positions[index + 1])))
         sign = "+" if value >= 0 else "−"
-        tip = f"{feature} = {shown}: {sign}{_number(abs(value))}; cohort of {size:,.0f} after this step"
+        tip = f"{feature} = {shown}: Shapley value {sign}{_number(abs(value))}"
         parts.append(
             f"<g><title>{escape(tip)}</title>"
-            f'<text x="{LABEL - 6}" y="{y + 15}" text-anchor="end">{escape(feature)} = {escape(shown)}</text>'
-            f'<text x="{LABEL + 54}" y="{y + 15}" text-anchor="end" class="size">n={size:,.0f}</text>'
+            f'<text x="{LABEL + 54}" y="{y + 15}" text-anchor="end">{escape(feature)} = {escape(shown)}</text>'
             f'<rect x="{left:.1f}" y="{y + 3}" width="{max(right - left, 0.5):.1f}" height="{ROW - 6}" fill="{colour}"/>'
             f'<text x="{right + 4:.1f}" y="{y + 15}" class="value">{sign}{_number(abs(value))}</text></g>'
         )

@@ -176,11 +176,20 @@ class ShapleyEffects:
         return self.explained / self.variance if self.variance > 0 else float("nan")
 
     def __repr__(self) -> str:
+        note = zero_errors_note(self.effects)
         return (
             f"ShapleyEffects({len(self.effects)} features, explained {self.explained:.6g} of variance"
             f" {self.variance:.6g}, {self.targets} targets of {self.subjects} subjects, method={self.method!r},"
-            f" path={self.path!r})\n{self.effects}"
+            f" path={self.path!r})\n{self.effects}" + ("" if note is None else f"\n({note})")
         )
+
+
+def zero_errors_note(effects: pl.DataFrame) -> str | None:
+    """Why every ``shapley_effect_se`` of an effects table is 0, when it is: the standard error is of
+    explaining a sample of the targets, and every row was a target (None when some error is not 0)."""
+    if effects.height == 0 or not (effects["shapley_effect_se"] == 0).all():
+        return None
+    return "se: the error of explaining a sample of targets, none here as every row is a target"
 
 
 def effects_of_tables(

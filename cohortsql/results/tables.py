@@ -246,13 +246,27 @@ def anchored_table(
     )
 
 
+SHOWN_DIGITS = 4
+"""Significant digits of a fractional feature value shown to people (tables keep every digit)."""
+
+
+def shown_value(value: str = "feature_value") -> pl.Expr:
+    """A feature's value (text) as people read it: a fractional number with `SHOWN_DIGITS`
+    significant digits (10.600000381469728 reads 10.6), anything else as it is (integers, text,
+    dates, missing values)."""
+    number = pl.col(value).cast(pl.Float64, strict=False)
+    fractional = number.is_finite() & (number != number.floor())
+    return pl.when(fractional).then(number.round_sig_figs(SHOWN_DIGITS).cast(pl.String)).otherwise(pl.col(value))
+
+
 def reason(feature: str = "feature", value: str = "feature_value", shapley: str = "shapley") -> pl.Expr:
     """A value in words, as every surface shows it, from a frame's columns: "sex = male lowered the
-    cohort mean by 0.31" (a missing value reads ``missing``; the amount has 3 significant digits)."""
+    cohort mean by 0.31" (a missing value reads ``missing``; the value is `shown_value`, the amount has
+    3 significant digits)."""
     return pl.format(
         "{} = {} {} the cohort mean by {}",
         pl.col(feature),
-        pl.col(value).fill_null("missing"),
+        shown_value(value).fill_null("missing"),
         pl.when(pl.col(shapley) >= 0).then(pl.lit("raised")).otherwise(pl.lit("lowered")),
         pl.col(shapley).abs().round_sig_figs(3),
     )

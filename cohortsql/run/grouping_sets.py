@@ -148,11 +148,8 @@ def _batches_of_cells(
     cells, means = _cells(engine, prepared)
     for start, size in pacer.batches():
         batch = targets.numbered(start, size)
-        uploaded = engine.upload(batch, "targets")
-        try:
+        with engine.temporary(engine.upload(batch, "targets")) as uploaded:
             target_cells = _target_cells(engine, prepared, cells, uploaded)
-        finally:
-            engine.drop(uploaded)
         yield start, batch.num_rows, cells, target_cells, means
 
 

@@ -46,8 +46,7 @@ def _histograms(
     engine.expect_aggregates(queries.histogram.histogram_sums(prepared.measures, draw_groups=weighted.draw_groups))
     for start, size in pacer.batches():
         batch = targets.numbered(start, size)
-        uploaded = engine.upload(batch, "targets")
-        try:
+        with engine.temporary(engine.upload(batch, "targets")) as uploaded:
             sql = queries.histogram.mask_histogram(
                 weighted.relation,
                 uploaded,
@@ -61,8 +60,6 @@ def _histograms(
                 histogram = _one_column_per_weighting(engine.fetch_arrow(sql, context=context), prepared)
             else:
                 histogram = fetch_numpy(engine, sql, context=context)
-        finally:
-            engine.drop(uploaded)
         if of_players and prepared.groups is not None:
             histogram = histogram_of_players(histogram, prepared.groups.masks, queries.histogram.MASK_WORD_BITS)
         yield start, batch.num_rows, histogram

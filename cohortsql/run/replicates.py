@@ -32,11 +32,8 @@ def _upload_groups(engine: Engine, measures: Measures) -> str:
 @contextmanager
 def draw_groups(engine: Engine, measures: Measures) -> Iterator[str]:
     """The relation of `_upload_groups`, for one use."""
-    groups = _upload_groups(engine, measures)
-    try:
+    with engine.temporary(_upload_groups(engine, measures)) as groups:
         yield groups
-    finally:
-        engine.drop(groups)
 
 
 def weigh_replicates(engine: Engine, prepared: Prepared) -> WeightedSubjects:

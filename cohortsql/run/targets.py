@@ -189,6 +189,11 @@ def read_targets(engine: Engine, prepared: Prepared, sql: str, *, context: str) 
 
 
 def _targets_by_id(engine: Engine, prepared: Prepared, targets: Any) -> tuple[pa.Table, np.ndarray]:
+    if isinstance(targets, pl.Expr):
+        raise CohortError(
+            f"targets: a polars expression ({targets}) chooses rows on a polars frame's df.cohort methods, which"
+            " evaluate it; here, write it as a SQL predicate (e.g. \"group = 'b'\") or pass a list of ids"
+        )
     if not isinstance(targets, (Sequence, np.ndarray, pl.Series, pa.Array)):
         raise CohortError(
             "targets must be None, a SQL predicate, a sample size or fraction, or a list of id values;"
@@ -273,11 +278,8 @@ def id_membership(engine: Engine, column: str, ids: pa.Array) -> Iterator[str]:
     if len(ids) <= LITERAL_IDS:
         yield queries.targets.id_membership(column, ids.to_pylist(), None, engine.dialect)
         return
-    uploaded = engine.upload(pa.table({"id": ids}), "ids")
-    try:
+    with engine.temporary(engine.upload(pa.table({"id": ids}), "ids")) as uploaded:
         yield queries.targets.id_membership(column, None, uploaded, engine.dialect)
-    finally:
-        engine.drop(uploaded)
 
 
 def read_target_data(engine: Engine, prepared: Prepared, targets: TargetSet) -> pl.DataFrame:

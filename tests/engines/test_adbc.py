@@ -244,6 +244,53 @@ def test_a_cancelled_query_stops_on_the_server(warehouse, postgres, adbc_postgre
     assert again.local.height == warehouse.height
 
 
+def test_a_session_the_server_ends_mid_run_is_reported_as_the_server_said(postgres, postgres_uri):
+    """The server ends cohortsql's session while the mask histogram runs: the error is the server's
+    ("terminating connection ..."), not the cleanup's failure to drop the batch's table afterwards,
+    which used to replace it ("dropping 'cohortsql_..._targets_3': no connection to the server")."""
+    dbapi = pytest.importorskip("adbc_driver_postgresql.dbapi")
+    rows = 200_000
+    draws = np.random.default_rng(0)
+    frame = pl.DataFrame(
+        {"id": np.arange(rows), **{f"x{j}": draws.random(rows) for j in range(8)}, "y": draws.random(rows)}
+    )
+    with dbapi.connect(postgres_uri, autocommit=True) as connection:
+        with connection.cursor() as cursor:
+            cursor.adbc_ingest("ended_mid_run", frame.to_arrow(), mode="replace")
+            cursor.execute("SELECT pg_backend_pid()")
+            session = cursor.fetchone()[0]
+
+        def end_the_session_in_the_histogram() -> None:
+            for _ in range(1200):
+                running = postgres.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND state = 'active' AND query ILIKE '%%__cohort_batch AS target%%'",
+                    (session,),
+                ).fetchall()
+                if running[0][0]:
+                    postgres.execute("SELECT pg_terminate_backend(%s)", (session,))
+                    return
+                time.sleep(0.02)
+
+        watcher = threading.Thread(target=end_the_session_in_the_histogram)
+        watcher.start()
+        try:
+            with pytest.raises(cohortsql.CohortError) as failure:
+                cohortsql.cohort_shapley(
+                    "ended_mid_run",
+                    prediction="y",
+                    similarity={f"x{j}": "abs:0.1" for j in range(8)},
+                    id="id",
+                    targets=200,
+                    seed=1,
+                    connection=connection,
+                )
+        finally:
+            watcher.join()
+    message = str(failure.value)
+    assert message.startswith("computing similarity masks: ") and "terminating connection" in message, message
+    assert "dropping" not in message and "Traceback" not in message
+
+
 def test_shapley_table_in_the_warehouse(warehouse, postgres, adbc_postgres):
     """Arrow computed by the values query on the server; with into=, a table of the server (recorded in
     cohortsql_runs), never the call's own input, and not replaced without replace=."""

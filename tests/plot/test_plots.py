@@ -239,7 +239,9 @@ def test_waterfall_beeswarm_and_effects_from_files(result, tmp_path):
     texts = [text.get_text() for text in figure.axes[0].texts]
     assert len(texts) == len(result.features) and all(text[0] in "+-" for text in texts)
     labels = [label.get_text() for label in figure.axes[0].get_yticklabels()]
-    assert any(label.startswith("lstat = ") and "(n=" in label for label in labels)
+    assert any(label.startswith("lstat = ") for label in labels)
+    # each label describes its bar: a Shapley value, not one order's cohort (whose size misled)
+    assert not any("(n=" in label for label in labels)
     assert_drawn(figure, tmp_path / "waterfall.png")
     assert_drawn(plot.beeswarm(result), tmp_path / "beeswarm.png")
     assert_drawn(plot.beeswarm(result, squared=True), tmp_path / "beeswarm2.png")
@@ -347,3 +349,21 @@ def test_interaction_maps_and_group_bars_draw_what_the_result_holds(data, tmp_pa
         )
     with pytest.raises(cohortsql.CohortError, match="no Owen values"):
         plot.groups(cohortsql.shapley_effects(data, prediction="prediction", similarity=similarity))
+
+
+def test_the_beeswarm_gives_every_level_of_every_feature_its_own_colour(tmp_path):
+    """tab10's ten colours repeated from the eleventh level on: two features' levels looked alike."""
+    from matplotlib.colors import to_hex
+
+    rng = np.random.default_rng(8)
+    rows = 400
+    frame = pl.DataFrame(
+        {name: rng.choice([f"{name}{level}" for level in range(4)], rows) for name in ("a", "b", "c", "d")}
+    ).with_columns(y=pl.Series(rng.random(rows)))
+    result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["a", "b", "c", "d"])
+    figure = plot.beeswarm(result)
+    handles, labels = figure.axes[0].get_legend_handles_labels()
+    assert len(labels) == 16
+    colours = [to_hex(handle.get_facecolor()[0]) for handle in handles]
+    assert len(set(colours)) == len(colours)
+    assert_drawn(figure, tmp_path / "levels.png")

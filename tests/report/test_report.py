@@ -227,3 +227,31 @@ def test_the_report_shows_interactions_and_groups_from_a_result_and_from_its_fil
 def test_a_plain_report_has_neither_section(report):
     html = report.read_text()
     assert '<section id="interactions">' not in html and '<section id="groups">' not in html
+
+
+def test_the_drawn_targets_are_linked_from_above_the_table(browser, tmp_path):
+    """The targets drawn in detail sat after a table of every target, with no link to them."""
+    from selenium.webdriver.common.by import By
+
+    frame = pl.DataFrame({"id": ["a b", "a-b", "c"] * 20, "x": np.arange(60) % 7, "y": np.arange(60) / 60.0})
+    frame = frame.with_columns(id=pl.col("id") + pl.int_range(pl.len()).cast(pl.String))
+    result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["x"], id="id")
+    path = tmp_path / "linked.html"
+    result.report(path, targets=["a b0", "a-b1"])
+    browser.get(path.as_uri())
+    links = browser.find_elements(By.CSS_SELECTOR, "#targets p a")
+    assert [link.text for link in links] == ["a b0", "a-b1"]
+    anchors = [link.get_attribute("href").split("#")[1] for link in links]
+    assert len(set(anchors)) == 2
+    for anchor, id in zip(anchors, ["a b0", "a-b1"]):
+        assert browser.find_element(By.ID, anchor).find_element(By.TAG_NAME, "h2").text == f"Target {id}"
+
+
+def test_the_settings_read_as_words_not_json():
+    """The report's settings were raw JSON ({"income": "range:0.1", ...}) and null."""
+    result = cohortsql.cohort_shapley(cohortsql.datasets.loans(), prediction="score", similarity=["income", "region"])
+    html = report_html(ReportTables.of_result(result))
+    settings = html[html.index('<table class="settings">') : html.index("</table>", html.index('class="settings"'))]
+    assert "null" not in settings and "{&quot;" not in settings and '{"' not in settings
+    assert "<th>similarity</th><td>income: range:0.1<br>region: exact</td>" in settings
+    assert "<th>weight</th><td>–</td>" in settings

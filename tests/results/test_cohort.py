@@ -130,3 +130,38 @@ def test_squared_values_can_be_negative_and_still_add_up():
         result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["a", "b"], targets=[0])
     assert result.shapley_squared.min() < 0
     assert result.shapley_squared.sum() == pytest.approx(result.totals["value_squared"][0])
+
+
+def test_effects_say_why_their_standard_errors_are_zero():
+    """Python's effects showed shapley_effect_se = 0.0 when every row was a target, with no word (the
+    command line and the report explained it)."""
+    loans = cohortsql.datasets.loans()
+    every_row = cohortsql.shapley_effects(loans, prediction="score", similarity=["income", "region"])
+    assert (every_row.effects["shapley_effect_se"] == 0).all()
+    assert "(se: the error of explaining a sample of targets, none here as every row is a target)" in repr(every_row)
+    sampled = cohortsql.shapley_effects(loans, prediction="score", similarity=["income", "region"], targets=6, seed=1)
+    assert (sampled.effects["shapley_effect_se"] > 0).all() and "none here" not in repr(sampled)
+
+
+def test_values_shown_to_people_are_rounded_and_tables_keep_every_digit(tmp_path):
+    """unemp = 10.600000381469728 (a float32 value read as a double) in the reasons, the report's
+    waterfall and the figure's labels; shown now as 10.6, while `local` keeps the value as it is."""
+    from cohortsql import plot
+    from cohortsql.report import ReportTables, report_html
+
+    rng = np.random.default_rng(6)
+    unemp = np.float32(rng.integers(20, 140, 300) / 10).astype(np.float64)
+    frame = pl.DataFrame({"id": np.arange(300), "unemp": unemp, "n": rng.integers(0, 5, 300)})
+    frame = frame.with_columns(y=pl.col("unemp") / 10 + pl.col("n") / 5)
+    result = cohortsql.cohort_shapley(frame, prediction="y", similarity=["unemp", "n"], id="id")
+    target = int(np.flatnonzero(np.round(unemp, 1) != unemp)[0])
+    raw = repr(float(unemp[target]))
+    shown = f"{float(np.round(unemp[target], 1)):g}"
+    assert len(raw) > 10 and result.local.filter(pl.col("id") == target)["feature_value"][0] == raw
+    reasons = result.reasons(2).filter(pl.col("id") == target)["reason"].to_list()
+    assert any(text.startswith(f"unemp = {shown} ") for text in reasons) and not any(raw in text for text in reasons)
+    html = report_html(ReportTables.of_result(result), targets=[target])
+    assert f"unemp = {shown}<" in html and raw not in html
+    labels = [label.get_text() for label in plot.target(result, target).axes[0].get_yticklabels()]
+    assert f"unemp = {shown}" in labels
+    assert result.reasons(2).filter(pl.col("feature") == "n")["reason"].str.contains(r"^n = \d ").all()

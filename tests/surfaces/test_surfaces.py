@@ -106,3 +106,27 @@ def test_polars_namespace(frame):
         np.testing.assert_allclose(result.shapley, expected.shapley, atol=1e-12)
         effects = data.cohort.effects(prediction="score", similarity=["age", "region"])
         np.testing.assert_allclose(effects.effects["shapley_effect"], expected.global_["shapley_effect"], atol=1e-10)
+
+
+def test_polars_expressions_choose_the_targets(frame):
+    """``df.cohort.shapley(targets=pl.col("region") == "s")`` was refused ("got Expr"): the frame
+    evaluates it, by id or by row position, and the values equal those of the same SQL predicate."""
+    chosen = (pl.col("region") == "s") & (pl.col("tenure") > 2)
+    sql = "region = 's' AND tenure > 2"
+    options = {"prediction": "score", "similarity": ["age", "region"]}
+    for id in (None, "loan"):
+        expected = cohortsql.cohort_shapley(frame, targets=sql, id=id, **options)
+        for data in (frame, frame.lazy()):
+            result = data.cohort.shapley(targets=chosen, id=id, **options)
+            assert result.ids.to_list() == expected.ids.to_list()
+            np.testing.assert_allclose(result.shapley, expected.shapley, atol=1e-12)
+    effects = frame.cohort.effects(targets=chosen, **options)
+    assert effects.effects["shapley_effect"].to_list() == pytest.approx(
+        cohortsql.shapley_effects(frame, targets=sql, **options).effects["shapley_effect"].to_list(), abs=1e-12
+    )
+    with pytest.raises(cohortsql.CohortError, match=r"targets: the expression .* holds for no row"):
+        frame.cohort.shapley(targets=pl.col("region") == "west", **options)
+    with pytest.raises(cohortsql.CohortError, match=r'cannot choose rows of this frame: unable to find column "zone"'):
+        frame.cohort.shapley(targets=pl.col("zone") == 1, **options)
+    with pytest.raises(cohortsql.CohortError, match="chooses rows on a polars frame's df.cohort methods"):
+        cohortsql.cohort_shapley(frame, targets=chosen, **options)

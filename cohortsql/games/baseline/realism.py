@@ -64,13 +64,13 @@ def subject_bitsets(
     `point_values` holds feature j's distinct point values as the similarity tests compare them, in
     code order. With `distinct` (worth it when many rows repeat), identical rows count once."""
     dialect = engine.dialect
-    rows = engine.create(
+    created = engine.create(
         queries.baseline.subject_rows(subjects, features, dialect, distinct=distinct),
         "subject_rows",
         materialize=True,
         context="numbering the subject rows",
     )
-    try:
+    with engine.temporary(created) as rows:
         count = int(fetch_record(engine, queries.targets.row_count(rows), context="counting the subject rows")["n"])
         words = max(1, -(-count // WORD_BITS))
         values = sum(len(value) for value in point_values)
@@ -83,23 +83,19 @@ def subject_bitsets(
         return SubjectBitsets(
             [_feature_bitset(engine, rows, feature, value, words) for feature, value in zip(features, point_values)]
         )
-    finally:
-        engine.drop(rows)
 
 
 def _feature_bitset(engine: Engine, rows: str, feature: ResolvedFeature, values: pa.Array, words: int) -> np.ndarray:
     """The (values, words) bitsets of one feature, from the engine's words with a bit set."""
-    points = engine.upload(
+    uploaded = engine.upload(
         pa.table({"__cohort_code": pa.array(np.arange(len(values), dtype=np.int64)), feature.column: values}),
         "point_values",
     )
-    try:
+    with engine.temporary(uploaded) as points:
         found = engine.fetch_arrow(
             queries.baseline.similar_words(points, rows, feature, engine.dialect, word_bits=WORD_BITS),
             context=f"testing which hybrid values of {feature.name!r} are realistic",
         )
-    finally:
-        engine.drop(points)
     bitset = np.zeros((len(values), words), dtype=np.uint64)
     codes, word = (found.column(name).to_numpy() for name in ("__cohort_code", "__cohort_word"))
     bitset[codes, word] = found.column("__cohort_bits").to_numpy().astype(np.uint64)  # one row per (code, word)
