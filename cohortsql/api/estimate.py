@@ -84,5 +84,7 @@ def estimate(
         path=chosen_path,
         engine=running.dialect.name,
         pilot_targets=pilot,
-        pilot_seconds=(pacer.seconds_per_target or 0.0) * pilot,
+        pilot_seconds=sum(seconds for _, seconds in pacer.timed),
+        estimated_seconds=sum(seconds for _, seconds in pacer.timed) + (pacer.remaining_seconds(pilot) or 0.0),
+        replicates=prepared.measures.replicates,
     )

@@ -1,11 +1,13 @@
 """Batches of targets sized by memory and by time, with progress and an estimate of the run's length.
 
-The first batch is a small pilot (about `PILOT_PAIRS` target-subject pairs). Its time gives the
-engine's measured rate for this table, so the run's length is estimated before most of the work
-(and said on stderr, with a remedy, when it exceeds `LONG_RUN_SECONDS`); later batches are sized to
-take about `SECONDS_PER_BATCH` each (`WIDE_BATCH_SECONDS` with bootstrap replicates), so that progress
-moves every couple of seconds, and never hold
-more targets than the memory budget allows.
+The first batch is a small pilot (about `PILOT_PAIRS` target-subject pairs), the second
+`CALIBRATION_FACTOR` times larger. Their two times give the engine's cost for this table as a fixed
+cost per batch (a query's planning, its replicate draws) plus a cost per target, so the run's length
+is estimated before most of the work (and said on stderr, with a remedy, when it exceeds
+`LONG_RUN_SECONDS`): a single pilot charged the fixed cost to each of its few targets, and a run of
+3-4 minutes was announced as 6.5 hours. Later batches are sized to take about `SECONDS_PER_BATCH`
+each (`WIDE_BATCH_SECONDS` with bootstrap replicates) beyond their fixed cost, so that progress moves
+every couple of seconds, and never hold more targets than the memory budget allows.
 """
 
 from __future__ import annotations
@@ -32,11 +34,14 @@ in 2.6 s said "about 5 min": the query's fixed cost charged to too few targets).
 SMALL_RUN_PAIRS = 100_000_000
 """A run of at most this many pairs (a couple of seconds on DuckDB) needs no pilot: one batch does it."""
 LONG_RUN_SECONDS = 60.0
+CALIBRATION_FACTOR = 4
+"""The second batch holds this many times the pilot's targets (memory allowing), so that the two
+times separate a batch's fixed cost from its cost per target."""
 
 
 @dataclass(frozen=True)
 class Plan:
-    """What a run will do and how long it should take, measured on a pilot batch (``--dry-run``)."""
+    """What a run will do and how long it should take, measured on its first two batches (``--dry-run``)."""
 
     targets: int
     distinct_targets: int
@@ -48,25 +53,26 @@ class Plan:
     path: str
     engine: str
     pilot_targets: int
+    """Targets of the timed batches."""
     pilot_seconds: float
+    estimated_seconds: float
+    """The whole heavy step: a fixed cost per batch and a cost per distinct target, from the timed batches."""
     players: int | None = None
     """The games' players when features are grouped (``groups=``); None: each feature is one."""
-
-    @property
-    def estimated_seconds(self) -> float:
-        """The pilot's time per target times the distinct targets (the whole heavy step)."""
-        return self.pilot_seconds / max(1, self.pilot_targets) * self.distinct_targets
+    replicates: int = 0
+    """Bootstrap replicates B, each adding its sums to every target-subject pair."""
 
     def __str__(self) -> str:
         pairs = self.distinct_targets * self.subject_rows
         players = self.features if self.players is None else self.players
         cohorts = f"{2**players:,} cohorts" if self.method == "exact" else "random chains of cohorts"
         grouped = "" if players == self.features else f" in {players} groups"
+        replicated = f", {self.replicates} bootstrap replicates" if self.replicates else ""
         return "\n".join(
             [
                 f"plan: {self.targets:,} targets ({self.distinct_targets:,} distinct) x {self.subjects:,} subjects"
                 f" ({self.subject_rows:,} distinct rows), {self.features} features{grouped}, {self.method} method"
-                f" ({cohorts} per target), {self.path} path, on {self.engine}",
+                f" ({cohorts} per target){replicated}, {self.path} path, on {self.engine}",
                 f"work: {pairs:,} target-subject pairs",
                 f"estimate: about {duration(self.estimated_seconds)} (measured on {self.pilot_targets:,} targets"
                 f" in {self.pilot_seconds:.2f} s)",
@@ -99,7 +105,11 @@ class Pacer:
     """The numpy work per target beside the SQL (the exact method's 2^d cohort values of every game):
     the pilot holds at most `PILOT_CELLS` of them."""
     seconds_per_target: float | None = field(default=None, init=False)
-    """Measured on the pilot batch, then on each later one."""
+    """The cost of one more target in a batch, from the timed batches."""
+    seconds_per_batch_fixed: float = field(default=0.0, init=False)
+    """A batch's cost whatever its size, from the first two batches' times (0 until both are known)."""
+    timed: list[tuple[int, float]] = field(default_factory=list, init=False)
+    """(targets, seconds) of every batch so far."""
     started: float = field(default_factory=time.perf_counter, init=False)
 
     def batches(self) -> Iterator[tuple[int, int]]:
@@ -111,18 +121,45 @@ class Pacer:
             check_not_interrupted()  # a Ctrl-C whose exception a library swallowed stops the next batch
             began = time.perf_counter()
             yield start, size
-            elapsed = time.perf_counter() - began
-            first = start == 0
+            self.timed.append((size, time.perf_counter() - began))
             start += size
-            self.seconds_per_target = elapsed / size
-            if first:
+            self._fit()
+            if len(self.timed) == 1:
+                timed_batches = 2 if self._calibrating() else 1
+            if len(self.timed) == timed_batches:
                 if self.pilot_only:
                     return
                 self._say_if_long(start)
             self.reporter.update(start)
-            if self.paced:
-                size = min(self.memory_batch, math.ceil(self.seconds_per_batch / max(self.seconds_per_target, 1e-9)))
+            size = self._next_size()
         self.reporter.finish()
+
+    def _calibrating(self) -> bool:
+        """Whether the second batch is still to time (a paced run of more targets than the pilot's)."""
+        return self.paced and len(self.timed) == 1 and self.timed[0][0] < self.total
+
+    def _fit(self) -> None:
+        """The cost per target and per batch from the first batch and the latest one (when their sizes
+        differ and the larger took longer); else each batch's time per target."""
+        (first, first_seconds), (last, last_seconds) = self.timed[0], self.timed[-1]
+        if last > first and last_seconds > first_seconds:
+            self.seconds_per_target = (last_seconds - first_seconds) / (last - first)
+            self.seconds_per_batch_fixed = max(0.0, first_seconds - self.seconds_per_target * first)
+        else:
+            self.seconds_per_target = last_seconds / last
+            self.seconds_per_batch_fixed = 0.0
+
+    def _next_size(self) -> int:
+        """The calibration batch after the pilot (its size fixed, so that a dry run measures the same
+        targets on any machine), then batches of `seconds_per_batch` beyond their fixed cost (at least
+        as long as it, so that it stays a small part), within memory."""
+        if not self.paced:
+            return self.memory_batch
+        rate = max(self.seconds_per_target or 0.0, 1e-9)
+        if self._calibrating():
+            return min(self.memory_batch, CALIBRATION_FACTOR * self.timed[0][0])
+        fixed = self.seconds_per_batch_fixed
+        return min(self.memory_batch, max(1, math.ceil(max(self.seconds_per_batch - fixed, fixed) / rate)))
 
     def _pilot_size(self) -> int:
         """`PILOT_PAIRS` pairs of targets and subjects, whatever each pair sums: a query's fixed cost of
@@ -136,10 +173,13 @@ class Pacer:
         return max(1, size)
 
     def remaining_seconds(self, done: int) -> float | None:
-        """The estimated time for the targets after the first `done`, at the measured rate."""
+        """The estimated time for the targets after the first `done`: their cost per target, and the
+        fixed cost of the batches they take."""
         if self.seconds_per_target is None:
             return None
-        return (self.total - done) * self.seconds_per_target
+        left = self.total - done
+        batches = math.ceil(left / self._next_size()) if left > 0 else 0
+        return left * self.seconds_per_target + batches * self.seconds_per_batch_fixed
 
     def _say_if_long(self, done: int) -> None:
         remaining = self.remaining_seconds(done)

@@ -150,9 +150,34 @@ def test_batches_start_with_a_pilot_then_take_about_two_seconds(monkeypatch):
         sizes.append(size)
         clock.now += 0.1 * size  # 0.1 s per target
     assert sizes[0] == 10  # 2,000,000 pairs / 200,000 subject rows
-    assert sizes[1:4] == [20, 20, 20]  # 2 s at 0.1 s per target
+    assert sizes[1] == 40  # the calibration batch: four times the pilot
+    assert sizes[2:5] == [20, 20, 20]  # 2 s at 0.1 s per target
     assert sum(sizes) == 10_000
     assert len(notes) == 1 and "about 17 min to go for 10,000 targets" in notes[0] and "--sample" in notes[0]
+
+
+def test_a_batchs_fixed_cost_is_not_charged_to_each_target(monkeypatch):
+    """A pilot of 10 targets whose query costs 1 s whatever its size: the estimate charged that second
+    to each of the 10 and announced hours for a run of seconds (6.5 h for a 3-4 min bootstrap run).
+    The pilot and the calibration batch separate the fixed cost from the cost per target, later batches
+    grow to amortise it, and the estimate lands within 3x of what the run then takes."""
+    clock = Clock()
+    monkeypatch.setattr(pace.time, "perf_counter", clock)
+    notes = []
+    reporter = progress.Reporter(Terminal(False))
+    reporter.note = notes.append
+    pacer = pace.Pacer(total=10_000, memory_batch=3_000, pairs_per_target=200_000, reporter=reporter)
+    sizes, estimates = [], []
+    for start, size in pacer.batches():
+        sizes.append(size)
+        if len(sizes) == 3:  # timed: the pilot and the calibration batch
+            estimates.append(clock.now + pacer.remaining_seconds(start))
+        clock.now += 1.0 + 0.001 * size  # 1 s a query, 1 ms a target
+    taken = clock.now
+    assert sizes[:2] == [10, 40] and abs(sizes[2] - 1_000) <= 1  # 1 s of targets beyond the query's fixed second
+    assert pacer.seconds_per_batch_fixed == pytest.approx(1.0) and pacer.seconds_per_target == pytest.approx(0.001)
+    assert taken / 3 <= estimates[0] <= 3 * taken and estimates[0] == pytest.approx(taken, rel=0.05)
+    assert notes == []  # about 20 s: no long-run warning (10 targets at 0.101 s each said 17 min)
 
 
 def test_memory_bounds_every_batch_and_the_lattice_is_not_paced():
@@ -168,8 +193,8 @@ def test_dry_run_estimates_without_computing_everything():
 
 
 def test_a_dry_run_at_many_features_measures_a_few_targets_not_the_run():
-    """The exact method's pilot holds at most PILOT_CELLS cohort values: at d = 20, 16 targets of 200
-    (it measured every target, which is the whole run)."""
+    """The exact method's pilot holds at most PILOT_CELLS cohort values: at d = 20, 16 targets of 200,
+    then 64 in the calibration batch (it measured every target, which is the whole run)."""
     from cohortsql.run.pace import PILOT_CELLS
 
     rng = np.random.default_rng(0)
@@ -178,5 +203,5 @@ def test_a_dry_run_at_many_features_measures_a_few_targets_not_the_run():
         y=pl.Series(rng.normal(size=200))
     )
     plan = cohortsql.estimate(frame, prediction="y", similarity={f"x{j}": "abs:1" for j in range(d)}, method="exact")
-    assert plan.pilot_targets == PILOT_CELLS >> d == 16
+    assert PILOT_CELLS >> d == 16 and plan.pilot_targets == 16 + 4 * 16  # the pilot and the calibration batch
     assert plan.distinct_targets == 200
