@@ -17,7 +17,7 @@ as polars is (see `cohortsql/__init__.py`), so it loads the computations only wh
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, TypeVar, Unpack
 
 import polars as pl
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from cohortsql.run.pace import Plan
 
 
-OptionsT = TypeVar("OptionsT", bound=Mapping[str, Any])
+OptionsT = TypeVar("OptionsT", bound=Mapping[str, object])
 
 
 class CohortNamespace:
@@ -70,7 +70,7 @@ class CohortNamespace:
         from cohortsql.errors import CohortError
 
         id = options.get("id")
-        rows = pl.int_range(pl.len()) if id is None else pl.col(id)
+        rows = pl.int_range(pl.len()) if id is None else pl.col(str(id))
         try:
             chosen = self._frame.lazy().select(rows.filter(targets)).collect().to_series()
         except pl.exceptions.PolarsError as error:

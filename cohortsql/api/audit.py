@@ -5,7 +5,8 @@ features, read per attribute, per group of it, and through the features it acts 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Unpack
+from functools import partial
+from typing import Any, Unpack, cast
 
 import numpy as np
 import polars as pl
@@ -17,6 +18,7 @@ from cohortsql.errors import CohortError
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.audit import AuditResult, audit_tables, grouping
+from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.run.interrupts import interruptible_call
 
@@ -95,14 +97,12 @@ def audit(
     """
     names = _protected_names(protected)
     checked = checked_options(options, AuditOptions, bootstrap=BOOTSTRAP)
-    shared: dict[str, Any] = {
-        **{key: value for key, value in options.items() if key in ShapleyOptions.__optional_keys__},
-        "bootstrap": checked.weighting.bootstrap,
-        "seed": checked.selection.seed,
-    }
-    result = cohort_shapley(
-        data, prediction=prediction, similarity=_with_protected(similarity, names), interactions=True, **shared
+    given = {key: value for key, value in options.items() if key in ShapleyOptions.__optional_keys__}
+    run = cast(
+        ShapleyOptions,
+        given | {"interactions": True, "bootstrap": checked.weighting.bootstrap, "seed": checked.selection.seed},
     )
+    result = cohort_shapley(data, prediction=prediction, similarity=_with_protected(similarity, names), **run)
     assert isinstance(result, CohortShapleyResult)
     groupings = {name: grouping(result.targets[name]) for name in names}
     attributes, groups, proxies = audit_tables(result, names, groupings)
@@ -140,27 +140,28 @@ def _model_contrast(
     prediction: str,
     result: CohortShapleyResult,
     names: tuple[str, ...],
-    options: Mapping[str, Any],
+    options: AuditOptions,
     model_targets: int,
 ) -> pl.DataFrame:
     """Each protected attribute's mean |phi| under the model's baseline and all-baseline Shapley, on
     a random sample of `model_targets` of the audit's targets."""
-    passed: dict[str, Any] = {key: value for key, value in options.items() if key in BaselineOptions.__optional_keys__}
-    for key in ("targets", "sample", "weight", "bootstrap", "confidence", "baseline_sample", "method"):
-        passed.pop(key, None)
+    unused = ("targets", "sample", "weight", "bootstrap", "confidence", "baseline_sample", "method")
+    passed = {
+        key: value for key, value in options.items() if key in BaselineOptions.__optional_keys__ and key not in unused
+    }
     seed = result.bootstrap.seed if result.bootstrap else options.get("seed")
     ids = result.ids
     if len(ids) > model_targets:
         ids = ids.gather(np.sort(np.random.default_rng(seed).choice(len(ids), model_targets, replace=False)))
     passed |= {"targets": ids.to_list(), "seed": seed}
-    columns: dict[str, list[float]] = {}
-    runs: tuple[tuple[str, str, dict[str, Any]], ...] = (
-        ("baseline_mean_abs", "mean", {}),
-        ("all_baseline_mean_abs", "all", {"baseline_sample": options.get("baseline_sample") or BASELINES}),
+
+    def mean_abs(values: BaselineShapleyResult) -> list[float]:
+        return [float(np.mean(np.abs(values.shapley[:, values.features.index(name)]))) for name in names]
+
+    explain = partial(baseline_shapley, data, model=model, features=result.similarity, prediction=prediction)
+    one = cast(BaselineOptions, passed | {"baseline": "mean"})
+    every = cast(
+        BaselineOptions, passed | {"baseline": "all", "baseline_sample": options.get("baseline_sample") or BASELINES}
     )
-    for label, baseline, extra in runs:
-        values = baseline_shapley(
-            data, model=model, features=result.similarity, prediction=prediction, baseline=baseline, **passed, **extra
-        )
-        columns[label] = [float(np.mean(np.abs(values.shapley[:, values.features.index(name)]))) for name in names]
+    columns = {"baseline_mean_abs": mean_abs(explain(**one)), "all_baseline_mean_abs": mean_abs(explain(**every))}
     return pl.DataFrame({"protected": list(names), **columns})

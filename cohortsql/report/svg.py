@@ -12,8 +12,18 @@ ROW = 22
 LABEL = 190
 
 
+LABEL_CHARACTERS = 30
+"""The most characters a label left of a chart holds (about 6 px each at 12 px); a longer one is
+shortened with an ellipsis, and its whole text stays in the mark's tooltip."""
+
+
 def _number(value: float) -> str:
     return f"{value:.4g}"
+
+
+def _label(text: str, characters: int = LABEL_CHARACTERS) -> str:
+    """`text` escaped for SVG, shortened to `characters` with an ellipsis (a chart clipped it)."""
+    return escape(text if len(text) <= characters else text[: characters - 1] + "…")
 
 
 def _scale(low: float, high: float, left: float, right: float) -> Callable[[float], float]:
@@ -36,7 +46,7 @@ def bars(
         start, end = sorted((x(0.0), x(value)))
         tip = f"{label}: {_number(value)}{unit}" + (f" ± {_number(errors[index])}" if errors else "")
         parts.append(
-            f'<g><title>{escape(tip)}</title><text x="{LABEL - 6}" y="{y + 15}" text-anchor="end">{escape(label)}</text>'
+            f'<g><title>{escape(tip)}</title><text x="{LABEL - 6}" y="{y + 15}" text-anchor="end">{_label(label)}</text>'
             f'<rect x="{start:.1f}" y="{y + 3}" width="{max(end - start, 0.5):.1f}" height="{ROW - 6}" fill="{colour}"/>'
         )
         if errors:
@@ -63,7 +73,7 @@ def intervals(labels: Sequence[str], values: Sequence[float], lows: Sequence[flo
         shown = f"{value:+.3g}" + (f" [{low:+.3g}, {high:+.3g}]" if known else "")
         parts.append(
             f"<g><title>{escape(label)}: {escape(shown)}</title>"
-            f'<text x="{LABEL - 6}" y="{y + 4}" text-anchor="end">{escape(label)}</text>'
+            f'<text x="{LABEL - 6}" y="{y + 4}" text-anchor="end">{_label(label)}</text>'
         )
         if known:
             parts.append(f'<line x1="{x(low):.1f}" x2="{x(high):.1f}" y1="{y}" y2="{y}" class="whisker"/>')
@@ -98,7 +108,7 @@ def waterfall(start: float, steps: Sequence[tuple[str, str, float]], end: float,
         tip = f"{feature} = {shown}: Shapley value {sign}{_number(abs(value))}"
         parts.append(
             f"<g><title>{escape(tip)}</title>"
-            f'<text x="{LABEL + 54}" y="{y + 15}" text-anchor="end">{escape(feature)} = {escape(shown)}</text>'
+            f'<text x="{LABEL + 54}" y="{y + 15}" text-anchor="end">{_label(f"{feature} = {shown}", LABEL_CHARACTERS + 8)}</text>'
             f'<rect x="{left:.1f}" y="{y + 3}" width="{max(right - left, 0.5):.1f}" height="{ROW - 6}" fill="{colour}"/>'
             f'<text x="{right + 4:.1f}" y="{y + 15}" class="value">{sign}{_number(abs(value))}</text></g>'
         )
@@ -111,8 +121,21 @@ def waterfall(start: float, steps: Sequence[tuple[str, str, float]], end: float,
     return "".join(parts)
 
 
-def _axis_values(positions: Sequence[float], scale: Callable[[float], float], shown: Sequence[str]) -> list[str]:
-    """A vertical axis's values at `positions` (the ends of a series): a tick and the number left of the plot."""
+def _size_ticks(smallest: float, largest: float) -> tuple[list[float], list[str]]:
+    """Ticks of the logarithmic cohort-size axis (log10 positions, labels): its ends, and every power
+    of ten between them not crowding an end (a third of a decade away at least)."""
+    ends = [math.log10(max(smallest, 1.0)), math.log10(max(largest, 1.0))]
+    between = [
+        float(power)
+        for power in range(math.ceil(ends[0]), math.floor(ends[1]) + 1)
+        if all(abs(power - end) > 1 / 3 for end in ends)
+    ]
+    positions = [ends[0], *between, ends[1]]
+    return positions, [f"{10**position:,.0f}" for position in positions]
+
+
+def _axis_values(positions: Sequence[float], shown: Sequence[str], scale: Callable[[float], float]) -> list[str]:
+    """A vertical axis's values at `positions`: a tick and the number left of the plot."""
     return [
         f'<line x1="62" x2="68" y1="{scale(position):.1f}" y2="{scale(position):.1f}" class="guide"/>'
         f'<text x="60" y="{scale(position) + 4:.1f}" text-anchor="end" class="size">{escape(text)}</text>'
@@ -128,11 +151,10 @@ def refinement(labels: Sequence[str], sizes: Sequence[float], means: Sequence[fl
     size_y = _scale(min(logs), max(logs) or 1.0, 110, 20)
     mean_y = _scale(min([*means, prediction]), max([*means, prediction]), 230, 140)
     parts = [f'<svg class="chart" viewBox="0 0 {WIDTH} 290" width="{WIDTH}" height="290" role="img">']
-    parts.append('<text x="8" y="12">cohort size</text><text x="8" y="132">cohort mean</text>')
-    size_ends = (min(sizes), max(sizes))
-    parts += _axis_values([math.log10(max(size, 1.0)) for size in size_ends], size_y, [f"{s:,.0f}" for s in size_ends])
+    parts.append('<text x="8" y="12">cohort size (log scale)</text><text x="8" y="132">cohort mean</text>')
+    parts += _axis_values(*_size_ticks(min(sizes), max(sizes)), size_y)
     mean_ends = (min([*means, prediction]), max([*means, prediction]))
-    parts += _axis_values(list(mean_ends), mean_y, [_number(value) for value in mean_ends])
+    parts += _axis_values(list(mean_ends), [_number(value) for value in mean_ends], mean_y)
     parts.append(
         f'<line x1="70" x2="{WIDTH - 20}" y1="{mean_y(prediction):.1f}" y2="{mean_y(prediction):.1f}" class="guide"/>'
         f'<text x="{WIDTH - 20}" y="{mean_y(prediction) - 4:.1f}" text-anchor="end" class="size">prediction'

@@ -204,8 +204,10 @@ def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> t
     sizes = np.bincount(number, minlength=count)
     totals = np.bincount(number, weights=weights, minlength=count)
     reference = int(np.argmax(totals))
+    # a gap within rounding of 0 (one level: the group is everyone) has no share to speak of
+    scale = max(abs(result.mean), float(np.sqrt(result.variance)), np.finfo(float).tiny)
     with np.errstate(divide="ignore", invalid="ignore"):
-        share_of_gap = np.where(gap != 0, value / gap, np.nan)
+        share_of_gap = np.where(np.abs(gap) > ROUNDING * scale, value / gap, np.nan)
     table: dict[str, Any] = {
         "protected": [name] * count,
         "grouping": [groups.grouping] * count,
@@ -228,7 +230,7 @@ def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> t
     others = [position for position in range(len(result.features)) if position != index]
     interactions = means(result.interactions[:, index, others])  # (groups, others)
     with np.errstate(divide="ignore", invalid="ignore"):
-        shares = np.where(value[:, None] != 0, interactions / value[:, None], np.nan)
+        shares = np.where(np.abs(value[:, None]) > ROUNDING * scale, interactions / value[:, None], np.nan)
     order = np.argsort(-np.abs(interactions), axis=1, kind="stable")  # the strongest first, within each group
     picked = np.take_along_axis(interactions, order, axis=1)
     proxies = pl.DataFrame(
@@ -238,6 +240,7 @@ def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> t
             "feature": [result.features[others[position]] for position in order.reshape(-1)],
             "interaction": picked.reshape(-1),
             "share_of_value": np.take_along_axis(shares, order, axis=1).reshape(-1),
-        }
+        },
+        nan_to_null=True,
     )
-    return pl.DataFrame(table, nan_to_null=False), proxies
+    return pl.DataFrame(table, nan_to_null=True), proxies

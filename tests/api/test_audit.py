@@ -205,3 +205,14 @@ def test_the_command_line_prints_the_audit_in_words_and_writes_its_report(table,
     rows = section.find_elements(By.CSS_SELECTOR, "table tbody tr")
     assert [row.text.split()[:2] for row in rows] == [["group", "a"], ["group", "b"]]
     assert "with zip" in section.text
+
+
+def test_a_level_holding_every_target_has_no_share_of_a_gap(table):
+    """One level (every target in it): its gap is rounding noise around 0 (3.9e-16), whose 'share'
+    read -4.8%; it is missing, and the summary says no share."""
+    found = cohortsql.audit(
+        table.with_columns(everyone=pl.lit("x")), **(AUDIT | {"protected": "everyone"}), bootstrap=5, seed=1
+    )
+    row = found.groups.row(0, named=True)
+    assert row["count"] == table.height and abs(row["gap"]) < 1e-12 and row["share_of_gap"] is None
+    assert found.summary()[1] == "  everyone = x: 0 on average (600 targets)"

@@ -255,3 +255,18 @@ def test_the_settings_read_as_words_not_json():
     assert "null" not in settings and "{&quot;" not in settings and '{"' not in settings
     assert "<th>similarity</th><td>income: range:0.1<br>region: exact</td>" in settings
     assert "<th>weight</th><td>–</td>" in settings
+
+
+def test_long_labels_are_shortened_with_their_whole_text_in_the_tooltip_and_the_size_axis_has_decades():
+    """Long labels ran off the chart's left edge; the logarithmic cohort-size axis was labelled at its
+    two ends only."""
+    from cohortsql.report import svg
+
+    name = "number_of_previous_applications_in_the_last_five_years"
+    chart = svg.bars([name, "age"], [0.5, 0.25], None, ["#111", "#222"], "")
+    assert f"<title>{name}: 0.5</title>" in chart and ">number_of_previous_applicatio…</text>" in chart
+    drawn = svg.waterfall(0.0, [(name, "12.5", 0.3), ("age", "41", -0.1)], 0.2, ["#111", "#222"])
+    assert f"<title>{name} = 12.5: Shapley value +0.3</title>" in drawn and f">{name} = 12.5<" not in drawn
+    path = svg.refinement(["every subject", "+ a", "+ b"], [2380.0, 300.0, 3.0], [0.2, 0.3, 0.4], 0.5)
+    ticks = re.findall(r'class="size">([\d,]+)</text>', path)
+    assert ticks == ["3", "10", "100", "1,000", "2,380"] and "cohort size (log scale)" in path
