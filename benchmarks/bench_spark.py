@@ -18,7 +18,7 @@ values never pass through the driver.
    alternatives: the portable values query run by Spark (superset sums as SQL passes) and
    `cohort_shapley` on Spark (histograms assembled on the driver).
 
-    python benchmarks/bench_spark.py [--rows 1000000] [--targets 100] [--sizes 1000,10000,50000]
+    python benchmarks/bench_spark.py [--rows 1000000] [--targets 100] [--sizes 1000,10000,50000] [--parts 1,2]
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def table_ways(spark: Any, data: str, similarity: dict[str, str], *, with_driver
         spark.sql(values_sql).write.mode("overwrite").saveAsTable("bench_values")
 
     ways: dict[str, Callable[[], Any]] = {
-        "shapley_table (grouped Arrow functions)": through_shapley_table,
+        "shapley_table": through_shapley_table,
         "the values query, run by Spark": through_the_values_query,
     }
     if with_driver:
@@ -176,7 +176,7 @@ def table_part(spark: Any, sizes: list[int], directory: Path) -> None:
     spark.sql("DROP TABLE IF EXISTS bench_values")
 
 
-def main(rows: int, targets: int, sizes: list[int]) -> None:
+def main(rows: int, targets: int, sizes: list[int], parts: list[str]) -> None:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors' Python must have cohortsql
@@ -193,8 +193,10 @@ def main(rows: int, targets: int, sizes: list[int]) -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     print(machine() + f"; Spark {spark.version} local[2]")
-    histogram_part(spark, rows, targets)
-    table_part(spark, sizes, directory)
+    if "1" in parts:
+        histogram_part(spark, rows, targets)
+    if "2" in parts:
+        table_part(spark, sizes, directory)
 
 
 if __name__ == "__main__":
@@ -202,5 +204,7 @@ if __name__ == "__main__":
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--targets", type=int, default=100)
     parser.add_argument("--sizes", default="1000,10000,50000")
+    parser.add_argument("--parts", default="1,2", help="which parts to run, e.g. 2")
     arguments = parser.parse_args()
-    main(arguments.rows, arguments.targets, [int(size) for size in arguments.sizes.split(",")])
+    sizes = [int(size) for size in arguments.sizes.split(",")]
+    main(arguments.rows, arguments.targets, sizes, arguments.parts.split(","))

@@ -1,6 +1,7 @@
 """`cohortsql.shapley_table`: the values as a table of the engine that computed them, for more targets
 than one Python process should hold: a Spark DataFrame whose histograms are finished on the executors,
-or a DuckDB relation finished by a function of its own query.
+or a DuckDB relation finished by a function of its own query; with equivalence kinds only, each cell's
+values joined to its targets (the grouping-sets path).
 """
 
 from __future__ import annotations
@@ -10,15 +11,16 @@ from typing import Any, Unpack
 from cohortsql import queries
 from cohortsql._typing import TableOptions
 from cohortsql.api.register import histogram_values_checked
-from cohortsql.engines.base import Select
+from cohortsql.engines.base import Engine, Select
 from cohortsql.numeric.shapley import targets_per_batch
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
+from cohortsql.run.grouping_sets import values_by_cell
 from cohortsql.run.interrupts import interruptible_call
-from cohortsql.run.preparation import weigh_subjects
-from cohortsql.run.session import open_session
-from cohortsql.run.strategy import MAX_EXACT_FEATURES
+from cohortsql.run.preparation import Prepared, weigh_subjects
+from cohortsql.run.session import Session, open_session
+from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path
 from cohortsql.run.targets import target_relation
 
 HISTOGRAM_ENTRY_BYTES = 32
@@ -42,7 +44,11 @@ def shapley_table(
     On Spark the result is a ``pyspark.sql.DataFrame``: the engine computes each target's mask
     histogram, and grouped Arrow functions finish groups of them on the executors (cohortsql must be
     installed there), so a whole scored month can be explained and written as a table
-    (``.write.saveAsTable(...)``) with nothing per target on the driver. On DuckDB it is a relation of
+    (``.write.saveAsTable(...)``) with nothing per target on the driver. With only ``exact`` and
+    ``bins`` kinds, and targets enough to pay (as `cohort_shapley` decides its path), no target is
+    joined with subjects: the engine groups the subjects into the cells of every key, each cell's
+    values are computed once here (they are the values of every target in it), and the engine joins
+    them to the targets by their keys; only per-cell values pass through this process. On DuckDB it is a relation of
     `connection` (or of a connection cohortsql opens), finished by a function of its own query. Both
     are lazy: the work runs when the table is read or written, and it reads temporary views
     (``cohortsql_*``) of the session, which stay until the session ends. The values are those of the
@@ -94,35 +100,12 @@ def shapley_table(
         engine, prepared = session.engine, session.prepared
         selection = asked.selection
         relation, count = target_relation(engine, prepared, selection.targets, selection.seed, selection.sample)
-        weighted = weigh_subjects(engine, prepared)
-        histogram = engine.create(
-            queries.histogram.mask_histogram(
-                weighted.relation,
-                relation,
-                prepared.features,
-                prepared.measures,
-                engine.dialect,
-                collapsed=prepared.compressed,
-            ),
-            "histogram",
-            materialize=False,
-            context="computing similarity masks",
+        path = choose_path("auto", prepared, count)
+        table = (
+            _by_cell(engine, prepared, relation) if path == "grouping_sets" else _by_histogram(session, relation, count)
         )
-        budget = prepared.batch_bytes
-        rows_per_target = min(prepared.subject_rows, 1 << prepared.d)
-        per_call = max(
-            1, min(targets_per_batch(prepared.d, budget), budget // (HISTOGRAM_ENTRY_BYTES * rows_per_target))
-        )
-        if engine.runs_python:
-            table = engine.finish_histograms(
-                histogram, prepared.feature_names, count, per_call, histogram_values_checked
-            )
-        else:
-            table = Select(queries.values.values_query(histogram, prepared.feature_names, engine.dialect))
         if into is not None:
-            settings = session.settings(None, method="exact", path="pairwise") | {
-                "written_by": "cohortsql.shapley_table"
-            }
+            settings = session.settings(None, method="exact", path=path) | {"written_by": "cohortsql.shapley_table"}
             protected = engine.sources(data).tables if isinstance(data, str) else ()
             engine.write_tables({into: table}, replace=replace, protected=protected, settings=settings)
             return None
@@ -130,3 +113,37 @@ def shapley_table(
             return engine.fetch_arrow(table.sql, context="computing the values")
         engine.keep()
     return table
+
+
+def _by_cell(engine: Engine, prepared: Prepared, targets: str) -> Any:
+    """The grouping-sets path (exact and bins kinds, as `cohort_shapley` takes it): every cell's values
+    computed once here from the cells of the finest partition (no join of targets with subjects),
+    uploaded, and joined to the targets by their keys, in the engine."""
+    values = engine.upload(values_by_cell(engine, prepared), "cell_values")
+    return engine.lazy(queries.cells.values_by_cell(targets, values, prepared.features, engine.dialect))
+
+
+def _by_histogram(session: Session, targets: str, count: int) -> Any:
+    """The pairwise path: each target's mask histogram, finished beside the data (`Engine.finish_histograms`)
+    or, on an engine that runs no Python, by the values query in its own SQL."""
+    engine, prepared = session.engine, session.prepared
+    weighted = weigh_subjects(engine, prepared)
+    histogram = engine.create(
+        queries.histogram.mask_histogram(
+            weighted.relation,
+            targets,
+            prepared.features,
+            prepared.measures,
+            engine.dialect,
+            collapsed=prepared.compressed,
+        ),
+        "histogram",
+        materialize=False,
+        context="computing similarity masks",
+    )
+    budget = prepared.batch_bytes
+    rows_per_target = min(prepared.subject_rows, 1 << prepared.d)
+    per_call = max(1, min(targets_per_batch(prepared.d, budget), budget // (HISTOGRAM_ENTRY_BYTES * rows_per_target)))
+    if engine.runs_python:
+        return engine.finish_histograms(histogram, prepared.feature_names, count, per_call, histogram_values_checked)
+    return Select(queries.values.values_query(histogram, prepared.feature_names, engine.dialect))

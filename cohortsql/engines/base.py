@@ -227,6 +227,12 @@ class Engine(ABC):
     def close(self) -> None:
         """Drop what the engine created, restore settings, release what it opened."""
 
+    def lazy(self, select: str) -> Any:
+        """`select` as a table of the engine that runs when it is read or written (a DuckDB relation, a
+        Spark DataFrame); an engine that keeps no such object returns the `Select` itself, to be
+        fetched or written. It reads the engine's relations, so `keep` them."""
+        return Select(select)
+
     def finish_histograms(
         self, histogram: str, features: Sequence[str], targets: int, per_call: int, values: ValuesOfHistograms
     ) -> Any:

@@ -312,6 +312,9 @@ class DuckDBEngine(Engine):
         function = finisher_of(self._functions_connection, values)  # each chunk of targets' lists in one call
         return self.connection.sql(finished_by_function(histogram, features, function, self.dialect))
 
+    def lazy(self, select: str) -> duckdb.DuckDBPyRelation:
+        return self.connection.sql(select)
+
     def register_functions(self, values: ValuesOfHistograms, query: QueryOfArguments) -> None:
         from cohortsql.engines.duckdb_functions import register_functions
 

@@ -320,6 +320,9 @@ class SparkEngine(Engine):
         self.check_workers()  # the values are computed when the table is read, by the caller: check now
         return grouped_values(self.session.table(histogram.strip("`")), features, targets, per_call, values)
 
+    def lazy(self, select: str) -> DataFrame:
+        return self._run(lambda: self.session.sql(select), "reading the values")
+
     def check_workers(self) -> None:
         from cohortsql.engines.spark_functions import executors_import
 

@@ -80,3 +80,13 @@ def replicate_cells(
 def target_keys(targets: str, features: Sequence[ResolvedFeature], dialect: Dialect) -> str:
     """SELECT the equivalence keys k0.. of every target of a batch, in batch order."""
     return template("target_keys").format(keys=key_columns(features, TARGET_ALIAS, dialect), targets=targets)
+
+
+def values_by_cell(targets: str, values: str, features: Sequence[ResolvedFeature], dialect: Dialect) -> str:
+    """SELECT ``id, feature, shapley, shapley_squared`` of every target of relation `targets` from the
+    relation `values` of each cell's values (its keys ``k<j>`` and those columns): see
+    ``sql/values_by_cell.sql``."""
+    matches = " AND ".join(f"t.k{feature.index} IS NOT DISTINCT FROM v.k{feature.index}" for feature in features)
+    return template("values_by_cell").format(
+        keys=key_columns(features, TARGET_ALIAS, dialect), targets=targets, values=values, matches=matches
+    )

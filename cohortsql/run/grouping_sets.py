@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql.engines.base import Engine
@@ -138,6 +139,26 @@ def values_of_cells(
         np.asarray(weights, dtype=np.float64).reshape(-1),
         games,
     )
+
+
+def values_by_cell(engine: Engine, prepared: Prepared) -> pa.Table:
+    """Every cell's exact values of the first outcome, one row per cell and feature: its keys ``k<j>``,
+    ``feature``, ``shapley`` and ``shapley_squared``. Targets with the same keys have the same values,
+    so these, joined to the targets (`cohortsql.queries.cells.values_by_cell`), are every target's,
+    with nothing per target in this process."""
+    measures = prepared.measures
+    cells, means = _cells(engine, prepared)
+    count = cells.keys.height
+    every = np.arange(count, dtype=np.int64)
+    values = values_of_cells(cells, every, measures, means, np.ones((count, measures.games)))
+    rows = np.repeat(every, prepared.d)
+    names = [feature.name for feature in prepared.features]
+    keys = cells.keys[rows]
+    return keys.with_columns(
+        feature=pl.Series(names * count, dtype=pl.String),
+        shapley=values.shapley[:: measures.games].reshape(-1),  # game rows: per cell, every game in turn
+        shapley_squared=values.shapley_squared[:: measures.games].reshape(-1),
+    ).to_arrow()
 
 
 def _batches_of_cells(

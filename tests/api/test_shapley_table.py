@@ -40,8 +40,35 @@ def where(request, engine: str) -> dict:
 
 def collected(table) -> pl.DataFrame:
     """A test's look at an engine table (in id and feature order)."""
-    arrow = table.toArrow() if hasattr(table, "toArrow") else table.to_arrow_table()
+    if isinstance(table, pa.Table):  # computed already (a warehouse's)
+        arrow = table
+    else:
+        arrow = table.toArrow() if hasattr(table, "toArrow") else table.to_arrow_table()
     return pl.from_arrow(arrow).sort("id", "feature")
+
+
+EQUIVALENCES = {"region": "exact", "income": "bins:4", "tenure": "exact"}
+CELL_CASES = {**CASES, "ids": {"targets": [f"L{number:03d}" for number in range(0, 80, 10)]}}
+"""As `CASES`, with enough ids (2^(d-1)) that the cells pay, as `cohortsql.cohort_shapley` decides."""
+
+
+@pytest.mark.parametrize("case", ["every row", "weighted, by predicate", "ids"])
+def test_exact_and_bins_kinds_take_the_grouping_sets_path(frame, engine, case, monkeypatch):  # noqa: F811
+    """As `cohort_shapley` does, with no join of targets with subjects: every cell's values once, joined to
+    the targets by their keys (NULL keys included), on every engine."""
+    import cohortsql.api.table as table_module
+
+    cells = []
+    original = table_module.values_by_cell
+    monkeypatch.setattr(table_module, "values_by_cell", lambda *a: cells.append(1) or original(*a))
+    data = frame.with_columns(region=pl.when(pl.col("tenure") == 5).then(None).otherwise(pl.col("region")))
+    options = {"prediction": "score", "similarity": EQUIVALENCES, "id": "loan", **CELL_CASES[case]}
+    values = collected(cohortsql.shapley_table(data, **options, **engine.options))
+    direct = cohortsql.cohort_shapley(data, **options).local.sort("id", "feature")
+    assert cells == [1]
+    assert values["id"].to_list() == direct["id"].to_list()
+    np.testing.assert_allclose(values["shapley"], direct["shapley"], atol=1e-12)
+    np.testing.assert_allclose(values["shapley_squared"], direct["shapley_squared"], atol=1e-12)
 
 
 @pytest.mark.parametrize("engine, case", RUNS)
