@@ -137,7 +137,7 @@ def test_a_standalone_cluster_computes_what_duckdb_computes(standalone_cluster):
         env=environment,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=180,  # with the cluster's start (at most START_SECONDS), within the suite's 300 s a test
     )
     assert done.returncode == 0, done.stderr[-3000:]
     measured = json.loads(done.stdout.strip().splitlines()[-1])
