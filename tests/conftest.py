@@ -177,19 +177,32 @@ def browser():
 
 def pytest_xdist_make_scheduler(config, log):
     """The suite runs in two processes (``-n 2``, pytest-xdist): every test whose id names Spark in
-    one unit of work, so that one worker starts the shared Spark session once while the other runs
-    everything else; each other test is its own unit. (xdist's ``loadgroup`` marks do not reach the
-    ids under pytest 9.2, so the unit is read from the id.)"""
+    one unit of work (but those that start a Spark of their own, `SPARK_OF_THEIR_OWN`), so that one
+    worker starts the shared Spark session once while the other runs everything else; each other
+    test is its own unit. (xdist's ``loadgroup`` marks do not reach the ids under pytest 9.2, so the
+    unit is read from the id.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     class SparkInOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "spark" if "spark" in nodeid.lower() else nodeid
+            return "spark" if on_the_shared_spark(nodeid) else nodeid
 
     return SparkInOneWorker(config, log)
 
 
 SPARK_FIXTURES = {"spark_session", "spark_connect", "spark_client"}
+SPARK_OF_THEIR_OWN = (
+    "test_a_spark_run_of_the_command_line_prints_no_spark_log_lines",
+    "test_executors_without_the_libraries_are_one_line",
+    "test_a_spark_master_spark_would_refuse_is_one_line_before_java_starts",
+)
+"""Tests that start Spark in a process of their own (never the shared session): any worker runs them."""
+
+
+def on_the_shared_spark(nodeid: str) -> bool:
+    """Whether a test (by its id) belongs with the shared Spark session's tests."""
+    name = nodeid.split("::")[-1].split("[")[0]
+    return "spark" in nodeid.lower() and name not in SPARK_OF_THEIR_OWN
 
 
 def pytest_collection_modifyitems(items):
@@ -197,7 +210,7 @@ def pytest_collection_modifyitems(items):
     unnamed = [
         item.nodeid
         for item in items
-        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) and "spark" not in item.nodeid.lower()
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) and not on_the_shared_spark(item.nodeid)
     ]
     if unnamed:
         raise pytest.UsageError(f"tests on Spark must have 'spark' in their names: {', '.join(unnamed)}")
