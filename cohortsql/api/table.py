@@ -20,7 +20,7 @@ from cohortsql.run.grouping_sets import values_by_cell
 from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import Prepared, weigh_subjects
 from cohortsql.run.session import Session, open_session
-from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path
+from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, exact_batch_size
 from cohortsql.run.targets import target_relation
 
 HISTOGRAM_ENTRY_BYTES = 32
@@ -119,7 +119,7 @@ def _by_cell(engine: Engine, prepared: Prepared, targets: str) -> Any:
     """The grouping-sets path (exact and bins kinds, as `cohort_shapley` takes it): every cell's values
     computed once here from the cells of the finest partition (no join of targets with subjects),
     uploaded, and joined to the targets by their keys, in the engine."""
-    values = engine.upload(values_by_cell(engine, prepared), "cell_values")
+    values = engine.upload(values_by_cell(engine, prepared, exact_batch_size(prepared, "grouping_sets")), "cell_values")
     return engine.lazy(queries.cells.values_by_cell(targets, values, prepared.features, engine.dialect))
 
 

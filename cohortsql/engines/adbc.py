@@ -36,8 +36,8 @@ import pyarrow as pa
 
 from cohortsql.dialects import NATIVE_DIALECTS, TRANSPILED_DIALECTS, Dialect, TranspiledDialect
 from cohortsql.dialects.transpile import transpile
-from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, Select, Sources
-from cohortsql.engines.inputs import FILE_READERS, Input, as_arrow, with_positions, without_positions
+from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, NamedRelations, Select, Sources
+from cohortsql.engines.inputs import FILE_READERS, Input, as_arrow, sendable, with_positions, without_positions
 from cohortsql.errors import CohortError
 from cohortsql.request.user_sql import is_query, query_text
 
@@ -59,7 +59,7 @@ _STATUS = re.compile(r"^(?:[A-Z_]+: )?(?:\[\w+\] )?")
 """What ADBC drivers put before a message of their own: a status code and the library (``[libpq]``)."""
 
 
-class AdbcEngine(Engine):
+class AdbcEngine(NamedRelations, Engine):
     """Runs cohortsql's SQL on an ADBC connection, in the dialect of the server behind it."""
 
     name = "adbc"
@@ -187,10 +187,10 @@ class AdbcEngine(Engine):
 
     def upload(self, table: pa.Table, purpose: str) -> str:
         name = self._temporary_name(purpose)
-        sendable = _sendable(table)
+        ingested = sendable(table, self.vendor, large=False)
         self._created.append(("TABLE", name))
         self._run(
-            lambda: self._cursor.adbc_ingest(name, sendable, mode="create", temporary=True),
+            lambda: self._cursor.adbc_ingest(name, ingested, mode="create", temporary=True),
             f"sending data to {self.vendor}",
         )
         return self.dialect.quote(name)
@@ -201,13 +201,6 @@ class AdbcEngine(Engine):
         self._created.append((kind, name))
         self._execute(f"CREATE TEMPORARY {kind} {self.dialect.quote(name)} AS {self._rendered(select)}", context)
         return self.dialect.quote(name)
-
-    def drop(self, relation: str) -> None:
-        for index, (kind, name) in enumerate(self._created):
-            if self.dialect.quote(name) == relation:
-                self._drop(kind, name)
-                del self._created[index]
-                return
 
     def sources(self, data: str) -> Sources:
         """The tables a query names (sqlglot's reading of the server's dialect), or the table a name is."""
@@ -315,10 +308,10 @@ class AdbcEngine(Engine):
     def _ingest(self, name: str, table: pa.Table, mode: str) -> None:
         parts = self.dialect.name_parts(name) or (name,)
         *schema, table_name = parts
-        sendable = _sendable(table)
+        ingested = sendable(table, self.vendor, large=False)
         self._run(
             lambda: self._cursor.adbc_ingest(
-                table_name, sendable, mode=mode, db_schema_name=schema[-1] if schema else None
+                table_name, ingested, mode=mode, db_schema_name=schema[-1] if schema else None
             ),
             f"writing table {name!r}",
         )
@@ -422,24 +415,6 @@ def _numbers(texts: list[str | None]) -> pa.Array:
     if whole and all(value is None or -(2**63) <= value < 2**63 for value in values):
         return pa.array([None if value is None else int(value) for value in values], pa.int64())
     return pa.array([None if value is None else float(value) for value in values], pa.float64())
-
-
-def _sendable(table: pa.Table) -> pa.Table:
-    """Arrow types every ADBC driver ingests: no dictionaries, views, large strings or unsigned integers."""
-    fields = []
-    for field in table.schema:
-        kind = field.type
-        if pa.types.is_dictionary(kind):
-            kind = kind.value_type
-        if pa.types.is_string_view(kind) or pa.types.is_large_string(kind):
-            kind = pa.string()
-        if pa.types.is_binary_view(kind) or pa.types.is_large_binary(kind):
-            kind = pa.binary()
-        if pa.types.is_unsigned_integer(kind):
-            kind = pa.int64()
-        fields.append(field.with_type(kind))
-    schema = pa.schema(fields)
-    return table if schema.equals(table.schema) else table.cast(schema)
 
 
 def _now() -> Any:

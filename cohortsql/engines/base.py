@@ -83,6 +83,26 @@ _WORKERS = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="cohortsql-q
 """Threads that run queries, kept between queries: starting one per query cost ~1 ms each."""
 
 
+class NamedRelations:
+    """The bookkeeping of an engine whose SQL creates its temporary relations by name (DuckDB, a
+    warehouse): each is (kind, name) in `_created`, in order, and dropped with `_drop` when asked
+    (`drop`) or when the engine closes."""
+
+    _created: list[tuple[str, str]]
+    dialect: Dialect
+
+    def _drop(self, kind: str, name: str) -> None:
+        raise NotImplementedError
+
+    def drop(self, relation: str) -> None:
+        """Drop `relation` (quoted, as the engine returned it) if the engine created it."""
+        for index, (kind, name) in enumerate(self._created):
+            if self.dialect.quote(name) == relation:
+                self._drop(kind, name)
+                del self._created[index]
+                return
+
+
 def interruptible(action: Callable[[], Result], interrupt: Callable[[], None]) -> Result:
     """Run `action` (a query) in a worker thread while this thread waits, so that Ctrl-C is noticed at
     once: it calls `interrupt` (the engine stops the query) and re-raises KeyboardInterrupt.

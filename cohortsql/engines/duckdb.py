@@ -24,6 +24,7 @@ from cohortsql.engines.base import (
     RUNS_TABLE,
     Engine,
     EngineSettings,
+    NamedRelations,
     QueryOfArguments,
     Select,
     Sources,
@@ -91,7 +92,7 @@ def memory_limit_bytes(limit: str) -> int:
     return size
 
 
-class DuckDBEngine(Engine):
+class DuckDBEngine(NamedRelations, Engine):
     """Runs cohortsql's SQL on a DuckDB connection: the caller's, or one it opens (in memory or on a file)."""
 
     name = "duckdb"
@@ -221,13 +222,6 @@ class DuckDBEngine(Engine):
         self._created.append((kind, name))
         self._execute(f"CREATE TEMP {kind} {self.dialect.quote(name)} AS {select}", context=context)
         return self.dialect.quote(name)
-
-    def drop(self, relation: str) -> None:
-        for index, (kind, name) in enumerate(self._created):
-            if self.dialect.quote(name) == relation:
-                self._drop(kind, name)
-                del self._created[index]
-                return
 
     def sources(self, data: str) -> Sources:
         """A query's from DuckDB's own parse of it (``json_serialize_sql``): every string constant a table

@@ -115,6 +115,32 @@ def readable(table: pa.Table) -> pa.Table:
     return table if schema.equals(table.schema) else table.cast(schema.with_metadata(table.schema.metadata or {}))
 
 
+def sendable(table: pa.Table, receiver: str, *, large: bool) -> pa.Table:
+    """`table` in the Arrow types a `receiver` ingests: dictionaries decoded, unsigned integers as
+    int64, string and binary views as large strings and binaries (`large`, Spark) or, with large
+    ones, as plain strings and binaries (ADBC drivers); a cast that fails is a `CohortError`."""
+    text, data = (pa.large_string(), pa.large_binary()) if large else (pa.string(), pa.binary())
+    fields = []
+    for field in table.schema:
+        kind = field.type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if pa.types.is_string_view(kind) or (not large and pa.types.is_large_string(kind)):
+            kind = text
+        if pa.types.is_binary_view(kind) or (not large and pa.types.is_large_binary(kind)):
+            kind = data
+        if pa.types.is_unsigned_integer(kind):
+            kind = pa.int64()
+        fields.append(field.with_type(kind))
+    schema = pa.schema(fields)
+    if schema.equals(table.schema):
+        return table
+    try:
+        return table.cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise CohortError(f"cannot send the data to {receiver}: {error}") from None
+
+
 def with_positions(table: pa.Table) -> pa.Table:
     """`table` with `POSITION_COLUMN` appended (the other columns are not copied)."""
     return table.append_column(POSITION_COLUMN, pa.array(np.arange(table.num_rows, dtype=np.int64)))

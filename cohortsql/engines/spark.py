@@ -41,7 +41,15 @@ from cohortsql.engines.base import (
     Sources,
     ValuesOfHistograms,
 )
-from cohortsql.engines.inputs import POSITION_COLUMN, Input, as_arrow, file_format, with_positions, without_positions
+from cohortsql.engines.inputs import (
+    POSITION_COLUMN,
+    Input,
+    as_arrow,
+    file_format,
+    sendable,
+    with_positions,
+    without_positions,
+)
 from cohortsql.errors import CohortError
 from cohortsql.request.user_sql import is_query, query_text
 
@@ -409,7 +417,9 @@ class SparkEngine(Engine):
         )
 
     def _frame(self, table: pa.Table) -> DataFrame:
-        return self._run(lambda: self.session.createDataFrame(_spark_compatible(table)), "sending data to Spark")
+        return self._run(
+            lambda: self.session.createDataFrame(sendable(table, "Spark", large=True)), "sending data to Spark"
+        )
 
     def _schema(self, frame: DataFrame) -> pa.Schema:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -527,29 +537,6 @@ def _message(error: BaseException) -> str:
         )
     text = text.strip().splitlines()[0] if text.strip() else type(error).__name__
     return text.split(" SQLSTATE:")[0].strip()
-
-
-def _spark_compatible(table: pa.Table) -> pa.Table:
-    """Arrow types Spark reads: no unsigned integers, string views or dictionaries."""
-    fields = []
-    for field in table.schema:
-        dtype = field.type
-        if pa.types.is_dictionary(dtype):
-            dtype = dtype.value_type
-        if pa.types.is_string_view(dtype):
-            dtype = pa.large_string()
-        if pa.types.is_binary_view(dtype):
-            dtype = pa.large_binary()
-        if pa.types.is_unsigned_integer(dtype):
-            dtype = pa.int64()
-        fields.append(field.with_type(dtype))
-    schema = pa.schema(fields)
-    if schema.equals(table.schema):
-        return table
-    try:
-        return table.cast(schema)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-        raise CohortError(f"cannot send the data to Spark: {error}") from None
 
 
 ENGINE = SparkEngine

@@ -141,24 +141,27 @@ def values_of_cells(
     )
 
 
-def values_by_cell(engine: Engine, prepared: Prepared) -> pa.Table:
+def values_by_cell(engine: Engine, prepared: Prepared, cells_per_batch: int) -> pa.Table:
     """Every cell's exact values of the first outcome, one row per cell and feature: its keys ``k<j>``,
     ``feature``, ``shapley`` and ``shapley_squared``. Targets with the same keys have the same values,
     so these, joined to the targets (`cohortsql.queries.cells.values_by_cell`), are every target's,
-    with nothing per target in this process."""
+    with nothing per target in this process. The lattice is walked for `cells_per_batch` cells at a
+    time (its 2^d arrays per cell are what the memory budget bounds)."""
     measures = prepared.measures
     cells, means = _cells(engine, prepared)
-    count = cells.keys.height
-    every = np.arange(count, dtype=np.int64)
-    values = values_of_cells(cells, every, measures, means, np.ones((count, measures.games)))
-    rows = np.repeat(every, prepared.d)
     names = [feature.name for feature in prepared.features]
-    keys = cells.keys[rows]
-    return keys.with_columns(
-        feature=pl.Series(names * count, dtype=pl.String),
-        shapley=values.shapley[:: measures.games].reshape(-1),  # game rows: per cell, every game in turn
-        shapley_squared=values.shapley_squared[:: measures.games].reshape(-1),
-    ).to_arrow()
+    parts = []
+    for start in range(0, cells.keys.height, cells_per_batch):
+        chosen = np.arange(start, min(start + cells_per_batch, cells.keys.height), dtype=np.int64)
+        values = values_of_cells(cells, chosen, measures, means, np.ones((len(chosen), measures.games)))
+        parts.append(
+            cells.keys[np.repeat(chosen, prepared.d)].with_columns(
+                feature=pl.Series(names * len(chosen), dtype=pl.String),
+                shapley=values.shapley[:: measures.games].reshape(-1),  # game rows: per cell, every game in turn
+                shapley_squared=values.shapley_squared[:: measures.games].reshape(-1),
+            )
+        )
+    return pl.concat(parts).to_arrow()
 
 
 def _batches_of_cells(

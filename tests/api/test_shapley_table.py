@@ -187,3 +187,17 @@ def test_the_lazy_table_holds_the_values_of_the_data_it_was_called_on(request, f
     frame.with_columns(age=pl.col("age") * 3 - 40, score=pl.col("score") * 2).write_parquet(path)  # the data change
     direct = cohortsql.cohort_shapley(frame, **options).local.sort("id", "feature")
     np.testing.assert_allclose(collected(table)["shapley"], direct["shapley"], atol=1e-12)
+
+
+def test_the_cells_are_valued_a_memory_sized_batch_at_a_time(frame, monkeypatch):  # noqa: F811
+    """Every cell's 2^d arrays at once could exceed memory on keys of many values: the cells are
+    walked in batches the memory budget sizes; three cells a batch give the same table."""
+    import cohortsql.api.table as table_module
+
+    monkeypatch.setattr(table_module, "exact_batch_size", lambda prepared, path: 3)
+    options = {"prediction": "score", "similarity": EQUIVALENCES, "id": "loan"}
+    values = collected(cohortsql.shapley_table(frame, **options))
+    direct = cohortsql.cohort_shapley(frame, **options).local.sort("id", "feature")
+    assert values["id"].to_list() == direct["id"].to_list()
+    np.testing.assert_allclose(values["shapley"], direct["shapley"], atol=1e-12)
+    np.testing.assert_allclose(values["shapley_squared"], direct["shapley_squared"], atol=1e-12)

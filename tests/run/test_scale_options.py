@@ -138,13 +138,18 @@ def test_progress_over_real_batches(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_batches_start_with_a_pilot_then_take_about_two_seconds(monkeypatch):
+def timed_pacer(monkeypatch) -> tuple[Clock, list[str], pace.Pacer]:
+    """A pacer of 10,000 targets x 200,000 subject rows on a clock the test moves, and the notes it prints."""
     clock = Clock()
     monkeypatch.setattr(pace.time, "perf_counter", clock)
-    notes = []
+    notes: list[str] = []
     reporter = progress.Reporter(Terminal(False))
     reporter.note = notes.append
-    pacer = pace.Pacer(total=10_000, memory_batch=3_000, pairs_per_target=200_000, reporter=reporter)
+    return clock, notes, pace.Pacer(total=10_000, memory_batch=3_000, pairs_per_target=200_000, reporter=reporter)
+
+
+def test_batches_start_with_a_pilot_then_take_about_two_seconds(monkeypatch):
+    clock, notes, pacer = timed_pacer(monkeypatch)
     sizes = []
     for _, size in pacer.batches():
         sizes.append(size)
@@ -161,12 +166,7 @@ def test_a_batchs_fixed_cost_is_not_charged_to_each_target(monkeypatch):
     to each of the 10 and announced hours for a run of seconds (6.5 h for a 3-4 min bootstrap run).
     The pilot and the calibration batch separate the fixed cost from the cost per target, later batches
     grow to amortise it, and the estimate lands within 3x of what the run then takes."""
-    clock = Clock()
-    monkeypatch.setattr(pace.time, "perf_counter", clock)
-    notes = []
-    reporter = progress.Reporter(Terminal(False))
-    reporter.note = notes.append
-    pacer = pace.Pacer(total=10_000, memory_batch=3_000, pairs_per_target=200_000, reporter=reporter)
+    clock, notes, pacer = timed_pacer(monkeypatch)
     sizes, estimates = [], []
     for start, size in pacer.batches():
         sizes.append(size)
