@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from cohortsql.api.effects import shapley_effects as shapley_effects
     from cohortsql.api.effects import variance_shapley as variance_shapley
     from cohortsql.api.estimate import estimate as estimate
+    from cohortsql.api.estimate import estimate_compare as estimate_compare
     from cohortsql.api.local import cohort_shapley as cohort_shapley
     from cohortsql.api.printed import histogram_sql as histogram_sql
     from cohortsql.api.printed import sql_query as sql_query
@@ -66,6 +67,7 @@ _PUBLIC = {
     "audit": "cohortsql.api.audit",
     "calibrate": "cohortsql.api.calibrate",
     "estimate": "cohortsql.api.estimate",
+    "estimate_compare": "cohortsql.api.estimate",
     "sql_query": "cohortsql.api.printed",
     "histogram_sql": "cohortsql.api.printed",
     "assemble": "cohortsql.api.assemble",

@@ -8,7 +8,7 @@ both = df.cohort.compare(model=model, prediction="score", similarity=["age", "se
 found = df.cohort.audit(prediction="score", protected="race", similarity=["age", "zip"])
 
 The methods take the same arguments, with the same names and defaults, as `cohortsql.cohort_shapley`,
-`cohortsql.shapley_effects`, `cohortsql.uniqueness_shapley`, `cohortsql.estimate`,
+`cohortsql.shapley_effects`, `cohortsql.uniqueness_shapley`, `cohortsql.estimate`, `cohortsql.estimate_compare`,
 `cohortsql.baseline_shapley`, `cohortsql.compare`, `cohortsql.audit` and `cohortsql.calibrate`, the frame being the
 data: the option groups are declared once, in `cohortsql._typing`. This module is imported as soon
 as polars is (see `cohortsql/__init__.py`), so it loads the computations only when a method is called.
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from cohortsql.results.effects import ShapleyEffects
     from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
     from cohortsql.results.uniqueness import UniquenessResult
-    from cohortsql.run.pace import Plan
+    from cohortsql.run.pace import ComparisonPlan, Plan
 
 
 OptionsT = TypeVar("OptionsT", bound=Mapping[str, object])
@@ -206,6 +206,31 @@ class CohortNamespace:
         from cohortsql.api.compare import compare
 
         return compare(self._frame, model=model, prediction=prediction, similarity=similarity, **self._chosen(options))
+
+    def estimate_compare(
+        self,
+        *,
+        model: object,
+        prediction: str,
+        similarity: SimilarityArgument,
+        **options: Unpack[CompareOptions],
+    ) -> ComparisonPlan:
+        """What `compare` would do and how long each stage should take, from timed pilots (`cohortsql.estimate_compare`).
+
+        Examples
+        --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
+        >>> model = cohortsql.datasets.loans_model
+        >>> plan = loans.cohort.estimate_compare(model=model, prediction="score", similarity=["income", "region"], model_input="polars")
+        >>> [game.game for game in plan.model_games]
+        ['baseline', 'all-baseline']
+        """
+        from cohortsql.api.estimate import estimate_compare
+
+        return estimate_compare(
+            self._frame, model=model, prediction=prediction, similarity=similarity, **self._chosen(options)
+        )
 
     def audit(
         self,

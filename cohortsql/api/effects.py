@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any, Unpack, overload
 
 import numpy as np
+import polars as pl
 
 from cohortsql._typing import EffectsOptions, Prediction
 from cohortsql.errors import CohortError
@@ -18,6 +19,7 @@ from cohortsql.numeric import permutation
 from cohortsql.request.arguments import drawn_seed, explained_columns
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
+from cohortsql.results.copies import COPY_CHECK_ROWS, warn_about_copies
 from cohortsql.results.effects import ShapleyEffects, owen_effects_table
 from cohortsql.results.outcomes import ShapleyEffectsResults
 from cohortsql.results.tables import diagnostics, warn_about_cohorts
@@ -128,7 +130,11 @@ def shapley_effects(
             results = _estimated_effects(session)
         else:
             results = _exact_effects(session)
+        rows = session.sample_rows(COPY_CHECK_ROWS)
+        features = session.prepared.feature_names
     warn_about_cohorts(next(iter(results.values())).diagnostics, kinds)
+    for outcome in outcomes:
+        warn_about_copies(rows, features, rows[outcome].cast(pl.Float64).to_numpy(), outcome)
     return next(iter(results.values())) if isinstance(prediction, str) else ShapleyEffectsResults(results)
 
 

@@ -1,21 +1,26 @@
-"""`cohortsql.estimate`: the plan of a run and its time, from a timed pilot batch (``--dry-run``)."""
+"""`cohortsql.estimate` and `cohortsql.estimate_compare`: the plan of a run and its time, from timed
+pilot batches (``--dry-run``)."""
 
 from __future__ import annotations
 
-from typing import Any, Unpack
+import time
+from dataclasses import replace
+from typing import Any, Literal, Unpack
 
-from cohortsql._typing import (
-    Prediction,
-    ShapleyOptions,
-)
-from cohortsql.request.arguments import explained_columns
+from cohortsql._typing import CompareOptions, Prediction, ShapleyOptions
+from cohortsql.api.baseline import check_model, explain_with_model
+from cohortsql.errors import CohortError
+from cohortsql.games.baseline.exact import Model
+from cohortsql.games.baseline.models import model_function
+from cohortsql.request.arguments import drawn_seed, explained_columns
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.run.interrupts import interruptible_call
-from cohortsql.run.pace import Plan
+from cohortsql.run.pace import CALIBRATION_FACTOR, ComparisonPlan, ModelGamePlan, Plan, fitted_costs
 from cohortsql.run.progress import Silent
-from cohortsql.run.session import open_session
-from cohortsql.run.strategy import MAX_FEATURES, choose_method_and_path, local_batches, make_pacer
+from cohortsql.run.session import Session, open_session
+from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_method_and_path, local_batches, make_pacer
+from cohortsql.run.targets import TargetSet
 
 
 @interruptible_call
@@ -53,26 +58,128 @@ def estimate(
     asked = checked_options(options, ShapleyOptions)
     outcomes = explained_columns(prediction)
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
-        running, prepared = session.engine, session.prepared
+        return cohort_plan(session, session.select())
+
+
+@interruptible_call
+def estimate_compare(
+    data: Any,
+    *,
+    model: Any,
+    prediction: str,
+    similarity: SimilarityArgument,
+    **options: Unpack[CompareOptions],
+) -> ComparisonPlan:
+    """What `compare` with these arguments would do and how long each of its three stages should take
+    (``compare --dry-run``): cohort Shapley's plan as `estimate` gives it, then baseline and
+    all-baseline Shapley each run on their first few targets and timed (twice as many again when that
+    was quick, so that the fixed cost of reading the baselines is not charged to every target). The
+    model is checked against `prediction` first, as `compare` does.
+
+    Parameters
+    ----------
+    data, model, prediction, similarity
+        What `compare` would explain, given as to it.
+    **options
+        Every option of `compare` (`CompareOptions`).
+
+    Returns
+    -------
+    ComparisonPlan
+        The cohort plan and each model game's plan, with their estimates and the total.
+
+    Examples
+    --------
+    >>> import cohortsql
+    >>> plan = cohortsql.estimate_compare(
+    ...     cohortsql.datasets.loans(), model=cohortsql.datasets.loans_model, prediction="score",
+    ...     model_input="polars", similarity={"income": "abs:15", "region": "exact"},
+    ... )
+    >>> [(game.game, game.baselines, game.points_per_target) for game in plan.model_games]
+    [('baseline', 1, 4), ('all-baseline', 12, 48)]
+    """
+    asked = checked_options(options, CompareOptions, realistic=True)
+    if not isinstance(prediction, str):
+        raise CohortError(f"compare explains one prediction column (the model's), got {prediction!r}")
+    function = model_function(model, asked.modelling.model_output)
+    random = asked.selection.sample is not None or asked.estimation.method != "exact"
+    asked = asked.with_seed(drawn_seed(asked.selection.seed, random))
+    with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_FEATURES) as session:
         chosen = session.select()
-        estimation = asked.estimation
-        chosen_method, chosen_path = choose_method_and_path(estimation.method, estimation.path, prepared, chosen.count)
-        pacer = make_pacer(running, prepared, chosen, chosen_method, chosen_path, Silent(), pilot_only=True)
-        batches = local_batches(
-            running,
-            prepared,
-            chosen,
-            chosen_method,
-            chosen_path,
-            pacer,
-            asked.selection.seed,
-            estimation.max_permutations,
-            None,
-        )
-        pilot = sum(
-            len(batch[0]) if isinstance(batch, list) else len(batch.shapley) // max(1, prepared.measures.games)
-            for batch in batches
-        )
+        check_model(session, chosen, model)
+        cohort = cohort_plan(session, chosen)
+        estimation = choose_method(asked.estimation.method, session.prepared.players, "baseline")
+        quiet = replace(session, options=replace(asked, where=replace(asked.where, progress=False)))
+        games = tuple(_model_game_plan(quiet, chosen, function, baseline, estimation) for baseline in ("mean", "all"))
+    return ComparisonPlan(cohort, games)
+
+
+PILOT_MODEL_POINTS = 1 << 18
+"""Hybrid points of the model games' pilot run (at least one target): a fraction of a second for a
+fitted scikit-learn model."""
+CALIBRATION_BELOW_SECONDS = 1.0
+"""A model game's pilot quicker than this is followed by one `CALIBRATION_FACTOR` times larger, whose
+difference from it separates the fixed cost (reading the baselines, their realism) from each target's."""
+
+
+def _model_game_plan(
+    session: Session, chosen: TargetSet, function: Model, baseline: Literal["mean", "all"], estimation: str
+) -> ModelGamePlan:
+    """Baseline (`baseline="mean"`) or all-baseline Shapley's plan: the game run on its first targets
+    and timed, its cost per target and fixed cost fitted as the pacer fits them (`fitted_costs`)."""
+    prepared, modelling = session.prepared, session.options.modelling
+    baselines = (
+        1 if baseline == "mean" else min(prepared.subject_count, modelling.baseline_sample or prepared.subject_count)
+    )
+    if estimation == "exact":
+        per_target = baselines << prepared.players
+    else:
+        per_target = session.options.estimation.max_permutations * (prepared.d + 1)
+    distinct = chosen.distinct.num_rows
+    timed: list[tuple[int, float]] = []
+    size = max(1, min(distinct, PILOT_MODEL_POINTS // per_target))
+    while True:
+        began = time.perf_counter()
+        explain_with_model(session, chosen.first(size), function, baseline=baseline, estimation=estimation)
+        timed.append((size, time.perf_counter() - began))
+        if len(timed) == 2 or size == distinct or timed[0][1] >= CALIBRATION_BELOW_SECONDS:
+            break
+        size = min(distinct, CALIBRATION_FACTOR * size)
+    per_target_seconds, fixed = fitted_costs(timed[0], timed[-1])
+    return ModelGamePlan(
+        game="baseline" if baseline == "mean" else "all-baseline",
+        method=estimation,
+        distinct_targets=distinct,
+        baselines=baselines,
+        points_per_target=per_target,
+        pilot_targets=sum(size for size, _ in timed),
+        pilot_seconds=sum(seconds for _, seconds in timed),
+        estimated_seconds=fixed + per_target_seconds * distinct,
+    )
+
+
+def cohort_plan(session: Session, chosen: TargetSet) -> Plan:
+    """Cohort Shapley's plan for the `chosen` targets of the session: its method and path, and one
+    pilot and one calibration batch timed (`cohortsql.run.pace.Pacer`)."""
+    running, prepared, asked = session.engine, session.prepared, session.options
+    estimation = asked.estimation
+    chosen_method, chosen_path = choose_method_and_path(estimation.method, estimation.path, prepared, chosen.count)
+    pacer = make_pacer(running, prepared, chosen, chosen_method, chosen_path, Silent(), pilot_only=True)
+    batches = local_batches(
+        running,
+        prepared,
+        chosen,
+        chosen_method,
+        chosen_path,
+        pacer,
+        asked.selection.seed,
+        estimation.max_permutations,
+        None,
+    )
+    pilot = sum(
+        len(batch[0]) if isinstance(batch, list) else len(batch.shapley) // max(1, prepared.measures.games)
+        for batch in batches
+    )
     return Plan(
         targets=chosen.count,
         distinct_targets=chosen.distinct.num_rows,

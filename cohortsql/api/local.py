@@ -19,8 +19,9 @@ from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
+from cohortsql.results.copies import warn_about_copies
 from cohortsql.results.outcomes import CohortShapleyResults
-from cohortsql.results.tables import outcome_copies, warn_about_cohorts, warn_about_copies
+from cohortsql.results.tables import warn_about_cohorts
 from cohortsql.run import readouts
 from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import Prepared
@@ -168,7 +169,7 @@ def cohort_shapley(
         results = explain_targets(session, session.select())
     first = next(iter(results.values()))
     warn_about_cohorts(first.diagnostics, first.kinds)
-    warn_about_copies(outcome_copies(first.targets, first.features, first.prediction), first.outcome)
+    warn_about_copies(first.targets, first.features, first.prediction, first.outcome)
     return first if isinstance(prediction, str) else CohortShapleyResults(results)
 
 

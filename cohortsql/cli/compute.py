@@ -105,11 +105,12 @@ def uniqueness(options: Flags) -> None:
     typer.echo(uniqueness_summary(result, options["top"]) + written)
 
 
-@command(EXPLAINED, A_TABLE, ("model",), CompareOptions, OUTPUTS, ("top",))
+@command(EXPLAINED, A_TABLE, ("model",), CompareOptions, OUTPUTS, ("top", "dry_run"))
 def compare(options: Flags) -> None:
     """Cohort, baseline and all-baseline Shapley side by side (and squared), with the share of the model-based
     values that rests on realistic hybrid points. Needs the model (--model) as well as its predictions."""
     from cohortsql.api.compare import compare as compare_methods
+    from cohortsql.api.estimate import estimate_compare
     from cohortsql.cli.outputs import write
     from cohortsql.cli.summaries import comparison_summary
     from cohortsql.games.baseline.models import load_model
@@ -118,6 +119,9 @@ def compare(options: Flags) -> None:
     model = options.get("model")
     if not model:
         raise CohortError("no --model given: name the fitted model's pickle (or .joblib) file")
+    if options.get("dry_run"):
+        typer.echo(str(estimate_compare(options["data"], model=load_model(model), **arguments)))
+        return
     result = compare_methods(options.get("data"), model=load_model(model), **arguments)
     tables = {"": result.local, "global": result.global_, "totals": result.totals}
     written = write(options, tables, result.cohort.settings | {"comparison": "CS, BS, ABS"})

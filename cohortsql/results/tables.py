@@ -64,59 +64,6 @@ def warn_about_cohorts(checks: Diagnostics, kinds: Mapping[str, Similarity]) -> 
         )
 
 
-COPY_SHARE = 0.95
-"""A feature that alone accounts for this share of the explained column's variation among the
-targets is taken for a copy of what is explained (the observed outcome, a label, another score)."""
-FEW_LEVELS = 5
-"""A feature with at most one level per this many targets is compared by its levels (the share of
-variance between them); one with more, by its rank correlation (a rescaled or rounded copy)."""
-
-
-def outcome_copies(targets: pl.DataFrame, features: Sequence[str], explained: np.ndarray) -> dict[str, float]:
-    """The features that nearly determine the explained column among the targets, with the share of
-    its variation each accounts for alone: for a feature of few levels, the variance between the
-    levels' means over the whole variance (eta^2); for numbers of many values, the squared rank
-    correlation (Spearman's). Boston's observed medv next to a model's prediction of it gives 0.97."""
-    y = np.asarray(explained, dtype=float)
-    finite = np.isfinite(y)
-    if finite.sum() < 3 or np.var(y[finite]) == 0:
-        return {}
-    found = {}
-    for name in features:
-        if name not in targets.columns:
-            continue
-        frame = pl.DataFrame({"x": targets[name], "y": y}).filter(pl.col("y").is_finite())
-        if frame["x"].n_unique() <= max(2, frame.height // FEW_LEVELS):
-            means = frame.group_by("x").agg(mean=pl.col("y").mean(), count=pl.len())
-            spread = float(np.var(frame["y"].to_numpy()))
-            between = (means["count"] * (means["mean"] - frame["y"].mean()) ** 2).sum() / frame.height
-            share = float(between) / spread
-        elif frame["x"].dtype.is_numeric():
-            ranked = frame.filter(pl.col("x").is_not_null() & pl.col("x").cast(pl.Float64).is_finite())
-            if ranked.height < 3 or ranked["x"].n_unique() < 2:
-                continue
-            with np.errstate(invalid="ignore", divide="ignore"):  # constant ranks: no correlation to speak of
-                share = float(np.corrcoef(ranked["x"].rank().to_numpy(), ranked["y"].rank().to_numpy())[0, 1] ** 2)
-        else:
-            continue
-        if np.isfinite(share) and share >= COPY_SHARE:
-            found[name] = share
-    return found
-
-
-def warn_about_copies(copies: Mapping[str, float], explained: str | None) -> None:
-    """Warn, naming each, about features that nearly determine the explained column (`outcome_copies`)."""
-    what = "the explained column" if explained is None else repr(explained)
-    for name, share in copies.items():
-        warnings.warn(
-            f"{name!r} alone accounts for {share:.0%} of the variation of {what}: it is probably a copy of what"
-            " is explained (the observed outcome, a label or another score), not a predictor; leave it out of"
-            " the features",
-            CohortWarning,
-            stacklevel=3,
-        )
-
-
 def run_settings(**settings: Any) -> dict[str, str]:
     """A run's settings as text (JSON for structured values), plus the library's version and the time."""
     try:

@@ -80,6 +80,62 @@ class Plan:
         )
 
 
+def fitted_costs(first: tuple[int, float], last: tuple[int, float]) -> tuple[float, float]:
+    """The cost per target and the fixed cost of a batch, from two timed batches (targets, seconds):
+    from their difference when the larger took longer, else each target costs the latest's mean."""
+    (small, small_seconds), (large, large_seconds) = first, last
+    if large > small and large_seconds > small_seconds:
+        per_target = (large_seconds - small_seconds) / (large - small)
+        return per_target, max(0.0, small_seconds - per_target * small)
+    return large_seconds / large, 0.0
+
+
+@dataclass(frozen=True)
+class ModelGamePlan:
+    """What a game that calls the model (baseline or all-baseline Shapley) will do and how long it
+    should take, from timed pilot runs of its first targets (``compare --dry-run``)."""
+
+    game: str
+    """``baseline`` or ``all-baseline``."""
+    method: str
+    distinct_targets: int
+    baselines: int
+    points_per_target: int
+    """Hybrid points the model is called on per target, at most (the distinct ones only are)."""
+    pilot_targets: int
+    pilot_seconds: float
+    estimated_seconds: float
+
+    def __str__(self) -> str:
+        bound = "at most " if self.method == "permutation" else ""
+        return (
+            f"{self.game}: {self.distinct_targets:,} distinct targets x {self.baselines:,} baselines, {self.method}"
+            f" method ({bound}{self.points_per_target:,} model evaluations per target); estimate: {bound}about"
+            f" {duration(self.estimated_seconds)} (measured on {self.pilot_targets:,} targets in {self.pilot_seconds:.2f} s)"
+        )
+
+
+@dataclass(frozen=True)
+class ComparisonPlan:
+    """`cohortsql.compare`'s stages, each with its estimate: cohort Shapley, then the model's games."""
+
+    cohort: Plan
+    model_games: tuple[ModelGamePlan, ...]
+
+    @property
+    def estimated_seconds(self) -> float:
+        return self.cohort.estimated_seconds + sum(game.estimated_seconds for game in self.model_games)
+
+    def __str__(self) -> str:
+        return "\n".join(
+            [
+                f"cohort Shapley {self.cohort}",
+                *map(str, self.model_games),
+                f"total: about {duration(self.estimated_seconds)}",
+            ]
+        )
+
+
 @dataclass
 class Pacer:
     """Yields (first target, number of targets) for consecutive batches of `total` distinct targets."""
@@ -139,15 +195,7 @@ class Pacer:
         return self.paced and len(self.timed) == 1 and self.timed[0][0] < self.total
 
     def _fit(self) -> None:
-        """The cost per target and per batch from the first batch and the latest one (when their sizes
-        differ and the larger took longer); else each batch's time per target."""
-        (first, first_seconds), (last, last_seconds) = self.timed[0], self.timed[-1]
-        if last > first and last_seconds > first_seconds:
-            self.seconds_per_target = (last_seconds - first_seconds) / (last - first)
-            self.seconds_per_batch_fixed = max(0.0, first_seconds - self.seconds_per_target * first)
-        else:
-            self.seconds_per_target = last_seconds / last
-            self.seconds_per_batch_fixed = 0.0
+        self.seconds_per_target, self.seconds_per_batch_fixed = fitted_costs(self.timed[0], self.timed[-1])
 
     def _next_size(self) -> int:
         """The calibration batch after the pilot (its size fixed, so that a dry run measures the same
@@ -182,9 +230,17 @@ class Pacer:
         return left * self.seconds_per_target + batches * self.seconds_per_batch_fixed
 
     def _say_if_long(self, done: int) -> None:
-        remaining = self.remaining_seconds(done)
-        if remaining is not None and remaining > LONG_RUN_SECONDS:
-            self.reporter.note(
-                f"about {duration(remaining)} to go for {self.total:,} targets x {self.pairs_per_target:,} subject"
-                f" rows (measured on the first {done:,}); to go faster: {self.remedy}"
-            )
+        note_if_long(
+            self.reporter,
+            self.remaining_seconds(done),
+            f"for {self.total:,} targets x {self.pairs_per_target:,} subject rows (measured on the first {done:,})",
+            self.remedy,
+        )
+
+
+def note_if_long(reporter: Reporter, remaining: float | None, work: str, remedy: str, *, at_most: bool = False) -> None:
+    """Say on the reporter how long the rest of a run should take, with `remedy`, when that exceeds
+    `LONG_RUN_SECONDS` (`at_most`: the time is a bound, the run may stop sooner)."""
+    if remaining is not None and remaining > LONG_RUN_SECONDS:
+        bound = "at most " if at_most else ""
+        reporter.note(f"{bound}about {duration(remaining)} to go {work}; to go faster: {remedy}")

@@ -25,7 +25,7 @@ from cohortsql.request.similarity import Similarity, SimilarityArgument
 from cohortsql.results.tables import run_settings
 from cohortsql.run.preparation import Prepared, prepare
 from cohortsql.run.progress import Reporter, reporter
-from cohortsql.run.targets import TargetSet, read_target_data, select_targets
+from cohortsql.run.targets import TargetSet, every_row, read_rows, read_target_data, select_targets
 
 
 @dataclass
@@ -54,6 +54,14 @@ class Session:
         frame = read_target_data(self.engine, self.prepared, chosen)
         self._target_data.append((chosen, frame))
         return frame
+
+    def sample_rows(self, rows: int) -> pl.DataFrame:
+        """At most `rows` subject rows as they are in the data (every column): all of them when there are
+        no more, else drawn at random with the call's seed (0 when it has none). What checks of the data
+        as a whole read (`cohortsql.results.copies.warn_about_copies` after Shapley effects)."""
+        sample = None if self.prepared.subject_count <= rows else rows
+        seed = self.options.selection.seed or 0
+        return read_rows(self.engine, self.prepared, every_row(self.engine, self.prepared, sample, seed))
 
     def reporter(self) -> Reporter:
         """Where this call reports its progress."""

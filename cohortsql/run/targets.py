@@ -50,6 +50,19 @@ class TargetSet:
     def count(self) -> int:
         return self.table.num_rows
 
+    def first(self, count: int) -> TargetSet:
+        """The first `count` distinct targets, each standing for itself alone (a dry run's pilot)."""
+        rows = np.unique(self.group, return_index=True)[1][:count]  # each distinct target's first row
+        return TargetSet(
+            table=self.distinct.slice(0, len(rows)),
+            distinct=self.distinct.slice(0, len(rows)),
+            group=np.arange(len(rows)),
+            weights=self.weights[rows],
+            multiplicity=self.weights[rows],
+            population=None,
+            seed=self.seed,
+        )
+
     def numbered(self, start: int = 0, length: int | None = None) -> pa.Table:
         """A slice of the distinct targets with ``__cohort_batch`` = 0, 1, ... for SQL that needs their order."""
         batch = self.distinct.slice(start, length)

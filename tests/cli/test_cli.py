@@ -443,6 +443,9 @@ def test_compare_command(data, frame, tmp_path):
     written = pl.read_parquet(out).filter(pl.col("method") == "BS")
     np.testing.assert_allclose(written["value"], expected.shapley[:, 0], atol=1e-12)
     assert (data / "compared_global.parquet").exists() and (data / "compared_totals.parquet").exists()
+    planned = invoke(*arguments, "--model-input", "numpy", "--similar", "age=abs:5", "--dry-run")
+    assert planned.exit_code == 0, planned.output
+    assert "all-baseline: " in planned.output and "total: about" in planned.output
     missing = invoke(*arguments[:-2], "--features", "age")
     assert missing.exit_code == 2 and "--model" in missing.output
     not_a_model = invoke(*arguments[:-1], data / "scored.parquet", "--features", "age")

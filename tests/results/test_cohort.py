@@ -8,7 +8,6 @@ import polars as pl
 import pytest
 
 import cohortsql
-from cohortsql.results.tables import outcome_copies
 
 
 def test_diagnostics_on_a_hand_built_table():
@@ -166,23 +165,3 @@ def test_values_shown_to_people_are_rounded_and_tables_keep_every_digit(tmp_path
     labels = [label.get_text() for label in plot.target(result, target).axes[0].get_yticklabels()]
     assert f"unemp = {shown}" in labels
     assert result.reasons(2).filter(pl.col("feature") == "n")["reason"].str.contains(r"^n = \d ").all()
-
-
-def test_a_copy_of_the_outcome_among_the_features_is_named():
-    """similarity="all" on Boston takes medv, the observed value the model predicts, as a feature; it
-    alone accounts for 96% of the prediction's variation (rank correlation), and is named as a probable
-    copy of the outcome. The thirteen real predictors are not."""
-    boston = pl.read_parquet("examples/data/boston_predictions.parquet")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", cohortsql.CohortWarning)
-        cohortsql.cohort_shapley(boston, prediction="prediction", similarity="all", targets=40, seed=1)
-    copies = [str(warning.message) for warning in caught if "probably a copy" in str(warning.message)]
-    assert len(copies) == 1 and copies[0].startswith("'medv' alone accounts for 9") and "'prediction'" in copies[0]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", cohortsql.CohortWarning)
-        features = [name for name in boston.columns if name not in ("medv", "prediction")]
-        cohortsql.cohort_shapley(boston, prediction="prediction", similarity=features, targets=40, seed=1)
-    assert not any("probably a copy" in str(warning.message) for warning in caught)
-    # a rounded copy, of few levels: the share of variance between its levels
-    rounded = boston.with_columns(band=pl.col("prediction").round(0))
-    assert outcome_copies(rounded, ["band", "chas"], rounded["prediction"].to_numpy()).keys() == {"band"}

@@ -9,6 +9,7 @@ by their sizes.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -26,11 +27,14 @@ from cohortsql.games.baseline.values import (
     player_sets,
 )
 from cohortsql.numeric.dividends import owen_values
+from cohortsql.run.pace import note_if_long
 from cohortsql.run.progress import Reporter
 
 HYBRID_ROWS = 1 << 20
 """Hybrid points per chunk: their codes (d int64 each), the model's input and the games stay near
 100 MB for d = 13."""
+
+SLOW_MODEL_REMEDY = "sample the targets (sample=), fewer baselines (baseline_sample=), or method='permutation'"
 
 Model = Callable[[pl.DataFrame], np.ndarray]
 """f at each row of a frame of feature values (see `cohortsql.games.baseline.models.predict`)."""
@@ -118,6 +122,7 @@ def run_baseline_shapley(
     baseline_total = 0.0
     if report is not None:
         report.start(targets)
+    started = time.perf_counter()
     for first in range(0, targets, target_step):
         rows = slice(first, first + target_step)
         for start in range(0, baselines, baseline_step):
@@ -145,7 +150,12 @@ def run_baseline_shapley(
             if first == 0:
                 baseline_total += predictions[0, :, 0].sum()
         if report is not None:
-            report.update(min(first + target_step, targets))
+            done = min(first + target_step, targets)
+            if first == 0:
+                spent = time.perf_counter() - started
+                work = f"for {targets:,} targets x {baselines:,} baselines x {count:,} hybrid points (measured on {done:,})"
+                note_if_long(report, spent / done * (targets - done), work, SLOW_MODEL_REMEDY)
+            report.update(done)
     if report is not None:
         report.finish()
     run.baseline_prediction = baseline_total / baselines

@@ -12,15 +12,18 @@ standard errors reach `tolerance` or their budget is spent. Pure numpy, with the
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from cohortsql.games.baseline.exact import Model
+from cohortsql.games.baseline.exact import SLOW_MODEL_REMEDY, Model
 from cohortsql.games.baseline.points import Points
 from cohortsql.games.baseline.realism import SubjectBitsets
 from cohortsql.games.baseline.values import distinct_rows
 from cohortsql.numeric.permutation import MIN_PAIRS, PAIRS_PER_ROUND
+from cohortsql.run.pace import note_if_long
 from cohortsql.run.progress import Reporter
 
 CODE_ENTRIES = 1 << 23
@@ -88,11 +91,19 @@ def estimate_baseline_shapley(
     step = max(1, CODE_ENTRIES // (PAIRS_PER_ROUND * 2 * (d + 1) * max(d, 1)))
     if report is not None:
         report.start(targets)
+    started, measured = time.perf_counter(), False
     while active.size:
         pairs = min(PAIRS_PER_ROUND, max_pairs - int(moments.count[active[0]]))
         for start in range(0, active.size, step):
             rows = active[start : start + step]
             moments.add(rows, _pairs(points, rows, pairs, model, bitsets, rng))
+            if report is not None and not measured:
+                measured = True
+                chunks = math.ceil(targets / step) * math.ceil(max_pairs / PAIRS_PER_ROUND)
+                work = f"for {targets:,} targets x {2 * max_pairs:,} permutations (measured on {len(rows):,} x {2 * pairs})"
+                note_if_long(
+                    report, (time.perf_counter() - started) * (chunks - 1), work, SLOW_MODEL_REMEDY, at_most=True
+                )
         done = moments.count[active] >= max_pairs
         if tolerance is not None:
             errors = moments.standard_errors()[active].reshape(active.size, -1)

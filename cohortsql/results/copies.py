@@ -1,0 +1,157 @@
+"""Features that are the explained column in disguise: a copy of the outcome (an observed value, a
+rescaled or rounded score) or the label a probability was fitted to. Explaining a prediction by such a
+column credits the column for being the answer, not a reason: with `similarity="all"` a table's label
+column becomes a feature without anyone choosing it (a denial model's own `deny` label took 21.6% of
+the variance explained on a public mortgage table), so each is named in a warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from cohortsql.errors import CohortWarning
+
+COPY_SHARE = 0.95
+"""A feature that alone accounts for this share of the explained column's variation among the
+targets is taken for a copy of what is explained (the observed outcome, a label, another score)."""
+FEW_LEVELS = 5
+"""A feature with at most one level per this many targets is compared by its levels (the share of
+variance between them); one with more, by its rank correlation (a rescaled or rounded copy)."""
+
+COPY_CHECK_ROWS = 20_000
+"""Rows read to look for copies after Shapley effects (drawn at random beyond it): enough to place
+rates and ten bins' calibration to about 0.01."""
+
+LABEL_RATE_GAP = 0.015
+"""A two-level column is the label of a probability only if its rate is within this of the
+probability's mean: a model fitted with an intercept reproduces its label's rate (to 1e-5 for
+Titanic's logistic regression, 8e-5 for a gradient-boosted denial model; 0.011 at most on held-out
+rows), while Titanic's `sex` is 0.037 away from the same model's mean and the mortgage table's
+`selfemp` 0.003 (which is why the calibration below is needed too)."""
+LABEL_CALIBRATION = 0.075
+"""... and only if, in each tenth of the rows by the probability, the column's rate is on average
+within this of the probability (the expected calibration error): 0.015-0.067 for the labels of
+logistic, gradient-boosted and random-forest models of Titanic survival and mortgage denial, in and
+out of sample; 0.077-0.18 for Titanic's `sex` and 0.058-0.10 for `selfemp` under the same models."""
+LABEL_BINS = 10
+LABEL_MIN_ROWS = 100
+"""Fewer rows say too little about calibration to name a label."""
+
+
+@dataclass(frozen=True)
+class FittedLabel:
+    """A two-level column that the explained column matches as a calibrated probability of one level."""
+
+    name: str
+    level: object
+    rate: float
+    """The share of rows at `level`."""
+    mean: float
+    """The explained column's mean."""
+    calibration: float
+    """The expected calibration error over `LABEL_BINS` equal-count bins of the explained column."""
+
+
+def outcome_copies(targets: pl.DataFrame, features: Sequence[str], explained: np.ndarray) -> dict[str, float]:
+    """The features that nearly determine the explained column among the targets, with the share of
+    its variation each accounts for alone: for a feature of few levels, the variance between the
+    levels' means over the whole variance (eta^2); for numbers of many values, the squared rank
+    correlation (Spearman's). Boston's observed medv next to a model's prediction of it gives 0.97."""
+    y = np.asarray(explained, dtype=float)
+    finite = np.isfinite(y)
+    if finite.sum() < 3 or np.var(y[finite]) == 0:
+        return {}
+    found = {}
+    for name in features:
+        if name not in targets.columns:
+            continue
+        frame = pl.DataFrame({"x": targets[name], "y": y}).filter(pl.col("y").is_finite())
+        if frame["x"].n_unique() <= max(2, frame.height // FEW_LEVELS):
+            means = frame.group_by("x").agg(mean=pl.col("y").mean(), count=pl.len())
+            spread = float(np.var(frame["y"].to_numpy()))
+            between = (means["count"] * (means["mean"] - frame["y"].mean()) ** 2).sum() / frame.height
+            share = float(between) / spread
+        elif frame["x"].dtype.is_numeric():
+            ranked = frame.filter(pl.col("x").is_not_null() & pl.col("x").cast(pl.Float64).is_finite())
+            if ranked.height < 3 or ranked["x"].n_unique() < 2:
+                continue
+            with np.errstate(invalid="ignore", divide="ignore"):  # constant ranks: no correlation to speak of
+                share = float(np.corrcoef(ranked["x"].rank().to_numpy(), ranked["y"].rank().to_numpy())[0, 1] ** 2)
+        else:
+            continue
+        if np.isfinite(share) and share >= COPY_SHARE:
+            found[name] = share
+    return found
+
+
+def fitted_label(rows: pl.DataFrame, features: Sequence[str], explained: np.ndarray) -> FittedLabel | None:
+    """The two-level feature that the explained column, a probability (every value in [0, 1]), best
+    matches as the probability of one of its levels, if any matches closely (`LABEL_RATE_GAP` and
+    `LABEL_CALIBRATION`): the label the model was probably fitted to. A strong binary predictor is not
+    calibrated so: Titanic's `sex` predicts survival well, but the probability of survival is not the
+    probability of being female (0.16 from it on average in a tenth of the passengers against 0.055
+    for `survived`). At most one column is named, the best calibrated."""
+    p = np.asarray(explained, dtype=float)
+    usable = np.isfinite(p)
+    if usable.sum() < LABEL_MIN_ROWS or not ((p[usable] >= 0) & (p[usable] <= 1)).all() or np.ptp(p[usable]) == 0:
+        return None
+    best = None
+    for name in features:
+        if name not in rows.columns:
+            continue
+        column = rows[name]
+        levels = column.drop_nulls().unique()
+        if len(levels) != 2:
+            continue
+        present = usable & column.is_not_null().to_numpy()
+        if present.sum() < LABEL_MIN_ROWS:
+            continue
+        for level in levels.to_list():
+            at_level = (column == level).fill_null(False).to_numpy()[present].astype(float)
+            found = _calibrated(name, level, p[present], at_level)
+            if found is not None and (best is None or found.calibration < best.calibration):
+                best = found
+    return best
+
+
+def _calibrated(name: str, level: object, p: np.ndarray, at_level: np.ndarray) -> FittedLabel | None:
+    """`name = level` as the event whose probability `p` is, if its rate and its calibration say so."""
+    rate, mean = float(at_level.mean()), float(p.mean())
+    if abs(rate - mean) > LABEL_RATE_GAP:
+        return None
+    bins = np.array_split(np.argsort(p, kind="stable"), LABEL_BINS)
+    calibration = sum(abs(at_level[rows].mean() - p[rows].mean()) * len(rows) for rows in bins) / len(p)
+    if calibration > LABEL_CALIBRATION:
+        return None
+    return FittedLabel(name, level, rate, mean, float(calibration))
+
+
+def warn_about_copies(rows: pl.DataFrame, features: Sequence[str], explained: np.ndarray, name: str | None) -> None:
+    """Warn, naming each, about the features that nearly determine the explained column `name` (values
+    `explained` on `rows`; `outcome_copies`) and the label it was probably fitted to (`fitted_label`),
+    unless that is one of them."""
+    copies = outcome_copies(rows, features, explained)
+    label = fitted_label(rows, features, explained)
+    what = "the explained column" if name is None else repr(name)
+    for name, share in copies.items():
+        warnings.warn(
+            f"{name!r} alone accounts for {share:.0%} of the variation of {what}: it is probably a copy of what"
+            " is explained (the observed outcome, a label or another score), not a predictor; leave it out of"
+            " the features",
+            CohortWarning,
+            stacklevel=3,
+        )
+    if label is not None and label.name not in copies:
+        warnings.warn(
+            f"{label.name!r} is probably the label {what} was fitted to: {what} reads as the probability that"
+            f" {label.name} = {label.level!r} (its rate {label.rate:.1%} against a mean of {label.mean:.1%}, and"
+            f" {label.calibration:.3f} apart on average in each tenth of the rows), so it would take credit for"
+            f" being the answer, not a reason; leave {label.name!r} out of the features unless it is one",
+            CohortWarning,
+            stacklevel=3,
+        )

@@ -1,0 +1,93 @@
+"""Features that are the explained column in disguise are named in a warning: a copy of the outcome
+(Boston's observed medv beside a model of it) and the label a probability was fitted to (Titanic's
+`survived` beside models of survival), while real predictors, strong ones included (`sex`), are not."""
+
+import warnings
+
+import numpy as np
+import polars as pl
+import pytest
+from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+
+import cohortsql
+from cohortsql.results.copies import LABEL_MIN_ROWS, fitted_label, outcome_copies
+
+TITANIC = "examples/data/titanic_predictions.parquet"  # 1,046 passengers, a logistic regression's probability
+
+
+def _copy_warnings(call, *args, **kwargs) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", cohortsql.CohortWarning)
+        call(*args, **kwargs)
+    return [
+        str(w.message) for w in caught if "probably a copy" in str(w.message) or "probably the label" in str(w.message)
+    ]
+
+
+def test_a_copy_of_the_outcome_among_the_features_is_named():
+    """similarity="all" on Boston takes medv, the observed value the model predicts, as a feature; it
+    alone accounts for 96% of the prediction's variation (rank correlation), and is named as a probable
+    copy of the outcome. The thirteen real predictors are not."""
+    boston = pl.read_parquet("examples/data/boston_predictions.parquet")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", cohortsql.CohortWarning)
+        cohortsql.cohort_shapley(boston, prediction="prediction", similarity="all", targets=40, seed=1)
+    copies = [str(warning.message) for warning in caught if "probably a copy" in str(warning.message)]
+    assert len(copies) == 1 and copies[0].startswith("'medv' alone accounts for 9") and "'prediction'" in copies[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", cohortsql.CohortWarning)
+        features = [name for name in boston.columns if name not in ("medv", "prediction")]
+        cohortsql.cohort_shapley(boston, prediction="prediction", similarity=features, targets=40, seed=1)
+    assert not any("probably a copy" in str(warning.message) for warning in caught)
+    # a rounded copy, of few levels: the share of variance between its levels
+    rounded = boston.with_columns(band=pl.col("prediction").round(0))
+    assert outcome_copies(rounded, ["band", "chas"], rounded["prediction"].to_numpy()).keys() == {"band"}
+
+
+def _modelled(model) -> pl.DataFrame:
+    """Titanic with `model`'s probability of survival from class, sex, age, siblings and parents."""
+    titanic = pl.read_parquet(TITANIC).drop("prediction")
+    inputs = titanic.select("pclass", "sex", "age", "sibsp", "parch").to_dummies(["pclass", "sex"]).to_numpy()
+    survived = (titanic["survived"] == "survived").to_numpy()
+    return titanic.with_columns(prediction=model.fit(inputs, survived).predict_proba(inputs)[:, 1])
+
+
+@pytest.mark.parametrize(
+    "model",
+    [None, GradientBoostingClassifier(random_state=0), RandomForestClassifier(min_samples_leaf=5, random_state=0)],
+    ids=["logistic", "boosted", "forest"],
+)
+def test_the_label_a_probability_was_fitted_to_is_named_and_a_strong_predictor_is_not(model):
+    """similarity="all" takes the observed `survived` as a feature beside the probability of survival
+    it was fitted to: it alone (0.4-0.6 of the variance between its two levels) is below the copy rule,
+    so the label rule names it, in cohort_shapley and in shapley_effects. `sex` predicts survival as
+    well (the probability is 0.04 from its rate and 0.16 from it in a tenth of the passengers on
+    average, under the logistic model) and is not named when `survived` is left out."""
+    titanic = pl.read_parquet(TITANIC) if model is None else _modelled(model)
+    for call in (cohortsql.cohort_shapley, cohortsql.shapley_effects):
+        said = _copy_warnings(call, titanic, prediction="prediction", similarity="all")
+        assert len(said) == 1 and said[0].startswith("'survived' is probably the label 'prediction' was fitted to")
+        assert "survived = 'survived'" in said[0]
+        predictors = ["pclass", "sex", "age", "sibsp", "parch"]
+        assert _copy_warnings(call, titanic, prediction="prediction", similarity=predictors) == []
+    found = fitted_label(titanic, ["sex", "survived", "pclass"], titanic["prediction"].to_numpy())
+    assert found is not None and (found.name, found.level) == ("survived", "survived")
+    assert abs(found.rate - found.mean) < 0.015 and found.calibration < 0.075
+
+
+def test_the_label_rule_needs_a_probability_calibrated_to_the_level_and_enough_rows():
+    """Each condition on its own: a probability shifted by 0.05 is no longer the label's (its mean is
+    0.05 from the rate); the same shape squeezed toward its mean is miscalibrated though its mean is
+    right; a score outside [0, 1] is no probability; and too few rows say nothing."""
+    titanic = pl.read_parquet(TITANIC)
+    p = titanic["prediction"].to_numpy()
+    assert fitted_label(titanic, ["survived"], p) is not None
+    assert fitted_label(titanic, ["survived"], np.clip(p + 0.05, 0, 1)) is None
+    assert fitted_label(titanic, ["survived"], p.mean() + 0.2 * (p - p.mean())) is None
+    assert fitted_label(titanic, ["survived"], 10 * p) is None
+    few = titanic.head(LABEL_MIN_ROWS - 1)
+    assert fitted_label(few, ["survived"], few["prediction"].to_numpy()) is None
+    # a label with missing values is judged on the rows that have one
+    holes = titanic.with_columns(survived=pl.when(pl.int_range(pl.len()) % 7 == 0).then(None).otherwise("survived"))
+    holes = holes.with_columns(survived=pl.when(pl.col("survived").is_null()).then(None).otherwise(titanic["survived"]))
+    assert fitted_label(holes, ["survived"], p) is not None
