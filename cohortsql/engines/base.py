@@ -26,6 +26,7 @@ from cohortsql._typing import Row
 from cohortsql.dialects import Dialect
 from cohortsql.engines.inputs import Input
 from cohortsql.errors import CohortError
+from cohortsql.numeric.pair_tests import PairTest
 
 RUNS_TABLE = "cohortsql_runs"
 """Where `Engine.write_tables` records each run that wrote tables: when, which tables, its settings (JSON)."""
@@ -164,6 +165,9 @@ class Engine(ABC):
     """Whether the command line's ``--into-table`` writes the values where they are computed
     (`cohortsql.shapley_table`), none of them passing through this process: engines for tables larger
     than it."""
+    counts_distinct_beside_aggregates: ClassVar[bool] = True
+    """Whether a ``count(DISTINCT id)`` may sit among the statistics query's other aggregates (else
+    repeated ids are counted by a grouped query of their own, `cohortsql.queries.statistics.duplicate_ids`)."""
     tables_kept_by: ClassVar[str | None] = None
     """The setting without which tables written on an engine cohortsql opens itself are lost when it
     closes (DuckDB's ``database``: without it, the database is in memory)."""
@@ -252,6 +256,25 @@ class Engine(ABC):
         Spark DataFrame); an engine that keeps no such object returns the `Select` itself, to be
         fetched or written. It reads the engine's relations, so `keep` them."""
         return Select(select)
+
+    def pair_histogram(
+        self,
+        subjects: str,
+        targets: pa.Table,
+        tests: Sequence[PairTest],
+        columns: Sequence[str],
+        sums: Sequence[str],
+        *,
+        pairs: int,
+        context: str,
+    ) -> dict[str, np.ndarray] | None:
+        """The mask histogram (target, mask0 and the `sums`) of the `targets` batch (numbered by
+        ``__cohort_batch``) against the rows of query `subjects` (the feature `columns`, then each
+        row's measure per sum; `pairs` target-subject pairs in all), built outside SQL where the
+        engine does that better than its own aggregate (Spark: on its executors,
+        `cohortsql.engines.spark_histogram`) by the kinds' numeric `tests`. None, by default: the
+        caller runs the SQL histogram."""
+        return None
 
     def finish_histograms(
         self, histogram: str, features: Sequence[str], targets: int, per_call: int, values: ValuesOfHistograms

@@ -116,3 +116,116 @@ def fused(starts, masks, counts, sums, d, means, with_j, without_j, groups, weig
                 t,
             )
     return phi, phi2, size, cohort, order, path_size, path_mean, single, squared_games.sum(axis=0)
+
+
+@njit(cache=True, nogil=True)
+def pair_histogram(
+    s_floats,
+    s_ints,
+    s_missing,
+    measures,
+    t_floats,
+    t_ints,
+    t_missing,
+    code,
+    integer,
+    delta,
+    low_float,
+    low_int,
+    width,
+    bins,
+    totals,
+    reached,
+):
+    """`cohortsql.numeric.pair_masks.pair_histogram` for one chunk of targets: each target's mask of
+    every subject, by the tests of `cohortsql.numeric.pair_masks.similar` (the same arithmetic), and
+    the subject's measures added to its cell. Features are (d, rows): for each target and feature one
+    tight loop over the subjects, its test chosen outside it."""
+    d, rows = s_floats.shape
+    sums = measures.shape[1]
+    masks = np.zeros(rows, dtype=np.int64)
+    for t in range(t_floats.shape[0]):
+        masks[:] = 0
+        for j in range(d):
+            bit = 1 << j
+            if t_missing[t, j]:  # a missing target value: similar to missing values alone
+                for s in range(rows):
+                    if s_missing[j, s]:
+                        masks[s] |= bit
+                continue
+            if code[j] == 0 and integer[j]:
+                _equal_ints(s_ints[j], t_ints[t, j], masks, bit)
+            elif code[j] == 0:
+                _equal_floats(s_floats[j], t_floats[t, j], masks, bit)
+            elif code[j] == 3 and not width[j] > 0:  # BINS of a constant column: one bin
+                masks |= bit
+            elif code[j] == 3 and integer[j]:
+                _same_bin_ints(s_ints[j], t_ints[t, j], low_int[j], width[j], bins[j], masks, bit)
+            elif code[j] == 3:
+                _same_bin_floats(s_floats[j], t_floats[t, j], low_float[j], width[j], bins[j], masks, bit)
+            else:  # WINDOW (1) and RELATIVE (2): |x_s - x_t| <= limit
+                if integer[j]:
+                    limit = delta[j] * float(abs(t_ints[t, j])) if code[j] == 2 else delta[j]
+                    _near_ints(s_ints[j], t_ints[t, j], limit, masks, bit)
+                else:
+                    limit = delta[j] * abs(t_floats[t, j]) if code[j] == 2 else delta[j]
+                    _near_floats(s_floats[j], t_floats[t, j], limit, masks, bit)
+            for s in range(rows):  # a missing subject value is not similar to a present one
+                if s_missing[j, s]:
+                    masks[s] &= ~bit
+        for s in range(rows):
+            mask = masks[s]
+            reached[t, mask] = True
+            for k in range(sums):
+                totals[t, mask, k] += measures[s, k]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _equal_ints(values, target, masks, bit):
+    for s in range(values.shape[0]):
+        if values[s] == target:
+            masks[s] |= bit
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _equal_floats(values, target, masks, bit):
+    nan = target != target
+    for s in range(values.shape[0]):
+        if values[s] == target or (nan and values[s] != values[s]):  # Spark: NaN = NaN
+            masks[s] |= bit
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _near_ints(values, target, limit, masks, bit):
+    for s in range(values.shape[0]):
+        if float(abs(values[s] - target)) <= limit:
+            masks[s] |= bit
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _near_floats(values, target, limit, masks, bit):
+    for s in range(values.shape[0]):
+        if abs(values[s] - target) <= limit:
+            masks[s] |= bit
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _same_bin_ints(values, target, low, width, bins, masks, bit):
+    own = _bin(float(target - low), width, bins)
+    for s in range(values.shape[0]):
+        if _bin(float(values[s] - low), width, bins) == own:
+            masks[s] |= bit
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _same_bin_floats(values, target, low, width, bins, masks, bit):
+    own = _bin(target - low, width, bins)
+    for s in range(values.shape[0]):
+        if _bin(values[s] - low, width, bins) == own:
+            masks[s] |= bit
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bin(offset, width, bins):
+    number = np.floor(offset / width * bins)
+    return float(bins - 1) if number > bins - 1 else number

@@ -44,6 +44,14 @@ def worth_compiling(targets: int, d: int) -> bool:
     return available() and (ready() or targets << d >= COMPILE_WORTH_CELLS)
 
 
+def compiled_function(name: str) -> Any:
+    """A function of `cohortsql.numeric.compiled` (numba is imported, and the function compiled or
+    read from numba's cache, on first use)."""
+    from cohortsql.numeric import compiled
+
+    return getattr(compiled, name)
+
+
 def _kernel() -> Any:
     if not _compiled:
         from cohortsql.numeric import compiled

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from cohortsql.dialects import Dialect
 from cohortsql.queries.common import SUBJECT_ALIAS, TARGET_ALIAS, ordinals
-from cohortsql.queries.measures import DRAWS_PER_HASH, measure_sums, replicate_sums
+from cohortsql.queries.measures import DRAWS_PER_HASH, measure_sums, measure_values, replicate_sums
 from cohortsql.queries.statistics import literal_parameters
 from cohortsql.queries.templates import template
 from cohortsql.request.features import ResolvedFeature
@@ -87,6 +87,22 @@ def mask_histogram(
         subjects=subjects,
         targets=targets,
         ordinals=ordinals(len(words) + 1 + draw_groups),
+    )
+
+
+def pair_inputs(
+    subjects: str, features: Sequence[ResolvedFeature], measures: Measures, dialect: Dialect, *, collapsed: bool
+) -> str:
+    """The subjects as an engine reads them to build the mask histogram outside SQL (see
+    ``sql/pair_inputs.sql``): the feature columns, then one DOUBLE per sum that the row adds to it."""
+    values = measure_values(measures, "collapsed" if collapsed else "weighted")
+    return template("pair_inputs").format(
+        columns=",\n    ".join(f"{SUBJECT_ALIAS}.{dialect.quote(feature.column)}" for feature in features),
+        measures=",\n    ".join(
+            f"CAST({'1' if value is None else value} AS DOUBLE) AS {dialect.quote(name)}"
+            for name, value in values.items()
+        ),
+        subjects=subjects,
     )
 
 

@@ -171,21 +171,29 @@ def replicate_totals(relation: str, measures: Measures, dialect: Dialect) -> str
     return f"SELECT __cohort_draw_group AS draw_group, {sums} FROM {relation} GROUP BY __cohort_draw_group"
 
 
-def measure_sums(measures: Measures, source: MeasureSource) -> str:
-    """The histogram's (and the cells') sums of the subjects' measures, over relation `SUBJECT_ALIAS`
-    of kind `source`. Without weights or replicates W_0 counts rows, with count(*) where each row is
-    one subject (DuckDB's perfect-hash aggregate keeps that cheap)."""
+def measure_values(measures: Measures, source: MeasureSource) -> dict[str, str | None]:
+    """What each subject row of relation `SUBJECT_ALIAS` (of kind `source`) adds to each of the
+    histogram's sums, by the sum's name: None where it adds one (W_0 counts rows: without weights or
+    replicates each row is one subject, and count(*) keeps DuckDB's perfect-hash aggregate cheap)."""
     alias = f"{SUBJECT_ALIAS}."
     computed = row_measures(measures, stored_weights=source == "weighted", alias=alias)
-    sums = []
+    values: dict[str, str | None] = {}
     for name in [*measures.weight_names, *measures.sum_names]:
         if name == measures.weight_name(0) and source != "collapsed" and measures.counted:
-            sums.append(f"CAST(count(*) AS DOUBLE) AS {name}")
+            values[name] = None
         elif source == "collapsed":
-            sums.append(f"sum({alias}__cohort_{name}) AS {name}")
+            values[name] = f"{alias}__cohort_{name}"
         else:
-            sums.append(f"sum({computed[f'__cohort_{name}']}) AS {name}")
-    return ",\n    ".join(sums)
+            values[name] = computed[f"__cohort_{name}"]
+    return values
+
+
+def measure_sums(measures: Measures, source: MeasureSource) -> str:
+    """The histogram's (and the cells') sums of the subjects' measures (`measure_values`)."""
+    return ",\n    ".join(
+        f"CAST(count(*) AS DOUBLE) AS {name}" if value is None else f"sum({value}) AS {name}"
+        for name, value in measure_values(measures, source).items()
+    )
 
 
 def measure_totals(subjects: str, measures: Measures, source: MeasureSource) -> str:

@@ -27,6 +27,7 @@ Short text forms (`parse_similarity`)::
 
 from __future__ import annotations
 
+import decimal
 import math
 import re
 from abc import ABC, abstractmethod
@@ -37,6 +38,7 @@ from typing import ClassVar, Literal, TypeAlias
 from cohortsql._typing import EVERY_OTHER
 from cohortsql.dialects import Dialect
 from cohortsql.errors import CohortError
+from cohortsql.numeric.pair_tests import BINS, EQUAL, RELATIVE, WINDOW, PairTest
 from cohortsql.request.user_sql import check_expression
 
 ParameterValues = Mapping[str, float | None]
@@ -86,6 +88,11 @@ class Similarity(ABC):
         """The numeric values similar to `target`, as a closed interval (None when not an interval)."""
         return None
 
+    def pair_test(self, parameters: ParameterValues) -> PairTest | None:
+        """The predicate's numeric twin, for engines that build masks outside SQL
+        (`cohortsql.numeric.pair_masks`); None when only SQL can evaluate it."""
+        return None
+
     def narrower(self) -> Similarity | None:
         """The same kind with a window half as wide (twice the bins), to suggest when similarity on
         the feature alone keeps nearly the whole table; None where no setting narrows it (an exact
@@ -105,6 +112,12 @@ def _check_non_negative(name: str, value: float) -> float:
 
 def _window(subject: str, target: str, delta: str) -> str:
     return f"abs({subject} - {target}) <= {delta}"
+
+
+def _window_test(parameters: ParameterValues) -> PairTest:
+    """|x_s - x_t| <= delta, the whole-table `delta` (NaN when missing: never similar, as SQL's NULL)."""
+    delta = parameters["delta"]
+    return PairTest(WINDOW, delta=math.nan if delta is None else float(delta))
 
 
 def _window_interval(target: float, delta: float | None) -> tuple[float, float]:
@@ -128,6 +141,9 @@ class Exact(Similarity):
 
     def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
         return (target, target)
+
+    def pair_test(self, parameters: ParameterValues) -> PairTest:
+        return PairTest(EQUAL)
 
     def __str__(self) -> str:
         return "exact"
@@ -169,6 +185,9 @@ class AbsoluteWindow(Similarity):
     def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
         return _window_interval(target, parameters["delta"])
 
+    def pair_test(self, parameters: ParameterValues) -> PairTest:
+        return _window_test(parameters)
+
     def narrower(self) -> Similarity:
         return replace(self, delta=self.delta / 2)
 
@@ -190,6 +209,9 @@ class RelativeWindow(Similarity):
 
     def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
         return _window_interval(target, self.delta * abs(target))
+
+    def pair_test(self, parameters: ParameterValues) -> PairTest:
+        return PairTest(RELATIVE, delta=self.delta)
 
     def narrower(self) -> Similarity:
         return replace(self, delta=self.delta / 2)
@@ -218,6 +240,9 @@ class RangeWindow(Similarity):
 
     def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
         return _window_interval(target, parameters["delta"])
+
+    def pair_test(self, parameters: ParameterValues) -> PairTest:
+        return _window_test(parameters)
 
     def narrower(self) -> Similarity:
         return replace(self, fraction=self.fraction / 2)
@@ -255,6 +280,9 @@ class QuantileWindow(Similarity):
 
     def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
         return _window_interval(target, parameters["delta"])
+
+    def pair_test(self, parameters: ParameterValues) -> PairTest:
+        return _window_test(parameters)
 
     def narrower(self) -> Similarity:
         return replace(self, fraction=self.fraction / 2)
@@ -300,6 +328,15 @@ class Bins(Similarity):
             return (target, target)
         number = min(math.floor((target - low) / width * self.k), self.k - 1)
         return (low + number * width / self.k, low + (number + 1) * width / self.k)
+
+    def pair_test(self, parameters: ParameterValues) -> PairTest | None:
+        low, width = parameters["low"], parameters["range"]
+        if isinstance(low, decimal.Decimal):  # an integer column's edge (DECIMAL(38, 0)), or a decimal's
+            if low != low.to_integral_value() or abs(low) >= 2**62:
+                return None  # a decimal's edge: SQL's exact arithmetic only
+            low = int(low)
+        spread = math.nan if width is None else float(width)
+        return PairTest(BINS, low=0 if low is None else low, width=spread, bins=self.k)
 
     def narrower(self) -> Similarity:
         return replace(self, k=2 * self.k)

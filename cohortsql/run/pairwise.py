@@ -9,6 +9,7 @@ permutation method walks random chains of cohorts over the distinct masks. Batch
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -19,7 +20,8 @@ from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_numpy
 from cohortsql.games.base import Cohorts, DenseBatch, Game
 from cohortsql.games.cohort import GAME_ENTRY_BYTES, exact_values, permutation_values, target_generators
-from cohortsql.numeric import permutation, shapley
+from cohortsql.numeric import pair_masks, permutation, shapley
+from cohortsql.numeric.pair_tests import EQUAL, PairTest
 from cohortsql.numeric.players import histogram_of_players
 from cohortsql.queries.histogram import MASK_WORD_BITS
 from cohortsql.request.similarity import SqlPredicate
@@ -44,25 +46,75 @@ def _histograms(
     custom = [feature.name for feature in prepared.features if isinstance(feature.kind, SqlPredicate)]
     context = "computing similarity masks" + (f" (check the sql: similarity of {custom})" if custom else "")
     engine.expect_aggregates(queries.histogram.histogram_sums(prepared.measures, draw_groups=weighted.draw_groups))
+    tests = None if weighted.draw_groups else pair_tests(prepared)
     for start, size in pacer.batches():
         batch = targets.numbered(start, size)
-        with engine.temporary(engine.upload(batch, "targets")) as uploaded:
-            sql = queries.histogram.mask_histogram(
-                weighted.relation,
-                uploaded,
-                prepared.features,
-                prepared.measures,
-                engine.dialect,
-                collapsed=prepared.compressed,
-                draw_groups=weighted.draw_groups,
+        histogram = None
+        if tests is not None:
+            histogram = engine.pair_histogram(
+                queries.histogram.pair_inputs(
+                    weighted.relation,
+                    prepared.features,
+                    prepared.measures,
+                    engine.dialect,
+                    collapsed=prepared.compressed,
+                ),
+                batch,
+                tests,
+                [feature.column for feature in prepared.features],
+                [*prepared.measures.weight_names, *prepared.measures.sum_names],
+                pairs=batch.num_rows * prepared.subject_rows,
+                context=context,
             )
-            if weighted.draw_groups:
-                histogram = _one_column_per_weighting(engine.fetch_arrow(sql, context=context), prepared)
-            else:
-                histogram = fetch_numpy(engine, sql, context=context)
+        if histogram is None:
+            histogram = _sql_histogram(engine, prepared, weighted, batch, context)
         if of_players and prepared.groups is not None:
             histogram = histogram_of_players(histogram, prepared.groups.masks, queries.histogram.MASK_WORD_BITS)
         yield start, batch.num_rows, histogram
+
+
+def _sql_histogram(
+    engine: Engine, prepared: Prepared, weighted: WeightedSubjects, batch: pa.Table, context: str
+) -> dict[str, np.ndarray]:
+    """The mask histogram of a batch of targets as the engine's SQL aggregate (``sql/mask_histogram.sql``)."""
+    with engine.temporary(engine.upload(batch, "targets")) as uploaded:
+        sql = queries.histogram.mask_histogram(
+            weighted.relation,
+            uploaded,
+            prepared.features,
+            prepared.measures,
+            engine.dialect,
+            collapsed=prepared.compressed,
+            draw_groups=weighted.draw_groups,
+        )
+        if weighted.draw_groups:
+            return _one_column_per_weighting(engine.fetch_arrow(sql, context=context), prepared)
+        return fetch_numpy(engine, sql, context=context)
+
+
+def pair_tests(prepared: Prepared) -> list[PairTest] | None:
+    """Every feature's similarity test in numbers (`cohortsql.numeric.pair_masks`), for an engine that
+    builds the mask histogram outside SQL: None when a kind has no numeric twin (``sql:``), a column
+    is compared in a type numpy does not hold exactly (decimals), or the dense histogram of one target
+    would not fit (`cohortsql.numeric.pair_masks.CELL_BYTES`)."""
+    sums = prepared.measures.weightings + prepared.measures.games
+    if not pair_masks.fits(prepared.d, sums):
+        return None
+    tests = []
+    for feature in prepared.features:
+        test = feature.kind.pair_test(feature.parameters)
+        if test is None:
+            return None
+        if feature.representation in ("bigint", "days", "micros") or (
+            feature.representation == "native" and feature.values in ("integer", "boolean")
+        ):
+            test = replace(test, integer=True)
+        elif feature.representation == "native" and feature.values == "text" and test.code == EQUAL:
+            test = replace(test, text=True)
+        elif feature.representation not in ("double", "float"):
+            return None  # decimals (exact arithmetic) and anything else: SQL's alone
+        tests.append(test)
+    return tests
 
 
 def _one_column_per_weighting(table: pa.Table, prepared: Prepared) -> dict[str, np.ndarray]:

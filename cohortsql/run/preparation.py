@@ -181,7 +181,7 @@ def prepare(
         weight,
         dialect,
         check_ids=id is not None,
-        duplicates_in_place=engine.memory_budget is None,
+        duplicates_in_place=engine.memory_budget is None and engine.counts_distinct_beside_aggregates,
         distinct_rows=mergeable,
         known=known,
     )

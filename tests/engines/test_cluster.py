@@ -3,7 +3,8 @@ started with pyspark's own ``spark-class``, on loopback. What ``local[*]`` hides
 in other processes (with their own Python workers, which import cohortsql), functions and Arrow batches
 serialised between them, results gathered from both. The driver runs in a subprocess (a Python
 process holds one SparkContext, and the suite's own is ``local[2]``); it prints what it measured as
-JSON, and the test compares it with DuckDB."""
+JSON, and the test compares it with DuckDB. Every mask histogram is built on the executors
+(`cohortsql.engines.spark_histogram`), partial histograms of each worker merged."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ DRIVER = textwrap.dedent(
     import numpy as np, polars as pl
     from pyspark.sql import SparkSession
     import cohortsql
+    import cohortsql.engines.spark
 
+    cohortsql.engines.spark.EXECUTOR_HISTOGRAM_PAIRS = 0  # every mask histogram built on the executors
     spark = (
         SparkSession.builder.master(sys.argv[1]).appName("cohortsql-cluster-test")
         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")

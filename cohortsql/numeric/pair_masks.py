@@ -1,0 +1,205 @@
+"""The mask histogram of subjects against targets in numpy (numba where installed), for engines whose
+SQL aggregate is slow: Spark builds each partition's partial histogram with it on its executors
+(docs/design.md §2; `cohortsql.engines.spark_histogram`).
+
+For target t and subject s the mask is m = sum_j z_tj(x_sj) << j, and the histogram holds, per
+(t, m) that some subject reaches, the sums of the subjects' measures (their weights, and weights
+times outcomes). Each kind's test is the numeric twin of its SQL predicate
+(`cohortsql.request.similarity.Similarity.pair_test`), evaluated with the same arithmetic in the same
+order, so that every comparison falls the same way as the engine's (a window's difference is taken
+in integers for integer columns, as SQL subtracts BIGINTs, and only then compared as a double):
+
+    EQUAL     x_s = x_t (NaN equal to NaN, as Spark compares doubles; text by codes)
+    WINDOW    |x_s - x_t| <= delta
+    RELATIVE  |x_s - x_t| <= delta |x_t|
+    BINS      bin(x_s) = bin(x_t), bin(x) = min(floor((x - low) / width * k), k - 1); one bin when width <= 0
+
+and a missing value (NULL) is similar to a missing value only. Pure numpy, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cohortsql.numeric import kernels
+from cohortsql.numeric.pair_tests import EQUAL, RELATIVE, WINDOW, PairTest
+
+CELL_BYTES = 128 * 2**20
+"""A partial histogram's dense cells (targets x 2^d x sums) held at once: targets go through in passes that fit."""
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Features as the kernel reads them: (d, rows) arrays of doubles, of integers and of missing flags
+    (a feature's values contiguous, for the loop over the subjects of one target and feature)."""
+
+    floats: np.ndarray
+    ints: np.ndarray
+    missing: np.ndarray
+
+    @classmethod
+    def of(
+        cls,
+        columns: Sequence[pa.ChunkedArray | pa.Array],
+        tests: Sequence[PairTest],
+        vocabulary: Sequence[pa.Array | None],
+    ) -> Columns:
+        """The feature `columns` (in feature order) under their `tests`; text as its index in the
+        feature's `vocabulary` (the targets' distinct values; -1 where absent)."""
+        rows = len(columns[0]) if columns else 0
+        floats = np.zeros((len(columns), rows))
+        ints = np.zeros((len(columns), rows), dtype=np.int64)
+        missing = np.zeros((len(columns), rows), dtype=np.bool_)
+        for j, (column, test, words) in enumerate(zip(columns, tests, vocabulary)):
+            column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+            missing[j] = column.is_null().to_numpy(zero_copy_only=False)
+            if test.text:
+                assert words is not None, "text is coded against the targets' values"
+                codes = pc.index_in(column, value_set=words)
+                ints[j] = codes.fill_null(-1).to_numpy(zero_copy_only=False)
+            elif test.integer:
+                ints[j] = column.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+            else:
+                floats[j] = column.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
+        return cls(floats, ints, missing)
+
+
+def fits(d: int, sums: int) -> bool:
+    """Whether one target's dense cells (2^d of `sums` and a reached flag) fit in `CELL_BYTES`."""
+    return targets_per_pass(d, sums) >= 1
+
+
+def vocabulary(column: pa.ChunkedArray | pa.Array, test: PairTest) -> pa.Array | None:
+    """The distinct values a text feature's targets hold (what subjects' values are coded against)."""
+    if not test.text:
+        return None
+    return pc.unique(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column).drop_null()
+
+
+class PartialHistogram:
+    """The mask histogram of `targets` (every one at once: at most `targets_per_pass`) against the
+    subjects `add`ed so far, batch by batch: an executor's share of the subjects in one pass,
+    whatever its size, and partial histograms that a small aggregate merges."""
+
+    def __init__(self, targets: Columns, tests: Sequence[PairTest], sums: int) -> None:
+        count, cells = targets.floats.shape[1], 1 << len(tests)
+        if count > targets_per_pass(len(tests), sums):
+            raise ValueError(f"{count} targets' dense histograms exceed {CELL_BYTES} bytes; pass fewer at once")
+        self.by_target = [np.ascontiguousarray(array.T) for array in (targets.floats, targets.ints, targets.missing)]
+        self.targets, self.tests, self.parameters = targets, tests, _parameters(tests)
+        self.totals = np.zeros((count, cells, sums))
+        self.reached = np.zeros((count, cells), dtype=np.bool_)
+
+    def add(self, subjects: Columns, measures: np.ndarray) -> None:
+        """Add subjects (`measures`: one row of sums each) to every target's cells."""
+        if kernels.available():
+            kernels.compiled_function("pair_histogram")(
+                subjects.floats,
+                subjects.ints,
+                subjects.missing,
+                measures,
+                *self.by_target,
+                *self.parameters,
+                self.totals,
+                self.reached,
+            )
+        else:
+            _numpy_histogram(subjects, measures, self.targets, self.parameters, self.totals, self.reached)
+
+    def cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(target, mask, sums) for every (target, mask) some subject reached, targets numbered by
+        their position in `targets`."""
+        target, mask = np.nonzero(self.reached)
+        return target, mask, self.totals[target, mask]
+
+
+def targets_per_pass(d: int, sums: int) -> int:
+    """The targets whose dense cells (2^d of `sums` and a reached flag each) fit in `CELL_BYTES`."""
+    return CELL_BYTES // ((1 << d) * (sums + 1) * 8)
+
+
+def pair_histogram(
+    subjects: Columns, measures: np.ndarray, targets: Columns, tests: Sequence[PairTest]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(target, mask, sums) for every (target, mask) some subject reaches: `measures` (subjects, sums)
+    summed over the subjects of each, in passes of `targets_per_pass` targets."""
+    step = max(1, targets_per_pass(len(tests), measures.shape[1]))
+    found = []
+    for first in range(0, targets.floats.shape[1], step):
+        part = Columns(*(array[:, first : first + step] for array in (targets.floats, targets.ints, targets.missing)))
+        histogram = PartialHistogram(part, tests, measures.shape[1])
+        histogram.add(subjects, measures)
+        target, mask, totals = histogram.cells()
+        found.append((target + first, mask, totals))
+    return tuple(np.concatenate(column) for column in zip(*found))  # type: ignore[return-value]
+
+
+def _parameters(tests: Sequence[PairTest]) -> tuple[np.ndarray, ...]:
+    """The tests as the compiled kernel takes them: one array per field."""
+    return (
+        np.array([test.code for test in tests], dtype=np.int64),
+        np.array([test.integer or test.text for test in tests], dtype=np.bool_),
+        np.array([test.delta for test in tests], dtype=np.float64),
+        np.array([float(test.low) for test in tests], dtype=np.float64),
+        np.array([int(test.low) if test.integer else 0 for test in tests], dtype=np.int64),
+        np.array([test.width for test in tests], dtype=np.float64),
+        np.array([test.bins for test in tests], dtype=np.int64),
+    )
+
+
+def similar(subjects: Columns, targets: Columns, t: int, j: int, parameters: tuple[np.ndarray, ...]) -> np.ndarray:
+    """z_tj(x_sj) for every subject s: feature j's test against target t, in numpy."""
+    code, integer, delta, low_float, low_int, width, bins = (array[j] for array in parameters)
+    s_missing, t_missing = subjects.missing[j], targets.missing[j, t]
+    if integer:
+        s_values, t_value = subjects.ints[j], targets.ints[j, t]
+        difference = np.abs(s_values - t_value).astype(np.float64)
+    else:
+        s_values, t_value = subjects.floats[j], targets.floats[j, t]
+        difference = np.abs(s_values - t_value)
+    with np.errstate(invalid="ignore"):
+        if code == EQUAL:
+            same = s_values == t_value
+            if not integer and np.isnan(t_value):
+                same = np.isnan(s_values)
+        elif code == WINDOW:
+            same = difference <= delta
+        elif code == RELATIVE:
+            same = difference <= delta * abs(float(t_value))
+        elif not width > 0:
+            same = np.ones(len(s_values), dtype=np.bool_)
+        else:
+            same = _bin(s_values, integer, low_float, low_int, width, bins) == _bin(
+                np.array([t_value]), integer, low_float, low_int, width, bins
+            )
+    return np.where(s_missing | t_missing, s_missing & t_missing, same)
+
+
+def _bin(values: np.ndarray, integer: bool, low_float: float, low_int: int, width: float, bins: int) -> np.ndarray:
+    offset = (values - low_int).astype(np.float64) if integer else values - low_float
+    return np.minimum(np.floor(offset / width * bins), bins - 1)
+
+
+def _numpy_histogram(
+    subjects: Columns,
+    measures: np.ndarray,
+    targets: Columns,
+    parameters: tuple[np.ndarray, ...],
+    totals: np.ndarray,
+    reached: np.ndarray,
+) -> None:
+    """`PartialHistogram.add` without numba: a vectorised mask per target, then a bincount per sum."""
+    d = len(parameters[0])
+    cells = 1 << d
+    for t in range(targets.floats.shape[1]):
+        mask = np.zeros(len(measures), dtype=np.int64)
+        for j in range(d):
+            mask |= similar(subjects, targets, t, j, parameters).astype(np.int64) << j
+        reached[t] |= np.bincount(mask, minlength=cells) > 0
+        for column in range(measures.shape[1]):
+            totals[t, :, column] += np.bincount(mask, weights=measures[:, column], minlength=cells)
