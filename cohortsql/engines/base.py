@@ -270,7 +270,7 @@ class Engine(ABC):
     ) -> dict[str, np.ndarray] | None:
         """The mask histogram (target, mask0 and the `sums`) of the `targets` batch (numbered by
         ``__cohort_batch``) against the rows of query `subjects` (the feature `columns`, then each
-        row's measure per sum; `pairs` target-subject pairs in all), built outside SQL where the
+        row's measure per sum; the run's batches cover `pairs` target-subject pairs), built outside SQL where the
         engine does that better than its own aggregate (Spark: on its executors,
         `cohortsql.engines.spark_histogram`) by the kinds' numeric `tests`. None, by default: the
         caller runs the SQL histogram."""

@@ -76,7 +76,7 @@ QUIET_LOGGING = Path(__file__).with_name("spark_log4j2.properties")
 of banner and warnings before the command line's output)."""
 
 EXECUTOR_HISTOGRAM_PAIRS = 5_000_000
-"""Target-subject pairs of a batch from which the executors build its mask histogram: below, Spark
+"""Target-subject pairs of a run from which the executors build its mask histograms: below, Spark
 SQL's is quicker (20 Boston targets: 0.57-0.73 s a call against 0.9 s, the Python workers' round trip
 and the merge costing more than the pairs); above, much slower (1,000,000 x 100 x 12 windows: see
 docs/engines.md)."""
@@ -112,12 +112,13 @@ def start_session(master: str | None = None) -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
-    builder = SparkSession.builder
     if master is None or master.startswith("local"):  # a cluster's workers run the cluster's Python
-        builder = builder.config("spark.pyspark.python", _workers_python())
+        # PySpark reads the workers' Python from the environment when it starts the context (the
+        # spark.pyspark.python setting of a builder did not reach them): python3 on the PATH may lack cohortsql.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
         session = (
-            builder.master(master or "local[*]")
+            SparkSession.builder.master(master or "local[*]")
             .appName("cohortsql")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")  # cohortsql reports progress itself
@@ -130,12 +131,6 @@ def start_session(master: str | None = None) -> SparkSession:
         raise CohortError(f"cannot start Spark on master {master or 'local[*]'!r}: {first}") from None
     session.sparkContext.setLogLevel("ERROR")
     return session
-
-
-def _workers_python() -> str:
-    """The Python that the workers of a local session run: ``PYSPARK_PYTHON`` when set, else this
-    interpreter, which has cohortsql (Spark's own default, ``python3`` on the PATH, may not)."""
-    return os.environ.get("PYSPARK_PYTHON", sys.executable)
 
 
 _MASTER = re.compile(
@@ -358,7 +353,7 @@ class SparkEngine(Engine):
         pairs: int,
         context: str,
     ) -> dict[str, np.ndarray] | None:
-        """On the executors (`cohortsql.engines.spark_histogram`) from `EXECUTOR_HISTOGRAM_PAIRS` pairs,
+        """On the executors (`cohortsql.engines.spark_histogram`) for runs of `EXECUTOR_HISTOGRAM_PAIRS` pairs,
         when their Python imports cohortsql (else a warning says what to install, once per session);
         otherwise None, and Spark SQL's histogram."""
         if pairs < EXECUTOR_HISTOGRAM_PAIRS or not self._python_on_executors():
@@ -367,7 +362,7 @@ class SparkEngine(Engine):
         from cohortsql.numeric.pair_masks import targets_per_pass
 
         step = max(1, targets_per_pass(len(tests), len(sums)))
-        tasks = None if self._remote else self.session.sparkContext.defaultParallelism
+        tasks = self._tasks()
 
         def histogram(batch: pa.Table) -> pa.Table:
             return histogram_frame(self.session, subjects, batch, tests, columns, sums, tasks).toArrow()
@@ -378,6 +373,13 @@ class SparkEngine(Engine):
         ]
         table = pa.concat_tables(parts)
         return {name: table.column(name).to_numpy() for name in table.column_names}
+
+    def _tasks(self) -> int:
+        """About as many tasks as the cluster has cores: its default parallelism (a Connect client cannot
+        read it; there, the session's shuffle partitions)."""
+        if self._remote:
+            return int(self.session.conf.get("spark.sql.shuffle.partitions") or 200)
+        return int(self.session.sparkContext.defaultParallelism)
 
     def _python_on_executors(self) -> bool:
         """Whether the executors' Python imports cohortsql (asked once per session)."""

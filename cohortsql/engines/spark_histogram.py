@@ -1,11 +1,11 @@
-"""Spark's mask histogram without its hash aggregate of the pairs: each executor task takes its
-partition of the subjects as Arrow batches (``mapInArrow``) and builds the partition's partial
-histogram against every target of the batch in numpy (numba where installed;
-`cohortsql.numeric.pair_masks`); a small aggregate merges the partitions' histograms.
+"""Spark's mask histogram without its hash aggregate of the pairs: each executor task takes its share
+of the subjects as Arrow batches (``mapInArrow``) and builds one partial histogram against every
+target of the batch in a compiled loop (numba where installed, numpy otherwise;
+`cohortsql.numeric.pair_masks`); a small aggregate merges the tasks' histograms.
 
 Why: Spark's hash aggregate of target-subject pairs is nearly all of its cost (one GROUP BY target,
-mask of 1e8 pairs took 15 s on 2 cores, DuckDB 1.5 s), while a compiled loop over the same pairs takes
-0.4 s on one core. The targets travel with the function (they are one batch: a few thousand rows at
+mask of 1e8 pairs took 12.3 s on 2 cores, DuckDB 1.3 s), while this path took 1.7 s
+(`benchmarks/bench_spark.py`). The targets travel with the function (they are one batch: a few thousand rows at
 most); the subjects never leave their executors. The Python workers import cohortsql: on a cluster it
 must be installed where the executors run (`cohortsql.engines.spark_functions.executors_import`).
 """
@@ -30,7 +30,7 @@ def histogram_frame(
     tests: Sequence[PairTest],
     columns: Sequence[str],
     sums: Sequence[str],
-    tasks: int | None,
+    tasks: int,
 ) -> DataFrame:
     """The mask histogram (target, mask0, one column per sum) of the `targets` (numbered by
     ``__cohort_batch``; their feature `columns`; at most `cohortsql.numeric.pair_masks.targets_per_pass`)
@@ -55,9 +55,7 @@ def histogram_frame(
         )
 
     schema = ", ".join(["target int", "mask0 bigint", *(f"{name} double" for name in measures)])
-    rows = session.sql(subjects)
-    if tasks is not None:
-        rows = rows.coalesce(tasks)
+    rows = session.sql(subjects).coalesce(tasks)
     with warnings.catch_warnings():  # PySpark's about pandas 3: cohortsql hands it Arrow
         warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
         partials = rows.mapInArrow(partial, schema)

@@ -82,11 +82,16 @@ class Plan:
 
 def fitted_costs(first: tuple[int, float], last: tuple[int, float]) -> tuple[float, float]:
     """The cost per target and the fixed cost of a batch, from two timed batches (targets, seconds):
-    from their difference when the larger took longer, else each target costs the latest's mean."""
+    from their difference when the larger took longer; none per target when it did not (the batch's
+    fixed cost is all there is to see: Spark's executors scan every subject whatever the targets, and
+    charging that to each target made 300 targets take 25 batches of about 2 s); else, for batches of
+    one size, each target costs the latest's mean."""
     (small, small_seconds), (large, large_seconds) = first, last
     if large > small and large_seconds > small_seconds:
         per_target = (large_seconds - small_seconds) / (large - small)
         return per_target, max(0.0, small_seconds - per_target * small)
+    if large > small:
+        return 0.0, (small_seconds + large_seconds) / 2
     return large_seconds / large, 0.0
 
 
@@ -206,6 +211,8 @@ class Pacer:
         rate = max(self.seconds_per_target or 0.0, 1e-9)
         if self._calibrating():
             return min(self.memory_batch, CALIBRATION_FACTOR * self.timed[0][0])
+        if not self.seconds_per_target:  # no cost per target seen yet: grow until one shows, within memory
+            return min(self.memory_batch, CALIBRATION_FACTOR * self.timed[-1][0])
         fixed = self.seconds_per_batch_fixed
         return min(self.memory_batch, max(1, math.ceil(max(self.seconds_per_batch - fixed, fixed) / rate)))
 
@@ -226,7 +233,14 @@ class Pacer:
         if self.seconds_per_target is None:
             return None
         left = self.total - done
-        batches = math.ceil(left / self._next_size()) if left > 0 else 0
+        if self.seconds_per_target or not self.paced:
+            batches = math.ceil(left / self._next_size()) if left > 0 else 0
+        else:  # batches growing fourfold from the latest, within memory (`_next_size`)
+            batches, size, covered = 0, self.timed[-1][0], 0
+            while covered < left:
+                size = min(self.memory_batch, CALIBRATION_FACTOR * size)
+                covered += size
+                batches += 1
         return left * self.seconds_per_target + batches * self.seconds_per_batch_fixed
 
     def _say_if_long(self, done: int) -> None:

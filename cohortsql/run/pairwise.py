@@ -47,6 +47,8 @@ def _histograms(
     context = "computing similarity masks" + (f" (check the sql: similarity of {custom})" if custom else "")
     engine.expect_aggregates(queries.histogram.histogram_sums(prepared.measures, draw_groups=weighted.draw_groups))
     tests = None if weighted.draw_groups else pair_tests(prepared)
+    # The run's pairs, not the batch's: every batch on one path, so that the pilot times the path the run takes.
+    pairs = targets.distinct.num_rows * prepared.subject_rows
     for start, size in pacer.batches():
         batch = targets.numbered(start, size)
         histogram = None
@@ -63,7 +65,7 @@ def _histograms(
                 tests,
                 [feature.column for feature in prepared.features],
                 [*prepared.measures.weight_names, *prepared.measures.sum_names],
-                pairs=batch.num_rows * prepared.subject_rows,
+                pairs=pairs,
                 context=context,
             )
         if histogram is None:

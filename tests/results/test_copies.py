@@ -91,3 +91,15 @@ def test_the_label_rule_needs_a_probability_calibrated_to_the_level_and_enough_r
     holes = titanic.with_columns(survived=pl.when(pl.int_range(pl.len()) % 7 == 0).then(None).otherwise("survived"))
     holes = holes.with_columns(survived=pl.when(pl.col("survived").is_null()).then(None).otherwise(titanic["survived"]))
     assert fitted_label(holes, ["survived"], p) is not None
+
+
+def test_the_command_line_names_the_label_and_marks_it():
+    """`--features all` on the Titanic table: the warning is printed, and the label's row is marked `!`."""
+    from typer.testing import CliRunner
+
+    from cohortsql.cli import app
+
+    result = CliRunner().invoke(app, ["effects", TITANIC, "--prediction", "prediction", "--features", "all"])
+    assert result.exit_code == 0, result.output
+    assert "'survived' is probably the label 'prediction' was fitted to" in result.output
+    assert any(line.lstrip().startswith("! survived") for line in result.output.splitlines())
