@@ -4,15 +4,17 @@ sample of targets (paper, Section 5 and Appendix 4).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Unpack
 
 from cohortsql._typing import CompareOptions
 from cohortsql.api.baseline import check_model, explain_with_model
 from cohortsql.api.local import explain_targets
 from cohortsql.errors import CohortError
+from cohortsql.games.baseline.exact import Model
 from cohortsql.games.baseline.models import model_function
 from cohortsql.request.arguments import drawn_seed
-from cohortsql.request.options import checked_options
+from cohortsql.request.options import Options, checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.comparison import Comparison
 from cohortsql.results.tables import warn_about_cohorts
@@ -75,13 +77,7 @@ def compare(
     >>> dict(zip(shares["feature"], shares["share"].round(3)))
     {'income': 0.846, 'region': 0.154}
     """
-    asked = checked_options(options, CompareOptions, realistic=True)
-    if not isinstance(prediction, str):
-        raise CohortError(f"compare explains one prediction column (the model's), got {prediction!r}")
-    function = model_function(model, asked.modelling.model_output)
-    # CS, BS and ABS share one seed: one sample of targets, and permutations that can be repeated.
-    random = asked.selection.sample is not None or asked.estimation.method != "exact"
-    asked = asked.with_seed(drawn_seed(asked.selection.seed, random))
+    asked, function = checked_comparison(options, prediction, model)
     with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_FEATURES) as session:
         chosen = session.select()  # one sample of targets for all three methods
         check_model(session, chosen, model)  # BS and ABS must explain the function CS explains
@@ -91,3 +87,15 @@ def compare(
         all_baseline = explain_with_model(session, chosen, function, baseline="all", estimation=estimation)
     warn_about_cohorts(cohort.diagnostics, cohort.kinds)
     return Comparison(cohort=cohort, baseline=baseline, all_baseline=all_baseline)
+
+
+def checked_comparison(options: Mapping[str, Any], prediction: object, model: Any) -> tuple[Options, Model]:
+    """`compare`'s checked options and its model as a function (`estimate_compare` checks alike). CS,
+    BS and ABS share one seed, drawn here when none is given and chance is involved: one sample of
+    targets, and permutations that can be repeated."""
+    asked = checked_options(options, CompareOptions, realistic=True)
+    if not isinstance(prediction, str):
+        raise CohortError(f"compare explains one prediction column (the model's), got {prediction!r}")
+    function = model_function(model, asked.modelling.model_output)
+    random = asked.selection.sample is not None or asked.estimation.method != "exact"
+    return asked.with_seed(drawn_seed(asked.selection.seed, random)), function

@@ -9,10 +9,9 @@ from typing import Any, Literal, Unpack
 
 from cohortsql._typing import CompareOptions, Prediction, ShapleyOptions
 from cohortsql.api.baseline import check_model, explain_with_model
-from cohortsql.errors import CohortError
+from cohortsql.api.compare import checked_comparison
 from cohortsql.games.baseline.exact import Model
-from cohortsql.games.baseline.models import model_function
-from cohortsql.request.arguments import drawn_seed, explained_columns
+from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.run.interrupts import interruptible_call
@@ -98,12 +97,7 @@ def estimate_compare(
     >>> [(game.game, game.baselines, game.points_per_target) for game in plan.model_games]
     [('baseline', 1, 4), ('all-baseline', 12, 48)]
     """
-    asked = checked_options(options, CompareOptions, realistic=True)
-    if not isinstance(prediction, str):
-        raise CohortError(f"compare explains one prediction column (the model's), got {prediction!r}")
-    function = model_function(model, asked.modelling.model_output)
-    random = asked.selection.sample is not None or asked.estimation.method != "exact"
-    asked = asked.with_seed(drawn_seed(asked.selection.seed, random))
+    asked, function = checked_comparison(options, prediction, model)
     with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_FEATURES) as session:
         chosen = session.select()
         check_model(session, chosen, model)
