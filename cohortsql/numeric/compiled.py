@@ -137,7 +137,7 @@ def pair_histogram(
     totals,
     reached,
 ):
-    """`cohortsql.numeric.pair_masks.pair_histogram` for one chunk of targets: each target's mask of
+    """`cohortsql.numeric.pair_masks.PartialHistogram.add`: each target's mask of
     every subject, by the tests of `cohortsql.numeric.pair_masks.similar` (the same arithmetic), and
     the subject's measures added to its cell. Features are (d, rows): for each target and feature one
     tight loop over the subjects, its test chosen outside it."""

@@ -123,22 +123,6 @@ def targets_per_pass(d: int, sums: int) -> int:
     return CELL_BYTES // ((1 << d) * (sums + 1) * 8)
 
 
-def pair_histogram(
-    subjects: Columns, measures: np.ndarray, targets: Columns, tests: Sequence[PairTest]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(target, mask, sums) for every (target, mask) some subject reaches: `measures` (subjects, sums)
-    summed over the subjects of each, in passes of `targets_per_pass` targets."""
-    step = max(1, targets_per_pass(len(tests), measures.shape[1]))
-    found = []
-    for first in range(0, targets.floats.shape[1], step):
-        part = Columns(*(array[:, first : first + step] for array in (targets.floats, targets.ints, targets.missing)))
-        histogram = PartialHistogram(part, tests, measures.shape[1])
-        histogram.add(subjects, measures)
-        target, mask, totals = histogram.cells()
-        found.append((target + first, mask, totals))
-    return tuple(np.concatenate(column) for column in zip(*found))  # type: ignore[return-value]
-
-
 def _parameters(tests: Sequence[PairTest]) -> tuple[np.ndarray, ...]:
     """The tests as the compiled kernel takes them: one array per field."""
     return (

@@ -71,10 +71,19 @@ def _histograms(data: pl.DataFrame, kinds: dict[str, str], prediction: str, **op
 
     def built(step: int | None) -> dict:
         """Batches of `step` subjects into one partial histogram; None: all at once, in passes of targets."""
-        if step is None:
+        if step is None:  # as the Spark engine does: passes of as many targets as fit, each a histogram
             rows = pair_masks.Columns.of([subjects.column(name) for name in columns], tests, vocabulary)
             measures = np.column_stack([subjects.column(name).to_numpy() for name in sums])
-            return _cells(*pair_masks.pair_histogram(rows, measures, targets, tests), batch)
+            per_pass, found = pair_masks.targets_per_pass(len(tests), len(sums)), {}
+            for first in range(0, batch.num_rows, per_pass):
+                part = pair_masks.Columns(
+                    *(array[:, first : first + per_pass] for array in (targets.floats, targets.ints, targets.missing))
+                )
+                histogram = pair_masks.PartialHistogram(part, tests, len(sums))
+                histogram.add(rows, measures)
+                target, mask, totals = histogram.cells()
+                found |= _cells(target + first, mask, totals, batch)
+            return found
         histogram = pair_masks.PartialHistogram(targets, tests, len(sums))
         for first in range(0, subjects.num_rows, step):  # batches of subjects, as an executor receives them
             part = subjects.slice(first, step)
@@ -127,7 +136,7 @@ def test_weights_and_several_outcomes_are_summed_as_sql_sums_them():
 
 
 def test_passes_of_few_targets_give_the_same_cells(monkeypatch):
-    """With room for three targets' cells at a time, pair_histogram takes the 40 targets in 14 passes;
+    """With room for three targets' cells at a time, the 40 targets go in 14 passes;
     a partial histogram of more targets than fit is refused."""
     expected, built, tests = _histograms(BOSTON, BOSTON_KINDS, "medv")
     monkeypatch.setattr(pair_masks, "CELL_BYTES", 3 * (1 << len(tests)) * 3 * 8)
