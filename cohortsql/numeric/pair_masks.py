@@ -1,5 +1,5 @@
 """The mask histogram of subjects against targets in numpy (numba where installed), for engines whose
-SQL aggregate is slow: Spark builds each partition's partial histogram with it on its executors
+SQL aggregate is slow: Spark builds each task's partial histogram with it on its executors
 (docs/design.md §2; `cohortsql.engines.spark_histogram`).
 
 For target t and subject s the mask is m = sum_j z_tj(x_sj) << j, and the histogram holds, per
@@ -56,7 +56,7 @@ class Columns:
         ints = np.zeros((len(columns), rows), dtype=np.int64)
         missing = np.zeros((len(columns), rows), dtype=np.bool_)
         for j, (column, test, words) in enumerate(zip(columns, tests, vocabulary)):
-            column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+            column = _array(column)
             missing[j] = column.is_null().to_numpy(zero_copy_only=False)
             if test.text:
                 assert words is not None, "text is coded against the targets' values"
@@ -78,7 +78,11 @@ def vocabulary(column: pa.ChunkedArray | pa.Array, test: PairTest) -> pa.Array |
     """The distinct values a text feature's targets hold (what subjects' values are coded against)."""
     if not test.text:
         return None
-    return pc.unique(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column).drop_null()
+    return pc.unique(_array(column)).drop_null()
+
+
+def _array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
 
 class PartialHistogram:
@@ -91,7 +95,7 @@ class PartialHistogram:
         if count > targets_per_pass(len(tests), sums):
             raise ValueError(f"{count} targets' dense histograms exceed {CELL_BYTES} bytes; pass fewer at once")
         self.by_target = [np.ascontiguousarray(array.T) for array in (targets.floats, targets.ints, targets.missing)]
-        self.targets, self.tests, self.parameters = targets, tests, _parameters(tests)
+        self.targets, self.parameters = targets, _parameters(tests)
         self.totals = np.zeros((count, cells, sums))
         self.reached = np.zeros((count, cells), dtype=np.bool_)
 

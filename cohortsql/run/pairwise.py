@@ -47,27 +47,18 @@ def _histograms(
     context = "computing similarity masks" + (f" (check the sql: similarity of {custom})" if custom else "")
     engine.expect_aggregates(queries.histogram.histogram_sums(prepared.measures, draw_groups=weighted.draw_groups))
     tests = None if weighted.draw_groups else pair_tests(prepared)
+    inputs = queries.histogram.pair_inputs(
+        weighted.relation, prepared.features, prepared.measures, engine.dialect, collapsed=prepared.compressed
+    )
+    columns = [feature.column for feature in prepared.features]
+    sums = [*prepared.measures.weight_names, *prepared.measures.sum_names]
     # The run's pairs, not the batch's: every batch on one path, so that the pilot times the path the run takes.
     pairs = targets.distinct.num_rows * prepared.subject_rows
     for start, size in pacer.batches():
         batch = targets.numbered(start, size)
         histogram = None
         if tests is not None:
-            histogram = engine.pair_histogram(
-                queries.histogram.pair_inputs(
-                    weighted.relation,
-                    prepared.features,
-                    prepared.measures,
-                    engine.dialect,
-                    collapsed=prepared.compressed,
-                ),
-                batch,
-                tests,
-                [feature.column for feature in prepared.features],
-                [*prepared.measures.weight_names, *prepared.measures.sum_names],
-                pairs=pairs,
-                context=context,
-            )
+            histogram = engine.pair_histogram(inputs, batch, tests, columns, sums, pairs=pairs, context=context)
         if histogram is None:
             histogram = _sql_histogram(engine, prepared, weighted, batch, context)
         if of_players and prepared.groups is not None:

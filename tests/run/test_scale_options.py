@@ -180,24 +180,21 @@ def test_a_batchs_fixed_cost_is_not_charged_to_each_target(monkeypatch):
     assert notes == []  # about 20 s: no long-run warning (10 targets at 0.101 s each said 17 min)
 
 
-def test_a_batch_that_costs_the_same_whatever_its_targets_grows_fourfold():
+def test_a_batch_that_costs_the_same_whatever_its_targets_grows_fourfold(monkeypatch):
     """Spark's executors scan every subject whatever the targets: a batch costs 1.25 s, its targets next
     to nothing. The pilot (10) and the calibration batch (40) took the same, so no cost per target is
     seen and batches grow fourfold within memory (3,000) instead of charging 1.25 s to 50 targets (which
     made 300 targets take 25 batches); the estimate is the batches' fixed costs."""
-    clock, notes, pacer = timed_pacer(monkeypatch_clock := pytest.MonkeyPatch())
-    try:
-        sizes, estimates = [], []
-        for start, size in pacer.batches():
-            sizes.append(size)
-            if len(sizes) == 3:
-                estimates.append(clock.now + pacer.remaining_seconds(start))
-            clock.now += 1.25  # exact in binary: every batch takes the same
-        assert sizes[:5] == [10, 40, 160, 640, 2560] and sum(sizes) == 10_000
-        assert pacer.seconds_per_target is not None and pacer.seconds_per_target < 1e-9
-        assert len(sizes) * 1.25 / 3 <= estimates[0] <= len(sizes) * 1.25 * 3
-    finally:
-        monkeypatch_clock.undo()
+    clock, notes, pacer = timed_pacer(monkeypatch)
+    sizes, estimates = [], []
+    for start, size in pacer.batches():
+        sizes.append(size)
+        if len(sizes) == 3:
+            estimates.append(clock.now + pacer.remaining_seconds(start))
+        clock.now += 1.25  # exact in binary: every batch takes the same on the test's clock
+    assert sizes[:5] == [10, 40, 160, 640, 2560] and sum(sizes) == 10_000
+    assert pacer.seconds_per_target == 0.0  # nothing per target to see
+    assert len(sizes) * 1.25 / 3 <= estimates[0] <= len(sizes) * 1.25 * 3
 
 
 def test_memory_bounds_every_batch_and_the_lattice_is_not_paced():
