@@ -1,6 +1,6 @@
 -- The target rows as they are in the data (every column), in id order, for the result and
--- per-group summaries.
+-- per-group summaries. {limit} as in targets.sql.
 SELECT {id} AS __cohort_id, {columns}
 FROM {source}
 WHERE {membership}
-ORDER BY {id}
+ORDER BY {id}{limit}

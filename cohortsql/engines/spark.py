@@ -81,6 +81,13 @@ SQL's is quicker (20 Boston targets: 0.57-0.73 s a call against 0.9 s, the Pytho
 and the merge costing more than the pairs); above, much slower (1,000,000 x 100 x 12 windows: see
 docs/engines.md)."""
 
+SCAN_PARTITIONS_PER_CORE = 2
+"""The input is read in at most this many partitions a core (merged without a shuffle, `DataFrame.coalesce`).
+A frame made from 1,000,000 in-memory rows has 100 partitions; on local[2] the ids' uniqueness check took
+7-10 s over them and 1.1-1.3 s over 4, a count 0.38 s and 0.15 s (benchmarks/bench_spark.py's table)."""
+
+_SHUFFLE_PARTITIONS, _SPARK_DEFAULT_SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions", "200"
+
 _EXECUTORS_IMPORT: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 """Per SparkSession, whether its executors' Python imports cohortsql (asked by a one-row job)."""
 
@@ -264,6 +271,10 @@ class SparkEngine(Engine):
                 "Spark does not promise a row order for this input, so rows have no stable position:"
                 " pass id= naming a column that identifies rows (--id on the command line)"
             )
+        cheap = cheap or _is_cached(frame)
+        # Every whole-table query of a call is a job of as many tasks as the input has partitions: merged
+        # (no shuffle), small partitions stop costing a task each (see SCAN_PARTITIONS_PER_CORE).
+        frame = frame.coalesce(SCAN_PARTITIONS_PER_CORE * self._tasks())
         name = self._view(frame, "input")
         schema = without_positions(self._schema(frame))
         return Input(self.dialect.quote(name), schema, positions, cheap)
@@ -540,9 +551,26 @@ class SparkEngine(Engine):
 
     @contextmanager
     def _querying(self) -> Iterator[None]:
-        with _quiet_loggers():
+        with _quiet_loggers(), self._shuffle_partitions():
             self._count(+1)
             yield
+
+    @contextmanager
+    def _shuffle_partitions(self) -> Iterator[None]:
+        """While a query of this engine is planned and run, a session on Spark's default of 200 shuffle
+        partitions uses as many as its input has (`SCAN_PARTITIONS_PER_CORE` a core), as Spark's tuning
+        guide advises (2-3 tasks a core): on local[2] the ids' check of 1,000,000 rows took 0.5 s with 4
+        and 1.0 s with 200. A setting the user chose stays; so does the session's setting afterwards."""
+        conf = self.session.conf
+        previous = conf.get(_SHUFFLE_PARTITIONS)
+        if previous != _SPARK_DEFAULT_SHUFFLE_PARTITIONS or self._remote:
+            yield
+            return
+        conf.set(_SHUFFLE_PARTITIONS, str(SCAN_PARTITIONS_PER_CORE * self._tasks()))
+        try:
+            yield
+        finally:
+            conf.set(_SHUFFLE_PARTITIONS, previous)
 
     def _failure_message(self, error: BaseException) -> str:
         return _message(error)
@@ -556,6 +584,12 @@ def _is_connect(value: object) -> bool:
     """Of a Spark Connect class: these do not derive from the classic ones, and their module needs
     Connect's own packages, so it is not imported to check."""
     return type(value).__module__.startswith("pyspark.sql.connect.")
+
+
+def _is_cached(frame: DataFrame) -> bool:
+    """Whether Spark keeps `frame` (``DataFrame.cache`` or ``CACHE TABLE``): then rescans read memory."""
+    level = frame.storageLevel
+    return bool(level.useMemory or level.useDisk or level.useOffHeap)
 
 
 def _is_spark(value: object, name: Literal["DataFrame", "SparkSession"]) -> bool:

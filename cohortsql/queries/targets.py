@@ -10,9 +10,19 @@ from cohortsql.queries.templates import template
 from cohortsql.request.measures import Measures
 
 
-def target_rows(subjects: str, condition: str, measures: Measures) -> str:
-    """The subject rows that satisfy `condition` (every column and their weights), in id order."""
-    return template("targets").format(subjects=subjects, condition=condition, weights=target_weight(measures))
+def target_rows(subjects: str, condition: str, measures: Measures, at_most: int | None = None) -> str:
+    """The subject rows that satisfy `condition` (every column and their weights), in id order; `at_most`
+    bounds how many can (see `top_rows`)."""
+    return template("targets").format(
+        subjects=subjects, condition=condition, weights=target_weight(measures), limit=top_rows(at_most)
+    )
+
+
+def top_rows(at_most: int | None) -> str:
+    """A LIMIT clause for an ordered read of rows chosen by id, `at_most` of them (ids are unique):
+    a sort with a limit is a top-N, which Spark runs in one job where a whole sort samples the rows in a
+    job of its own, then shuffles them (100 ids of 1,000,000 rows on local[2]: 0.2 s against 0.4-0.5 s)."""
+    return "" if at_most is None else f"\nLIMIT {int(at_most)}"
 
 
 def numbered_targets(targets: str) -> str:
@@ -58,8 +68,15 @@ def sampled_targets(subjects: str, condition: str, size: int, seed: int, measure
     )
 
 
-def target_data(source: str, columns: Sequence[str], id: str, membership: str, dialect: Dialect) -> str:
-    """The rows of `source` (the given columns, as they are) passing the id `membership` test, in id order."""
+def target_data(
+    source: str, columns: Sequence[str], id: str, membership: str, dialect: Dialect, at_most: int | None = None
+) -> str:
+    """The rows of `source` (the given columns, as they are) passing the id `membership` test, in id order;
+    `at_most` bounds how many can (see `top_rows`)."""
     return template("target_data").format(
-        columns=", ".join(dialect.quote(column) for column in columns), source=source, id=id, membership=membership
+        columns=", ".join(dialect.quote(column) for column in columns),
+        source=source,
+        id=id,
+        membership=membership,
+        limit=top_rows(at_most),
     )

@@ -230,7 +230,7 @@ def rows_by_id(
         table, weights = read_targets(
             engine,
             prepared,
-            queries.targets.target_rows(prepared.subjects, condition, prepared.measures),
+            queries.targets.target_rows(prepared.subjects, condition, prepared.measures, _listed(requested)),
             context=f"matching {role} ids to the {column}",
         )
     found = pl.Series(table.column("__cohort_id"))
@@ -285,6 +285,13 @@ LITERAL_IDS = 5_000
 against 38 ms for a semi-join on 2,000,000 rows, measured on DuckDB); more are uploaded as a table."""
 
 
+def _listed(ids: pa.Array) -> int | None:
+    """How many rows an ordered read of `ids` written into the query can return (ids are unique), for
+    its LIMIT (`queries.targets.top_rows`); None for ids read from an uploaded table: a top-N of that
+    many rows would hold them all in each of Spark's tasks."""
+    return len(ids) if len(ids) <= LITERAL_IDS else None
+
+
 @contextmanager
 def id_membership(engine: Engine, column: str, ids: pa.Array) -> Iterator[str]:
     """SQL testing that `column` is one of `ids`, for the duration of a with-block."""
@@ -308,7 +315,12 @@ def read_rows(engine: Engine, prepared: Prepared, rows: pa.Table) -> pl.DataFram
     with nullcontext("TRUE") if every_row else id_membership(engine, prepared.id_sql, ids) as membership:
         read = engine.fetch_arrow(
             queries.targets.target_data(
-                prepared.input.relation, prepared.input.schema.names, prepared.id_sql, membership, engine.dialect
+                prepared.input.relation,
+                prepared.input.schema.names,
+                prepared.id_sql,
+                membership,
+                engine.dialect,
+                None if every_row else _listed(ids),
             ),
             context="reading the target rows",
         )
