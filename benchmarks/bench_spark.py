@@ -12,7 +12,7 @@ values never pass through the driver.
        subjects     the subjects broadcast and the targets streamed, so that each task walks one
          broadcast  target's pairs after another (its groups stay in cache); a broadcast per query
        executors    what cohortsql runs on Spark: no hash aggregate of the pairs, but each executor
-         (kernel)   task's partial histogram of its subjects in a compiled loop, merged by a small one
+         (kernel)   task's partial histogram of its subjects in a compiled loop, merged by the driver
        cohort_      the whole call on Spark and on DuckDB, the same 100 targets: statistics, checks,
          shapley    the histogram and the numpy stage
 
@@ -121,22 +121,23 @@ def histogram_part(spark: Any, rows: int, targets: int) -> None:
 
 
 def histogram_on_the_executors(spark: Any, chosen: pa.Table) -> tuple[int, float, float]:
-    """The mask histogram as cohortsql builds it on Spark (`cohortsql.engines.spark_histogram`): each
-    executor task's share of the cached subjects in Arrow batches, masks and partial histograms in a
-    compiled loop (numba), a small aggregate to merge them. Returns the totals `totals` gives."""
-    from pyspark.sql import functions
-
-    from cohortsql.engines.spark_histogram import histogram_frame
+    """The mask histogram as cohortsql builds it on Spark (`SparkEngine.pair_histogram`): each executor
+    task's share of the cached subjects in Arrow batches, masks and partial histograms in a compiled loop
+    (numba), merged by the driver (or, beyond a few tasks, by a small Spark aggregate). Returns the
+    totals `totals` gives."""
+    from cohortsql.engines.spark import SparkEngine
     from cohortsql.numeric.pair_tests import WINDOW, PairTest
 
     names = [f"x{j}" for j in range(D)]
     targets = chosen.rename_columns(["__cohort_batch", *names])
     subjects = f"SELECT {', '.join(names)}, CAST(1 AS DOUBLE) AS n, y AS total FROM s"
     tests = [PairTest(WINDOW, delta=DELTA)] * D
-    tasks = spark.sparkContext.defaultParallelism
-    merged = histogram_frame(spark, subjects, targets, tests, names, ["n", "total"], tasks)
-    row = merged.agg(functions.count("*"), functions.sum("n"), functions.sum("total")).collect()[0]
-    return int(row[0]), float(row[1]), float(row[2])
+    with SparkEngine(spark) as engine:
+        found = engine.pair_histogram(
+            subjects, targets, tests, names, ["n", "total"], pairs=chosen.num_rows * 10**6, context="the benchmark"
+        )
+    assert found is not None, "the executors' Python could not import cohortsql"
+    return len(found["target"]), float(found["n"].sum()), float(found["total"].sum())
 
 
 def whole_call(spark: Any, subjects: pa.Table, targets: int) -> None:

@@ -369,21 +369,23 @@ class SparkEngine(Engine):
         otherwise None, and Spark SQL's histogram."""
         if pairs < EXECUTOR_HISTOGRAM_PAIRS or not self._python_on_executors():
             return None
-        from cohortsql.engines.spark_histogram import histogram_frame
+        from cohortsql.engines.spark_histogram import DRIVER_MERGE_TASKS, histogram_frame, histogram_on_the_driver
         from cohortsql.numeric.pair_masks import targets_per_pass
 
         step = max(1, targets_per_pass(len(tests), len(sums)))
         tasks = self._tasks()
 
-        def histogram(batch: pa.Table) -> pa.Table:
-            return histogram_frame(self.session, subjects, batch, tests, columns, sums, tasks).toArrow()
+        def histogram(batch: pa.Table) -> dict[str, np.ndarray]:
+            if tasks <= DRIVER_MERGE_TASKS:
+                return histogram_on_the_driver(self.session, subjects, batch, tests, columns, sums, tasks)
+            table = histogram_frame(self.session, subjects, batch, tests, columns, sums, tasks).toArrow()
+            return {name: table.column(name).to_numpy() for name in table.column_names}
 
         parts = [
             self._run(partial(histogram, targets.slice(first, step)), context)
             for first in range(0, targets.num_rows, step)
         ]
-        table = pa.concat_tables(parts)
-        return {name: table.column(name).to_numpy() for name in table.column_names}
+        return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
     def _tasks(self) -> int:
         """About as many tasks as the cluster has cores: its default parallelism (a Connect client cannot

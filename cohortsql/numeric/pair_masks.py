@@ -122,6 +122,17 @@ class PartialHistogram:
         return target, mask, self.totals[target, mask]
 
 
+def merged_cells(
+    target: np.ndarray, mask: np.ndarray, totals: Sequence[np.ndarray], d: int
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Partial histograms' cells (a target, a mask of `d` bits, their `totals`: one array per sum) summed
+    per (target, mask): each pair's cell once, ordered by target, then mask."""
+    key = target.astype(np.int64) << d | mask.astype(np.int64)
+    cells, position = np.unique(key, return_inverse=True)
+    summed = [np.bincount(position, weights=total, minlength=len(cells)) for total in totals]
+    return cells >> d, cells & ((1 << d) - 1), summed
+
+
 def targets_per_pass(d: int, sums: int) -> int:
     """The targets whose dense cells (2^d of `sums` and a reached flag each) fit in `CELL_BYTES`."""
     return CELL_BYTES // ((1 << d) * (sums + 1) * 8)

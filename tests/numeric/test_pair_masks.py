@@ -69,8 +69,12 @@ def _histograms(data: pl.DataFrame, kinds: dict[str, str], prediction: str, **op
     vocabulary = [pair_masks.vocabulary(batch.column(name), test) for name, test in zip(columns, tests)]
     targets = pair_masks.Columns.of([batch.column(name) for name in columns], tests, vocabulary)
 
-    def built(step: int | None) -> dict:
-        """Batches of `step` subjects into one partial histogram; None: all at once, in passes of targets."""
+    def built(step: int | None, tasks: int = 1) -> dict:
+        """Batches of `step` subjects into one partial histogram; None: all at once, in passes of targets.
+        With `tasks`, the subjects shared among them, their partial histograms merged as the driver merges them."""
+        if tasks > 1:
+            assert step is not None
+            return merged(step, tasks)
         if step is None:  # as the Spark engine does: passes of as many targets as fit, each a histogram
             rows = pair_masks.Columns.of([subjects.column(name) for name in columns], tests, vocabulary)
             measures = np.column_stack([subjects.column(name).to_numpy() for name in sums])
@@ -84,12 +88,31 @@ def _histograms(data: pl.DataFrame, kinds: dict[str, str], prediction: str, **op
                 target, mask, totals = histogram.cells()
                 found |= _cells(target + first, mask, totals, batch)
             return found
+        return _cells(*partial(subjects, step), batch)
+
+    def partial(share: pa.Table, step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One task's partial histogram of its `share` of the subjects, received in batches of `step`."""
         histogram = pair_masks.PartialHistogram(targets, tests, len(sums))
-        for first in range(0, subjects.num_rows, step):  # batches of subjects, as an executor receives them
-            part = subjects.slice(first, step)
+        for first in range(0, share.num_rows, step):  # batches of subjects, as an executor receives them
+            part = share.slice(first, step)
             rows = pair_masks.Columns.of([part.column(name) for name in columns], tests, vocabulary)
             histogram.add(rows, np.column_stack([part.column(name).to_numpy() for name in sums]))
-        return _cells(*histogram.cells(), batch)
+        return histogram.cells()
+
+    def merged(step: int, tasks: int) -> dict:
+        shares = [
+            subjects.slice(start, -(-subjects.num_rows // tasks))
+            for start in range(0, subjects.num_rows, -(-subjects.num_rows // tasks))
+        ]
+        cells = [partial(share, step) for share in shares]
+        target, mask, totals = pair_masks.merged_cells(
+            np.concatenate([cell[0] for cell in cells]),
+            np.concatenate([cell[1] for cell in cells]),
+            [np.concatenate([cell[2][:, k] for cell in cells]) for k in range(len(sums))],
+            len(tests),
+        )
+        assert len(np.unique(target.astype(np.int64) << len(tests) | mask)) == len(target)  # each cell once
+        return _cells(target, mask, np.column_stack(totals), batch)
 
     found = np.column_stack([expected[name] for name in sums])
     return _cells(expected["target"], expected["mask0"], found, None), built, tests
@@ -122,6 +145,14 @@ def test_the_numeric_histogram_equals_the_sql_histogram(table, compiled, monkeyp
     assert {test.code for test in tests} == {0, 1, 2, 3}  # every test: equal, window, relative, bins
     _same(expected, built(97))
     _same(expected, built(100_000))
+
+
+@pytest.mark.parametrize("tasks", [2, 3, 7])
+def test_partial_histograms_of_tasks_merged_on_the_driver_equal_the_sql_histogram(tasks):
+    """Each task's partial histogram of its share of the subjects (a cell in as many tasks as reach it),
+    merged by `merged_cells` as the Spark engine's driver merges them: each cell once, its sums SQL's."""
+    expected, built, _ = _histograms(TITANIC.drop("survived"), TITANIC_KINDS, "score")
+    _same(expected, built(64, tasks))
 
 
 def test_weights_and_several_outcomes_are_summed_as_sql_sums_them():
