@@ -13,8 +13,8 @@ values never pass through the driver.
          broadcast  target's pairs after another (its groups stay in cache); a broadcast per query
        executors    what cohortsql runs on Spark: no hash aggregate of the pairs, but each executor
          (kernel)   task's partial histogram of its subjects in a compiled loop, merged by the driver
-       cohort_      the whole call on Spark and on DuckDB, the same 100 targets: statistics, checks,
-         shapley    the histogram and the numpy stage
+       cohort_      the whole call on Spark and on DuckDB, the same targets (100, then 1,000): statistics,
+         shapley    checks, the histogram and the numpy stage
 
 2. `cohortsql.shapley_table` on Spark local[2] for 1,000, 10,000 and 50,000 targets (8 binary
    features, so the join stays small and the finishing dominates), written as a table: time, time
@@ -22,18 +22,21 @@ values never pass through the driver.
    alternatives: the portable values query run by Spark (superset sums as SQL passes) and
    `cohort_shapley` on Spark (histograms assembled on the driver).
 
-    python benchmarks/bench_spark.py [--rows 1000000] [--targets 100] [--sizes 1000,10000,50000] [--parts 1,2]
+    python benchmarks/bench_spark.py [--rows 1000000] [--targets 100] [--calls 100,1000]
+                                     [--sizes 1000,10000,50000] [--parts 1,2]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import threading
 import time
 import tracemalloc
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -76,7 +79,7 @@ def totals(sql: str) -> str:
     return f"SELECT count(*), sum(n), sum(total) FROM ({sql}) AS h"
 
 
-def histogram_part(spark: Any, rows: int, targets: int) -> None:
+def histogram_part(spark: Any, rows: int, targets: int, calls: list[int]) -> None:
     rng = np.random.default_rng(2026)
     x = rng.uniform(size=(rows, D))
     subjects = pa.table(
@@ -116,7 +119,7 @@ def histogram_part(spark: Any, rows: int, targets: int) -> None:
         f"{executors / duck_time:13.1f}x   (DuckDB: cohortsql's query; the same histogram: {same})",
         flush=True,
     )
-    whole_call(spark, subjects, targets)
+    whole_call(spark, subjects, calls)
     spark.sql("UNCACHE TABLE s")
 
 
@@ -140,27 +143,35 @@ def histogram_on_the_executors(spark: Any, chosen: pa.Table) -> tuple[int, float
     return len(found["target"]), float(found["n"].sum()), float(found["total"].sum())
 
 
-def whole_call(spark: Any, subjects: pa.Table, targets: int) -> None:
-    """`cohortsql.cohort_shapley` of the first `targets` rows end to end (statistics, checks, histogram,
-    numpy stage) on Spark (the subjects cached) and on DuckDB (the Arrow table), median of 3 each."""
+def whole_call(spark: Any, subjects: pa.Table, counts: list[int]) -> None:
+    """`cohortsql.cohort_shapley` of the first `count` rows end to end (statistics, checks, histogram,
+    numpy stage) on Spark (the subjects cached) and on DuckDB (the Arrow table), median of 3 each, for
+    each of `counts`: what a call costs whatever its targets, and what each target adds."""
     table = subjects.drop_columns(["code"]).append_column("id", pa.array(np.arange(subjects.num_rows)))
     frame = spark.createDataFrame(table).cache()
     frame.count()
-    options = {
-        "prediction": "y",
-        "similarity": {f"x{j}": f"abs:{DELTA}" for j in range(D)},
-        "id": "id",
-        "targets": list(range(targets)),
-        "progress": False,
-    }
-    on_spark, spark_values = median_time(lambda: cohortsql.cohort_shapley(frame, **options), 3)
-    on_duckdb, duckdb_values = median_time(lambda: cohortsql.cohort_shapley(table, **options), 3)
-    difference = float(np.abs(spark_values.shapley - duckdb_values.shapley).max())
-    print(
-        f"    {'cohort_shapley':20s}{on_spark:9.2f}s{'':11s}{on_duckdb:9.2f}s{'':11s}{on_spark / on_duckdb:13.1f}x"
-        f"   (the whole call; values differ by {difference:.1e})",
-        flush=True,
-    )
+    for count in counts:
+        options = {
+            "prediction": "y",
+            "similarity": {f"x{j}": f"abs:{DELTA}" for j in range(D)},
+            "id": "id",
+            "targets": list(range(count)),
+            "progress": False,
+        }
+        with warnings.catch_warnings():  # uniform rows in 12 narrow windows: most cohorts end in one row
+            warnings.filterwarnings("ignore", "99% of the targets end in a cohort of one row", cohortsql.CohortWarning)
+            on_spark, spark_values = median_time(lambda options=options: cohortsql.cohort_shapley(frame, **options), 3)
+            on_duckdb, duckdb_values = median_time(
+                lambda options=options: cohortsql.cohort_shapley(table, **options), 3
+            )
+        difference = float(np.abs(spark_values.shapley - duckdb_values.shapley).max())
+        pairs = subjects.num_rows * count
+        print(
+            f"    {'cohort_shapley':15s}{count:5d}{on_spark:9.2f}s{pairs / on_spark:11.2e}{on_duckdb:9.2f}s"
+            f"{pairs / on_duckdb:11.2e}{on_spark / on_duckdb:13.1f}x   (the whole call, {count} targets;"
+            f" values differ by {difference:.1e})",
+            flush=True,
+        )
     frame.unpersist()
 
 
@@ -212,7 +223,8 @@ def table_ways(spark: Any, data: str, similarity: dict[str, str], *, with_driver
 
 
 def table_part(spark: Any, sizes: list[int], directory: Path) -> None:
-    print("\n2. every target's values written as a Spark table (8 binary features; d = 8)")
+    print("\n2. every target's values written as a Spark table (8 binary features; d = 8); medians of 3 alternated")
+    print("   (one run at 50,000 targets), the driver's largest peak")
     print(f"    {'way':42s}{'targets':>9s}{'seconds':>9s}{'ms/target':>11s}{'driver peak':>13s}")
     similarity = {f"f{j}": "exact" for j in range(8)}
     for size in sizes:
@@ -227,16 +239,22 @@ def table_part(spark: Any, sizes: list[int], directory: Path) -> None:
         ).write_parquet(data)
         spark.read.parquet(str(data)).createOrReplaceTempView("binary")
         ways = table_ways(spark, str(data), similarity, with_driver=size <= 10_000)
-        for name, way in ways.items():
-            seconds, peak = peak_driver_memory(way)
+        repeats = 1 if size > 10_000 else 3  # the values query takes minutes there
+        measured: dict[str, list[tuple[float, int]]] = {name: [] for name in ways}
+        for _ in range(repeats):  # the ways alternated, so that the machine's drift falls on each alike
+            for name, way in ways.items():
+                measured[name].append(peak_driver_memory(way))
+        for name, runs in measured.items():
+            seconds = statistics.median(run[0] for run in runs)
+            peak = max(run[1] for run in runs)
             print(
-                f"    {name:42s}{size:9,d}{seconds:8.1f}s{1000 * seconds / size:10.3f}{peak / 2**20:11.1f} MB",
+                f"    {name:42s}{size:9,d}{seconds:8.2f}s{1000 * seconds / size:10.3f}{peak / 2**20:11.1f} MB",
                 flush=True,
             )
     spark.sql("DROP TABLE IF EXISTS bench_values")
 
 
-def main(rows: int, targets: int, sizes: list[int], parts: list[str]) -> None:
+def main(rows: int, targets: int, calls: list[int], sizes: list[int], parts: list[str]) -> None:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors' Python must have cohortsql
@@ -254,7 +272,7 @@ def main(rows: int, targets: int, sizes: list[int], parts: list[str]) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     print(machine() + f"; Spark {spark.version} local[2]")
     if "1" in parts:
-        histogram_part(spark, rows, targets)
+        histogram_part(spark, rows, targets, calls)
     if "2" in parts:
         table_part(spark, sizes, directory)
 
@@ -263,8 +281,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--targets", type=int, default=100)
+    parser.add_argument("--calls", default="100,1000", help="targets of the whole calls timed in part 1")
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--parts", default="1,2", help="which parts to run, e.g. 2")
     arguments = parser.parse_args()
     sizes = [int(size) for size in arguments.sizes.split(",")]
-    main(arguments.rows, arguments.targets, sizes, arguments.parts.split(","))
+    calls = [int(count) for count in arguments.calls.split(",")]
+    main(arguments.rows, arguments.targets, calls, sizes, arguments.parts.split(","))
