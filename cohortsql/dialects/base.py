@@ -136,7 +136,11 @@ class Dialect:
 
     def distinct_rows_estimate(self, columns: Sequence[str]) -> str:
         """An aggregate estimating how many distinct combinations the `columns` (SQL) take."""
-        return self.distinct_estimate(f"hash({', '.join(columns)})")
+        return self.distinct_estimate(self.row_hash(columns))
+
+    def row_hash(self, columns: Sequence[str]) -> str:
+        """One number per combination of the `columns` (SQL), the same for equal rows."""
+        return f"hash({', '.join(columns)})"
 
     def optional_number(self, value: float | None) -> str:
         """A DOUBLE literal, or a typed NULL for a statistic of a column with no values."""

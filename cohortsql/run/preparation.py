@@ -173,6 +173,8 @@ def prepare(
     centred_values = [queries.statistics.centred(outcome, pilot, dialect) for outcome, pilot in zip(outcomes, pilots)]
     # sql: predicates may read any column of a row: rows can only be merged when none is used.
     mergeable = not any(isinstance(feature.kind, SqlPredicate) for feature in features)
+    in_place = engine.memory_budget is None and engine.counts_distinct_beside_aggregates
+    ids_apart = id is not None and not in_place  # repeated ids counted by a grouped query of their own
     aggregates = queries.statistics.statistics_aggregates(
         features,
         outcomes,
@@ -181,16 +183,19 @@ def prepare(
         weight,
         dialect,
         check_ids=id is not None,
-        duplicates_in_place=engine.memory_budget is None and engine.counts_distinct_beside_aggregates,
-        distinct_rows=mergeable,
+        duplicates_in_place=in_place,
+        distinct_rows=mergeable and not ids_apart,
         known=known,
     )
     row = fetch_record(
         engine, queries.statistics.table_statistics(relation, aggregates, dialect), context="computing table statistics"
     )
-    if id is not None and "duplicate_ids" not in aggregates:
+    if ids_apart:  # which then estimates the distinct rows too
+        columns = [dialect.quote(feature.name) for feature in features] if mergeable else []
         row |= fetch_record(
-            engine, queries.statistics.duplicate_ids(relation, id_sql, dialect), context="checking that ids are unique"
+            engine,
+            queries.statistics.duplicate_ids(relation, id_sql, dialect, columns),
+            context="checking that ids are unique",
         )
     _check_table(row, outcomes, id)
     statistics = TableStatistics.parse(row, len(outcomes), len(features), weighted=weight is not None)

@@ -97,3 +97,41 @@ def test_the_executors_partial_histograms_merged_by_spark_or_by_the_driver_equal
     assert set(ran) == {"histogram_on_the_driver" if merge_tasks else "histogram_frame"}
     np.testing.assert_allclose(on_spark.shapley, on_duckdb.shapley, atol=1e-12)
     assert on_spark.totals["cohort_size"].to_list() == on_duckdb.totals["cohort_size"].to_list()
+
+
+def _prepared(data, **options):
+    """(whether the subjects were collapsed, the estimate of distinct predictor rows) of a call."""
+    from cohortsql._typing import ShapleyOptions
+    from cohortsql.request.options import checked_options
+    from cohortsql.run.session import open_session
+
+    asked = checked_options({"id": "k", **options}, ShapleyOptions)
+    kinds = {"z": "exact", "b": "exact"}
+    with open_session(data, asked, outcomes=("y",), similarity=kinds, max_features=64) as session:
+        return session.prepared.compressed, session.prepared.statistics.distinct_rows
+
+
+def test_the_ids_check_of_its_own_also_estimates_the_distinct_rows(spark_session, monkeypatch):
+    """Where repeated ids are counted by a grouped query of its own (Spark; DuckDB under a memory
+    limit), that query also estimates the distinct predictor rows, over one row per id (Spark cannot
+    compile its HyperLogLog with the statistics' other aggregates): identical rows are collapsed there
+    as where both are among the statistics."""
+    data = arrow_table().append_column("b", pa.array(np.arange(400) % 2 == 0))
+    in_place = _prepared(data)
+    assert in_place == (True, 6)  # 3 values of z x 2 of b
+    assert _prepared(data, memory_limit="500MB") == in_place
+    queries = {}
+    original = SparkEngine.fetch_arrow
+
+    def recording(self, select, *, context):
+        queries[context] = select
+        return original(self, select, context=context)
+
+    monkeypatch.setattr(SparkEngine, "fetch_arrow", recording)
+    assert _prepared(data, connection=spark_session) == in_place
+    assert "AS `distinct_rows`" in queries["checking that ids are unique"]
+    assert "AS `distinct_rows`" not in queries["computing table statistics"]
+    repeated = data.set_column(0, "k", pa.array(np.arange(400) // 2))
+    for options in ({"memory_limit": "500MB"}, {"connection": spark_session}):
+        with pytest.raises(cohortsql.CohortError, match="id column 'k' has 200 duplicate values"):
+            _prepared(repeated, **options)
