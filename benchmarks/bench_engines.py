@@ -14,6 +14,7 @@ as a cluster's remote clients see it.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
 import time
@@ -62,6 +63,7 @@ def main(rows: int) -> None:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     print(machine())
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors' Python must have cohortsql
     with socket.socket() as probe:
         probe.bind(("localhost", 0))
         port = probe.getsockname()[1]
@@ -71,13 +73,14 @@ def main(rows: int) -> None:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "8g")
-        .config("spark.sql.shuffle.partitions", "4")
         .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
         .config("spark.connect.grpc.binding.port", str(port))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     remote = ConnectSession.builder.remote(f"sc://localhost:{port}").getOrCreate()
+    # The classic session keeps Spark's default shuffle partitions (cohortsql scales them to the cores);
+    # a Connect client cannot see the cores, so its shuffle partitions are set here.
     remote.conf.set("spark.sql.shuffle.partitions", "4")
     print(f"Spark {spark.version} local[2] session started in {time.perf_counter() - start:.1f} s (not counted below)")
     print(f"{'case':<34}{'DuckDB':>10}{'Spark':>10}{'Connect':>10}{'Spark/DuckDB':>14}{'max |diff|':>12}")
