@@ -129,7 +129,7 @@ def test_spark_tables_by_name_and_csv_files(spark_client, tmp_path):
 
 def start_session():
     """The session the command line starts on Spark (imported here: pyspark is an extra)."""
-    from cohortsql.engines.spark import start_session as started
+    from cohortsql.engines.spark_session import start_session as started
 
     return started()
 
