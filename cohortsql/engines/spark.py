@@ -78,7 +78,9 @@ docs/engines.md)."""
 SCAN_PARTITIONS_PER_CORE = 2
 """The input is read in at most this many partitions a core (merged without a shuffle, `DataFrame.coalesce`).
 A frame made from 1,000,000 in-memory rows has 100 partitions; on local[2] the ids' uniqueness check took
-7-10 s over them and 1.1-1.3 s over 4, a count 0.38 s and 0.15 s (benchmarks/bench_spark.py's table)."""
+7-10 s over them and 1.1-1.3 s over 4, a count 0.38 s and 0.15 s (benchmarks/bench_spark.py's table).
+The cores are those the cluster has when the call starts (`_tasks`): a cluster that adds executors as
+tasks queue up sees no more tasks than that."""
 
 _SHUFFLE_PARTITIONS, _SPARK_DEFAULT_SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions", "200"
 
@@ -465,7 +467,7 @@ class SparkEngine(Engine):
     @contextmanager
     def _shuffle_partitions(self) -> Iterator[None]:
         """While a query of this engine is planned and run, a session on Spark's default of 200 shuffle
-        partitions uses as many as its input has (`SCAN_PARTITIONS_PER_CORE` a core), as Spark's tuning
+        partitions uses `SCAN_PARTITIONS_PER_CORE` a core, as many as the input has, as Spark's tuning
         guide advises (2-3 tasks a core): on local[2] the ids' check of 1,000,000 rows took 0.5 s with 4
         and 1.0 s with 200. A setting the user chose stays; so does the session's setting afterwards."""
         conf = self.session.conf
