@@ -276,17 +276,14 @@ class SparkEngine(Engine):
         otherwise None, and Spark SQL's histogram."""
         if pairs < EXECUTOR_HISTOGRAM_PAIRS or not self._python_on_executors():
             return None
-        from cohortsql.engines.spark_histogram import DRIVER_MERGE_TASKS, histogram_frame, histogram_on_the_driver
+        from cohortsql.engines.spark_histogram import mask_histogram
         from cohortsql.numeric.pair_masks import targets_per_pass
 
         step = max(1, targets_per_pass(len(tests), len(sums)))
         tasks = self._tasks()
 
         def histogram(batch: pa.Table) -> dict[str, np.ndarray]:
-            if tasks <= DRIVER_MERGE_TASKS:
-                return histogram_on_the_driver(self.session, subjects, batch, tests, columns, sums, tasks)
-            table = histogram_frame(self.session, subjects, batch, tests, columns, sums, tasks).toArrow()
-            return {name: table.column(name).to_numpy() for name in table.column_names}
+            return mask_histogram(self.session, subjects, batch, tests, columns, sums, tasks)
 
         parts = [
             self._run(partial(histogram, targets.slice(first, step)), context)
