@@ -133,3 +133,15 @@ def test_the_ids_check_of_its_own_also_estimates_the_distinct_rows(spark_session
     for options in ({"memory_limit": "500MB"}, {"connection": spark_session}):
         with pytest.raises(cohortsql.CohortError, match="id column 'k' has 200 duplicate values"):
             _prepared(repeated, **options)
+
+
+def test_a_spark_connect_session_keeps_its_shuffle_partitions(spark_connect):
+    """A Connect client cannot see the cluster's cores: its setting is left as it is, even Spark's default."""
+    key = "spark.sql.shuffle.partitions"
+    before = spark_connect.conf.get(key)
+    spark_connect.conf.set(key, "200")
+    try:
+        with SparkEngine(spark_connect) as engine:
+            assert engine._run(lambda: spark_connect.conf.get(key), "reading a setting") == "200"
+    finally:
+        spark_connect.conf.set(key, before)
