@@ -3,7 +3,8 @@ once, define the subjects.
 
 One pass over the data computes every whole-table statistic; the subjects relation then holds what
 the similarity tests compare. Targets are selected separately (`select_targets`), and the target
-rows as they are in the data are read only by computations that report them (`read_target_data`).
+rows as they are in the data are read only by computations that report them (`read_target_data`), or
+with targets chosen by id, in the same query.
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ class Prepared:
     """Each y_k is stored as y_k - pilot_k, so its sums keep their digits (see ``sql/pilot.sql``)."""
     subjects: str
     """The subjects relation (see ``sql/subjects.sql``)."""
+    subjects_with_data: str | None
+    """The subjects' SELECT with the data's own columns beside them, so that targets chosen by id are read
+    with their data in one query (`cohortsql.run.targets.select_targets`); None for a snapshot, whose
+    subjects are stored as they were."""
     target_predicate: str | None
     compressed: bool
     """Whether identical predictor rows are collapsed before the join (see `COMPRESS_BELOW`)."""
@@ -206,16 +211,15 @@ def prepare(
     resolved = tuple(resolve_feature(feature, statistics.features[feature.index], n) for feature in features)
     compress = mergeable and statistics.distinct_rows is not None and statistics.distinct_rows <= COMPRESS_BELOW * n
     measures = Measures(len(outcomes), weighted=weight is not None, replicates=replicates, seed=seed)
+    values = queries.subjects.explained_values(centred_values, weight, dialect)
+
+    def subjects_select(keep_data_columns: bool) -> str:
+        return queries.subjects.subjects(
+            relation, resolved, values, id_sql, target_predicate, keep_data_columns, dialect
+        )
+
     subjects = engine.create(
-        queries.subjects.subjects(
-            relation,
-            resolved,
-            queries.subjects.explained_values(centred_values, weight, dialect),
-            id_sql,
-            target_predicate,
-            not mergeable,
-            dialect,
-        ),
+        subjects_select(not mergeable),  # sql: predicates may read any of the data's columns
         "subjects",
         # Read once per batch of targets when not collapsed: store it unless the input is cheap to scan.
         materialize=not compress and not source.rescans_are_cheap,
@@ -232,6 +236,7 @@ def prepare(
         statistics=statistics,
         pilots=pilots,
         subjects=subjects,
+        subjects_with_data=None if snapshot else subjects_select(True),
         target_predicate=target_predicate,
         compressed=compress,
         batch_bytes=_batch_bytes(engine),

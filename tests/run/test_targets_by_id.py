@@ -1,5 +1,6 @@
-"""Target rows read by id: an ordered read bounded by the number of ids written into the query (a top-N,
-one Spark job where a whole sort takes a sampling job and a shuffle), never fewer rows than match."""
+"""Target rows read by id: with their data's own columns in the same query (one scan of the data, not
+two), as an ordered read bounded by the number of ids written into the query (a top-N, one Spark job
+where a whole sort takes a sampling job and a shuffle), never fewer rows than match."""
 
 import numpy as np
 import polars as pl
@@ -33,26 +34,55 @@ def by_id_reads(seen):
     return [sql for context, sql in seen if context.startswith(("matching target ids", "reading the target rows"))]
 
 
-def test_rows_chosen_by_id_are_read_as_a_top_n_of_as_many_rows_as_ids(reads):
+def test_rows_chosen_by_id_are_read_with_their_data_as_a_top_n_of_as_many_rows_as_ids(reads):
     data = frame()
     result = cohortsql.cohort_shapley(data, prediction="y", similarity={"x": "abs:0.2"}, id="k", targets=[50, 30, 30])
-    matching, data_rows = by_id_reads(reads)
+    [matching] = by_id_reads(reads)  # the data's columns in the same query: no second read
     assert matching.rstrip().endswith("LIMIT 3")  # the ids asked for
-    assert data_rows.rstrip().endswith("LIMIT 2")  # the rows found
     # Repeated ids ask for fewer rows than the limit: both rows, in id order, and their data.
     assert result.ids.to_list() == [30, 50]
-    assert result.targets["k"].to_list() == [30, 50]
-    assert result.targets["x"].to_list() == data.filter(pl.col("k").is_in([30, 50]))["x"].to_list()
+    assert result.targets.equals(data.filter(pl.col("k").is_in([30, 50])).sort("k"))
 
 
 def test_ids_read_from_an_uploaded_table_are_sorted_without_a_limit(reads, monkeypatch):
     monkeypatch.setattr(targets_module, "LITERAL_IDS", 1)
     result = cohortsql.cohort_shapley(frame(), prediction="y", similarity={"x": "abs:0.2"}, id="k", targets=[50, 30])
-    sqls = by_id_reads(reads)
-    assert len(sqls) == 2 and not any("LIMIT" in sql for sql in sqls)
+    [matching] = by_id_reads(reads)
+    assert "LIMIT" not in matching
     assert result.ids.to_list() == [30, 50]
 
 
 def test_every_row_is_read_without_a_limit(reads):
     cohortsql.cohort_shapley(frame(8), prediction="y", similarity={"x": "abs:0.2"}, id="k")
     assert reads and not any("LIMIT" in sql for context, sql in reads if "target" in context)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"id": "k", "targets": [0, 20, 590]},
+        {"targets": [3, 7, 58]},  # row positions
+        {"id": "k", "weight": "w", "targets": [20, 50, 590]},  # rows of weight 0 are left out of the data
+        {"id": "k", "targets": [20, 50], "similarity": {"x": "sql:abs(s.x - t.x) < 0.2", "label": "exact"}},
+    ],
+    ids=["ids", "positions", "weights", "sql-kind"],
+)
+def test_the_targets_data_read_with_them_equal_the_data_read_apart(options, monkeypatch):
+    """The same values, targets and data rows (every column, its type, in id order) as when the targets'
+    data are read by a query of their own."""
+    rng = np.random.default_rng(3)
+    data = frame().with_columns(
+        w=pl.Series(np.arange(60) % 4, dtype=pl.Float64),
+        label=pl.Series(rng.choice(["a", "b", None], 60).tolist(), dtype=pl.String),
+        day=pl.date_range(pl.date(2024, 1, 1), pl.date(2024, 2, 29), eager=True),
+    )
+    asked = {"prediction": "y", "similarity": {"x": "abs:0.2", "label": "exact", "day": "abs:9"}} | options
+    together = cohortsql.cohort_shapley(data, **asked)
+    original = targets_module._targets_by_id
+    monkeypatch.setattr(
+        targets_module, "_targets_by_id", lambda *arguments, with_data: original(*arguments, with_data=False)
+    )
+    apart = cohortsql.cohort_shapley(data, **asked)
+    assert together.targets.equals(apart.targets) and together.targets.schema == apart.targets.schema
+    assert together.ids.to_list() == apart.ids.to_list()
+    np.testing.assert_array_equal(together.shapley, apart.shapley)
