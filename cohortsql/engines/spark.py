@@ -276,14 +276,15 @@ class SparkEngine(Engine):
         otherwise None, and Spark SQL's histogram."""
         if pairs < EXECUTOR_HISTOGRAM_PAIRS or not self._python_on_executors():
             return None
-        from cohortsql.engines.spark_histogram import mask_histogram
+        from cohortsql.engines.spark_histogram import merged_histogram, partial_histograms
         from cohortsql.numeric.pair_masks import targets_per_pass
 
         step = max(1, targets_per_pass(len(tests), len(sums)))
         tasks = self._tasks()
 
         def histogram(batch: pa.Table) -> dict[str, np.ndarray]:
-            return mask_histogram(self.session, subjects, batch, tests, columns, sums, tasks)
+            partials = partial_histograms(self.session, subjects, batch, tests, columns, sums, tasks)
+            return merged_histogram(partials, sums, len(tests), tasks)
 
         parts = [
             self._run(partial(histogram, targets.slice(first, step)), context)

@@ -24,24 +24,16 @@ from cohortsql.numeric import pair_masks
 from cohortsql.numeric.pair_tests import PairTest
 
 DRIVER_MERGE_TASKS = 4
-"""Up to this many tasks' partial histograms are merged by the driver (`mask_histogram`), which then
-receives at most this many times the histogram's cells; more, by a Spark aggregate. 1,000,000 x 100 targets x 12 windows on local[2] (655,000 partial cells, 353,000
-merged): 0.9 s a histogram merged on the driver, 1.2-1.5 s by Spark's aggregate."""
+"""Up to this many tasks' partial histograms are merged by the driver (`merged_histogram`), which then
+receives at most this many times the histogram's cells; more, by a Spark aggregate. 1,000,000 x 100
+targets x 12 windows on local[2] (655,000 partial cells, 353,000 merged): 0.9 s a histogram merged on
+the driver, 1.2-1.5 s by Spark's aggregate."""
 
 
-def mask_histogram(
-    session: SparkSession,
-    subjects: str,
-    targets: pa.Table,
-    tests: Sequence[PairTest],
-    columns: Sequence[str],
-    sums: Sequence[str],
-    tasks: int,
-) -> dict[str, np.ndarray]:
-    """The mask histogram (target, mask0, one array per sum) of `partial_histograms`: up to
-    `DRIVER_MERGE_TASKS` tasks' summed here (`cohortsql.numeric.pair_masks.merged_cells`: no shuffle, no
-    second stage), more by a Spark aggregate."""
-    partials = partial_histograms(session, subjects, targets, tests, columns, sums, tasks)
+def merged_histogram(partials: DataFrame, sums: Sequence[str], d: int, tasks: int) -> dict[str, np.ndarray]:
+    """The mask histogram (target, mask0, one array per sum) of the `tasks` tasks' `partial_histograms`
+    (masks of `d` bits): up to `DRIVER_MERGE_TASKS` tasks' summed here
+    (`cohortsql.numeric.pair_masks.merged_cells`: no shuffle, no second stage), more by a Spark aggregate."""
     if tasks > DRIVER_MERGE_TASKS:
         # The DataFrame's own sum (not pyspark.sql.functions'): the same call on classic and Connect sessions.
         merged = partials.groupBy("target", "mask0").sum(*sums).toDF("target", "mask0", *sums).toArrow()
@@ -51,7 +43,7 @@ def mask_histogram(
         cells.column("target").to_numpy(),
         cells.column("mask0").to_numpy(),
         [cells.column(name).to_numpy() for name in sums],
-        len(tests),
+        d,
     )
     return {"target": target.astype(np.int32), "mask0": mask} | dict(zip(sums, totals))
 

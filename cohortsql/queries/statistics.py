@@ -119,8 +119,8 @@ def has_rows(source: str) -> str:
     return f"SELECT count(*) AS rows FROM (SELECT 1 FROM {source} LIMIT 1) AS first_row"
 
 
-def duplicate_ids(source: str, id: str, dialect: Dialect, features: Sequence[str] = ()) -> str:
-    """SELECT how many rows repeat another row's id, by grouping on the id, and with `features` (SQL) the
+def duplicate_ids(source: str, id: str, dialect: Dialect, features: Sequence[Feature] = ()) -> str:
+    """SELECT how many rows repeat another row's id, by grouping on the id, and with `features` the
     estimate of distinct rows (`Dialect.distinct_rows_estimate`) over one row per id: the same count
     when the ids are unique, and when they are not the call stops. Under a memory limit a grouped
     aggregate spills to disk, where a one-row ``count(DISTINCT id)`` may fail: on 4,000,000 distinct ids
@@ -130,7 +130,8 @@ def duplicate_ids(source: str, id: str, dialect: Dialect, features: Sequence[str
     statistics' aggregates: 0.82 s against 1.11 s for both queries on 1,000,000 rows, local[2]."""
     rows, row_hash = dialect.quote("rows"), dialect.quote("row_hash")
     distinct = f", {dialect.distinct_estimate(row_hash)} AS {dialect.quote('distinct_rows')}" if features else ""
-    hashes = f", min({dialect.row_hash(features)}) AS {row_hash}" if features else ""
+    columns = [dialect.quote(feature.name) for feature in features]
+    hashes = f", min({dialect.row_hash(columns)}) AS {row_hash}" if features else ""
     return (
         f"SELECT coalesce(sum({rows} - 1), 0) AS {dialect.quote('duplicate_ids')}{distinct}"
         f" FROM (SELECT count(*) AS {rows}{hashes} FROM {source} WHERE {id} IS NOT NULL GROUP BY {id}) AS by_id"

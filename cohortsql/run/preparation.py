@@ -196,10 +196,9 @@ def prepare(
         engine, queries.statistics.table_statistics(relation, aggregates, dialect), context="computing table statistics"
     )
     if ids_apart:  # which then estimates the distinct rows too
-        columns = [dialect.quote(feature.name) for feature in features] if mergeable else []
         row |= fetch_record(
             engine,
-            queries.statistics.duplicate_ids(relation, id_sql, dialect, columns),
+            queries.statistics.duplicate_ids(relation, id_sql, dialect, features if mergeable else ()),
             context="checking that ids are unique",
         )
     _check_table(row, outcomes, id)
