@@ -13,8 +13,11 @@ values never pass through the driver.
          broadcast  target's pairs after another (its groups stay in cache); a broadcast per query
        executors    what cohortsql runs on Spark: no hash aggregate of the pairs, but each executor
          (kernel)   task's partial histogram of its subjects in a compiled loop, merged by the driver
+       ids check    the check that ids are unique (with the estimate of distinct rows) as Spark SQL's
+                    grouped query and on the executors, as cohortsql runs it from 100,000 rows
        cohort_      the whole call on Spark and on DuckDB, the same targets (100, then 1,000): statistics,
-         shapley    checks, the histogram and the numpy stage
+         shapley    checks, the histogram and the numpy stage; the first call of each, then medians of 5
+                    alternated (the JVM compiles Spark's own code over a session's first calls)
 
 2. `cohortsql.shapley_table` on Spark local[2] for 1,000, 10,000 and 50,000 targets (8 binary
    features, so the join stays small and the finishing dominates), written as a table: time, time
@@ -143,13 +146,53 @@ def histogram_on_the_executors(spark: Any, chosen: pa.Table) -> tuple[int, float
     return len(found["target"]), float(found["n"].sum()), float(found["total"].sum())
 
 
+def ids_check(spark: Any, frame: Any, rows: int) -> None:
+    """The check that ids are unique with the estimate of distinct rows, as Spark SQL's grouped query and
+    on the executors (`cohortsql.engines.spark_ids`), medians of 5 alternated after one of each."""
+    from types import SimpleNamespace
+
+    from cohortsql import queries
+    from cohortsql.dialects import SPARK
+    from cohortsql.engines import spark_ids
+
+    frame.createOrReplaceTempView("scored")
+    features = [SimpleNamespace(name=f"x{j}") for j in range(D)]  # all the queries read of a feature
+    grouped = queries.statistics.duplicate_ids("scored", "`id`", SPARK, features)
+    ids = queries.statistics.ids_and_row_hashes("scored", "`id`", SPARK, features)
+    tasks = spark.sparkContext.defaultParallelism
+    ways: dict[str, Callable[[], Any]] = {
+        "Spark SQL": lambda: spark.sql(grouped).collect(),
+        "executors": lambda: spark_ids.duplicate_ids(spark, ids, rows=rows, hashed=True, tasks=tasks),
+    }
+    times = alternated(ways, 5)
+    print(
+        f"    {'ids check':20s}{times['Spark SQL']:9.2f}s (Spark SQL's grouped query){times['executors']:9.2f}s"
+        f" (on the executors){times['executors'] / times['Spark SQL']:10.2f}x",
+        flush=True,
+    )
+
+
+def alternated(ways: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Each way's median wall time of `repeats` calls, the ways taking turns, after one call of each
+    (the JVM compiles Spark's own code over a session's first calls)."""
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(repeats + 1):
+        for name, way in ways.items():
+            start = time.perf_counter()
+            way()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(seen[1:]) for name, seen in times.items()}
+
+
 def whole_call(spark: Any, subjects: pa.Table, counts: list[int]) -> None:
     """`cohortsql.cohort_shapley` of the first `count` rows end to end (statistics, checks, histogram,
-    numpy stage) on Spark (the subjects cached) and on DuckDB (the Arrow table), median of 3 each, for
-    each of `counts`: what a call costs whatever its targets, and what each target adds."""
+    numpy stage) on Spark (the subjects cached) and on DuckDB (the Arrow table), for each of `counts`:
+    the first call of each, then medians of 5 alternated. What a call costs whatever its targets, and
+    what each target adds."""
     table = subjects.drop_columns(["code"]).append_column("id", pa.array(np.arange(subjects.num_rows)))
     frame = spark.createDataFrame(table).cache()
     frame.count()
+    ids_check(spark, frame, table.num_rows)
     for count in counts:
         options = {
             "prediction": "y",
@@ -158,18 +201,33 @@ def whole_call(spark: Any, subjects: pa.Table, counts: list[int]) -> None:
             "targets": list(range(count)),
             "progress": False,
         }
+        values: dict[str, Any] = {}
+        first: dict[str, float] = {}
+
+        def timed(
+            name: str,
+            data: Any,
+            options: dict[str, Any] = options,
+            values: dict[str, Any] = values,
+            first: dict[str, float] = first,
+        ) -> Callable[[], None]:
+            def call() -> None:
+                start = time.perf_counter()
+                values[name] = cohortsql.cohort_shapley(data, **options)
+                first.setdefault(name, time.perf_counter() - start)
+
+            return call
+
         with warnings.catch_warnings():  # uniform rows in 12 narrow windows: most cohorts end in one row
             warnings.filterwarnings("ignore", ".* of the targets end in a cohort of one row", cohortsql.CohortWarning)
-            on_spark, spark_values = median_time(lambda options=options: cohortsql.cohort_shapley(frame, **options), 3)
-            on_duckdb, duckdb_values = median_time(
-                lambda options=options: cohortsql.cohort_shapley(table, **options), 3
-            )
-        difference = float(np.abs(spark_values.shapley - duckdb_values.shapley).max())
+            times = alternated({"spark": timed("spark", frame), "duckdb": timed("duckdb", table)}, 5)
+        on_spark, on_duckdb = times["spark"], times["duckdb"]
+        difference = float(np.abs(values["spark"].shapley - values["duckdb"].shapley).max())
         pairs = subjects.num_rows * count
         print(
             f"    {'cohort_shapley':15s}{count:5d}{on_spark:9.2f}s{pairs / on_spark:11.2e}{on_duckdb:9.2f}s"
-            f"{pairs / on_duckdb:11.2e}{on_spark / on_duckdb:13.1f}x   (the whole call, {count} targets;"
-            f" values differ by {difference:.1e})",
+            f"{pairs / on_duckdb:11.2e}{on_spark / on_duckdb:13.2f}x   (the whole call, {count} targets;"
+            f" values differ by {difference:.1e}; first calls {first['spark']:.2f} s and {first['duckdb']:.2f} s)",
             flush=True,
         )
     frame.unpersist()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from cohortsql.dialects.base import Dialect, _refuse_nul
 from cohortsql.errors import CohortError
 
@@ -32,6 +34,10 @@ class SparkDialect(Dialect):
         # md5() gives hexadecimal text, two digits per byte: the part's four bytes in reverse order.
         digits = ", ".join(f"substr({hash_sql}, {8 * part + 2 * byte + 1}, 2)" for byte in reversed(range(4)))
         return f"CAST(conv(concat({digits}), 16, 10) AS DOUBLE)"
+
+    def row_hash(self, columns: Sequence[str]) -> str:
+        # 64 bits (hash() gives 32): a sketch of distinct rows reads them as uniform over 2^64.
+        return f"xxhash64({', '.join(columns)})"
 
     def scan_position(self) -> str:
         # Spark refuses row_number() without an order; monotonically increasing ids follow its scan.

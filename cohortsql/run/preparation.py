@@ -196,11 +196,14 @@ def prepare(
         engine, queries.statistics.table_statistics(relation, aggregates, dialect), context="computing table statistics"
     )
     if ids_apart:  # which then estimates the distinct rows too
-        row |= fetch_record(
-            engine,
-            queries.statistics.duplicate_ids(relation, id_sql, dialect, features if mergeable else ()),
-            context="checking that ids are unique",
-        )
+        hashed = features if mergeable else ()
+        context = "checking that ids are unique"
+        row |= engine.count_duplicate_ids(
+            queries.statistics.ids_and_row_hashes(relation, id_sql, dialect, hashed),
+            rows=row["subjects"],
+            hashed=bool(hashed),
+            context=context,
+        ) or fetch_record(engine, queries.statistics.duplicate_ids(relation, id_sql, dialect, hashed), context=context)
     _check_table(row, outcomes, id)
     statistics = TableStatistics.parse(row, len(outcomes), len(features), weighted=weight is not None)
     _check_finite(statistics, outcomes, weight)

@@ -287,7 +287,10 @@ def test_a_session_the_server_ends_mid_run_is_reported_as_the_server_said(postgr
         finally:
             watcher.join()
     message = str(failure.value)
-    assert message.startswith("computing similarity masks: ") and "terminating connection" in message, message
+    # The server's own words, or, when its notice loses the race with the client's next message (seen
+    # once in a full suite on a busy machine), the driver's: the connection closed under it.
+    said = ("terminating connection", "server closed the connection unexpectedly")
+    assert message.startswith("computing similarity masks: ") and any(words in message for words in said), message
     assert "dropping" not in message and "Traceback" not in message
 
 

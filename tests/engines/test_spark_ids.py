@@ -1,0 +1,144 @@
+"""Spark's executors check that ids are unique (`cohortsql.engines.spark_ids`): the same count of
+repeated ids as Spark SQL's grouped query on real data (integer, text and date ids, NULL ids left out,
+repeats within and across tasks), the estimate of distinct predictor rows exact where the sketch holds
+them all, and the grouped query kept where pyarrow would compare ids otherwise than Spark (text of a
+case-insensitive collation) or the table is small."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import cohortsql
+
+pytest.importorskip("pyspark", reason="the spark extra is not installed")
+
+from cohortsql import queries  # noqa: E402
+from cohortsql.dialects import SPARK  # noqa: E402
+from cohortsql.engines import spark as spark_engine  # noqa: E402
+from cohortsql.engines import spark_ids  # noqa: E402
+from cohortsql.engines.base import fetch_record  # noqa: E402
+
+TITANIC = (
+    pl.read_csv("examples/data/titanic.csv", null_values="NA")
+    .with_columns(pl.col("age").cast(pl.Float64, strict=False))
+    .with_row_index("id")
+    .with_columns(pl.col("id").cast(pl.Int64))
+)
+FEATURES = ("pclass", "sex", "age", "sibsp", "parch")
+
+
+def ids_counted_both_ways(spark_session, frame, features=FEATURES):
+    """(the executors' row, Spark SQL's grouped query's row, the exact count of distinct row hashes)."""
+    frame.createOrReplaceTempView("scored_ids")
+    columns = [SimpleNamespace(name=name) for name in features]  # what the queries read of a feature
+    ids = queries.statistics.ids_and_row_hashes("scored_ids", "`id`", SPARK, columns)
+    on_executors = spark_ids.duplicate_ids(spark_session, ids, rows=frame.count(), hashed=bool(features), tasks=3)
+    grouped = fetch_record(
+        spark_engine.SparkEngine(spark_session),
+        queries.statistics.duplicate_ids("scored_ids", "`id`", SPARK, columns),
+        context="the test",
+    )
+    hashes = SPARK.row_hash([SPARK.quote(name) for name in features]) if features else "0"
+    exact = spark_session.sql(f"SELECT count(DISTINCT {hashes}) AS n FROM scored_ids WHERE id IS NOT NULL").first()
+    return on_executors, grouped, exact["n"]
+
+
+def checks_on_the_executors(monkeypatch) -> list:
+    """The rows the executors' ids checks of the calls that follow return, in order."""
+    counted = []
+    original = spark_ids.duplicate_ids
+
+    def recording(*arguments, **options):
+        counted.append(original(*arguments, **options))
+        return counted[-1]
+
+    monkeypatch.setattr(spark_ids, "duplicate_ids", recording)
+    return counted
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        pl.col("id"),  # unique
+        pl.col("id") // 3,  # each id three times
+        pl.when(pl.col("id") % 7 == 0).then(None).otherwise(pl.col("id") % 500),  # NULL ids and repeats
+        pl.format("passenger {}", pl.col("id") % 800),  # text
+        pl.date(1912, 4, 10) + pl.duration(days=pl.col("id") % 1000),  # dates
+    ],
+    ids=["unique", "thrice", "nulls", "text", "dates"],
+)
+def test_the_executors_count_repeated_ids_as_spark_sql_does(spark_session, ids):
+    data = TITANIC.with_columns(id=ids)
+    on_executors, grouped, exact_hashes = ids_counted_both_ways(
+        spark_session, spark_session.createDataFrame(data.to_arrow())
+    )
+    repeated = data.filter(pl.col("id").is_not_null()).height - data["id"].drop_nulls().n_unique()
+    assert on_executors["duplicate_ids"] == grouped["duplicate_ids"] == repeated
+    assert on_executors["distinct_rows"] == exact_hashes  # fewer than the sketch holds: exact
+
+
+def test_without_features_only_the_ids_are_counted(spark_session):
+    frame = spark_session.createDataFrame(TITANIC.with_columns(id=pl.col("id") // 2).to_arrow())
+    on_executors, grouped, _ = ids_counted_both_ways(spark_session, frame, features=())
+    assert on_executors == {"duplicate_ids": grouped["duplicate_ids"]} == {"duplicate_ids": TITANIC.height // 2}
+
+
+def test_many_distinct_rows_are_estimated_within_the_sketch_s_error(spark_session):
+    rng = np.random.default_rng(11)
+    rows = 60_000
+    table = pa.table({"id": np.arange(rows), "x": rng.uniform(size=rows), "z": rng.integers(0, 5, rows)})
+    on_executors, _, exact_hashes = ids_counted_both_ways(
+        spark_session, spark_session.createDataFrame(table), ("x", "z")
+    )
+    assert on_executors["duplicate_ids"] == 0
+    assert abs(on_executors["distinct_rows"] / exact_hashes - 1) < 0.07  # 4 standard errors
+
+
+def test_text_ids_of_a_case_insensitive_collation_keep_spark_sql_s_grouping(spark_session, monkeypatch):
+    """UTF8_LCASE groups 'A' with 'a': pyarrow would not, so the grouped query counts them (and the call stops)."""
+    monkeypatch.setattr(spark_engine, "EXECUTOR_ID_ROWS", 0)
+    table = pa.table({"id": ["a", "A", "b"], "x": [1.0, 2.0, 3.0], "y": [0.0, 1.0, 2.0]})
+    spark_session.createDataFrame(table).createOrReplaceTempView("collated_input")
+    frame = spark_session.sql("SELECT id COLLATE UTF8_LCASE AS id, x, y FROM collated_input")
+    assert spark_ids.duplicate_ids(spark_session, "SELECT id FROM collated_input", rows=3, hashed=False, tasks=2) == {
+        "duplicate_ids": 0
+    }
+    frame.createOrReplaceTempView("collated")
+    assert spark_ids.duplicate_ids(spark_session, "SELECT id FROM collated", rows=3, hashed=False, tasks=2) is None
+    with pytest.raises(cohortsql.CohortError, match="id column 'id' has 1 duplicate values"):
+        cohortsql.cohort_shapley(frame, prediction="y", similarity={"x": "abs:1"}, id="id", targets=["b"])
+
+
+@pytest.mark.parametrize("threshold", [0, 10**9], ids=["executors", "spark-sql"])
+def test_a_call_checks_its_ids_on_the_executors_from_enough_rows(spark_session, monkeypatch, threshold):
+    """From `EXECUTOR_ID_ROWS` rows a call's ids are checked on the executors, the values equal DuckDB's;
+    repeated ids stop the call with the same message both ways."""
+    monkeypatch.setattr(spark_engine, "EXECUTOR_ID_ROWS", threshold)
+    counted = checks_on_the_executors(monkeypatch)
+    data = TITANIC.select("id", "pclass", "sex", "age", "survived").with_columns(
+        y=(pl.col("survived") == "survived").cast(pl.Float64)
+    )
+    options = dict(
+        prediction="y", similarity={"pclass": "exact", "sex": "exact", "age": "abs:5"}, id="id", targets=[3, 99]
+    )
+    on_spark = cohortsql.cohort_shapley(spark_session.createDataFrame(data.to_arrow()), **options)
+    np.testing.assert_allclose(on_spark.shapley, cohortsql.cohort_shapley(data, **options).shapley, atol=1e-12)
+    assert [row["duplicate_ids"] for row in counted] == ([0] if threshold == 0 else [])
+    repeated = spark_session.createDataFrame(data.with_columns(id=pl.col("id") // 2).to_arrow())
+    with pytest.raises(cohortsql.CohortError, match=f"id column 'id' has {data.height // 2} duplicate values"):
+        cohortsql.cohort_shapley(repeated, **options)
+
+
+def test_a_spark_connect_session_checks_its_ids_on_the_executors(spark_connect, monkeypatch):
+    monkeypatch.setattr(spark_engine, "EXECUTOR_ID_ROWS", 0)
+    counted = checks_on_the_executors(monkeypatch)
+    data = TITANIC.select("id", "pclass", "sex", "sibsp", "parch").with_columns(
+        y=pl.col("sibsp") * 1.5 + pl.col("parch")
+    )
+    options = dict(prediction="y", similarity={"pclass": "exact", "sex": "exact"}, id="id", targets=[3, 99])
+    on_connect = cohortsql.cohort_shapley(spark_connect.createDataFrame(data.to_arrow()), **options)
+    np.testing.assert_allclose(on_connect.shapley, cohortsql.cohort_shapley(data, **options).shapley, atol=1e-12)
+    assert counted == [{"duplicate_ids": 0, "distinct_rows": 6}]  # 3 classes x 2 sexes
