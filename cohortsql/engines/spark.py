@@ -79,9 +79,9 @@ docs/engines.md)."""
 EXECUTOR_ID_ROWS = 100_000
 """Rows from which the executors check that ids are unique (`cohortsql.engines.spark_ids`), tables whose
 mask histograms are built there too from about 50 targets (`EXECUTOR_HISTOGRAM_PAIRS`). Warm, they are
-quicker at every size (local[2], medians of 6 alternated: 506 rows 0.18 s against 0.26 s, 100,000 rows
-0.23 s against 0.28 s, 1,000,000 rows 0.52 s against 0.73 s), but their first start in a session took
-1.3 s: a small table would pay it for the check alone."""
+quicker at every size (local[2], medians of 6 to 8 alternated: 506 rows 0.18 s against 0.26 s, 100,000
+rows 0.23 s against 0.28 s, 1,000,000 rows 0.52 s against 0.73 s), but their first start in a session
+took 1.3 s: a small table would pay it for the check alone."""
 
 SCAN_PARTITIONS_PER_CORE = 2
 """The input is read in at most this many partitions a core (merged without a shuffle, `DataFrame.coalesce`).
@@ -329,7 +329,7 @@ class SparkEngine(Engine):
                 if _WORKERS_CANNOT_IMPORT not in str(error):
                     raise
                 warnings.warn(
-                    f"{error}; until then Spark SQL builds the mask histograms, about ten times slower",
+                    f"{error}; until then Spark SQL builds the mask histograms, about ten times slower, and checks the ids",
                     CohortWarning,
                     stacklevel=2,
                 )

@@ -29,6 +29,7 @@ SCRIPT = textwrap.dedent(
     import cohortsql.engines.spark
 
     cohortsql.engines.spark.EXECUTOR_HISTOGRAM_PAIRS = 0  # the executors' histogram for every batch
+    cohortsql.engines.spark.EXECUTOR_ID_ROWS = 0  # and their ids' check
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         on_spark = cohortsql.cohort_shapley(frame, prediction="y", similarity={"a": "abs:1"}, id="k", engine="spark")
@@ -54,6 +55,6 @@ def test_executors_without_the_libraries_are_one_line(tmp_path):
         "CohortError: running cohortsql on Spark's executors: Spark's Python workers cannot import"
     ), result.stdout + result.stderr
     assert "point spark.pyspark.python (PYSPARK_PYTHON) at a Python" in result.stdout
-    # cohort_shapley needs no Python on the executors: its histogram falls back to Spark SQL, said once
+    # cohort_shapley needs no Python on the executors: its ids' check and histogram fall back to Spark SQL, said once
     assert "warned: 1 equal: True" in result.stdout, result.stdout + result.stderr
     assert "\tat " not in result.stderr and "Traceback" not in result.stderr, result.stderr
