@@ -67,8 +67,10 @@ def checks_on_the_executors(monkeypatch) -> list:
         pl.when(pl.col("id") % 7 == 0).then(None).otherwise(pl.col("id") % 500),  # NULL ids and repeats
         pl.format("passenger {}", pl.col("id") % 800),  # text
         pl.date(1912, 4, 10) + pl.duration(days=pl.col("id") % 1000),  # dates
+        pl.datetime(1912, 4, 10, time_zone="UTC") + pl.duration(minutes=pl.col("id") % 900),  # timestamps
+        (pl.col("id") % 700).cast(pl.Decimal(20, 2)) / 4,  # decimals
     ],
-    ids=["unique", "thrice", "nulls", "text", "dates"],
+    ids=["unique", "thrice", "nulls", "text", "dates", "timestamps", "decimals"],
 )
 def test_the_executors_count_repeated_ids_as_spark_sql_does(spark_session, ids):
     data = TITANIC.with_columns(id=ids)
