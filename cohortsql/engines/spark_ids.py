@@ -5,8 +5,8 @@ hashes (`cohortsql.numeric.distinct_sketch`); the driver sums the counts and mer
 the estimate of distinct predictor rows (`cohortsql.run.preparation.COMPRESS_BELOW`).
 
 Why: Spark's GROUP BY id with a HyperLogLog of the rows' hashes, 1,000,000 rows on local[2], took
-0.82 s against 0.58 s this way (medians of 6, alternated), and 1.4 against 1.0 core-seconds: each
-task's hash aggregate of ids seen once is nearly all of it (`benchmarks/bench_spark.py`). The Python
+0.73 s against 0.52 s this way (medians of 8, alternated in one session; `benchmarks/bench_spark.py`
+prints both): each task's hash aggregate of ids it sees once is most of Spark's time. The Python
 workers import cohortsql, as for the histogram (`cohortsql.engines.spark_histogram`).
 """
 

@@ -105,8 +105,11 @@ def test_text_ids_of_a_case_insensitive_collation_keep_spark_sql_s_grouping(spar
     table = pa.table({"id": ["a", "A", "b"], "x": [1.0, 2.0, 3.0], "y": [0.0, 1.0, 2.0]})
     spark_session.createDataFrame(table).createOrReplaceTempView("collated_input")
     frame = spark_session.sql("SELECT id COLLATE UTF8_LCASE AS id, x, y FROM collated_input")
-    assert spark_ids.duplicate_ids(spark_session, "SELECT id FROM collated_input", rows=3, hashed=False, tasks=2) == {
-        "duplicate_ids": 0
+    # Binary text counted on the executors, in more tasks than rows: most of them hold no row.
+    hashed = "SELECT id, xxhash64(x) AS row_hash FROM collated_input"
+    assert spark_ids.duplicate_ids(spark_session, hashed, rows=3, hashed=True, tasks=8) == {
+        "duplicate_ids": 0,
+        "distinct_rows": 3,
     }
     frame.createOrReplaceTempView("collated")
     assert spark_ids.duplicate_ids(spark_session, "SELECT id FROM collated", rows=3, hashed=False, tasks=2) is None
