@@ -1,8 +1,8 @@
 """Spark's executors check that ids are unique (`cohortsql.engines.spark_ids`): the same count of
-repeated ids as Spark SQL's grouped query on real data (integer, text and date ids, NULL ids left out,
-repeats within and across tasks), the estimate of distinct predictor rows exact where the sketch holds
-them all, and the grouped query kept where pyarrow would compare ids otherwise than Spark (text of a
-case-insensitive collation) or the table is small."""
+repeated ids as Spark SQL's grouped query on real data (integer, text, date, timestamp and decimal
+ids, NULL ids left out, repeats within and across tasks), the estimate of distinct predictor rows exact
+where the sketch holds them all, and the grouped query kept where pyarrow would compare ids otherwise
+than Spark (text of a case-insensitive collation) or the table is small."""
 
 from types import SimpleNamespace
 
