@@ -162,7 +162,7 @@ def ids_check(spark: Any, frame: Any, rows: int) -> None:
     tasks = spark.sparkContext.defaultParallelism
     ways: dict[str, Callable[[], Any]] = {
         "Spark SQL": lambda: spark.sql(grouped).collect(),
-        "executors": lambda: spark_ids.duplicate_ids(spark, ids, rows=rows, hashed=True, tasks=tasks),
+        "executors": lambda: spark_ids.duplicate_ids(spark, ids, rows=rows, tasks=tasks),
     }
     times = alternated(ways, 5)
     print(

@@ -276,10 +276,10 @@ class Engine(ABC):
         caller runs the SQL histogram."""
         return None
 
-    def count_duplicate_ids(self, ids: str, *, rows: int, hashed: bool, context: str) -> Row | None:
-        """``duplicate_ids`` (how many rows repeat another row's id) and, when `hashed`, an estimate of
-        the distinct row hashes as ``distinct_rows``, of query `ids` (each row's id, then its hash:
-        `cohortsql.queries.statistics.ids_and_row_hashes`) over a table of `rows` rows, counted outside
+    def count_duplicate_ids(self, ids: str, *, rows: int, context: str) -> Row | None:
+        """``duplicate_ids`` (how many rows repeat another row's id) and, when `ids` hashes the rows, an
+        estimate of the distinct row hashes as ``distinct_rows``, of query `ids` (each row's id, then
+        perhaps its hash: `cohortsql.queries.statistics.ids_and_row_hashes`) over `rows` rows, counted outside
         SQL where the engine does that better than its own grouped aggregate (Spark: on its executors,
         `cohortsql.engines.spark_ids`). None, by default: the caller runs the grouped query
         (`cohortsql.queries.statistics.duplicate_ids`)."""

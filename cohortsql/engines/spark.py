@@ -300,7 +300,7 @@ class SparkEngine(Engine):
         ]
         return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
-    def count_duplicate_ids(self, ids: str, *, rows: int, hashed: bool, context: str) -> Row | None:
+    def count_duplicate_ids(self, ids: str, *, rows: int, context: str) -> Row | None:
         """On the executors (`cohortsql.engines.spark_ids`) for tables of `EXECUTOR_ID_ROWS` rows whose
         ids pyarrow compares as Spark does, when their Python imports cohortsql; otherwise None, and
         Spark SQL's grouped query."""
@@ -308,9 +308,7 @@ class SparkEngine(Engine):
             return None
         from cohortsql.engines.spark_ids import duplicate_ids
 
-        return self._run(
-            partial(duplicate_ids, self.session, ids, rows=rows, hashed=hashed, tasks=self._tasks()), context
-        )
+        return self._run(partial(duplicate_ids, self.session, ids, rows=rows, tasks=self._tasks()), context)
 
     def _tasks(self) -> int:
         """About as many tasks as the cluster has cores: its default parallelism (a Connect client cannot

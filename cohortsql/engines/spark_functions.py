@@ -13,6 +13,7 @@ import json
 import math
 import warnings
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -28,11 +29,19 @@ MIN_GROUPS = 8
 """Groups of targets at least (when there are that many targets), so that every executor core works."""
 
 
+@contextmanager
+def without_pandas_warning() -> Iterator[None]:
+    """PySpark's warning that it does not fully support pandas 3, silenced while Python functions are
+    planned and run on the executors: cohortsql hands them Arrow, never pandas."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+        yield
+
+
 def executors_import(session: SparkSession) -> None:
     """Run a one-row job whose Python function (an Arrow batch in, out) needs cohortsql, pyarrow and
     numpy on an executor: it fails, with a ModuleNotFoundError inside, where they are missing."""
-    with warnings.catch_warnings():  # PySpark's about pandas 3: cohortsql hands it Arrow
-        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+    with without_pandas_warning():
         session.range(1).mapInArrow(_imported, "id long").collect()
 
 

@@ -13,13 +13,13 @@ must be installed where the executors run (`cohortsql.engines.spark_functions.ex
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from cohortsql.engines.spark_functions import without_pandas_warning
 from cohortsql.numeric import pair_masks
 from cohortsql.numeric.pair_tests import PairTest
 
@@ -82,6 +82,5 @@ def partial_histograms(
 
     schema = ", ".join(["target int", "mask0 bigint", *(f"{name} double" for name in measures)])
     rows = session.sql(subjects).coalesce(tasks)
-    with warnings.catch_warnings():  # PySpark's about pandas 3: cohortsql hands it Arrow
-        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+    with without_pandas_warning():
         return rows.mapInArrow(partial, schema)

@@ -13,7 +13,6 @@ workers import cohortsql, as for the histogram (`cohortsql.engines.spark_histogr
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -32,6 +31,7 @@ from pyspark.sql.types import (
 )
 
 from cohortsql._typing import Row
+from cohortsql.engines.spark_functions import without_pandas_warning
 from cohortsql.numeric import distinct_sketch
 
 IDS_PER_TASK = 4_000_000
@@ -48,15 +48,16 @@ def compares_ids_alike(kind: DataType) -> bool:
     return isinstance(kind, IntegralType | DecimalType | DateType | TimestampType | TimestampNTZType | BinaryType)
 
 
-def duplicate_ids(session: SparkSession, ids: str, *, rows: int, hashed: bool, tasks: int) -> Row | None:
-    """``duplicate_ids`` (how many rows repeat another row's id) and, when `hashed`, ``distinct_rows``
-    (the sketch's estimate of distinct row hashes) of query `ids` (an id column, then a BIGINT hash
-    column when `hashed`: `cohortsql.queries.statistics.ids_and_row_hashes`) of about `rows` rows,
+def duplicate_ids(session: SparkSession, ids: str, *, rows: int, tasks: int) -> Row | None:
+    """``duplicate_ids`` (how many rows repeat another row's id) and, when query `ids` hashes the rows,
+    ``distinct_rows`` (the sketch's estimate of distinct row hashes) of query `ids` (an id column, then
+    perhaps a BIGINT hash column: `cohortsql.queries.statistics.ids_and_row_hashes`) of about `rows` rows,
     spread over at least `tasks` tasks. None when pyarrow would not compare the ids as Spark does
     (`compares_ids_alike`): the caller's grouped query counts them."""
     frame = session.sql(ids)
     if not compares_ids_alike(frame.schema[0].dataType):
         return None
+    hashed = len(frame.columns) > 1
 
     def counted(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         held, hashes = [], []
@@ -74,8 +75,7 @@ def duplicate_ids(session: SparkSession, ids: str, *, rows: int, hashed: bool, t
         )
 
     spread = frame.repartition(max(tasks, math.ceil(rows / IDS_PER_TASK)), frame.columns[0])
-    with warnings.catch_warnings():  # PySpark's about pandas 3: cohortsql hands it Arrow
-        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+    with without_pandas_warning():
         parts = spread.mapInArrow(counted, "repeated bigint, sketch binary").toArrow()
     row: Row = {"duplicate_ids": sum(parts.column("repeated").to_pylist())}
     if hashed:

@@ -201,7 +201,6 @@ def prepare(
         row |= engine.count_duplicate_ids(
             queries.statistics.ids_and_row_hashes(relation, id_sql, dialect, hashed),
             rows=row["subjects"],
-            hashed=bool(hashed),
             context=context,
         ) or fetch_record(engine, queries.statistics.duplicate_ids(relation, id_sql, dialect, hashed), context=context)
     _check_table(row, outcomes, id)

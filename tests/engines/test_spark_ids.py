@@ -35,7 +35,7 @@ def ids_counted_both_ways(spark_session, frame, features=FEATURES):
     frame.createOrReplaceTempView("scored_ids")
     columns = [SimpleNamespace(name=name) for name in features]  # what the queries read of a feature
     ids = queries.statistics.ids_and_row_hashes("scored_ids", "`id`", SPARK, columns)
-    on_executors = spark_ids.duplicate_ids(spark_session, ids, rows=frame.count(), hashed=bool(features), tasks=3)
+    on_executors = spark_ids.duplicate_ids(spark_session, ids, rows=frame.count(), tasks=3)
     grouped = fetch_record(
         spark_engine.SparkEngine(spark_session),
         queries.statistics.duplicate_ids("scored_ids", "`id`", SPARK, columns),
@@ -107,12 +107,12 @@ def test_text_ids_of_a_case_insensitive_collation_keep_spark_sql_s_grouping(spar
     frame = spark_session.sql("SELECT id COLLATE UTF8_LCASE AS id, x, y FROM collated_input")
     # Binary text counted on the executors, in more tasks than rows: most of them hold no row.
     hashed = "SELECT id, xxhash64(x) AS row_hash FROM collated_input"
-    assert spark_ids.duplicate_ids(spark_session, hashed, rows=3, hashed=True, tasks=8) == {
+    assert spark_ids.duplicate_ids(spark_session, hashed, rows=3, tasks=8) == {
         "duplicate_ids": 0,
         "distinct_rows": 3,
     }
     frame.createOrReplaceTempView("collated")
-    assert spark_ids.duplicate_ids(spark_session, "SELECT id FROM collated", rows=3, hashed=False, tasks=2) is None
+    assert spark_ids.duplicate_ids(spark_session, "SELECT id FROM collated", rows=3, tasks=2) is None
     with pytest.raises(cohortsql.CohortError, match="id column 'id' has 1 duplicate values"):
         cohortsql.cohort_shapley(frame, prediction="y", similarity={"x": "abs:1"}, id="id", targets=["b"])
 
