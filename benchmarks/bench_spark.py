@@ -17,11 +17,12 @@ values never pass through the driver.
                     grouped query and on the executors, as cohortsql runs it from 100,000 rows
        cohort_      the whole call on Spark and on DuckDB, the same targets (100, then 1,000): statistics,
          shapley    checks, the histogram and the numpy stage; the first call of each, then medians of 5
-                    alternated (the JVM compiles Spark's own code over a session's first calls)
+                    alternated (calls 2-6), and at 100 targets of 5 more (calls 7-11): the JVM compiles
+                    Spark's own code over a session's first calls
 
 2. `cohortsql.shapley_table` on Spark local[2] for 1,000, 10,000 and 50,000 targets (8 binary
-   features, so the join stays small and the finishing dominates), written as a table: time, time
-   per target and the driver's peak memory (Python's allocations and Arrow's, polled), beside the two
+   `exact` features: the grouping-sets path), written as a table after one call of each way: time,
+   time per target and the driver's peak memory (Python's allocations and Arrow's, polled), beside the two
    alternatives: the portable values query run by Spark (superset sums as SQL passes) and
    `cohort_shapley` on Spark (histograms assembled on the driver).
 
@@ -172,23 +173,24 @@ def ids_check(spark: Any, frame: Any, rows: int) -> None:
     )
 
 
-def alternated(ways: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    """Each way's median wall time of `repeats` calls, the ways taking turns, after one call of each
-    (the JVM compiles Spark's own code over a session's first calls)."""
+def alternated(ways: dict[str, Callable[[], Any]], repeats: int, warm_up: int = 1) -> dict[str, float]:
+    """Each way's median wall time of `repeats` calls, the ways taking turns, after `warm_up` calls of
+    each (the JVM compiles Spark's own code over a session's first calls)."""
     times: dict[str, list[float]] = {name: [] for name in ways}
-    for _ in range(repeats + 1):
+    for _ in range(repeats + warm_up):
         for name, way in ways.items():
             start = time.perf_counter()
             way()
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(seen[1:]) for name, seen in times.items()}
+    return {name: statistics.median(seen[warm_up:]) for name, seen in times.items()}
 
 
 def whole_call(spark: Any, subjects: pa.Table, counts: list[int]) -> None:
     """`cohortsql.cohort_shapley` of the first `count` rows end to end (statistics, checks, histogram,
     numpy stage) on Spark (the subjects cached) and on DuckDB (the Arrow table), for each of `counts`:
-    the first call of each, then medians of 5 alternated. What a call costs whatever its targets, and
-    what each target adds."""
+    the first call of each, then medians of 5 alternated (calls 2 to 6), and for the first of `counts`
+    of the next 5 as well (calls 7 to 11: the JVM has compiled more of Spark's code). What a call costs
+    whatever its targets, and what each target adds."""
     table = subjects.drop_columns(["code"]).append_column("id", pa.array(np.arange(subjects.num_rows)))
     frame = spark.createDataFrame(table).cache()
     frame.count()
@@ -218,18 +220,22 @@ def whole_call(spark: Any, subjects: pa.Table, counts: list[int]) -> None:
 
             return call
 
+        ways = {"spark": timed("spark", frame), "duckdb": timed("duckdb", table)}
         with warnings.catch_warnings():  # uniform rows in 12 narrow windows: most cohorts end in one row
             warnings.filterwarnings("ignore", ".* of the targets end in a cohort of one row", cohortsql.CohortWarning)
-            times = alternated({"spark": timed("spark", frame), "duckdb": timed("duckdb", table)}, 5)
-        on_spark, on_duckdb = times["spark"], times["duckdb"]
+            times = alternated(ways, 5)
+            warmer = alternated(ways, 5, warm_up=0) if count == counts[0] else None
         difference = float(np.abs(values["spark"].shapley - values["duckdb"].shapley).max())
         pairs = subjects.num_rows * count
-        print(
-            f"    {'cohort_shapley':15s}{count:5d}{on_spark:9.2f}s{pairs / on_spark:11.2e}{on_duckdb:9.2f}s"
-            f"{pairs / on_duckdb:11.2e}{on_spark / on_duckdb:13.2f}x   (the whole call, {count} targets;"
-            f" values differ by {difference:.1e}; first calls {first['spark']:.2f} s and {first['duckdb']:.2f} s)",
-            flush=True,
-        )
+        rows = [(times, f"{count} targets, calls 2-6")] + ([(warmer, "the same, calls 7-11")] if warmer else [])
+        for measured, label in rows:
+            on_spark, on_duckdb = measured["spark"], measured["duckdb"]
+            print(
+                f"    {'cohort_shapley':15s}{count:5d}{on_spark:9.2f}s{pairs / on_spark:11.2e}{on_duckdb:9.2f}s"
+                f"{pairs / on_duckdb:11.2e}{on_spark / on_duckdb:13.2f}x   (the whole call, {label};"
+                f" values differ by {difference:.1e}; first calls {first['spark']:.2f} s and {first['duckdb']:.2f} s)",
+                flush=True,
+            )
     frame.unpersist()
 
 
@@ -281,8 +287,8 @@ def table_ways(spark: Any, data: str, similarity: dict[str, str], *, with_driver
 
 
 def table_part(spark: Any, sizes: list[int], directory: Path) -> None:
-    print("\n2. every target's values written as a Spark table (8 binary features; d = 8); medians of 3 alternated")
-    print("   (one run at 50,000 targets), the driver's largest peak")
+    print("\n2. every target's values written as a Spark table (8 binary features; d = 8); after one call of each")
+    print("   way, medians of 3 alternated (one run at 50,000 targets), the driver's largest peak")
     print(f"    {'way':42s}{'targets':>9s}{'seconds':>9s}{'ms/target':>11s}{'driver peak':>13s}")
     similarity = {f"f{j}": "exact" for j in range(8)}
     for size in sizes:
@@ -298,6 +304,9 @@ def table_part(spark: Any, sizes: list[int], directory: Path) -> None:
         spark.read.parquet(str(data)).createOrReplaceTempView("binary")
         ways = table_ways(spark, str(data), similarity, with_driver=size <= 10_000)
         repeats = 1 if size > 10_000 else 3  # the values query takes minutes there
+        if size == sizes[0]:  # one untimed call of each way first, as in part 1: the JVM compiles as it runs
+            for way in ways.values():
+                way()
         measured: dict[str, list[tuple[float, int]]] = {name: [] for name in ways}
         for _ in range(repeats):  # the ways alternated, so that the machine's drift falls on each alike
             for name, way in ways.items():

