@@ -318,7 +318,19 @@ def table_part(spark: Any, sizes: list[int], directory: Path) -> None:
                 f"    {name:42s}{size:9,d}{seconds:8.2f}s{1000 * seconds / size:10.3f}{peak / 2**20:11.1f} MB",
                 flush=True,
             )
+        print(f"    (shapley_table's values differ from DuckDB's by {table_difference(spark, data, similarity):.1e})")
     spark.sql("DROP TABLE IF EXISTS bench_values")
+
+
+def table_difference(spark: Any, data: Path, similarity: dict[str, str]) -> float:
+    """The largest difference between `shapley_table`'s values on Spark and `cohort_shapley`'s on DuckDB."""
+    options = {"prediction": "y", "similarity": similarity, "id": "key"}
+    table = pl.from_arrow(cohortsql.shapley_table(str(data), **options, connection=spark).toArrow())
+    here = cohortsql.cohort_shapley(pl.read_parquet(data), **options, progress=False).local
+    assert isinstance(table, pl.DataFrame)
+    joined = table.join(here, on=["id", "feature"], suffix="_duckdb")
+    assert joined.height == here.height == table.height, "shapley_table's rows are not every target's features"
+    return float((joined["shapley"] - joined["shapley_duckdb"]).abs().max())
 
 
 def main(rows: int, targets: int, calls: list[int], sizes: list[int], parts: list[str]) -> None:
