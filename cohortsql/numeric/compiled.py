@@ -143,7 +143,7 @@ def pair_histogram(
     tight loop over the subjects, its test chosen outside it, and one loop over them per sum (each
     sum's values contiguous). A missing subject value's bit is cleared only for features the batch has
     missing values of. These took 500,000 subjects x 100 targets x 12 windows (no value missing, two
-    sums, batches of 10,000) from 0.30-0.32 s to 0.21 s (medians of 9 alternated, two runs each); a
+    sums, batches of 10,000) from 0.30-0.32 s to 0.20-0.21 s (medians of 9 alternated, several runs); a
     loop over the sums inside the subjects' loop was most of the difference, 32-bit masks none."""
     d, rows = s_floats.shape
     sums = measures.shape[1]
