@@ -15,8 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+settings.register_profile(
+    "cohortsql",
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("cohortsql")
+"""Every property test of the suite: no deadline (a busy machine makes an example slower, never wrong;
+timing belongs in benchmarks/), and examples derived from each test's name, so that every run draws the
+same ones (seeds are constants)."""
 
 ENGINES = ["duckdb", "spark", "adbc"]
 

@@ -58,7 +58,6 @@ def test_the_standard_doctest_runner_passes():
         [sys.executable, "-m", "pytest", "--doctest-modules", str(package), "-q", "-p", "no:cacheprovider", "--no-cov"],
         capture_output=True,
         text=True,
-        timeout=240,
         cwd=package.parent,
     )
     assert result.returncode == 0, result.stdout[-3000:]

@@ -107,37 +107,37 @@ PROPERTIES = [
 DUCKDB = EngineUnderTest("duckdb")
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25)
 @given(cases())
 def test_row_order(case):
     check_row_order(*case, DUCKDB)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25)
 @given(cases())
 def test_relabelled_ids(case):
     check_relabelled_ids(*case, DUCKDB)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25)
 @given(cases())
 def test_feature_order(case):
     check_feature_order(*case, DUCKDB)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25)
 @given(cases())
 def test_constant_offset(case):
     check_offset(*case, DUCKDB)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25)
 @given(cases())
 def test_scale(case):
     check_scale(*case, DUCKDB)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25)
 @given(cases())
 def test_duplicated_rows(case):
     check_duplicated_rows(*case, DUCKDB)
@@ -146,7 +146,6 @@ def test_duplicated_rows(case):
 @settings(
     max_examples=3,  # six properties, two Spark runs each: about 5 s an example
     deadline=None,
-    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(case=cases())

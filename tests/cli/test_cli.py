@@ -236,10 +236,10 @@ def test_failed_run_leaves_an_existing_output_untouched(data):
 
 def test_subprocess_run_and_failure(data):
     command = [sys.executable, "-m", "cohortsql.cli", "run", str(data / "scores.csv"), *RUN, "--top", "1"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "80 targets x 2 features" in done.stdout
-    failed = subprocess.run([*command[:4], str(data / "nope.csv"), *RUN], capture_output=True, text=True, timeout=120)
+    failed = subprocess.run([*command[:4], str(data / "nope.csv"), *RUN], capture_output=True, text=True)
     assert failed.returncode == 2
     assert failed.stderr.strip().splitlines() == [
         f"cohortsql: error: no file named '{data / 'nope.csv'}'; check the path"
@@ -492,14 +492,14 @@ def test_every_api_option_of_a_command_is_a_flag(command: str, group: str) -> No
     ],
 )
 def test_a_mistyped_command_line_is_one_line_with_status_2(arguments, message):
-    done = subprocess.run([sys.executable, "-m", "cohortsql", *arguments], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "cohortsql", *arguments], capture_output=True, text=True)
     assert done.returncode == 2 and done.stdout == ""
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("cohortsql: error: ") and message in line and line.endswith("(see cohortsql --help)")
 
 
 def test_no_arguments_show_the_help():
-    done = subprocess.run([sys.executable, "-m", "cohortsql"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "cohortsql"], capture_output=True, text=True)
     assert done.returncode == 0 and "Usage: cohortsql" in done.stdout and "shapley" in done.stdout
 
 

@@ -317,7 +317,6 @@ def test_a_spark_master_spark_would_refuse_is_one_line_before_java_starts(tmp_pa
         [sys.executable, "-m", "cohortsql", *arguments, "--spark-master", master],
         capture_output=True,
         text=True,
-        timeout=120,
     )
     output = (result.stdout + result.stderr).strip().splitlines()
     assert result.returncode == 2 and len(output) == 1, output

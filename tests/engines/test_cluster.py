@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 WORKERS = 2
-START_SECONDS = 90
-"""How long the master and its workers may take to start and register before the test gives up."""
+CLUSTER_TEST_SECONDS = 900
+"""The test's own limit (the suite's is 300 s a test): starting a master and two workers, then a driver,
+takes minutes on a busy machine; nothing in the test waits on a clock of its own."""
 
 DRIVER = textwrap.dedent(
     """
@@ -116,22 +117,21 @@ def standalone_cluster(tmp_path_factory) -> Iterator[tuple[str, dict[str, str]]]
             )
         )
     try:
-        deadline = time.monotonic() + START_SECONDS
+        # Waits on the condition, not a clock: a busy machine makes the start slower, and the test's own
+        # timeout (below) is the only limit.
         while master_log.read_text(errors="replace").count("Registering worker") < WORKERS:
-            if time.monotonic() > deadline or any(process.poll() is not None for process in started):
+            if any(process.poll() is not None for process in started):
                 pytest.fail(f"the standalone cluster did not start:\n{master_log.read_text(errors='replace')[-2000:]}")
             time.sleep(0.5)
         yield url, environment
     finally:
+        for process in started:  # a throw-away cluster: nothing of it needs a graceful stop
+            process.kill()
         for process in started:
-            process.terminate()
-        for process in started:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            process.wait()
 
 
+@pytest.mark.timeout(CLUSTER_TEST_SECONDS)
 def test_a_standalone_cluster_computes_what_duckdb_computes(standalone_cluster):
     url, environment = standalone_cluster
     titanic = Path(__file__).parents[2] / "examples" / "data" / "titanic_predictions.parquet"
@@ -140,7 +140,6 @@ def test_a_standalone_cluster_computes_what_duckdb_computes(standalone_cluster):
         env=environment,
         capture_output=True,
         text=True,
-        timeout=180,  # with the cluster's start (at most START_SECONDS), within the suite's 300 s a test
     )
     assert done.returncode == 0, done.stderr[-3000:]
     measured = json.loads(done.stdout.strip().splitlines()[-1])

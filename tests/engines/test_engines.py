@@ -143,7 +143,7 @@ def test_a_spark_run_of_the_command_line_prints_no_spark_log_lines(tmp_path):
     data = tmp_path / "s.parquet"
     pl.DataFrame({"a": np.arange(30) % 3, "y": np.arange(30) / 30}).write_parquet(data)
     command = [sys.executable, "-m", "cohortsql", "shapley", str(data), "--prediction", "y", "--features", "a"]
-    done = subprocess.run([*command, "--engine", "spark"], capture_output=True, text=True, timeout=240, check=False)
+    done = subprocess.run([*command, "--engine", "spark"], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert "30 targets x 1 features" in done.stdout
     noise = [line for line in done.stderr.splitlines() if " WARN " in line or "log4j" in line]

@@ -48,9 +48,7 @@ def test_executors_without_the_libraries_are_one_line(tmp_path):
     venv.create(bare, with_pip=False)  # a Python without numpy, pyarrow or cohortsql
     environment = {**os.environ, "PYSPARK_PYTHON": str(bare / "bin" / "python")}
     environment.pop("SPARK_REMOTE", None)
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=240, env=environment
-    )
+    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=environment)
     assert result.stdout.strip().startswith(
         "CohortError: running cohortsql on Spark's executors: Spark's Python workers cannot import"
     ), result.stdout + result.stderr

@@ -4,7 +4,7 @@ import numpy as np
 import oracles
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cohortsql
@@ -30,7 +30,7 @@ def histograms(draw):
     return target, mask, count, sum_y, targets, d, means, weights, slots
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60)
 @given(histograms())
 def test_the_kernel_equals_the_numpy_reference(case):
     target, mask, count, sum_y, targets, d, means, weights, slots = case

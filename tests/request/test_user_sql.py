@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
 import cohortsql
@@ -54,7 +54,6 @@ def test_the_command_line_refuses_the_injection_and_writes_nothing(scores):
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(Path(cohortsql.__file__).parent.parent)},
-        timeout=120,
     )
     assert done.returncode == 2 and "one SQL expression" in done.stderr
     assert not (scores / "m.csv").exists()
@@ -138,7 +137,7 @@ PIECES = [
 
 
 @seed(20261124)
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400)
 @given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=12).map("".join))
 def test_an_accepted_expression_stays_one_statement_wherever_it_is_placed(text):
     """Whatever pieces of quotes, comments, parentheses and statements a text is made of: if it is

@@ -26,7 +26,6 @@ def test_the_site_builds_without_warnings(tmp_path):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=240,
         env=os.environ | {"MPLBACKEND": "Agg"},
     )
     assert built.returncode == 0, built.stderr[-3000:]
