@@ -85,7 +85,12 @@ def running_server(binaries: Path) -> Iterator[Any]:
         )
         try:
             with psycopg.connect(
-                host="localhost", port=port, user="cohortsql", dbname="postgres", autocommit=True, connect_timeout=START_SECONDS
+                host="localhost",
+                port=port,
+                user="cohortsql",
+                dbname="postgres",
+                autocommit=True,
+                connect_timeout=START_SECONDS,
             ) as connection:
                 yield connection
         finally:
