@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cohortsql.redaction import redacted
+
 
 class CohortError(ValueError):
     """A problem with the caller's input: the message names the column or value and the fix.
 
     Everything a user can get wrong (a missing column, a malformed similarity kind, a bad
     target id, an unreadable file) raises this type, never a raw DuckDB, KeyError or numpy error.
+    Its message never shows a password: it is `cohortsql.redaction.redacted` as it is made.
     """
+
+    def __init__(self, message: object = "", *rest: object) -> None:
+        super().__init__(redacted(str(message)), *rest)
 
 
 class CohortWarning(UserWarning):
@@ -18,7 +24,11 @@ class CohortWarning(UserWarning):
 
     For example an `exact` feature with thousands of levels, or targets that mostly end in a cohort
     of one row. Silence it with ``warnings.filterwarnings("ignore", category=cohortsql.CohortWarning)``.
+    Its message never shows a password (`cohortsql.redaction.redacted`).
     """
+
+    def __init__(self, message: object = "", *rest: object) -> None:
+        super().__init__(redacted(str(message)), *rest)
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:

@@ -11,7 +11,7 @@ from typing import Any, Unpack, cast
 import numpy as np
 import polars as pl
 
-from cohortsql._typing import AuditOptions, BaselineOptions, ShapleyOptions
+from cohortsql._typing import EVERY_OTHER, AuditOptions, BaselineOptions, ShapleyOptions
 from cohortsql.api.baseline import baseline_shapley
 from cohortsql.api.local import cohort_shapley
 from cohortsql.errors import CohortError
@@ -96,6 +96,10 @@ def audit(
     ['region']
     """
     names = _protected_names(protected)
+    if not isinstance(prediction, str):
+        raise CohortError(
+            f"an audit explains one prediction column, got {prediction!r}: audit each column in a call of its own"
+        )
     checked = checked_options(options, AuditOptions, bootstrap=BOOTSTRAP)
     given = {key: value for key, value in options.items() if key in ShapleyOptions.__optional_keys__}
     run = cast(
@@ -103,7 +107,8 @@ def audit(
         given | {"interactions": True, "bootstrap": checked.weighting.bootstrap, "seed": checked.selection.seed},
     )
     result = cohort_shapley(data, prediction=prediction, similarity=_with_protected(similarity, names), **run)
-    assert isinstance(result, CohortShapleyResult)
+    if not isinstance(result, CohortShapleyResult):  # one prediction, checked above: one result
+        raise TypeError(f"cohort_shapley returned {type(result).__name__} for one prediction column")
     groupings = {name: grouping(result.targets[name]) for name in names}
     attributes, groups, proxies = audit_tables(result, names, groupings)
     if model is not None:
@@ -124,10 +129,13 @@ def _protected_names(protected: object) -> tuple[str, ...]:
 
 
 def _with_protected(similarity: SimilarityArgument, names: tuple[str, ...]) -> SimilarityArgument:
-    """`similarity` with each protected attribute added (default kind) unless it already names it."""
+    """`similarity` with each protected attribute added (default kind) unless it already names it, or
+    gives every other column a kind (``"all"``, or a ``"*"`` entry: the attribute takes that kind)."""
     if similarity == "all":
         return similarity
     if isinstance(similarity, Mapping):
+        if EVERY_OTHER in similarity:
+            return similarity
         return {**similarity, **{name: None for name in names if name not in similarity}}
     if isinstance(similarity, Sequence) and not isinstance(similarity, str):
         return [*similarity, *(name for name in names if name not in similarity)]

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Unpack, overload
 
 import numpy as np
+import polars as pl
 
 from cohortsql._typing import (
     Prediction,
@@ -19,7 +20,7 @@ from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
-from cohortsql.results.copies import warn_about_copies
+from cohortsql.results.copies import COPY_CHECK_ROWS, warn_about_copies
 from cohortsql.results.outcomes import CohortShapleyResults
 from cohortsql.results.tables import warn_about_cohorts
 from cohortsql.run import readouts
@@ -167,9 +168,13 @@ def cohort_shapley(
     outcomes = explained_columns(prediction)
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
         results = explain_targets(session, session.select())
-    first = next(iter(results.values()))
+        first = next(iter(results.values()))
+        # the data's rows, not the targets: three targets prove nothing (when every row is a target, they are)
+        every_row = len(first.ids) == session.prepared.subject_count <= COPY_CHECK_ROWS
+        rows = first.targets if every_row else session.sample_rows(COPY_CHECK_ROWS)
     warn_about_cohorts(first.diagnostics, first.kinds)
-    warn_about_copies(first.targets, first.features, first.prediction, first.outcome)
+    for outcome in outcomes:
+        warn_about_copies(rows, first.features, rows[outcome].cast(pl.Float64).to_numpy(), outcome)
     return first if isinstance(prediction, str) else CohortShapleyResults(results)
 
 

@@ -222,7 +222,7 @@ def _literal_quantiles(engine: Engine, prepared: Prepared, target: Dialect) -> K
     known = sorted_quantiles(engine, prepared.input.relation, features, prepared.weight)  # type: ignore[arg-type]
 
     def value(feature: ResolvedFeature, dialect: Dialect) -> str:
-        return queries.statistics.statistic_value(feature.values, dialect.quote(feature.name), dialect)
+        return queries.statistics.statistic_value(feature, dialect)
 
     return {
         (value(feature, target), probability): known[(value(feature, engine.dialect), probability)]

@@ -128,8 +128,13 @@ def _check_engine_settings(options: Flags) -> None:
 
     engine = options.get("engine")
     if engine is not None and engine not in ENGINES:
+        # never echoed: a value that is not a name may be a connection string, password and all
         schemes = [f"{scheme}://..." for entry in ENGINES.values() for scheme in entry.schemes]
-        raise CohortError(f"--engine must be one of {', '.join([*ENGINES, *schemes])}, got {engine!r}")
+        keywords = " (key=value connection strings are not read: give a URI)" if "=" in engine else ""
+        raise CohortError(
+            f"--engine must be an engine name ({', '.join(ENGINES)}) or a URI starting {', '.join(schemes)};"
+            f" the value given is neither{keywords}"
+        )
     chosen = engine_class(engine_for(None, options.get("connection"), engine))
     given: Mapping[str, object] = options
     for setting in ENGINE_SETTINGS:

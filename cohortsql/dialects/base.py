@@ -34,6 +34,15 @@ class Dialect:
     exact_quantiles: ClassVar[bool] = True
     """Whether the engine has an exact quantile aggregate; without one, printed SQL gets quantile
     windows' quantiles as literals computed from the data it was printed from."""
+    snapshot: ClassVar[tuple[str, ...] | None] = None
+    """For a server cohortsql reaches through ADBC: the statements (in the server's own SQL) that make
+    a new transaction read one snapshot of the data, run first in it (``()``: every transaction does);
+    None when the server has no such transaction, and a call is refused rather than read data that
+    changes between its queries."""
+    identity_query: ClassVar[str | None] = None
+    """For such a server: a query (its own SQL) of one row and column ``identity``, the server's own
+    identity of the relation a quoted name (the ``{name}`` string literal) resolves to in the session,
+    NULL when none does."""
 
     def code_outside_quotes(self, text: str, role: str) -> str:
         """The code of the caller's SQL `text` outside its string literals, quoted identifiers and
@@ -178,8 +187,9 @@ class Dialect:
         """A date as days since 1970-01-01 (an integer)."""
         raise NotImplementedError
 
-    def epoch_micros(self, expression: str) -> str:
-        """A timestamp as microseconds since 1970-01-01 (a BIGINT: differences are exact)."""
+    def epoch_micros(self, expression: str, *, time_zone: bool = False) -> str:
+        """A timestamp as microseconds since 1970-01-01 (a BIGINT: differences are exact); `time_zone`:
+        a timestamp with a time zone (an instant), whatever its precision."""
         raise NotImplementedError
 
     def md5_hash(self, text: str) -> str:

@@ -18,7 +18,7 @@ class BigQueryDialect(TranspiledDialect):
     def epoch_days(self, expression: str) -> str:
         return f"unix_date({expression})"
 
-    def epoch_micros(self, expression: str) -> str:
+    def epoch_micros(self, expression: str, *, time_zone: bool = False) -> str:
         return f"unix_micros({expression})"
 
     def distinct_rows_estimate(self, columns: Sequence[str]) -> str:

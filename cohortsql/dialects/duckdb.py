@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 from cohortsql.dialects.base import Dialect
 from cohortsql.errors import CohortError
@@ -12,6 +13,7 @@ _DOLLAR_TAG = re.compile(r"^\$[A-Za-z_]*\$")
 
 class DuckDBDialect(Dialect):
     name = "duckdb"
+    snapshot: ClassVar[tuple[str, ...] | None] = ()  # a DuckDB transaction reads one snapshot (MVCC)
 
     def code_outside_quotes(self, text: str, role: str) -> str:
         """The operators of `text` as DuckDB's own lexer (`duckdb.tokenize`) reads it, strings,
@@ -42,8 +44,11 @@ class DuckDBDialect(Dialect):
     def epoch_days(self, expression: str) -> str:
         return f"({expression} - DATE '1970-01-01')"
 
-    def epoch_micros(self, expression: str) -> str:
-        return f"epoch_us({expression})"
+    def epoch_micros(self, expression: str, *, time_zone: bool = False) -> str:
+        # epoch_us has no TIMESTAMPTZ_NS overload; the cast to TIMESTAMPTZ keeps the instant (to the
+        # microsecond) and needs no time zone. A plain TIMESTAMP_NS takes epoch_us as it is: cast to
+        # TIMESTAMPTZ it would be read in the session's time zone.
+        return f"epoch_us(CAST({expression} AS TIMESTAMPTZ))" if time_zone else f"epoch_us({expression})"
 
     def md5_hash(self, text: str) -> str:
         # The 16 bytes as one little-endian 128-bit integer: parts are shifts and masks (3x faster than text).

@@ -9,11 +9,13 @@ from cohortsql.dialects.transpile import TranspiledDialect
 
 class PostgresDialect(TranspiledDialect):
     name = "postgres"
+    snapshot = ("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",)
+    identity_query = "SELECT to_regclass({name})::oid::bigint AS identity"
 
     def fold(self, bare: str) -> str:
         return bare.lower()
 
-    def epoch_micros(self, expression: str) -> str:
+    def epoch_micros(self, expression: str, *, time_zone: bool = False) -> str:
         # PostgreSQL's epoch is a NUMERIC with every microsecond (version 14 and later).
         return f"CAST(extract(epoch FROM {expression}) * 1000000 AS BIGINT)"
 

@@ -14,5 +14,5 @@ class SnowflakeDialect(TranspiledDialect):
     def epoch_days(self, expression: str) -> str:
         return f"datediff('day', DATE '1970-01-01', {expression})"
 
-    def epoch_micros(self, expression: str) -> str:
+    def epoch_micros(self, expression: str, *, time_zone: bool = False) -> str:
         return f"date_part(epoch_microsecond, {expression})"

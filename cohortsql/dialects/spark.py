@@ -24,7 +24,7 @@ class SparkDialect(Dialect):
     def epoch_days(self, expression: str) -> str:
         return f"unix_date({expression})"
 
-    def epoch_micros(self, expression: str) -> str:
+    def epoch_micros(self, expression: str, *, time_zone: bool = False) -> str:
         return f"unix_micros({expression})"
 
     def md5_hash(self, text: str) -> str:

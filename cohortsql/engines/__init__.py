@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import urllib.parse
 from typing import Any
 
 from cohortsql._typing import ENGINES, EngineName
@@ -110,12 +109,12 @@ def open_engine(
 def connect(uri: str) -> Any:
     """A connection to the database `uri` names (``postgresql://user@host/db``), opened by the engine
     whose scheme it is (`cohortsql._typing.EngineEntry.schemes`); the caller closes it."""
-    scheme = urllib.parse.urlsplit(uri).scheme.lower()
+    scheme = uri.partition("://")[0].lower() if "://" in uri else ""
     for name, entry in ENGINES.items():
         if scheme in entry.schemes:
             return engine_class(name).connect(uri)
     known = [f"{scheme}://" for entry in ENGINES.values() for scheme in entry.schemes]
     raise CohortError(
-        f"no engine reads URIs of scheme {scheme!r}: give an engine name ({', '.join(ENGINES)})"
-        + (f" or a URI starting {', '.join(known)}" if known else "")
+        "no engine reads URIs of that scheme: give an engine name"
+        f" ({', '.join(ENGINES)})" + (f" or a URI starting {', '.join(known)}" if known else "")
     )

@@ -12,22 +12,32 @@ query, or an in-memory frame (sent with the driver's bulk ingestion). A table ha
 second scan would keep, so rows are identified by ``id=``. The engine runs no Python beside the
 data: histograms are finished here in numpy, and `cohortsql.shapley_table` runs the values query.
 
-Transactions: on a connection in autocommit mode cohortsql runs its statements as they come (and
-reads that session's TEMP tables). A connection in a transaction (the DB-API default) is left alone:
-an ADBC driver refuses every statement after a failed one until the whole transaction is rolled
-back, so one failing or cancelled query would cost the caller its uncommitted work. cohortsql then
-works in a session of its own on the same database (``adbc_clone``, in autocommit mode), which reads
-what is committed; tables it writes are committed there, all or none.
+One snapshot per call: every query of a call runs in one transaction that reads one snapshot of the
+data (PostgreSQL: ``REPEATABLE READ``; the dialect's `snapshot`), so a row another session commits
+meanwhile changes no number (without it, the statistics and the histograms of one call could read two
+states of a table and give values of neither). cohortsql's steps are TEMPORARY views and tables of
+that transaction: the role needs the TEMPORARY privilege, outside a read-only transaction. The call's
+transaction is rolled back when it ends (taking those relations with it), except for the tables it
+writes, which are committed all or none. A server without such a transaction is refused.
+
+On a connection in autocommit mode that transaction is in the caller's own session, so names resolve
+as the caller's SQL resolves them (its TEMP tables, its search_path). A connection in a transaction
+(the DB-API default) is left alone: an ADBC driver refuses every statement after a failed one until
+the whole transaction is rolled back, so one failing or cancelled query would cost the caller its
+uncommitted work. cohortsql then works in a session of its own on the same database (``adbc_clone``),
+which reads what is committed; a table name (or one a data query reads) that resolves to another
+relation there than in the caller's session (a TEMP table of the caller's, another search_path, a table
+created and not committed) is refused rather than read from the wrong relation.
 """
 
 from __future__ import annotations
 
+import contextlib
 import decimal
 import re
 import urllib.parse
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self
 
@@ -39,6 +49,7 @@ from cohortsql.dialects.transpile import transpile
 from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, NamedRelations, Select, Sources
 from cohortsql.engines.inputs import FILE_READERS, Input, as_arrow, sendable, with_positions, without_positions
 from cohortsql.errors import CohortError
+from cohortsql.redaction import scrubbed
 from cohortsql.request.user_sql import is_query, query_text
 
 VENDOR_DIALECTS = {"postgresql": "postgres", "snowflake": "snowflake", "bigquery": "bigquery", "duckdb": "duckdb"}
@@ -54,6 +65,9 @@ DRIVERS = {
     "grpc+tls": ("adbc_driver_flightsql", "flightsql"),
 }
 """URI scheme -> (the ADBC driver's module, the cohortsql extra that installs it)."""
+
+EXACT_DOUBLE_INTEGERS = 2**53
+"""Every whole number up to this is a DOUBLE exactly; beyond it, NUMERIC values are refused, not rounded."""
 
 _STATUS = re.compile(r"^(?:[A-Z_]+: )?(?:\[\w+\] )?")
 """What ADBC drivers put before a message of their own: a status code and the library (``[libpq]``)."""
@@ -81,18 +95,20 @@ class AdbcEngine(NamedRelations, Engine):
     @classmethod
     def connect(cls, uri: str) -> Any:
         """A connection of the ADBC driver of the URI's scheme, in autocommit mode (tables written are
-        kept). Credentials come from the URI or the driver's environment; no message shows them."""
-        scheme = urllib.parse.urlsplit(uri).scheme.lower()
-        module_name, extra = DRIVERS[scheme]
+        kept). Credentials come from the URI or the driver's environment; no message shows them: a
+        password the URI's own syntax cannot hold (an unencoded ``/``, ``?``, ``#`` or ``@``) is refused
+        before the driver reads it (libpq read such a password's first part as a port, and said so)."""
+        parts = uri_parts(uri)
+        module_name, extra = DRIVERS[parts.scheme.lower()]
         try:
             module = __import__(f"{module_name}.dbapi", fromlist=["connect"])
         except ImportError:
-            raise CohortError(f"{scheme}:// needs {module_name}: pip install 'cohortsql[{extra}]'") from None
+            raise CohortError(f"{parts.scheme}:// needs {module_name}: pip install 'cohortsql[{extra}]'") from None
+        secrets = tuple(secret for secret in (parts.password, urllib.parse.unquote(parts.password or "")) if secret)
         try:
             connection = module.connect(uri, autocommit=True)
         except adbc_driver_manager.Error as error:
-            message = _message(error).replace(uri, redacted(uri))
-            raise CohortError(f"cannot connect to {redacted(uri)}: {message}") from None
+            raise CohortError(f"cannot connect to {shown(uri)}: {scrubbed(_message(error), secrets)}") from None
         return connection
 
     def __init__(self, connection: Any) -> None:
@@ -103,11 +119,20 @@ class AdbcEngine(NamedRelations, Engine):
         autocommit = connection.adbc_connection.get_option("adbc.connection.autocommit")
         self._own_session = str(autocommit).lower() != "true"
         """Whether the caller's connection is in a transaction, so that cohortsql works in a session of its own."""
-        self.connection = _autocommitting(connection.adbc_clone()) if self._own_session else connection
+        if self.dialect.snapshot is None:
+            raise CohortError(
+                f"cohortsql cannot read {self.vendor} in one snapshot (its transactions see other sessions' commits"
+                " between statements), so one call's queries could read two states of the data: copy the table"
+                " into one of its own (a snapshot, e.g. CREATE TABLE ... CLONE) and explain that, or run on a"
+                " PostgreSQL or DuckDB connection"
+            )
+        self._caller = connection
+        self.connection = connection.adbc_clone() if self._own_session else connection
         self._cursor = self.connection.cursor()
         self._session = uuid.uuid4().hex[:8]
         self._names = 0
         self._created: list[tuple[str, str]] = []
+        self._begin()
 
     # -- the Engine methods --------------------------------------------------------------------
 
@@ -145,6 +170,8 @@ class AdbcEngine(NamedRelations, Engine):
                 )
             if is_query(data):
                 query = self.check_query(data, "the data query")
+                for named in self.sources(query).tables:
+                    self._check_resolved_alike(self.dialect.quote_path(named), named)
                 view = self._temporary_name("input")
                 self._created.append(("VIEW", view))
                 self._execute(f"CREATE TEMPORARY VIEW {self.dialect.quote(view)} AS {query}", "the data query")
@@ -159,6 +186,9 @@ class AdbcEngine(NamedRelations, Engine):
                 " a pyarrow Table or a polars or pandas DataFrame"
             )
         relation = self.upload(with_positions(table) if positions else table, "input")
+        if any(pa.types.is_decimal(field.type) for field in table.schema):  # NUMERIC on the server
+            numeric = self._numeric_as_double(relation)
+            return Input(numeric.relation, numeric.schema, positions, True)
         return Input(relation, table.schema, positions, True)
 
     def _table(self, name: str) -> str:
@@ -170,6 +200,7 @@ class AdbcEngine(NamedRelations, Engine):
                 raise CohortError(f"{name!r} is not a table name as {self.vendor} writes one")
             relation = ".".join(self.dialect.quote(part) for part in parts)
             self._described(relation, f"reading table {name!r}")
+            self._check_resolved_alike(relation, name)
         except CohortError as error:
             if _looks_like_a_path(name):
                 raise CohortError(
@@ -245,37 +276,56 @@ class AdbcEngine(NamedRelations, Engine):
         return True
 
     def _store_tables(self, tables: Mapping[str, object], record: str) -> None:
-        with self._one_transaction():
-            for name, table in tables.items():
-                quoted = self.dialect.quote_path(name)
-                self._execute(f"DROP TABLE IF EXISTS {quoted}", f"replacing table {name!r}")
-                if isinstance(table, Select):
-                    self._execute(f"CREATE TABLE {quoted} AS {self._rendered(table.sql)}", f"writing table {name!r}")
-                elif isinstance(table, pa.Table):
-                    self._ingest(name, table, "create")
-                else:
-                    raise TypeError(f"{self.vendor} writes Arrow tables and queries, not {type(table).__name__}")
-            run = pa.table(
-                {
-                    "written_at": pa.array([_now()], pa.timestamp("us", tz="UTC")),
-                    "tables": [", ".join(tables)],
-                    "settings": [record],
-                }
-            )
-            self._ingest(RUNS_TABLE, run, "create_append")
+        """Write in the call's transaction, which then commits: every table or none."""
+        for name, table in tables.items():
+            quoted = self.dialect.quote_path(name)
+            self._execute(f"DROP TABLE IF EXISTS {quoted}", f"replacing table {name!r}")
+            if isinstance(table, Select):
+                self._execute(f"CREATE TABLE {quoted} AS {self._rendered(table.sql)}", f"writing table {name!r}")
+            elif isinstance(table, pa.Table):
+                self._ingest(name, table, "create")
+            else:
+                raise TypeError(f"{self.vendor} writes Arrow tables and queries, not {type(table).__name__}")
+        run = pa.table(
+            {
+                "written_at": pa.array([_now()], pa.timestamp("us", tz="UTC")),
+                "tables": [", ".join(tables)],
+                "settings": [record],
+            }
+        )
+        self._ingest(RUNS_TABLE, run, "create_append")
+        self._commit()
 
     def keep(self) -> None:
+        """Commit the call's relations (TEMPORARY: the session's), so that they outlive its transaction."""
+        self._commit()
         self._created.clear()
 
     def close(self) -> None:
+        """Roll the call's transaction back (its TEMPORARY relations go with it), then drop what an
+        earlier commit of this call kept, and give the caller's connection back as it was."""
+        adbc = self.connection.adbc_connection
         try:
+            with contextlib.suppress(adbc_driver_manager.Error):
+                adbc.rollback()
+            adbc.set_autocommit(True)
             for kind, name in reversed(self._created):
-                self._drop(kind, name)
+                with contextlib.suppress(CohortError):
+                    self._drop(kind, name)
         finally:
             self._created.clear()
             self._cursor.close()
             if self._own_session:
                 self.connection.close()
+
+    def table_identity(self, name: str) -> object | None:
+        """The relation `name` is in the call's session, by the server's own identity (PostgreSQL: its
+        oid, so that ``scores``, ``SCORES``, ``public.scores``, ``"public"."scores"`` and a name found on
+        the search_path are one table); where the dialect has no such query, the name as written."""
+        quoted = self.dialect.quote_path(name)
+        if self.dialect.identity_query is None:
+            return super().table_identity(name)
+        return self._identity(self._cursor, quoted, f"looking up table {name!r}")
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -290,20 +340,40 @@ class AdbcEngine(NamedRelations, Engine):
     def _execute(self, sql: str, context: str) -> None:
         self._run(lambda: self._cursor.execute(sql), context)
 
-    @contextmanager
-    def _one_transaction(self) -> Iterator[None]:
-        """Writes that land all or none: one transaction of their own, committed at the end (the
-        engine's connection is otherwise in autocommit mode)."""
-        adbc = self.connection.adbc_connection
-        adbc.set_autocommit(False)
-        try:
-            yield
-            self.connection.commit()
-        except BaseException:
-            self.connection.rollback()
-            raise
-        finally:
-            adbc.set_autocommit(True)
+    def _begin(self) -> None:
+        """Start the call's transaction, reading one snapshot (the dialect's `snapshot` statements first)."""
+        self.connection.adbc_connection.set_autocommit(False)
+        for statement in self.dialect.snapshot or ():
+            self._run(lambda statement=statement: self._cursor.execute(statement), "starting a snapshot of the data")
+
+    def _commit(self) -> None:
+        """Commit the call's transaction (the DB-API's ``commit`` does nothing on a connection opened in
+        autocommit mode: the driver's own is called) and start the next, as the first began."""
+        self._run(self.connection.adbc_connection.commit, "committing the tables written")
+        for statement in self.dialect.snapshot or ():
+            self._run(lambda statement=statement: self._cursor.execute(statement), "starting a snapshot of the data")
+
+    def _identity(self, cursor: Any, quoted: str, context: str) -> object | None:
+        query = str(self.dialect.identity_query).format(name=self.dialect.string(quoted))
+        (identity,) = self._run(lambda: _one_value(cursor, query), context)
+        return identity
+
+    def _check_resolved_alike(self, quoted: str, name: str) -> None:
+        """In a session of cohortsql's own, `name` must be the relation the caller's session finds under
+        it: a TEMP table of the caller's, another search_path or an uncommitted table would otherwise be
+        replaced, silently, by what the name means elsewhere (a read-only query in the caller's
+        transaction, which cannot fail for a quoted name)."""
+        if not self._own_session or self.dialect.identity_query is None:
+            return
+        with self._caller.cursor() as cursor:
+            theirs = self._identity(cursor, quoted, f"looking up {name!r} in the connection's session")
+        if theirs != self._identity(self._cursor, quoted, f"looking up {name!r}"):
+            raise CohortError(
+                f"{name!r} is another relation in the connection's own session than in a new one (a TEMP table of"
+                " that session, its search_path, or a table not yet committed), and cohortsql reads through a"
+                " session of its own because the connection is in a transaction: commit, or pass a connection in"
+                " autocommit mode, or qualify the name with its schema"
+            )
 
     def _ingest(self, name: str, table: pa.Table, mode: str) -> None:
         parts = self.dialect.name_parts(name) or (name,)
@@ -321,20 +391,43 @@ class AdbcEngine(NamedRelations, Engine):
 
     def _numeric_as_double(self, relation: str) -> Input:
         """The input as the library reads it: the server's NUMERIC columns (which its driver sends as
-        text) read as DOUBLE PRECISION, in a view, and the schema with them as float64."""
+        text) read as DOUBLE PRECISION, in a view, and the schema with them as float64. A value beyond
+        2^53, where a DOUBLE no longer holds every whole number, stops the first query that reads its
+        column, naming it (integers are compared exactly, or not at all)."""
         schema = self._described(relation, "reading the data's columns")
         numeric = [field.name for field in schema if _is_opaque(field.type)]
         if not numeric:
             return Input(relation, without_positions(schema), False, True)
-        columns = ", ".join(
-            f"CAST({self.dialect.quote(field.name)} AS DOUBLE) AS {self.dialect.quote(field.name)}"
-            if field.name in numeric
-            else self.dialect.quote(field.name)
-            for field in schema
-        )
+
+        def read(name: str) -> str:
+            column = self.dialect.quote(name)
+            if name not in numeric:
+                return column
+            beyond = self.dialect.failure(
+                f"abs({column}) > {EXACT_DOUBLE_INTEGERS}",
+                f"column {name!r} holds NUMERIC values beyond 2^53, which a DOUBLE cannot hold exactly: cast them"
+                " in a data query, or rescale the column",
+            )
+            return f"coalesce({beyond}, CAST({column} AS DOUBLE)) AS {column}"
+
+        columns = ", ".join(read(field.name) for field in schema)
         view = self.create(f"SELECT {columns} FROM {relation}", "input", materialize=False, context="reading the data")
         fields = [field.with_type(pa.float64()) if field.name in numeric else field for field in schema]
         return Input(view, without_positions(pa.schema(fields)), False, True)
+
+    def _run(self, action: Any, context: str) -> Any:
+        """As the base class runs a query; a server that refuses cohortsql's TEMPORARY relations is told
+        what they need."""
+        try:
+            return super()._run(action, context)
+        except CohortError as error:
+            text = str(error)
+            if "temporary" in text.lower() or "read-only transaction" in text.lower():
+                raise CohortError(
+                    f"{text} (cohortsql keeps a call's steps as TEMPORARY views and tables: the role needs the"
+                    " TEMPORARY privilege on the database, in a transaction that is not read-only)"
+                ) from None
+            raise
 
     def _temporary_name(self, purpose: str) -> str:
         self._names += 1
@@ -347,10 +440,10 @@ class AdbcEngine(NamedRelations, Engine):
         return _message(error)
 
 
-def _autocommitting(connection: Any) -> Any:
-    """`connection` (a session of cohortsql's own) in autocommit mode."""
-    connection.adbc_connection.set_autocommit(True)
-    return connection
+def _one_value(cursor: Any, query: str) -> tuple[Any, ...]:
+    cursor.execute(query)
+    rows = cursor.fetchall()
+    return tuple(rows[0]) if rows else (None,)
 
 
 def _dialect(vendor: str) -> Dialect:
@@ -363,23 +456,45 @@ def _dialect(vendor: str) -> Dialect:
 
 
 def _message(error: BaseException) -> str:
-    """The server's own first line, without the driver's prefixes, SQLSTATE and the query's text."""
+    """The server's own words, without the driver's prefixes, SQLSTATE and the query's text: the
+    driver puts the whole query (many lines) before them, so they are looked for after it."""
     text = str(error).strip()
-    first = text.splitlines()[0] if text else type(error).__name__
     for severity in ("ERROR:", "FATAL:"):  # the server's own message follows the driver's account of the step
-        if severity in first:
-            first = first.split(severity, 1)[1]
-            break
+        if severity in text:
+            reason = text.split(severity, 1)[1].strip().splitlines()[0]
+            return reason.split(". SQLSTATE:")[0].split(" SQLSTATE:")[0].strip().rstrip(".")
+    first = text.splitlines()[0] if text else type(error).__name__
+    first = re.sub(r"Failed to (?:execute|prepare) query '.*", "the server refused the statement", first)
     return _STATUS.sub("", first.strip()).split(". SQLSTATE:")[0].split(" SQLSTATE:")[0].strip()
 
 
-def redacted(uri: str) -> str:
-    """A URI with its password (and any query string, which may hold tokens) left out, for messages."""
+def uri_parts(uri: str) -> urllib.parse.SplitResult:
+    """`uri` split as its driver will read it; a `CohortError` that shows none of it when it is not a
+    URI, or when its user or password holds a character the URI syntax reserves (the driver would read a
+    different password, and perhaps name part of it as a host or a port)."""
+    try:
+        parts = urllib.parse.urlsplit(uri)
+    except ValueError:  # its words would show the URI
+        raise CohortError("--engine is not a URI that can be read: check the brackets around its host") from None
+    if "@" in parts.path + parts.query + parts.fragment or "@" in parts.netloc.rpartition("@")[0]:
+        raise CohortError(
+            "the --engine URI's user or password holds a reserved character ('/', '?', '#' or '@'): percent-encode"
+            " it (e.g. '/' as %2F, '@' as %40), or leave the password out of the URI and set it in the driver's"
+            " environment (PGPASSWORD for PostgreSQL)"
+        )
+    try:
+        parts.port  # noqa: B018 (reading it checks it)
+    except ValueError:
+        raise CohortError("--engine is not a URI that can be read: its port is not a number") from None
+    return parts
+
+
+def shown(uri: str) -> str:
+    """A URI for messages: without its password and its query string (which may hold tokens)."""
     parts = urllib.parse.urlsplit(uri)
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = netloc.replace(f":{parts.password}@", ":***@")
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    host = parts.netloc.rpartition("@")[2]
+    user = "" if parts.username is None else parts.username + (":***" if parts.password is not None else "") + "@"
+    return urllib.parse.urlunsplit((parts.scheme, user + host, parts.path, "", ""))
 
 
 def _looks_like_a_path(text: str) -> bool:
@@ -388,8 +503,9 @@ def _looks_like_a_path(text: str) -> bool:
 
 
 def _is_opaque(kind: pa.DataType) -> bool:
-    """A type the driver sends as text it does not convert (PostgreSQL's NUMERIC)."""
-    return isinstance(kind, pa.ExtensionType) and kind.extension_name == "arrow.opaque"
+    """A type the driver sends as text it does not convert (PostgreSQL's NUMERIC): pyarrow's
+    ``OpaqueType``, a `pa.BaseExtensionType` (from pyarrow 26 no longer a `pa.ExtensionType`)."""
+    return isinstance(kind, pa.BaseExtensionType) and kind.extension_name == "arrow.opaque"
 
 
 def _plain(table: pa.Table) -> pa.Table:

@@ -362,8 +362,21 @@ class Engine(ABC):
         self._store_tables(tables, json.dumps(dict(settings or {})))
 
     def check_writable(self, names: list[str], *, replace: bool, protected: tuple[str, ...] = ()) -> None:
-        """Refuse to write tables `names` where one exists (unless `replace`) or is `protected`."""
-        check_writable(names, [name for name in names if self._has_table(name)], replace=replace, protected=protected)
+        """Refuse to write tables `names` where one exists (unless `replace`) or is `protected` (the run's
+        inputs), each compared by the relation it is to the engine (`table_identity`), however spelt."""
+        identities = {name: self.table_identity(name) for name in names}
+        inputs = {self.table_identity(name) for name in protected} - {None}
+        for name, identity in identities.items():
+            if identity is not None and identity in inputs:
+                raise CohortError(f"will not write over table {name!r}: it is this run's input")
+        existing = [name for name, identity in identities.items() if identity is not None]
+        check_writable(names, existing, replace=replace, protected=protected)
+
+    def table_identity(self, name: str) -> object | None:
+        """The relation that table name `name` is to the engine (None when it names none): by default the
+        name as DuckDB and Spark resolve one (any case, the default schema implied); a server overrides it
+        with its own identity of the object (PostgreSQL's oid)."""
+        return _resolved(name) if self._has_table(name) else None
 
     def __enter__(self) -> Self:
         return self

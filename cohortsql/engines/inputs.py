@@ -135,10 +135,15 @@ def sendable(table: pa.Table, receiver: str, *, large: bool) -> pa.Table:
     schema = pa.schema(fields)
     if schema.equals(table.schema):
         return table
-    try:
-        return table.cast(schema)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-        raise CohortError(f"cannot send the data to {receiver}: {error}") from None
+    columns = []
+    for field, column in zip(schema, table.columns):
+        try:
+            columns.append(column.cast(field.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+            beyond = pa.types.is_unsigned_integer(column.type) and pa.types.is_integer(field.type)
+            reason = f"its unsigned integers go beyond {2**63 - 1}, the largest {receiver} stores" if beyond else error
+            raise CohortError(f"cannot send column {field.name!r} to {receiver}: {reason}") from None
+    return pa.table(columns, schema=schema)
 
 
 def with_positions(table: pa.Table) -> pa.Table:

@@ -137,6 +137,21 @@ def replicate_effects(squared_games: np.ndarray, target_weights: np.ndarray) -> 
     return shapley_values(squared_games / target_weights.sum(axis=0)[:, None])
 
 
+def replicate_variances(
+    prediction: np.ndarray, mean: float, weights: np.ndarray, target_weights: np.ndarray
+) -> np.ndarray:
+    """Each replicate's variance of the explained column over the targets, (B,): the weighted mean of
+    (y_t - ybar_b)^2 under the replicate's target weights (targets, B), where ybar_b is the replicate's
+    mean of the targets shifted by how far the overall mean `mean` is from the targets' own (under
+    their case `weights`): with every row a target the replicate's overall mean, as the estimate's
+    variance uses the overall mean."""
+    y = np.asarray(prediction, dtype=np.float64)
+    offset = mean - np.average(y, weights=weights)
+    totals = target_weights.sum(axis=0)
+    means = (y @ target_weights) / totals + offset
+    return np.einsum("tb,tb->b", target_weights, (y[:, None] - means[None, :]) ** 2) / totals
+
+
 def group_means(values: np.ndarray, weights: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
     """Weighted means of `values` (targets, ..., d) within groups 0..count-1, one weight per target and
     replicate: `weights` (targets, B) with `values` (targets, B, d) gives (count, B, d)."""

@@ -70,7 +70,8 @@ def one_target(n, s, masks, counts, sums, low, high, d, mean, weight, tie_tolera
     size[row] = n[cells - 1]
     cohort[row] = s[cells - 1] / n[cells - 1]
     size_of = np.abs(phi[row])
-    scale = tie_tolerance * max(1.0, size_of.max())  # as `cohortsql.numeric.shapley.importance_order`
+    largest = size_of.max()
+    scale = tie_tolerance * (largest if largest > 0 else 1.0)  # as `cohortsql.numeric.shapley.tie_steps`
     order[row] = np.argsort(-np.rint(size_of / scale), kind="mergesort")
     u = 0
     for k in range(d):

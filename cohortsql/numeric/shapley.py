@@ -289,18 +289,27 @@ def _of_games(sizes: np.ndarray, pair: np.ndarray, means: np.ndarray) -> list[np
 
 
 TIE_TOLERANCE = 1e-12
-"""|phi_j| are ranked in steps of this size (relative to the target's largest), values in one step
-tied, so that rounding noise (different summation orders, engines, kernels) does not reorder features
-that are equally important."""
+"""|phi_j| are ranked in steps of this size relative to the target's largest (never an absolute size,
+so that the order is the same at any scale of the explained column), values in one step tied, so that
+rounding noise (different summation orders, engines, kernels) does not reorder features that are
+equally important."""
+
+
+def tie_steps(values: np.ndarray, axis: int | None = None) -> np.ndarray:
+    """`values` in whole steps of `TIE_TOLERANCE` times the largest |value| along `axis` (all of them for
+    None): equal steps are ties. Relative, so that multiplying every value by any c > 0 keeps the steps;
+    with every value 0 (or none finite) every step is 0."""
+    size = np.abs(values)
+    largest = np.max(np.where(np.isfinite(size), size, 0.0), axis=axis, keepdims=axis is not None, initial=0.0)
+    scale = TIE_TOLERANCE * np.where(largest > 0, largest, 1.0)
+    # rint, not floor: values equal in exact arithmetic (often round numbers) sit at the centre of a
+    # step, not at an edge where the last bit of rounding noise decides which side they fall.
+    return np.rint(values / scale)
 
 
 def importance_order(phi: np.ndarray) -> np.ndarray:
     """Features of each target by decreasing |phi_j| (ties, up to `TIE_TOLERANCE`, in feature order), shape (..., d)."""
-    size = np.abs(phi)
-    scale = TIE_TOLERANCE * np.maximum(1.0, size.max(axis=-1, keepdims=True, initial=0.0))
-    # rint, not floor: values equal in exact arithmetic (often round numbers) sit at the centre of a
-    # step, not at an edge where the last bit of rounding noise decides which side they fall.
-    return np.argsort(-np.rint(size / scale), axis=-1, kind="stable")
+    return np.argsort(-tie_steps(np.abs(phi), axis=-1), axis=-1, kind="stable")
 
 
 def _chunk_rows(d: int, slots: int) -> int:

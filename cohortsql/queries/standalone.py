@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 
 from cohortsql.dialects import Dialect
@@ -46,7 +47,7 @@ MEAN = "__cohort_mean"
 HISTOGRAM_HEADER = """\
 -- cohortsql's heavy step as one self-contained query, to run where the data live.
 -- Whole-table statistics (the mean, window widths from ranges or quantiles, bin edges) are computed
--- by the query itself, in the CTE `statistics`; the other CTEs are the steps cohortsql runs itself.
+-- by the query itself, in the CTE `{statistics}`; the other CTEs are the steps cohortsql runs itself.
 -- Result: one row per (target, similarity mask) with the number of subjects, the sum of y - mean and
 -- of (y - mean)^2 over them, the target's own prediction and the whole-table mean. Bit j of the mask
 -- (word w holds predictors 63w .. 63w + 62) is set when the subject is similar to the target on
@@ -58,7 +59,7 @@ HISTOGRAM_HEADER = """\
 
 CELLS_HEADER = """\
 -- cohortsql's no-join step for equivalence similarities (exact, bins) as one self-contained query.
--- Whole-table statistics (the mean, bin edges) are computed by the query itself, in the CTE `statistics`.
+-- Whole-table statistics (the mean, bin edges) are computed by the query itself, in the CTE `{statistics}`.
 -- Result: the subjects grouped by their equivalence keys k0, k1, ... (one per predictor, in this
 -- order: {feature_list}), with the number of subjects, the sum of y - mean and of (y - mean)^2 and the
 -- whole-table mean. Every target is a row of its own (its id in `target`, its prediction in
@@ -71,7 +72,7 @@ CELLS_HEADER = """\
 VALUES_HEADER = """\
 -- cohortsql's cohort Shapley values as one self-contained query: the engine computes everything.
 -- Whole-table statistics (the {mean}, window widths from ranges or quantiles, bin edges) are computed by the
--- query itself, in the CTE `statistics`. For every target, `histogram` holds one row per similarity mask
+-- query itself, in the CTE `{statistics}`. For every target, `histogram` holds one row per similarity mask
 -- (bit j set when a subject is similar to the target on predictor j, in this order: {feature_list});
 -- the `lattice_*` passes sum it over every mask containing each set u of predictors (the cohort
 -- C_{{t,u}}), `games` divides (the cohort's mean minus the overall mean), and `terms` and `shapley` apply
@@ -83,7 +84,7 @@ VALUES_HEADER = """\
 
 FUNCTION_HEADER = """\
 -- cohortsql's cohort Shapley values, computed by the engine: whole-table statistics (the {mean},
--- window widths, bin edges) in the CTE `statistics`; for every target, `histogram` holds one row per
+-- window widths, bin edges) in the CTE `{statistics}`; for every target, `histogram` holds one row per
 -- similarity mask (bit j set when a subject is similar to the target on predictor j, in this order:
 -- {feature_list}), and cohortsql's scalar function finishes each target's histogram.
 {position_note}"""
@@ -129,17 +130,18 @@ def standalone(
     names = [feature.name for feature in resolved]
     finished = variant in ("values", "effects", "function")
     measures = Measures(outcomes=1, weighted=weight is not None) if finished else STANDALONE_MEASURES
-    header = _header(variant, names, position_note, dialect, weighted=weight is not None)
+    statistics = statistics_step_name(source)
+    header = _header(variant, names, position_note, statistics, dialect, weighted=weight is not None)
     custom = any(isinstance(feature.kind, SqlPredicate) for feature in resolved)
     rows = source if weight is None else f"(\n{positive_weights(source, weight, dialect)}\n) AS positive"
     steps = [
-        Step("statistics", table_statistics(rows, _aggregates(resolved, prediction, weight, dialect, known), dialect)),
+        Step(statistics, table_statistics(rows, _aggregates(resolved, prediction, weight, dialect, known), dialect)),
         Step(
             "subjects",
             subjects(
                 rows,
                 resolved,
-                _centred_values(prediction, weight, dialect, squares=not finished),
+                _centred_values(prediction, weight, statistics, dialect, squares=not finished),
                 id,
                 target_predicate,
                 custom and variant != "collapsed",
@@ -148,13 +150,15 @@ def standalone(
         ),
     ]
     if variant == "cells":
-        steps += _cell_steps(resolved, condition, dialect)
+        steps += _cell_steps(resolved, condition, statistics, dialect)
         keys = [f"k{feature.index}" for feature in resolved]
         result = _result(
-            "c", ["target", "prediction", *keys], "st", "cells AS c\nCROSS JOIN statistics AS st", names, dialect
+            "c", ["target", "prediction", *keys], "st", f"cells AS c\nCROSS JOIN {statistics} AS st", names, dialect
         )
         return header + "\n" + with_query(steps, result)
-    steps += _histogram_steps(resolved, condition, measures, dialect, collapsed=variant == "collapsed" or collapsed)
+    steps += _histogram_steps(
+        resolved, condition, measures, statistics, dialect, collapsed=variant == "collapsed" or collapsed
+    )
     if variant == "function":
         return (
             header + "\n" + with_query(steps, value_steps.finished_by_function("histogram", names, function, dialect))
@@ -173,20 +177,37 @@ def standalone(
     return header + "\n" + with_query(steps, result)
 
 
-def _header(variant: str, names: Sequence[str], position_note: str, dialect: Dialect, *, weighted: bool) -> str:
+def statistics_step_name(source: str) -> str:
+    """The name of the statistics step: ``statistics``, unless the data's table expression names
+    something so (a warehouse table called ``statistics``), which a CTE of that name would hide from the
+    step after it that reads the data; then ``__cohort_statistics`` (numbered further if need be). Only
+    this step comes before one that reads the data, so no other name can hide it."""
+    name, number = "statistics", 0
+    while re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", source, flags=re.IGNORECASE):
+        number += 1
+        name = "__cohort_statistics" if number == 1 else f"__cohort_statistics{number}"
+    return name
+
+
+def _header(
+    variant: str, names: Sequence[str], position_note: str, statistics: str, dialect: Dialect, *, weighted: bool
+) -> str:
     feature_list = ", ".join(map(dialect.quote_in_comment, names))
     mean = "weighted mean" if weighted else "mean"
     if variant == "function":
-        return FUNCTION_HEADER.format(mean=mean, feature_list=feature_list, position_note=position_note)
+        return FUNCTION_HEADER.format(
+            mean=mean, feature_list=feature_list, position_note=position_note, statistics=statistics
+        )
     if variant in ("values", "effects"):
         return VALUES_HEADER.format(
             mean=mean,
             feature_list=feature_list,
             result=EFFECTS_RESULT if variant == "effects" else VALUES_RESULT,
             position_note=position_note,
+            statistics=statistics,
         )
     return (CELLS_HEADER if variant == "cells" else HISTOGRAM_HEADER).format(
-        feature_list=feature_list, position_note=position_note
+        feature_list=feature_list, position_note=position_note, statistics=statistics
     )
 
 
@@ -211,9 +232,7 @@ def _aggregates(
         **{
             statistic_alias(feature.index, name): sql
             for feature in resolved
-            for name, sql in parameter_aggregates(
-                feature.kind, feature.values, dialect.quote(feature.name), dialect, known or {}
-            ).items()
+            for name, sql in parameter_aggregates(feature.kind, feature, dialect, known or {}).items()
         },
     }
 
@@ -241,10 +260,12 @@ def _refusals(resolved: Sequence[ResolvedFeature], prediction: str, dialect: Dia
     return refusals
 
 
-def _centred_values(prediction: str, weight: str | None, dialect: Dialect, *, squares: bool) -> dict[str, str]:
+def _centred_values(
+    prediction: str, weight: str | None, statistics: str, dialect: Dialect, *, squares: bool
+) -> dict[str, str]:
     """The subjects' prediction, y - mean and (with `squares`) its square, and their case weight."""
     value = f"CAST({dialect.quote(prediction)} AS DOUBLE)"
-    centred = f"({value} - (SELECT {dialect.quote(MEAN)} FROM statistics))"
+    centred = f"({value} - (SELECT {dialect.quote(MEAN)} FROM {statistics}))"
     values = {"__cohort_prediction": value, "__cohort_y0": centred}
     if squares:
         values["__cohort_y1"] = f"{centred} * {centred}"
@@ -254,7 +275,13 @@ def _centred_values(prediction: str, weight: str | None, dialect: Dialect, *, sq
 
 
 def _histogram_steps(
-    resolved: Sequence[ResolvedFeature], condition: str, measures: Measures, dialect: Dialect, *, collapsed: bool
+    resolved: Sequence[ResolvedFeature],
+    condition: str,
+    measures: Measures,
+    statistics: str,
+    dialect: Dialect,
+    *,
+    collapsed: bool,
 ) -> list[Step]:
     """The pairwise path's steps: the subjects with their measures (collapsed or not), the targets
     (numbered by their id, carrying the statistics), and the mask histogram."""
@@ -264,7 +291,7 @@ def _histogram_steps(
         else weighted_subjects("subjects", measures, dialect)
     )
     targets = (
-        "SELECT s.*, s.__cohort_id AS __cohort_batch, st.*\nFROM subjects AS s\nCROSS JOIN statistics AS st\n"
+        f"SELECT s.*, s.__cohort_id AS __cohort_batch, st.*\nFROM subjects AS s\nCROSS JOIN {statistics} AS st\n"
         f"WHERE {condition}"
     )
     parameters = [statistics_parameters(feature, "t", dialect) for feature in resolved]
@@ -297,13 +324,13 @@ def _value_steps(
     return steps, result
 
 
-def _cell_steps(resolved: Sequence[ResolvedFeature], condition: str, dialect: Dialect) -> list[Step]:
+def _cell_steps(resolved: Sequence[ResolvedFeature], condition: str, statistics: str, dialect: Dialect) -> list[Step]:
     """The grouping-sets path's steps: every subject marked with its id and prediction when it is a
     target (so targets stay rows of their own), then the cells of the equivalence keys."""
     keyed = (
         f"SELECT s.*, CASE WHEN {condition} THEN s.__cohort_id END AS target,\n"
         f"    CASE WHEN {condition} THEN s.__cohort_prediction END AS prediction, st.*\n"
-        "FROM subjects AS s\nCROSS JOIN statistics AS st"
+        f"FROM subjects AS s\nCROSS JOIN {statistics} AS st"
     )
     parameters = [statistics_parameters(feature, "s", dialect) for feature in resolved]
     cells = equivalence_cells(

@@ -214,15 +214,16 @@ def statistics_parameters(feature: ResolvedFeature, statistics: str, dialect: Di
     }
 
 
-def statistic_value(values: ColumnKind, column: str, dialect: Dialect) -> str:
+def statistic_value(feature: Feature | ResolvedFeature, dialect: Dialect) -> str:
     """A column's values for whole-table parameters (ranges, quantiles, bins), in a type whose
     differences are exact: integers as DECIMAL(38, 0) (never a lossy DOUBLE: 40 distinct int64
     values near 2^60 would have one range), decimals as they are, floats with NaN read as NULL,
     dates as days and timestamps as microseconds. Parameters become DOUBLE only after the subtraction."""
+    values, column = feature.values, dialect.quote(feature.name)
     if values == "date":
         return dialect.epoch_days(column)
     if values == "timestamp":
-        return f"CAST({dialect.epoch_micros(column)} AS DECIMAL(38, 0))"
+        return f"CAST({dialect.epoch_micros(column, time_zone=feature.time_zone)} AS DECIMAL(38, 0))"
     if values == "integer":
         return f"CAST({column} AS DECIMAL(38, 0))"
     if values == "float":
@@ -231,11 +232,11 @@ def statistic_value(values: ColumnKind, column: str, dialect: Dialect) -> str:
 
 
 def parameter_aggregates(
-    kind: Similarity, values: ColumnKind, column: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES
+    kind: Similarity, feature: Feature | ResolvedFeature, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES
 ) -> dict[str, str]:
-    """A kind's whole-table parameters as named aggregates over `column`."""
-    value = statistic_value(values, column, dialect)
-    per_day = MICROS_PER_DAY if values == "timestamp" else 1
+    """A kind's whole-table parameters as named aggregates over the feature's column."""
+    value = statistic_value(feature, dialect)
+    per_day = MICROS_PER_DAY if feature.values == "timestamp" else 1
     return {f"parameter:{name}": sql for name, sql in kind.parameters(value, dialect, known, per_day=per_day).items()}
 
 
@@ -244,7 +245,7 @@ def feature_statistics(
 ) -> dict[str, str]:
     """Named SQL aggregates over the data's `column` that resolving `feature` needs."""
     needed = {"nulls": f"count(*) - count({column})"}
-    value = statistic_value(feature.values, column, dialect)
+    value = statistic_value(feature, dialect)
     if feature.values == "float":
         needed["nan"] = f"count_if({dialect.is_nan(column)})"
     if feature.values == "float" and feature.may_be_window:
@@ -259,9 +260,9 @@ def feature_statistics(
             # that does not spill); where it is small, `distinct_counts` counts exactly.
             needed["approx_distinct"] = dialect.distinct_estimate(value)
         if feature.values in NUMERIC_KINDS:
-            needed.update(parameter_aggregates(DEFAULT_WINDOW, feature.values, column, dialect, known))
+            needed.update(parameter_aggregates(DEFAULT_WINDOW, feature, dialect, known))
     else:
-        needed.update(parameter_aggregates(feature.kind, feature.values, column, dialect, known))
+        needed.update(parameter_aggregates(feature.kind, feature, dialect, known))
     if not feature.may_be_window or feature.kind is None:
         needed["levels"] = dialect.distinct_estimate(column)
     return needed

@@ -25,7 +25,7 @@ def prepared_value(feature: ResolvedFeature, dialect: Dialect) -> str:
     if feature.representation == "days":
         return dialect.epoch_days(column)
     if feature.representation == "micros":
-        return dialect.epoch_micros(column)
+        return dialect.epoch_micros(column, time_zone=feature.time_zone)
     return column
 
 

@@ -347,7 +347,7 @@ def _audit(audit: Audited) -> str:
     tables behind them."""
     words = "".join(f"<li>{escape(line.strip())}</li>" for line in audit.summary() if not line.startswith(" "))
     groups = audit.groups
-    labels = [f"{row['protected']} = {row['level']}" for row in groups.iter_rows(named=True)]
+    labels = [f"{row['protected']} = {row['label']}" for row in groups.iter_rows(named=True)]
     low = groups["value_ci_low"].to_list() if "value_ci_low" in groups.columns else [math.nan] * groups.height
     high = groups["value_ci_high"].to_list() if "value_ci_high" in groups.columns else [math.nan] * groups.height
     chart = svg.intervals(labels, groups["value"].to_list(), low, high)
@@ -356,14 +356,14 @@ def _audit(audit: Audited) -> str:
         interval = f"{start:+.4g} to {end:+.4g}" if math.isfinite(start) else "–"
         share = row["share_of_gap"]
         rows.append(
-            f"<tr><td>{escape(row['protected'])}</td><td>{escape(row['level'])}</td>"
+            f"<tr><td>{escape(row['protected'])}</td><td>{escape(row['label'])}</td>"
             f'<td class="num">{row["count"]:,}</td><td class="num">{row["value"]:+.4g}</td>'
             f'<td class="num">{interval}</td><td class="num">{row["gap"]:+.4g}</td>'
             f'<td class="num">{"–" if share is None or not math.isfinite(share) else f"{share:.1%}"}</td></tr>'
         )
-    proxies = audit.proxies.group_by("protected", "level", maintain_order=True).head(AUDIT_PROXIES)
+    proxies = audit.proxies.group_by("protected", "label", maintain_order=True).head(AUDIT_PROXIES)
     acts = "".join(
-        f"<li><b>{escape(row['protected'])} = {escape(row['level'])}</b> with {escape(row['feature'])}:"
+        f"<li><b>{escape(row['protected'])} = {escape(row['label'])}</b> with {escape(row['feature'])}:"
         f" {row['interaction']:+.4g}</li>"
         for row in proxies.iter_rows(named=True)
     )

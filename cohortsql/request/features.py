@@ -114,6 +114,11 @@ class Feature:
         return f"{RESERVED_PREFIX}f{self.index}"
 
     @property
+    def time_zone(self) -> bool:
+        """Whether its values are timestamps with a time zone (instants)."""
+        return self.values == "timestamp" and ", tz=" in self.dtype
+
+    @property
     def may_be_window(self) -> bool:
         """Whether a numeric kind may apply: given as one, or a default for numbers, dates and timestamps."""
         return self.kind.numeric if self.kind is not None else self.values in NUMERIC_KINDS
@@ -135,6 +140,8 @@ class ResolvedFeature:
     """Distinct non-missing values (estimated), when known."""
     reason: str | None = None
     """Why the feature got its kind when the caller gave none (None when the caller chose it)."""
+    time_zone: bool = False
+    """Whether its values are timestamps with a time zone (instants)."""
 
     @property
     def column(self) -> str:
@@ -306,9 +313,11 @@ def resolve_feature(feature: Feature, statistics: Row, rows: int) -> ResolvedFea
     feature without a kind, those of its `default_kind`'s parameters)."""
     kind, reason = (feature.kind, None) if feature.kind is not None else default_kind(feature, statistics)
     if kind.numeric and statistics.get("infinite"):
+        count = int(statistics["infinite"])
+        given = f"similarity {kind}" if feature.kind is not None else f"its default similarity {kind} ({reason})"
         raise CohortError(
-            f"feature {feature.name!r} has {statistics['infinite']} infinite values;"
-            f" similarity {kind} needs finite numbers (replace them, or use 'exact')"
+            f"feature {feature.name!r} has {count} infinite value{'' if count == 1 else 's'}; {given} needs finite"
+            " numbers (replace them, or give it 'exact')"
         )
     levels = statistics.get("distinct", statistics.get("levels"))
     if isinstance(kind, Exact):
@@ -332,6 +341,7 @@ def resolve_feature(feature: Feature, statistics: Row, rows: int) -> ResolvedFea
         has_missing=bool(statistics["nulls"] or statistics.get("nan")),
         levels=None if levels is None else int(levels),
         reason=reason,
+        time_zone=feature.time_zone,
     )
 
 

@@ -444,40 +444,66 @@ def as_similarity(kind: Similarity | str) -> Similarity:
 def similarity_text(text: str) -> dict[str, str | None]:
     """The features and kinds of one string, as SQL callers write them: ``"income=quantile:0.1, region"``
     (comma-separated ``name=kind``, or a name alone for its default kind; ``all`` for every other
-    column, ``*=kind`` for every column not named otherwise). Commas inside parentheses or quotes belong
-    to a ``sql:`` kind's expression.
+    column, ``*=kind`` for every column not named otherwise). A name holding a comma, an ``=``, a quote
+    or spaces at its ends is written as a SQL identifier: in double quotes, a double quote doubled
+    (``"a,b"=exact``). Commas inside parentheses or quotes belong to a ``sql:`` kind's expression.
 
     Examples
     --------
     >>> from cohortsql.request.similarity import similarity_text
     >>> similarity_text("income=quantile:0.1, region, tenure=sql:abs(s.tenure - t.tenure) <= greatest(1, 2)")
     {'income': 'quantile:0.1', 'region': None, 'tenure': 'sql:abs(s.tenure - t.tenure) <= greatest(1, 2)'}
+    >>> similarity_text('"net, ""adjusted"" income"=abs:5, age')
+    {'net, "adjusted" income': 'abs:5', 'age': None}
     """
     if not isinstance(text, str) or not text.strip():
         raise CohortError("the similarity names no features: write it as 'name=kind, name=kind, ...'")
     features: dict[str, str | None] = {}
     for part in _top_level_parts(text):
-        name, equals, kind = part.partition("=")
-        name = name.strip()
+        name, equals, kind, quoted = _name_and_kind(part)
         if not name or (equals and not kind.strip()):
             raise CohortError(f"{part.strip()!r} in the similarity is not name=kind (e.g. age=range:0.1) or a name")
         if name in features:
             raise CohortError(f"the similarity names feature {name!r} twice")
-        features[EVERY_OTHER if name == "all" and not equals else name] = kind.strip() if equals else None
+        bare_all = name == "all" and not equals and not quoted
+        features[EVERY_OTHER if bare_all else name] = kind.strip() if equals else None
     return features
 
 
+def _name_and_kind(part: str) -> tuple[str, str, str, bool]:
+    """A part of the similarity string as (name, '=' or '', kind, whether the name was quoted)."""
+    stripped = part.strip()
+    if not stripped.startswith('"'):
+        name, equals, kind = part.partition("=")
+        return name.strip(), equals, kind, False
+    position, pieces = 1, []
+    while True:
+        close = stripped.find('"', position)
+        if close < 0:
+            raise CohortError(f"{stripped!r} in the similarity opens a quoted name that does not end")
+        pieces.append(stripped[position:close])
+        if stripped.startswith('"', close + 1):  # a doubled quote stands for itself
+            pieces.append('"')
+            position = close + 2
+            continue
+        break
+    rest = stripped[close + 1 :].strip()
+    if rest and not rest.startswith("="):
+        raise CohortError(f"{stripped!r} in the similarity is not name=kind: after a quoted name comes '=' or ','")
+    return "".join(pieces), rest[:1], rest[1:], True
+
+
 def _top_level_parts(text: str) -> list[str]:
-    """`text` split at the commas outside parentheses and single-quoted strings."""
-    parts, depth, quoted, start = [], 0, False, 0
+    """`text` split at the commas outside parentheses, single-quoted strings and double-quoted names."""
+    parts, depth, quote, start = [], 0, "", 0
     for position, character in enumerate(text):
-        if character == "'":
-            quoted = not quoted
-        elif not quoted and character == "(":
+        if character in "'\"" and quote in ("", character):
+            quote = "" if quote else character
+        elif not quote and character == "(":
             depth += 1
-        elif not quoted and character == ")":
+        elif not quote and character == ")":
             depth = max(0, depth - 1)
-        elif not quoted and depth == 0 and character == ",":
+        elif not quote and depth == 0 and character == ",":
             parts.append(text[start:position])
             start = position + 1
     parts.append(text[start:])

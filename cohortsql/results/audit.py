@@ -28,43 +28,92 @@ QUANTILE_GROUPS = 4
 """A numeric protected attribute with more distinct values among the targets than this is read in
 this many quantile groups of the targets (quartiles), each labelled with its range."""
 
+LABEL_DIGITS = 4
+"""Significant digits of a quantile group's edges in its label, unless more are needed to tell
+neighbouring edges apart (incomes of 1,000,000 to 1,000,099 need seven)."""
+
 
 @dataclass(frozen=True)
 class Grouping:
-    """Each target's group of one protected attribute: its label, and how the labels were made."""
+    """Each target's group of one protected attribute: its level, its label, and how they were made."""
 
+    levels: list[str | None]
+    """The groups' levels, in order (levels sorted by value, or quantile groups from low to high), as
+    text; None for the group of missing values (NULL, and NaN, which every cohort treats as NULL)."""
     labels: list[str]
-    """The groups' labels, in order (levels sorted, or quantile groups from low to high)."""
+    """The same groups for people: text levels quoted (``'null'`` is text, ``missing`` is NULL),
+    numbers as numbers, quantile groups as their ranges."""
     number: np.ndarray
-    """Each target's group (an index into `labels`)."""
+    """Each target's group (an index into `levels`)."""
     grouping: str
     """``level`` (each value its own group) or ``quantile group`` (numbers in ranges)."""
 
 
+def cohort_keys(values: pl.Series) -> pl.Series:
+    """`values` as the cohorts compare them: NaN is missing (NULL), and -0.0 is 0.0 (``exact`` finds
+    them equal); infinities are values. Text, including the text ``'null'``, stays text."""
+    if values.dtype.is_float():
+        values = values.fill_nan(None) + 0.0  # adding 0.0 turns -0.0 into 0.0
+    return values
+
+
 def grouping(values: pl.Series, groups: int = QUANTILE_GROUPS) -> Grouping:
-    """The targets' groups of a protected attribute: each value (missing values together as ``null``),
-    or for numbers with more than `groups` distinct values, `groups` quantile groups of the targets."""
-    numeric = values.dtype.is_numeric() and values.dtype != pl.Boolean
-    present = values.drop_nulls()
-    if numeric and present.n_unique() > groups:
-        numbers = values.cast(pl.Float64).to_numpy()
-        finite = numbers[np.isfinite(numbers)]
-        edges = np.unique(np.quantile(finite, np.linspace(0, 1, groups + 1)))
-        inner = edges[1:-1]
-        number = np.searchsorted(inner, numbers, side="right")
+    """The targets' groups of a protected attribute, from its values as the cohorts compare them
+    (`cohort_keys`): each value its own group (missing values together), or, for numbers with more
+    than `groups` distinct values, `groups` quantile groups of the targets (infinities in the first and
+    last)."""
+    keys = cohort_keys(values)
+    numeric = keys.dtype.is_numeric() and keys.dtype != pl.Boolean
+    missing = keys.is_null().to_numpy()
+    if numeric and keys.drop_nulls().n_unique() > groups:
+        numbers = keys.cast(pl.Float64).fill_null(np.nan).to_numpy()
+        present = numbers[~missing]
+        finite = present[np.isfinite(present)]
+        inner = np.unique(np.quantile(finite, np.linspace(0, 1, groups + 1))[1:-1]) if finite.size else np.zeros(0)
+        edges = np.concatenate(
+            [[present.min()], inner[(inner > present.min()) & (inner < present.max())], [present.max()]]
+        )
+        number = np.searchsorted(edges[1:-1], numbers, side="right")
+        texts = _edge_texts(edges)
         labels = [
-            f"[{low:.4g}, {high:.4g}{']' if index == len(edges) - 2 else ')'}"
-            for index, (low, high) in enumerate(zip(edges[:-1], edges[1:]))
+            f"[{low}, {high}{']' if index == len(edges) - 2 else ')'}"
+            for index, (low, high) in enumerate(zip(texts[:-1], texts[1:]))
         ]
-        missing = ~np.isfinite(numbers)
-        if missing.any():
-            number[missing] = len(labels)
-            labels.append("null")
-        return Grouping(labels, number, "quantile group")
-    text = values.cast(pl.String).fill_null("null")
-    labels = sorted(text.unique().to_list(), key=lambda label: (label == "null", label))
-    lookup = {label: index for index, label in enumerate(labels)}
-    return Grouping(labels, np.array([lookup[label] for label in text.to_list()]), "level")
+        levels: list[str | None] = list(labels)
+        kind = "quantile group"
+    else:
+        present_levels = keys.drop_nulls().unique().sort().to_list()
+        lookup = {level: index for index, level in enumerate(present_levels)}
+        number = np.array([lookup.get(value, len(present_levels)) for value in keys.to_list()], dtype=np.int64)
+        levels = [_level_text(level) for level in present_levels]
+        text = keys.dtype in (pl.String, pl.Categorical, pl.Enum)
+        labels = [repr(level) if text else str(level) for level in levels]
+        kind = "level"
+    if missing.any():
+        number[missing] = len(levels)
+        levels.append(None)
+        labels.append("missing")
+    return Grouping(levels, labels, number, kind)
+
+
+def _level_text(value: object) -> str:
+    """A level's value as text: numbers in their shortest exact form, booleans as SQL writes them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _edge_texts(edges: np.ndarray) -> list[str]:
+    """Quantile edges as text: whole numbers as integers, else `LABEL_DIGITS` significant digits, or as
+    many more as tell every two neighbouring edges apart."""
+    finite = edges[np.isfinite(edges)]
+    if np.all(finite == np.round(finite)) and np.all(np.abs(finite) < 2**53):  # whole numbers: as integers
+        return [str(int(edge)) if np.isfinite(edge) else str(edge) for edge in edges]
+    for digits in range(LABEL_DIGITS, 18):
+        texts = [f"{edge:.{digits}g}" for edge in edges]
+        if len(set(texts)) == len(texts):
+            return texts
+    return [repr(float(edge)) for edge in edges]
 
 
 @dataclass(frozen=True)
@@ -105,28 +154,31 @@ class AuditResult:
 
     def summary(self) -> list[str]:
         """The audit in words, one line per attribute and one per group, e.g. ``afam: 3.8% of the
-        variance explained (2.9-5.2%)`` and ``afam = yes: +0.047 on average, 39% of the group's gap``."""
+        variance explained (2.9-5.2%)`` and ``afam = 'yes': +0.047 on average, 39% of the group's gap``.
+        Values within rounding of zero for the prediction's own spread read as 0, at any scale."""
+        scale = self.cohort.spread
         lines = []
         for row in self.attributes.iter_rows(named=True):
-            interval = ""
-            if row.get("share_ci_low") is not None:
-                interval = f" ({_percent(row['share_ci_low'])}–{_percent(row['share_ci_high'])})"
             contrast = ""
             if "baseline_mean_abs" in row:
                 contrast = (
-                    f"; the model's baseline Shapley gives it {_rounded(row['baseline_mean_abs'])} on average"
-                    f" (all-baseline {_rounded(row['all_baseline_mean_abs'])})"
+                    f"; the model's baseline Shapley gives it {rounded(row['baseline_mean_abs'], scale)} on average"
+                    f" (all-baseline {rounded(row['all_baseline_mean_abs'], scale)})"
                 )
-            lines.append(
-                f"{row['protected']}: {_percent(row['share'])} of the variance explained{interval},"
-                f" rank {row['rank']} of {len(self.cohort.features)} features{contrast}"
-            )
+            rank = f"rank {row['rank']} of {len(self.cohort.features)} features{contrast}"
+            if row["share"] is None or not math.isfinite(row["share"]):
+                lines.append(f"{row['protected']}: no variance to explain (the prediction is constant), {rank}")
+            else:
+                interval = ""
+                if row.get("share_ci_low") is not None:
+                    interval = f" ({percent(row['share_ci_low'])}–{percent(row['share_ci_high'])})"
+                lines.append(f"{row['protected']}: {percent(row['share'])} of the variance explained{interval}, {rank}")
             for group in self.groups.filter(pl.col("protected") == row["protected"]).iter_rows(named=True):
                 gap = group["share_of_gap"]
-                part = "" if gap is None or not math.isfinite(gap) else f", {_percent(gap)} of the group's gap"
+                part = "" if gap is None or not math.isfinite(gap) else f", {percent(gap)} of the group's gap"
                 lines.append(
-                    f"  {row['protected']} = {group['level']}: {_rounded(group['value'], signed=True)} on average"
-                    f"{part} ({group['count']:,} targets)"
+                    f"  {row['protected']} = {group['label']}: {rounded(group['value'], scale, signed=True)} on"
+                    f" average{part} ({plural(group['count'], 'target')})"
                 )
         return lines
 
@@ -143,18 +195,27 @@ class AuditResult:
 
 
 ROUNDING = 1e-12
-"""Values smaller than this are shown to people as 0: floating-point rounding of an exact zero."""
+"""A value smaller than this times the prediction's spread (its standard deviation) is floating-point
+rounding of an exact zero, and is shown to people as 0; relative, so that the same table at any scale
+reads the same. A share (a ratio) below it reads as 0%."""
 
 
-def _rounded(value: float, *, signed: bool = False) -> str:
-    """A value for people: 4 significant digits, rounding noise as 0."""
-    if abs(value) < ROUNDING:
+def rounded(value: float, scale: float, *, signed: bool = False) -> str:
+    """A value for people: 4 significant digits, rounding noise (relative to `scale`) as 0."""
+    if not abs(value) > ROUNDING * scale:
         return "0"
     return f"{value:+.4g}" if signed else f"{value:.4g}"
 
 
-def _percent(value: float) -> str:
+def percent(value: float) -> str:
+    """A share for people: two significant digits below 10%, one decimal above, rounding noise as 0%."""
+    if abs(value) < ROUNDING:
+        return "0%"
     return f"{100 * value:.2g}%" if abs(value) < 0.1 else f"{100 * value:.1f}%"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def audit_tables(
@@ -168,14 +229,15 @@ def audit_tables(
         raise CohortError("an audit reads interaction values: run cohort_shapley with interactions=True")
     effects = result.global_
     ranked = effects.with_row_index("rank", offset=1)
+    shares = _replicate_shares(result) if result.bootstrap is not None else None
     attributes = []
     for name in protected:
         row = ranked.filter(pl.col("feature") == name).row(0, named=True)
         entry = {"protected": name, "effect": row["shapley_effect"], "share": row["share"]}
-        if "shapley_effect_ci_low" in row:
-            variance = result.target_variance
-            entry["share_ci_low"] = row["shapley_effect_ci_low"] / variance if variance > 0 else math.nan
-            entry["share_ci_high"] = row["shapley_effect_ci_high"] / variance if variance > 0 else math.nan
+        if shares is not None and result.bootstrap is not None:
+            position = result.features.index(name)
+            low, high = percentile_interval(shares[:, position], result.bootstrap.confidence, 0)
+            entry["share_ci_low"], entry["share_ci_high"] = float(low), float(high)
         entry["rank"] = int(row["rank"])
         attributes.append(entry)
     groups, proxies = [], []
@@ -186,11 +248,23 @@ def audit_tables(
     return pl.DataFrame(attributes), pl.concat(groups, how="diagonal"), pl.concat(proxies)
 
 
+def _replicate_shares(result: CohortShapleyResult) -> np.ndarray:
+    """Each replicate's shares, (B, d): its Shapley effects over its own variance of the prediction
+    (`bootstrap.replicate_variances`), so that the interval is of the share itself; two rows whose every
+    reweighting gives a share of 1/2 have the interval [1/2, 1/2]."""
+    assert result.bootstrap is not None
+    variances = bootstrap_module.replicate_variances(
+        result.prediction, result.mean, result.target_weights, result.bootstrap.target_weights
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(variances[:, None] > 0, result.bootstrap.effects / variances[:, None], np.nan)
+
+
 def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One attribute's rows of the groups and proxies tables."""
     assert result.interactions is not None
     index = result.features.index(name)
-    count = len(groups.labels)
+    count = len(groups.levels)
     weights = result.target_weights
     number = groups.number
 
@@ -211,7 +285,8 @@ def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> t
     table: dict[str, Any] = {
         "protected": [name] * count,
         "grouping": [groups.grouping] * count,
-        "level": groups.labels,
+        "level": pl.Series(groups.levels, dtype=pl.String),
+        "label": groups.labels,
         "count": sizes,
         "value": value,
     }
@@ -223,7 +298,10 @@ def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> t
         low, high = percentile_interval(estimates[:, :, 0], replicates.confidence, 1)
         table |= {"value_ci_low": low, "value_ci_high": high}
     table |= {"gap": gap, "share_of_gap": share_of_gap, "value_alone": alone}
-    table |= {"reference": [groups.labels[reference]] * count, "difference": value - value[reference]}
+    table |= {
+        "reference": pl.Series([groups.levels[reference]] * count, dtype=pl.String),
+        "difference": value - value[reference],
+    }
     if replicates is not None and replicates.shapley is not None:
         low, high = bootstrap_module.paired_differences(estimates, reference, replicates.confidence)
         table |= {"difference_ci_low": low[:, 0], "difference_ci_high": high[:, 0]}
@@ -236,7 +314,8 @@ def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> t
     proxies = pl.DataFrame(
         {
             "protected": [name] * (count * len(others)),
-            "level": np.repeat(groups.labels, len(others)).tolist(),
+            "level": pl.Series([level for level in groups.levels for _ in others], dtype=pl.String),
+            "label": [label for label in groups.labels for _ in others],
             "feature": [result.features[others[position]] for position in order.reshape(-1)],
             "interaction": picked.reshape(-1),
             "share_of_value": np.take_along_axis(shares, order, axis=1).reshape(-1),

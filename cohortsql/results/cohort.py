@@ -259,6 +259,12 @@ class CohortShapleyResult(TargetValues):
         )
 
     @property
+    def spread(self) -> float:
+        """The explained column's standard deviation over all subjects: the scale below which a value
+        (in its units) is rounding noise of 0 (`cohortsql.results.audit.ROUNDING`)."""
+        return float(np.sqrt(max(self.variance, 0.0)))
+
+    @property
     def target_variance(self) -> float:
         """Mean over the targets (weighted) of (y_t - ybar)^2: the variance of the explained column when
         the targets are every row, its estimate for a random sample, and the denominator of `global_`'s shares."""

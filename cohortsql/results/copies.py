@@ -23,6 +23,13 @@ FEW_LEVELS = 5
 """A feature with at most one level per this many targets is compared by its levels (the share of
 variance between them); one with more, by its rank correlation (a rescaled or rounded copy)."""
 
+COPY_MIN_ROWS = 30
+"""Fewer rows than this support no claim of a copy: with 3 rows any feature of distinct values ranks
+them as the explained column does (100% "explained"), and with k levels on n rows chance alone gives
+a share of about (k - 1) / (n - 1). From 30 rows, a chance squared rank correlation of 0.95 has odds far
+below 1 in a million, and a feature is judged by its levels only with at least `FEW_LEVELS` rows per
+level (an eta^2 of 0.95 by chance then needs n / k below 1.05)."""
+
 COPY_CHECK_ROWS = 20_000
 """Rows read to look for copies after Shapley effects (drawn at random beyond it): enough to place
 rates and ten bins' calibration to about 0.01."""
@@ -64,21 +71,21 @@ def outcome_copies(targets: pl.DataFrame, features: Sequence[str], explained: np
     correlation (Spearman's). Boston's observed medv next to a model's prediction of it gives 0.97."""
     y = np.asarray(explained, dtype=float)
     finite = np.isfinite(y)
-    if finite.sum() < 3 or np.var(y[finite]) == 0:
+    if finite.sum() < COPY_MIN_ROWS or np.var(y[finite]) == 0:
         return {}
     found = {}
     for name in features:
         if name not in targets.columns:
             continue
         frame = pl.DataFrame({"x": targets[name], "y": y}).filter(pl.col("y").is_finite())
-        if frame["x"].n_unique() <= max(2, frame.height // FEW_LEVELS):
+        if frame["x"].n_unique() <= frame.height // FEW_LEVELS:
             means = frame.group_by("x").agg(mean=pl.col("y").mean(), count=pl.len())
             spread = float(np.var(frame["y"].to_numpy()))
             between = (means["count"] * (means["mean"] - frame["y"].mean()) ** 2).sum() / frame.height
             share = float(between) / spread
         elif frame["x"].dtype.is_numeric():
             ranked = frame.filter(pl.col("x").is_not_null() & pl.col("x").cast(pl.Float64).is_finite())
-            if ranked.height < 3 or ranked["x"].n_unique() < 2:
+            if ranked.height < COPY_MIN_ROWS or ranked["x"].n_unique() < 2:
                 continue
             with np.errstate(invalid="ignore", divide="ignore"):  # constant ranks: no correlation to speak of
                 share = float(np.corrcoef(ranked["x"].rank().to_numpy(), ranked["y"].rank().to_numpy())[0, 1] ** 2)

@@ -18,7 +18,7 @@ import polars as pl
 from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.dividends import sets_up_to
-from cohortsql.numeric.shapley import TIE_TOLERANCE
+from cohortsql.numeric.shapley import tie_steps
 from cohortsql.request.arguments import whole_number
 from cohortsql.request.similarity import Similarity
 
@@ -206,10 +206,7 @@ def by_importance(table: pl.DataFrame, column: str) -> pl.DataFrame:
     `TIE_TOLERANCE` of each other (relative to the largest) are ties and keep the features' order, as
     in `importance_order`: rounding noise (another engine, another summation order) never reorders
     features that are equally important. Missing values come last."""
-    values = table[column].cast(pl.Float64).to_numpy()
-    finite = np.abs(values[np.isfinite(values)])
-    scale = TIE_TOLERANCE * max(1.0, float(finite.max(initial=0.0)))
-    steps = pl.Series(np.rint(values / scale), nan_to_null=True)
+    steps = pl.Series(tie_steps(table[column].cast(pl.Float64).to_numpy()), nan_to_null=True)
     order = (
         pl.DataFrame({"step": steps})
         .with_row_index()

@@ -36,9 +36,7 @@ def count_distinct_values(
         if "approx_distinct" in own:
             own["distinct"] = int(own["approx_distinct"] or 0)
             if own["distinct"] <= EXACT_DISTINCT_BELOW:
-                few[str(feature.index)] = queries.statistics.statistic_value(
-                    feature.values, engine.dialect.quote(feature.name), engine.dialect
-                )
+                few[str(feature.index)] = queries.statistics.statistic_value(feature, engine.dialect)
     if few:
         # Under a memory limit, one grouping a feature (which spills): a DISTINCT aggregate per feature in
         # one query holds a hash table each (30 of them failed at memory_limit='100MB' on 100 rows).
@@ -63,10 +61,9 @@ def measure_tails(
     windows = {}
     for feature in features:
         own = statistics.features[feature.index]
-        if "approx_distinct" in own and own["distinct"] > LOW_CARDINALITY:
-            value = queries.statistics.statistic_value(
-                feature.values, engine.dialect.quote(feature.name), engine.dialect
-            )
+        if "approx_distinct" in own and own["distinct"] > LOW_CARDINALITY and not own.get("infinite"):
+            # (infinite values take no window: `resolve_feature` refuses them, naming the feature)
+            value = queries.statistics.statistic_value(feature, engine.dialect)
             shifted = queries.statistics.shifted_double(value, feature.values, own.get("min"), engine.dialect)
             windows[str(feature.index)] = (shifted, float(own["parameter:delta"] or 0.0))
     if not windows:
@@ -94,7 +91,7 @@ def measure_tails(
         queries.statistics.statistic_alias(feature.index, name): sql
         for feature in long_tailed
         for name, sql in queries.statistics.parameter_aggregates(
-            LONG_TAILED_WINDOW, feature.values, engine.dialect.quote(feature.name), engine.dialect, known
+            LONG_TAILED_WINDOW, feature, engine.dialect, known
         ).items()
     }
     row = fetch_record(
@@ -142,7 +139,7 @@ def sorted_quantiles(
     for feature in features:
         if not isinstance(feature.kind, QuantileWindow):
             continue
-        value = queries.statistics.statistic_value(feature.values, engine.dialect.quote(feature.name), engine.dialect)
+        value = queries.statistics.statistic_value(feature, engine.dialect)
         probabilities = (feature.kind.p, 1 - feature.kind.p)
         rows = engine.fetch_arrow(
             queries.statistics.order_statistics(source, value, probabilities, engine.dialect)

@@ -61,7 +61,8 @@ class Session:
         as a whole read (`cohortsql.results.copies.warn_about_copies` after Shapley effects)."""
         sample = None if self.prepared.subject_count <= rows else rows
         seed = self.options.selection.seed or 0
-        return read_rows(self.engine, self.prepared, every_row(self.engine, self.prepared, sample, seed))
+        chosen = every_row(self.engine, self.prepared, sample, seed)
+        return read_rows(self.engine, self.prepared, chosen, context="reading a sample of the rows")
 
     def reporter(self) -> Reporter:
         """Where this call reports its progress."""

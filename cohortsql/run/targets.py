@@ -334,7 +334,9 @@ def read_target_data(engine: Engine, prepared: Prepared, targets: TargetSet) -> 
     return read_rows(engine, prepared, targets.table)
 
 
-def read_rows(engine: Engine, prepared: Prepared, rows: pa.Table) -> pl.DataFrame:
+def read_rows(
+    engine: Engine, prepared: Prepared, rows: pa.Table, context: str = "reading the target rows"
+) -> pl.DataFrame:
     """The data rows (every column, as they are) of `rows` (subject rows in id order), read by id."""
     ids = rows.column("__cohort_id").combine_chunks()
     every_row = not prepared.measures.weighted and len(ids) == prepared.subject_count
@@ -349,7 +351,7 @@ def read_rows(engine: Engine, prepared: Prepared, rows: pa.Table) -> pl.DataFram
                 engine.dialect,
                 None if every_row else _listed(ids),
             ),
-            context="reading the target rows",
+            context=context,
         )
     if not read.column("__cohort_id").equals(rows.column("__cohort_id")):
         raise RuntimeError("the rows read back do not match the requested ids (ids out of order)")

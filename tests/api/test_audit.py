@@ -193,7 +193,7 @@ def test_the_command_line_prints_the_audit_in_words_and_writes_its_report(table,
     assert f"group: {100 * share:.1f}% of the variance explained (" in result.output
     b = found.groups.filter(pl.col("level") == "b").row(0, named=True)
     assert (
-        f"group = b: {b['value']:+.4g} on average, {100 * b['share_of_gap']:.1f}% of the group's gap" in result.output
+        f"group = 'b': {b['value']:+.4g} on average, {100 * b['share_of_gap']:.1f}% of the group's gap" in result.output
     )
     assert pl.read_parquet(tmp_path / "a_groups.parquet").equals(found.groups)
     browser.get(report.as_uri())
@@ -203,7 +203,7 @@ def test_the_command_line_prints_the_audit_in_words_and_writes_its_report(table,
     assert len(section.find_elements(By.CSS_SELECTOR, "svg circle")) == 2  # each group's value, with its interval
     assert len(section.find_elements(By.CSS_SELECTOR, "svg line.whisker")) == 2
     rows = section.find_elements(By.CSS_SELECTOR, "table tbody tr")
-    assert [row.text.split()[:2] for row in rows] == [["group", "a"], ["group", "b"]]
+    assert [row.text.split()[:2] for row in rows] == [["group", "'a'"], ["group", "'b'"]]
     assert "with zip" in section.text
 
 
@@ -215,4 +215,4 @@ def test_a_level_holding_every_target_has_no_share_of_a_gap(table):
     )
     row = found.groups.row(0, named=True)
     assert row["count"] == table.height and abs(row["gap"]) < 1e-12 and row["share_of_gap"] is None
-    assert found.summary()[1] == "  everyone = x: 0 on average (600 targets)"
+    assert found.summary()[1] == "  everyone = 'x': 0 on average (600 targets)"

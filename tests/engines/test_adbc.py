@@ -428,9 +428,20 @@ class _Driver:
     ],
 )
 def test_the_dialect_follows_the_server_the_driver_names(vendor, dialect):
+    from cohortsql.engines.adbc import _dialect
+
+    assert _dialect(vendor).name == dialect
+
+
+@pytest.mark.parametrize("vendor", ["Snowflake", "BigQuery"])
+def test_a_server_that_cannot_read_one_snapshot_is_refused(vendor):
+    """Snowflake's transactions see other sessions' commits between statements (READ COMMITTED), and
+    BigQuery's driver offers no transaction cohortsql can hold: one call's queries could read two
+    states of a table, so the call is refused in words before any query."""
     from cohortsql.engines.adbc import AdbcEngine
 
-    assert AdbcEngine(_Driver(vendor)).dialect.name == dialect
+    with pytest.raises(cohortsql.CohortError, match=f"cannot read {vendor} in one snapshot"):
+        AdbcEngine(_Driver(vendor))
 
 
 def test_an_unknown_server_or_scheme_is_refused_in_words():
@@ -439,7 +450,7 @@ def test_an_unknown_server_or_scheme_is_refused_in_words():
 
     with pytest.raises(cohortsql.CohortError, match="does not know the SQL of 'Oracle'"):
         AdbcEngine(_Driver("Oracle"))
-    with pytest.raises(cohortsql.CohortError, match="no engine reads URIs of scheme 'mysql'.*postgresql://"):
+    with pytest.raises(cohortsql.CohortError, match="no engine reads URIs of that scheme.*postgresql://"):
         connect("mysql://analyst@db/risk")
     pytest.importorskip("adbc_driver_manager")
     if importlib.util.find_spec("adbc_driver_snowflake") is None:
@@ -530,3 +541,191 @@ LACKING = {
     ),
 }
 """Functions of DuckDB's (or sqlglot's spelling of them) that each warehouse does not have."""
+
+
+# -- one snapshot per call, names as the caller's session reads them, NUMERIC, the tables written ----------
+
+
+@pytest.fixture
+def scores(postgres):
+    """A small committed table ``public.sc`` (id, x, p)."""
+    postgres.execute("DROP TABLE IF EXISTS public.sc CASCADE")
+    postgres.execute(
+        "CREATE TABLE public.sc AS SELECT g AS id, g % 3 AS x, (g % 3) * 1.5 + g * 0.01 AS p FROM generate_series(0, 29) AS g"
+    )
+    yield "sc"
+    postgres.execute("DROP TABLE IF EXISTS public.sc CASCADE")
+
+
+def test_a_temp_table_shadowing_the_name_is_read_as_the_callers_sql_reads_it(scores, postgres, postgres_uri):
+    """A TEMP table ``sc`` of the caller's session hides ``public.sc`` from the caller's SQL. In
+    autocommit mode cohortsql works in that session and reads the TEMP table; on a connection in a
+    transaction it works in a session of its own, where ``sc`` is ``public.sc``, and refuses rather
+    than silently explain the other table (by name, and inside a data query)."""
+    import adbc_driver_postgresql.dbapi as dbapi
+
+    with dbapi.connect(postgres_uri, autocommit=True) as connection:
+        with connection.cursor() as cursor:
+            cursor.execute("CREATE TEMPORARY TABLE sc AS SELECT id, x, p * 100 AS p FROM public.sc")
+        shadowed = cohortsql.cohort_shapley("sc", prediction="p", similarity=["x"], id="id", connection=connection)
+        public = cohortsql.cohort_shapley("public.sc", prediction="p", similarity=["x"], id="id", connection=connection)
+        np.testing.assert_allclose(shadowed.shapley, 100 * public.shapley, rtol=1e-12)
+    with dbapi.connect(postgres_uri) as connection:  # autocommit off: a transaction
+        with connection.cursor() as cursor:
+            cursor.execute("CREATE TEMPORARY TABLE sc AS SELECT id, x, p * 100 AS p FROM public.sc")
+        for data in ("sc", "SELECT * FROM sc WHERE id >= 0"):
+            with pytest.raises(cohortsql.CohortError, match="another relation in the connection's own session"):
+                cohortsql.cohort_shapley(data, prediction="p", similarity=["x"], id="id", connection=connection)
+        qualified = cohortsql.cohort_shapley(
+            "public.sc", prediction="p", similarity=["x"], id="id", connection=connection
+        )
+        np.testing.assert_allclose(qualified.shapley, public.shapley, rtol=1e-12)
+        connection.rollback()
+
+
+@pytest.mark.parametrize("autocommit", [True, False], ids=["autocommit", "in-a-transaction"])
+def test_a_call_reads_one_snapshot_while_another_session_commits(
+    scores, postgres, postgres_uri, monkeypatch, autocommit
+):
+    """Another session commits an UPDATE after the call's statistics query and before its histograms:
+    every number is of the table as it was when the call began (REPEATABLE READ), none of the one after."""
+    import adbc_driver_postgresql.dbapi as dbapi
+
+    from cohortsql.engines.adbc import AdbcEngine
+
+    before = cohortsql.cohort_shapley(passengers_like(postgres), prediction="p", similarity=["x"], id="id")
+    fetch = AdbcEngine.fetch_arrow
+    updated = []
+
+    def fetch_then_update(self, select, *, context):
+        table = fetch(self, select, context=context)
+        if context == "computing table statistics" and not updated:
+            postgres.execute("UPDATE public.sc SET p = p * 10 + 7 WHERE x = 1")  # committed: autocommit
+            updated.append(True)
+        return table
+
+    monkeypatch.setattr(AdbcEngine, "fetch_arrow", fetch_then_update)
+    with dbapi.connect(postgres_uri, autocommit=autocommit) as connection:
+        during = cohortsql.cohort_shapley(scores, prediction="p", similarity=["x"], id="id", connection=connection)
+        if not autocommit:
+            connection.rollback()
+    assert updated
+    np.testing.assert_allclose(during.shapley, before.shapley, rtol=0, atol=1e-12)
+    assert during.mean == pytest.approx(before.mean, abs=1e-12)
+
+
+def passengers_like(postgres) -> pl.DataFrame:
+    """public.sc as it is now, as a polars frame."""
+    rows = postgres.execute("SELECT id, x, p::float8 FROM public.sc ORDER BY id").fetchall()
+    return pl.DataFrame(rows, schema=["id", "x", "p"], orient="row")
+
+
+def test_numeric_columns_and_decimal_frames_compute_as_duckdb_does(postgres, adbc_postgres):
+    """PostgreSQL's NUMERIC (a feature, the prediction) is read as DOUBLE, in a table of the server or
+    in a frame cohortsql sends (a polars Decimal column becomes NUMERIC there)."""
+    import decimal
+
+    rng = np.random.default_rng(5)
+    frame = pl.DataFrame(
+        {
+            "id": np.arange(40),
+            "x": rng.integers(0, 3, 40),
+            "z": [decimal.Decimal(f"{value}.25") for value in rng.integers(0, 4, 40)],
+            "p": [decimal.Decimal(f"{value}.125") for value in rng.integers(0, 50, 40)],
+        },
+        schema_overrides={"z": pl.Decimal(8, 2), "p": pl.Decimal(10, 3)},
+    )
+    similarity = {"x": "exact", "z": "abs:1"}
+    expected = cohortsql.cohort_shapley(frame, prediction="p", similarity=similarity, id="id")
+    sent = cohortsql.cohort_shapley(frame, prediction="p", similarity=similarity, id="id", connection=adbc_postgres)
+    np.testing.assert_allclose(sent.shapley, expected.shapley, atol=1e-12)
+    postgres.execute("DROP TABLE IF EXISTS numerics")
+    postgres.execute("CREATE TABLE numerics (id bigint, x bigint, z numeric(8, 2), p numeric(10, 3))")
+    with postgres.cursor().copy("COPY numerics FROM STDIN") as copy:
+        for row in frame.iter_rows():
+            copy.write_row(row)
+    stored = cohortsql.cohort_shapley(
+        "numerics", prediction="p", similarity=similarity, id="id", connection=adbc_postgres
+    )
+    np.testing.assert_allclose(stored.shapley, expected.shapley, atol=1e-12)
+
+
+def test_a_role_without_temporary_tables_is_told_the_servers_reason(scores, postgres, postgres_uri):
+    """cohortsql's steps are TEMPORARY views: a role without the privilege, or a read-only transaction,
+    gets the server's own reason (not the driver's first line of the query) and what is needed."""
+    user = "cohortsql_no_temp"
+    postgres.execute(f"DROP OWNED BY {user}" if _role_exists(postgres, user) else "SELECT 1")
+    postgres.execute(f"DROP ROLE IF EXISTS {user}")
+    postgres.execute(f"CREATE ROLE {user} LOGIN")
+    postgres.execute(f"GRANT SELECT ON public.sc TO {user}")
+    postgres.execute("REVOKE TEMPORARY ON DATABASE postgres FROM PUBLIC")
+    uri = postgres_uri.replace("cohortsql@", f"{user}@")
+    try:
+        arguments = ["shapley", "sc", "--engine", uri, "--prediction", "p", "--features", "x", "--id", "id"]
+        refused = CliRunner().invoke(app, arguments)
+        assert refused.exit_code == 2
+        assert "permission denied to create temporary tables" in refused.output
+        assert "TEMPORARY privilege" in refused.output and "Failed to execute" not in refused.output
+        postgres.execute("GRANT TEMPORARY ON DATABASE postgres TO PUBLIC")
+        postgres.execute(f"ALTER ROLE {user} SET default_transaction_read_only = on")
+        read_only = CliRunner().invoke(app, arguments)
+        assert read_only.exit_code == 2 and "read-only transaction" in read_only.output
+    finally:
+        postgres.execute("GRANT TEMPORARY ON DATABASE postgres TO PUBLIC")
+        postgres.execute(f"DROP OWNED BY {user}")
+        postgres.execute(f"DROP ROLE {user}")
+
+
+def _role_exists(postgres, user: str) -> bool:
+    return bool(postgres.execute("SELECT count(*) FROM pg_roles WHERE rolname = %s", (user,)).fetchall()[0][0])
+
+
+@pytest.mark.parametrize("into", ["public.sc", '"public"."sc"', "SC", "postgres.public.sc"])
+def test_into_table_never_replaces_the_input_under_any_spelling(scores, postgres, postgres_uri, into):
+    """The output is compared with the input by the server's own identity of each (its oid), so no
+    spelling of the input's name (qualified, quoted, another case, with the database) replaces it."""
+    arguments = ["shapley", "--table", "sc", "--engine", postgres_uri, "--prediction", "p", "--features", "x"]
+    done = CliRunner().invoke(app, [*arguments, "--id", "id", "--into-table", into, "--replace"])
+    assert done.exit_code == 2 and "it is this run's input" in done.output, done.output
+    assert postgres.execute("SELECT count(*), sum(p) FROM public.sc").fetchall()[0][0] == 30
+
+
+def test_into_table_never_replaces_the_input_found_on_the_search_path(scores, postgres, postgres_uri):
+    postgres.execute("DROP SCHEMA IF EXISTS elsewhere CASCADE")
+    postgres.execute("CREATE SCHEMA elsewhere")
+    postgres.execute("CREATE TABLE elsewhere.found AS SELECT * FROM public.sc")
+    try:
+        uri = postgres_uri + "?options=-csearch_path%3Delsewhere"
+        arguments = ["shapley", "--table", "found", "--engine", uri, "--prediction", "p", "--features", "x", "--id"]
+        done = CliRunner().invoke(app, [*arguments, "id", "--into-table", "elsewhere.found", "--replace"])
+        assert done.exit_code == 2 and "it is this run's input" in done.output, done.output
+        assert postgres.execute("SELECT count(*) FROM elsewhere.found").fetchall() == [(30,)]
+    finally:
+        postgres.execute("DROP SCHEMA elsewhere CASCADE")
+
+
+def test_the_tables_a_run_writes_land_all_or_none(scores, postgres, adbc_postgres, monkeypatch):
+    """A failure while writing the second of a run's tables leaves no first one (the driver's own
+    commit and rollback: the DB-API's do nothing on a connection opened in autocommit mode)."""
+    from cohortsql.engines.adbc import AdbcEngine
+
+    ingest = AdbcEngine._ingest
+    calls = []
+
+    def failing_second(self, name, table, mode):
+        calls.append(name)
+        if len(calls) == 2:
+            raise cohortsql.CohortError("writing the second table failed")
+        return ingest(self, name, table, mode)
+
+    monkeypatch.setattr(AdbcEngine, "_ingest", failing_second)
+    for name in ("written_one", "written_two"):
+        postgres.execute(f"DROP TABLE IF EXISTS {name}")
+    engine = open_engine(connection=adbc_postgres)
+    try:
+        one = pa.table({"a": [1, 2]})
+        with pytest.raises(cohortsql.CohortError, match="second table failed"):
+            engine.write_tables({"written_one": one, "written_two": one}, replace=False)
+    finally:
+        engine.close()
+    assert postgres.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'written_%'").fetchall() == [(0,)]

@@ -1,0 +1,107 @@
+"""What every surface must give for a case of the corpus: cohort Shapley values by brute force
+(`tests/reference.py`: every cohort found row by row, Shapley values from the weighted-marginal
+definition), on the values as the library defines its comparisons:
+
+- NaN is missing (similar to missing only), -0.0 equals 0.0, infinities are values;
+- decimals, integers of any width, booleans and text compare as themselves (integers exactly);
+- dates are compared in days and timestamps in microseconds since 1970 (an instant, for zoned ones;
+  nanoseconds below the microsecond do not count).
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import functools
+import math
+import re
+
+import numpy as np
+import polars as pl
+import reference
+from corpus import ID, Case
+
+UNITS = {"w": 604_800_000_000, "d": 86_400_000_000, "h": 3_600_000_000, "min": 60_000_000, "s": 1_000_000}
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def comparable(value: object) -> object:
+    """A value as the similarity tests compare it (None for missing)."""
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return None if math.isnan(value) else value + 0.0
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, datetime.datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+        delta = aware - EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if isinstance(value, datetime.date):
+        return (value - datetime.date(1970, 1, 1)).days
+    return value
+
+
+def reference_kind(text: str, dtype: pl.DataType):
+    """The brute-force twin of a kind's text form."""
+    if text == "exact":
+        return reference.exact()
+    kind, _, argument = text.partition(":")
+    if kind == "abs":
+        number, unit = re.fullmatch(r"([0-9.eE+-]+)([a-z]*)", argument).groups()
+        if unit:
+            return reference.absolute(float(number) * UNITS[unit])
+        return reference.absolute(float(number) * (UNITS["d"] if dtype == pl.Datetime else 1))
+    if kind == "range":
+        return reference.range_window(float(argument))
+    if kind == "quantile":
+        fraction, _, p = argument.partition(":")
+        return reference.quantile_window(float(fraction), float(p or 0.05))
+    if kind == "bins":
+        return reference.bins(int(argument))
+    raise ValueError(f"no brute-force twin for {text!r}")
+
+
+def brute_force(case: Case, kinds: dict[str, str]) -> pl.DataFrame:
+    """Every row's values (id, feature, shapley, shapley_squared) under the resolved `kinds`."""
+    return _brute_force(case.name, tuple(kinds.items()))
+
+
+@functools.cache
+def _brute_force(name: str, kinds: tuple[tuple[str, str], ...]) -> pl.DataFrame:
+    from corpus import CASES
+
+    case = next(case for case in CASES if case.name == name)
+    frame = case.frame()
+    features = [feature for feature, _ in kinds]
+    columns = [[comparable(value) for value in frame[feature].to_list()] for feature in features]
+    tests = [reference_kind(kind, frame.schema[feature]) for feature, kind in kinds]
+    y = frame[case.prediction].cast(pl.Float64).to_numpy()
+    phi, phi2 = reference.cohort_shapley(columns, tests, y, range(frame.height))
+    ids = frame[ID].to_list()
+    return pl.DataFrame(
+        {
+            ID: [identifier for identifier in ids for _ in features],
+            "feature": features * len(ids),
+            "shapley": phi.reshape(-1),
+            "shapley_squared": phi2.reshape(-1),
+        }
+    )
+
+
+def assert_values_equal(found: pl.DataFrame, expected: pl.DataFrame, scale: float) -> None:
+    """The same (id, feature) rows, with values within 1e-9 of the prediction's scale."""
+    key = [ID, "feature"]
+    found = found.select(pl.col(ID).cast(pl.Int64), "feature", pl.col("shapley").cast(pl.Float64))
+    joined = expected.select(*key, "shapley").join(found, on=key, how="full", suffix="_found", coalesce=True)
+    missing = joined.filter(pl.col("shapley").is_null() | pl.col("shapley_found").is_null())
+    assert missing.is_empty(), f"rows missing on one side:\n{missing}"
+    difference = np.abs(joined["shapley"].to_numpy() - joined["shapley_found"].to_numpy())
+    assert difference.max(initial=0.0) <= 1e-9 * scale, f"largest difference {difference.max()} at scale {scale}"
+
+
+def prediction_scale(case: Case) -> float:
+    """The prediction's spread: values are compared to 1e-9 of it (or of 1 when it has none)."""
+    y = case.frame()[case.prediction].cast(pl.Float64).to_numpy()
+    spread = float(np.std(y)) if y.size else 0.0
+    return spread if spread > 0 else 1.0

@@ -1,0 +1,255 @@
+"""Every surface a user reaches cohort Shapley values through, as one function each: a case of the
+corpus in, the values out as a table (id, feature, shapley), or the surface's own `CohortError`.
+
+A new surface is one function here and its name in `SURFACES`; `test_matrix.py` then runs every case of
+the corpus through it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+from corpus import ID, Case
+from typer.testing import CliRunner
+
+import cohortsql
+import cohortsql.polars  # noqa: F401 (the df.cohort namespace)
+from cohortsql.cli import app
+from cohortsql.errors import CohortError
+
+COLUMNS = [ID, "feature", "shapley"]
+
+
+@dataclass
+class Context:
+    """What a surface may need beside the case: a directory of its own and the tests' engines."""
+
+    tmp_path: Path
+    request: Any
+    """pytest's request, for the engines' fixtures (Spark, PostgreSQL), asked for only by their surfaces."""
+
+    def fixture(self, name: str) -> Any:
+        return self.request.getfixturevalue(name)
+
+
+Surface = Callable[[Case, Context], pl.DataFrame]
+
+
+def _values(result: Any) -> pl.DataFrame:
+    return result.local.select(COLUMNS)
+
+
+def api(case: Case, context: Context) -> pl.DataFrame:
+    return _values(
+        cohortsql.cohort_shapley(case.frame(), prediction=case.prediction, similarity=case.similarity, id=ID)
+    )
+
+
+def polars_namespace(case: Case, context: Context) -> pl.DataFrame:
+    frame = case.frame()
+    return _values(frame.cohort.shapley(prediction=case.prediction, similarity=case.similarity, id=ID))
+
+
+def cli(case: Case, context: Context) -> pl.DataFrame:
+    """`cohortsql shapley --config` (a TOML file holds any name, whatever it contains) to Parquet."""
+    data, out, config = (context.tmp_path / name for name in ("data.parquet", "out.parquet", "run.toml"))
+    case.frame().write_parquet(data)
+    defaulted = [name for name, kind in case.similarity.items() if kind is None]
+    lines = [f"data = {json.dumps(str(data))}", f"prediction = {json.dumps(case.prediction)}", f'id = "{ID}"']
+    lines += [f"features = {json.dumps(defaulted)}"] if defaulted else []
+    lines += ["[similar]"] + [
+        f"{json.dumps(name)} = {json.dumps(kind)}" for name, kind in case.similarity.items() if kind
+    ]
+    config.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(app, ["shapley", "--config", str(config), "--out", str(out)])
+    if result.exit_code == 2:
+        raise CohortError(result.output.strip().removeprefix("cohortsql: error: "))
+    assert result.exit_code == 0, result.output
+    return pl.read_parquet(out).select(COLUMNS)
+
+
+def _duckdb_table(case: Case) -> duckdb.DuckDBPyConnection:
+    connection = duckdb.connect()
+    connection.register("staged", case.frame().to_arrow())
+    connection.execute(f'CREATE TABLE "{case.table}" AS SELECT * FROM staged')
+    connection.unregister("staged")
+    return connection
+
+
+def duckdb_function(case: Case, context: Context) -> pl.DataFrame:
+    """DuckDB's table function ``cohort_shapley``, from SQL: its similarity is one string, each name
+    written as a SQL identifier (double quotes, doubled inside); a refusal is DuckDB's error carrying
+    cohortsql's message, which a SQL caller reads."""
+    connection = _duckdb_table(case)
+    cohortsql.register(connection)
+
+    def name(text: str) -> str:
+        return '"' + text.replace('"', '""') + '"'
+
+    def literal(value: str) -> str:
+        return "'" + value.replace("'", "''") + "'"
+
+    similarity = ", ".join(
+        name(feature) + ("" if kind is None else f"={kind}") for feature, kind in case.similarity.items()
+    )
+    sql = (
+        f"SELECT * FROM cohort_shapley({literal(_quoted_table(case, 'duckdb'))}, {literal(case.prediction)},"
+        f" {literal(similarity)}, id := 'id')"
+    )
+    try:
+        return pl.from_arrow(connection.sql(sql).to_arrow_table()).select(COLUMNS)
+    except duckdb.Error as error:
+        text = str(error)
+        if "CohortError: " not in text:
+            raise
+        raise CohortError(text.split("CohortError: ", 1)[1]) from None
+
+
+def _printed(case: Case, dialect: str) -> str:
+    return cohortsql.sql_query(
+        case.frame(),
+        prediction=case.prediction,
+        similarity=case.similarity,
+        id=ID,
+        table=_quoted_table(case, dialect),
+        dialect=dialect,
+        variant="values",
+    )
+
+
+def _quoted_table(case: Case, dialect: str) -> str:
+    quote = "`" if dialect == "spark" else '"'
+    return quote + case.table.replace(quote, quote * 2) + quote
+
+
+def printed_duckdb(case: Case, context: Context) -> pl.DataFrame:
+    """The values query `cohortsql sql --variant values` prints, run by DuckDB on a table."""
+    connection = _duckdb_table(case)
+    return pl.from_arrow(connection.sql(_printed(case, "duckdb")).to_arrow_table()).select(COLUMNS)
+
+
+def spark(case: Case, context: Context) -> pl.DataFrame:
+    session = context.fixture("spark_session")
+    return _values(
+        cohortsql.cohort_shapley(
+            case.frame(), prediction=case.prediction, similarity=case.similarity, id=ID, connection=session
+        )
+    )
+
+
+def printed_spark(case: Case, context: Context) -> pl.DataFrame:
+    """The values query printed for Spark SQL, run by Spark on a view of the table."""
+    session = context.fixture("spark_session")
+    try:
+        view = session.createDataFrame(case.frame().to_arrow())
+    except Exception as error:  # a type Spark has no column for (uint64): not what this surface tests
+        pytest.skip(f"Spark cannot hold this table: {str(error).splitlines()[0]}")
+    view.createOrReplaceTempView(case.table)
+    try:
+        rows = session.sql(_printed(case, "spark")).collect()
+    finally:
+        session.catalog.dropTempView(case.table)
+    return pl.DataFrame([row.asDict() for row in rows]).select(COLUMNS)
+
+
+def postgres_upload(case: Case, context: Context) -> pl.DataFrame:
+    """PostgreSQL through ADBC, the frame sent by cohortsql."""
+    connection = context.fixture("adbc_postgres")
+    return _values(
+        cohortsql.cohort_shapley(
+            case.frame(), prediction=case.prediction, similarity=case.similarity, id=ID, connection=connection
+        )
+    )
+
+
+def _postgres_table(case: Case, context: Context) -> Any:
+    """The case as a table of the tests' PostgreSQL server, written by the ADBC driver's own ingestion."""
+    connection = context.fixture("adbc_postgres")
+    frame = case.frame()
+    for name, dtype in frame.schema.items():
+        if dtype == pl.UInt64 and (frame[name].max() or 0) >= 2**63:  # type: ignore[operator]
+            pytest.skip("PostgreSQL has no unsigned BIGINT: its driver stores such values wrapped to negative ones")
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {_quoted_table(case, 'postgres')}")
+        try:
+            cursor.adbc_ingest(case.table, frame.to_arrow(), mode="create")
+        except Exception as error:  # a type PostgreSQL has no column for: not what this surface tests
+            pytest.skip(f"PostgreSQL's driver cannot store this table: {str(error).splitlines()[0]}")
+    return connection
+
+
+def postgres_table(case: Case, context: Context) -> pl.DataFrame:
+    """PostgreSQL through ADBC, reading a table of the server by name."""
+    connection = _postgres_table(case, context)
+    return _values(
+        cohortsql.cohort_shapley(
+            _quoted_table(case, "postgres"),
+            prediction=case.prediction,
+            similarity=case.similarity,
+            id=ID,
+            connection=connection,
+        )
+    )
+
+
+def printed_postgres(case: Case, context: Context) -> pl.DataFrame:
+    """The values query printed for PostgreSQL, run by the server on the table."""
+    connection = _postgres_table(case, context)
+    with connection.cursor() as cursor:
+        cursor.execute(_printed(case, "postgres"))
+        table = cursor.fetch_arrow_table()
+    return pl.from_arrow(table).select(COLUMNS)
+
+
+def audit(case: Case, context: Context) -> pl.DataFrame:
+    """The audit's cohort run, with the case's last feature (or its `protected`) as the attribute;
+    `test_matrix` checks its groups as well."""
+    found = cohortsql.audit(
+        case.frame(),
+        prediction=case.prediction,
+        protected=case.attribute,
+        similarity=case.similarity,
+        id=ID,
+        bootstrap=5,
+        seed=1,
+    )
+    context.audit = found  # type: ignore[attr-defined]
+    return _values(found.cohort)
+
+
+def report(case: Case, context: Context) -> pl.DataFrame:
+    """The HTML report of the values: written, every feature named in it."""
+    result = cohortsql.cohort_shapley(case.frame(), prediction=case.prediction, similarity=case.similarity, id=ID)
+    path = context.tmp_path / "report.html"
+    result.report(path)
+    import html
+
+    text = path.read_text()
+    assert all(html.escape(feature) in text for feature in result.features)
+    return _values(result)
+
+
+SURFACES: dict[str, Surface] = {
+    "api": api,
+    "polars": polars_namespace,
+    "cli": cli,
+    "duckdb_function": duckdb_function,
+    "printed_duckdb": printed_duckdb,
+    "spark": spark,
+    "printed_spark": printed_spark,
+    "postgres_upload": postgres_upload,
+    "postgres_table": postgres_table,
+    "printed_postgres": printed_postgres,
+    "audit": audit,
+    "report": report,
+}
+"""Every surface, by name: the matrix's columns."""
+
+SPARK_SURFACES = ("spark", "printed_spark")

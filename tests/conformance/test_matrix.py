@@ -1,0 +1,90 @@
+"""The conformance matrix: every case of the hostile corpus (`corpus.py`) through every surface
+(`surfaces.py`), each held to one expectation: the brute-force values (`oracle.py`), or one
+`CohortError` naming the culprit. The audit surface is held to its groups as well: a level is a value
+as the cohorts compare it (NaN missing, -0.0 equal to 0.0, the text 'null' apart from NULL), and every
+group has a label of its own."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from corpus import CASE_IDS, CASES, ID, Case
+from oracle import assert_values_equal, brute_force, prediction_scale
+from surfaces import SURFACES, Context
+
+import cohortsql
+from cohortsql.errors import CohortError
+
+
+def resolved_kinds(case: Case) -> dict[str, str]:
+    """Each feature's kind: the case's, or for a default the one the library chose (its choice is
+    tested elsewhere; the matrix holds the values to it)."""
+    if all(kind is not None for kind in case.similarity.values()):
+        return dict(case.similarity)  # type: ignore[arg-type]
+    found = cohortsql.cohort_shapley(case.frame(), prediction=case.prediction, similarity=case.similarity, id=ID)
+    return {feature: str(found.kinds[feature]) for feature in found.features}
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_every_case_on_every_surface(case: Case, surface: str, tmp_path, request):
+    if surface in case.not_on:
+        pytest.skip(case.not_on[surface])
+    context = Context(tmp_path, request)
+    run = SURFACES[surface]
+    culprit = case.refused or case.refused_on.get(surface)
+    if culprit is not None:
+        with pytest.raises(CohortError) as raised:
+            run(case, context)
+        assert culprit in str(raised.value), str(raised.value)
+        return
+    found = run(case, context)
+    expected = brute_force(case, resolved_kinds(case))
+    assert_values_equal(found, expected, prediction_scale(case))
+    if surface == "audit":
+        check_groups(context.audit, case, expected)  # type: ignore[attr-defined]
+
+
+def level_key(value: object) -> object:
+    """A protected attribute's value as its group's key: NaN is missing, -0.0 is 0.0."""
+    if isinstance(value, float):
+        return None if math.isnan(value) else value + 0.0
+    return value
+
+
+def level_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def check_groups(found, case: Case, expected: pl.DataFrame) -> None:
+    """The audit's groups of the case's attribute against the values grouped by brute force."""
+    frame = case.frame()
+    attribute = case.attribute
+    keys = [level_key(value) for value in frame[attribute].to_list()]
+    phi = expected.filter(pl.col("feature") == attribute).sort(ID)["shapley"].to_numpy()
+    groups = found.groups.filter(pl.col("protected") == attribute)
+    assert groups["label"].n_unique() == groups.height, groups["label"].to_list()  # every group told apart
+    assert groups["count"].sum() == frame.height
+    missing = [index for index, key in enumerate(keys) if key is None]
+    missing_rows = groups.filter(pl.col("level").is_null())
+    assert missing_rows.height == (1 if missing else 0)
+    if missing:
+        assert missing_rows["count"][0] == len(missing)
+        assert missing_rows["value"][0] == pytest.approx(phi[missing].mean(), abs=1e-9 * prediction_scale(case))
+    if groups["grouping"][0] != "level":
+        return
+    members: dict[object, list[int]] = {}
+    for index, key in enumerate(keys):
+        if key is not None:
+            members.setdefault(key, []).append(index)
+    assert groups.height == len(members) + (1 if missing else 0)
+    for key, rows in members.items():
+        row = groups.filter(pl.col("level") == level_text(key))
+        assert row.height == 1, (key, groups["level"].to_list())
+        assert row["count"][0] == len(rows)
+        assert row["value"][0] == pytest.approx(np.mean(phi[rows]), abs=1e-9 * prediction_scale(case))
