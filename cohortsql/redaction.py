@@ -24,7 +24,13 @@ _KEY_VALUE = re.compile(
 def redacted(text: str) -> str:
     """`text` with the password of every connection string and every ``password=``-like value masked."""
     text = _URI_PASSWORD.sub(lambda match: match["head"] + MASK, text)
-    return _KEY_VALUE.sub(lambda match: match["head"] + MASK, text)
+    return _KEY_VALUE.sub(lambda match: match["head"] + _masked(match["secret"]), text)
+
+
+def _masked(secret: str) -> str:
+    """The mask of a value, in its quotes when it had them (so that redacting twice changes nothing)."""
+    quote = secret[0] if secret[:1] in ("'", '"') else ""
+    return f"{quote}{MASK}{quote}"
 
 
 def scrubbed(text: str, secrets: tuple[str, ...]) -> str:

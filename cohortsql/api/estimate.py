@@ -12,10 +12,10 @@ from cohortsql.api.baseline import check_model, explain_with_model
 from cohortsql.api.compare import checked_comparison
 from cohortsql.games.baseline.exact import Model
 from cohortsql.request.arguments import explained_columns
-from cohortsql.request.options import checked_options
+from cohortsql.request.options import Options, checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.run.interrupts import interruptible_call
-from cohortsql.run.pace import CALIBRATION_FACTOR, ComparisonPlan, ModelGamePlan, Plan, fitted_costs
+from cohortsql.run.pace import CALIBRATION_FACTOR, ComparisonPlan, ModelGamePlan, PilotScale, Plan, fitted_costs
 from cohortsql.run.progress import Silent
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_method_and_path, local_batches, make_pacer
@@ -56,8 +56,9 @@ def estimate(
     """
     asked = checked_options(options, ShapleyOptions)
     outcomes = explained_columns(prediction)
-    with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
-        return cohort_plan(session, session.select())
+    piloted, scale = pilot_options(asked)
+    with open_session(data, piloted, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
+        return cohort_plan(session, session.select()).scaled(scale)
 
 
 @interruptible_call
@@ -98,14 +99,47 @@ def estimate_compare(
     [('baseline', 1, 4), ('all-baseline', 12, 48)]
     """
     asked, function = checked_comparison(options, prediction, model)
-    with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=MAX_FEATURES) as session:
+    piloted, scale = pilot_options(asked)
+    with open_session(
+        data, piloted, outcomes=(prediction,), similarity=similarity, max_features=MAX_FEATURES
+    ) as session:
         chosen = session.select()
         check_model(session, chosen, model)
-        cohort = cohort_plan(session, chosen)
+        cohort = cohort_plan(session, chosen).scaled(scale)
         estimation = choose_method(asked.estimation.method, session.prepared.players, "baseline")
-        quiet = replace(session, options=replace(asked, where=replace(asked.where, progress=False)))
-        games = tuple(_model_game_plan(quiet, chosen, function, baseline, estimation) for baseline in ("mean", "all"))
+        quiet = replace(session, options=replace(piloted, where=replace(piloted.where, progress=False)))
+        games = tuple(
+            _model_game_plan(quiet, chosen, function, baseline, estimation, scale.permutations)
+            for baseline in ("mean", "all")
+        )
     return ComparisonPlan(cohort, games)
+
+
+PILOT_REPLICATES = 8
+"""Bootstrap replicates a dry run's pilot computes, however many are asked: each adds its sums to every
+target-subject pair and a game to every target, so a run's cost grows as 1 + B, and the pilot's time is
+scaled by it (10^8 replicates on 200 rows: a plan in a second, not a run out of memory)."""
+PILOT_PERMUTATIONS = 16
+"""Random orders a dry run's pilot draws per target, however many are allowed: the permutation
+method's cost per target grows with them, and its estimate is scaled to the most allowed (an upper
+bound: the stop rule may end sooner)."""
+
+
+def pilot_options(asked: Options) -> tuple[Options, PilotScale]:
+    """The options a dry run's pilot runs with (at most `PILOT_REPLICATES` replicates and
+    `PILOT_PERMUTATIONS` permutations), and how much more the asked run costs per target."""
+    weighting, estimation = asked.weighting, asked.estimation
+    replicates = min(weighting.bootstrap, PILOT_REPLICATES)
+    permutations = min(estimation.max_permutations, PILOT_PERMUTATIONS)
+    piloted = replace(
+        asked,
+        weighting=replace(weighting, bootstrap=replicates),
+        estimation=replace(estimation, max_permutations=permutations, tolerance=None),
+    )
+    scale = PilotScale(
+        (1 + weighting.bootstrap) / (1 + replicates), estimation.max_permutations / permutations, weighting.bootstrap
+    )
+    return piloted, scale
 
 
 PILOT_MODEL_POINTS = 1 << 18
@@ -117,18 +151,25 @@ difference from it separates the fixed cost (reading the baselines, their realis
 
 
 def _model_game_plan(
-    session: Session, chosen: TargetSet, function: Model, baseline: Literal["mean", "all"], estimation: str
+    session: Session,
+    chosen: TargetSet,
+    function: Model,
+    baseline: Literal["mean", "all"],
+    estimation: str,
+    permutations: float,
 ) -> ModelGamePlan:
     """Baseline (`baseline="mean"`) or all-baseline Shapley's plan: the game run on its first targets
-    and timed, its cost per target and fixed cost fitted as the pacer fits them (`fitted_costs`)."""
+    and timed, its cost per target and fixed cost fitted as the pacer fits them (`fitted_costs`); with
+    the permutation method, the session's pilot permutations, the cost per target times `permutations`."""
     prepared, modelling = session.prepared, session.options.modelling
     baselines = (
         1 if baseline == "mean" else min(prepared.subject_count, modelling.baseline_sample or prepared.subject_count)
     )
+    scale = 1.0 if estimation == "exact" else permutations
     if estimation == "exact":
         per_target = baselines << prepared.players
     else:
-        per_target = session.options.estimation.max_permutations * (prepared.d + 1)
+        per_target = round(session.options.estimation.max_permutations * permutations) * (prepared.d + 1)
     distinct = chosen.distinct.num_rows
     timed: list[tuple[int, float]] = []
     size = max(1, min(distinct, PILOT_MODEL_POINTS // per_target))
@@ -146,9 +187,9 @@ def _model_game_plan(
         distinct_targets=distinct,
         baselines=baselines,
         points_per_target=per_target,
-        pilot_targets=sum(size for size, _ in timed),
+        pilot_targets=max(size for size, _ in timed),  # the runs repeat the first targets
         pilot_seconds=sum(seconds for _, seconds in timed),
-        estimated_seconds=fixed + per_target_seconds * distinct,
+        estimated_seconds=fixed + per_target_seconds * scale * distinct,
     )
 
 

@@ -175,7 +175,7 @@ def audit(options: Flags) -> None:
 def calibrate(options: Flags) -> None:
     """The similarity threshold at which held-out rows are realistic, beside points drawn from the marginals."""
     from cohortsql.api.calibrate import calibrate as calibrate_threshold
-    from cohortsql.cli.outputs import check_figure_path, write
+    from cohortsql.cli.outputs import check_figure_path, refuse_inputs, write
     from cohortsql.cli.summaries import calibration_summary
 
     if not options.get("data"):
@@ -186,6 +186,7 @@ def calibrate(options: Flags) -> None:
     figure = options.get("plot")
     if figure:
         check_figure_path(Path(figure), "--plot")  # before the work, not after it
+        refuse_inputs([Path(figure), *([Path(str(options["out"]))] if options.get("out") else [])], options)
     given = pick(options, *CalibrationOptions.__annotations__) | {"exact": names(options.get("exact"))}
     for name in ("thresholds", "holdouts"):
         if name in given:

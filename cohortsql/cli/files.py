@@ -34,8 +34,10 @@ def report(
 ) -> None:
     """A self-contained HTML report to share: settings, diagnostics, effects, drivers, every target's reasons."""
     with _reported_failures(debug):
+        from cohortsql.cli.outputs import refuse_overwriting
         from cohortsql.report import ReportTables, write_report
 
+        refuse_overwriting([out], _result_files(result, global_))
         chosen = [value.strip() for value in target_ids.split(",") if value.strip()] if target_ids else None
         written = write_report(ReportTables.of_files(result, global_, outcome), out, chosen)
         typer.echo(f"wrote {written}")
@@ -132,6 +134,9 @@ def plot(
         if out is None:
             raise CohortError("no --out given: name the figure file, e.g. --out figure.png")
         check_figure_path(Path(out), "--out")
+        from cohortsql.cli.outputs import refuse_overwriting
+
+        refuse_overwriting([Path(out)], _result_files(result))
         if kind in ("target", "path"):
             if id is None:
                 raise CohortError(f"--kind {kind} needs --id of a target")
@@ -146,6 +151,13 @@ def plot(
             figure = plots.stacked(result, squared=kind == "stacked-squared", outcome=outcome)
         figure.savefig(out, dpi=120)
         typer.echo(f"wrote {out}")
+
+
+def _result_files(result: Path, *more: Path | None) -> list[Path]:
+    """The files a command reads of a result: the table, the companions beside it, and `more`."""
+    from cohortsql.results.files import COMPANIONS, sibling_path
+
+    return [result, *(sibling_path(result, label) for label in COMPANIONS), *(path for path in more if path)]
 
 
 def _typed_id(text: str, dtype: Any) -> Any:

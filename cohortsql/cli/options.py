@@ -100,12 +100,16 @@ def request(options: Flags, group: type | tuple[str, ...], *, explained: bool = 
 
         check_database(Path(database))  # before the work, not after it
         check_table_free(options)
+    outputs = [Path(str(options[name])) for name in ("report", "plot") if options.get(name)]
     if out_path:
-        from cohortsql.cli.outputs import refuse_inputs
         from cohortsql.results.files import COMPANIONS, check_destination, sibling_path
 
         out = check_destination(Path(out_path))  # before the work, not after it
-        refuse_inputs([out, *(sibling_path(out, label) for label in COMPANIONS)], options)
+        outputs = [out, *(sibling_path(out, label) for label in COMPANIONS), *outputs]
+    if outputs:
+        from cohortsql.cli.outputs import refuse_inputs
+
+        refuse_inputs(outputs, options)
     names = group if isinstance(group, tuple) else tuple(group.__annotations__)
     arguments = pick(options, *(name for name in names if name not in ("targets", "sample")))
     if explained and prediction:

@@ -169,12 +169,30 @@ def check_tables_kept(options: Flags) -> None:
 
 
 def refuse_inputs(outputs: Iterable[Path], options: Flags) -> None:
-    """Refuse to write any output over a file the run reads (the same file by device and inode: a
-    link or another spelling of its name counts), before any work."""
-    inputs = input_files(options)
+    """Refuse to write any output over a file the run reads: its data (a file, every file of a glob, a
+    DuckDB database, every file a data query reads), its histogram, its model file; before any work."""
+    model = options.get("model")
+    refuse_overwriting(outputs, [*input_files(options), *([Path(str(model))] if model else [])])
+
+
+def refuse_overwriting(outputs: Iterable[Path], inputs: Iterable[Path]) -> None:
+    """The one guard of every file a command writes: none may be a file the command reads (the same
+    file by device and inode: a link or another spelling of its name counts), nor another of its
+    outputs (a report written where the results go would replace them)."""
+    sources = [path for path in inputs if path.is_file()]
+    seen: list[Path] = []
     for output in outputs:
-        if output.exists() and any(os.path.samefile(output, source) for source in inputs):
-            raise CohortError(f"cannot write {str(output)!r}: it is an input of this run (the data it reads)")
+        if output.exists() and any(os.path.samefile(output, source) for source in sources):
+            raise CohortError(f"cannot write {str(output)!r}: it is an input of this run (a file it reads)")
+        if any(_same_destination(output, other) for other in seen):
+            raise CohortError(f"cannot write {str(output)!r} twice: two outputs of this run name the same file")
+        seen.append(output)
+
+
+def _same_destination(one: Path, other: Path) -> bool:
+    if one.exists() and other.exists():
+        return os.path.samefile(one, other)
+    return one.resolve() == other.resolve()
 
 
 def check_figure_path(path: Path, flag: str) -> Path:

@@ -132,7 +132,11 @@ class AdbcEngine(NamedRelations, Engine):
         self._session = uuid.uuid4().hex[:8]
         self._names = 0
         self._created: list[tuple[str, str]] = []
-        self._begin()
+        self._in_transaction = False
+        """Whether the call's transaction has begun: at its first query, so that an engine that runs
+        none leaves the caller's connection as it was."""
+        self._committed = False
+        """Whether the call committed (tables written, relations kept), so that `close` drops what is left."""
 
     # -- the Engine methods --------------------------------------------------------------------
 
@@ -306,12 +310,17 @@ class AdbcEngine(NamedRelations, Engine):
         earlier commit of this call kept, and give the caller's connection back as it was."""
         adbc = self.connection.adbc_connection
         try:
-            with contextlib.suppress(adbc_driver_manager.Error):
-                adbc.rollback()
-            adbc.set_autocommit(True)
-            for kind, name in reversed(self._created):
-                with contextlib.suppress(CohortError):
-                    self._drop(kind, name)
+            if self._in_transaction:
+                with contextlib.suppress(adbc_driver_manager.Error):
+                    adbc.rollback()
+                if self._committed:  # relations a commit kept outlive the rollback
+                    for kind, name in reversed(self._created):
+                        with contextlib.suppress(CohortError):
+                            self._drop(kind, name)
+                    with contextlib.suppress(adbc_driver_manager.Error):
+                        adbc.commit()
+                adbc.set_autocommit(True)
+                self._in_transaction = False
         finally:
             self._created.clear()
             self._cursor.close()
@@ -342,6 +351,7 @@ class AdbcEngine(NamedRelations, Engine):
 
     def _begin(self) -> None:
         """Start the call's transaction, reading one snapshot (the dialect's `snapshot` statements first)."""
+        self._in_transaction = True
         self.connection.adbc_connection.set_autocommit(False)
         for statement in self.dialect.snapshot or ():
             self._run(lambda statement=statement: self._cursor.execute(statement), "starting a snapshot of the data")
@@ -350,6 +360,7 @@ class AdbcEngine(NamedRelations, Engine):
         """Commit the call's transaction (the DB-API's ``commit`` does nothing on a connection opened in
         autocommit mode: the driver's own is called) and start the next, as the first began."""
         self._run(self.connection.adbc_connection.commit, "committing the tables written")
+        self._committed = True
         for statement in self.dialect.snapshot or ():
             self._run(lambda statement=statement: self._cursor.execute(statement), "starting a snapshot of the data")
 
@@ -418,6 +429,8 @@ class AdbcEngine(NamedRelations, Engine):
     def _run(self, action: Any, context: str) -> Any:
         """As the base class runs a query; a server that refuses cohortsql's TEMPORARY relations is told
         what they need."""
+        if not self._in_transaction:
+            self._begin()
         try:
             return super()._run(action, context)
         except CohortError as error:

@@ -8,6 +8,7 @@ column, a Parquet file's come from its own row numbers, and anything else is cop
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import os
@@ -69,6 +70,26 @@ MINIMUM_MEMORY_LIMIT = 4_000_000
 """The smallest memory_limit accepted: below a few MB DuckDB cannot run even the statement that lifts
 the limit again (RESET failed to allocate 4 KiB under 1 KB, at random), so a caller's connection would
 be left unusable."""
+
+
+@functools.cache
+def _default_memory_limit() -> str:
+    """A new in-memory database's memory_limit (DuckDB's default: most of this machine's memory)."""
+    with duckdb.connect() as probe:
+        return str(probe.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+
+
+def _callers_limit(connection: duckdb.DuckDBPyConnection) -> int | None:
+    """The memory limit the caller set on their connection, in bytes, or None when it is DuckDB's
+    default: a call on such a connection plans for it as for one it was given (its ids' check and
+    quantiles spill rather than hold every value: a connection limited to 50 MB failed on 2,000,000 ids)."""
+    (shown,) = connection.execute("SELECT current_setting('memory_limit')").fetchall()[0]
+    if str(shown) == _default_memory_limit():
+        return None
+    try:
+        return memory_limit_bytes(str(shown))
+    except CohortError:
+        return None
 
 
 def memory_limit_bytes(limit: str) -> int:
@@ -142,6 +163,8 @@ class DuckDBEngine(NamedRelations, Engine):
         self._previous_settings: dict[str, str] = {}
         self._kept = False
         self._limit = None if settings.memory_limit is None else memory_limit_bytes(settings.memory_limit)
+        if self._limit is None and not self._owns_connection:
+            self._limit = _callers_limit(connection)
         self._locked = self._setting("lock_configuration").lower() == "true"
         self._files_visible = self._setting("enable_external_access").lower() == "true"
         """Whether the connection may read files: where it may not, cohortsql does not look at the file

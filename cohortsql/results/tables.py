@@ -18,7 +18,7 @@ import polars as pl
 from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.dividends import sets_up_to
-from cohortsql.numeric.shapley import tie_steps
+from cohortsql.numeric.shapley import TIE_TOLERANCE, tie_steps
 from cohortsql.request.arguments import whole_number
 from cohortsql.request.similarity import Similarity
 
@@ -259,11 +259,26 @@ def shown_value(value: str = "feature_value") -> pl.Expr:
 def reason(feature: str = "feature", value: str = "feature_value", shapley: str = "shapley") -> pl.Expr:
     """A value in words, as every surface shows it, from a frame's columns: "sex = male lowered the
     cohort mean by 0.31" (a missing value reads ``missing``; the value is `shown_value`, the amount has
-    3 significant digits)."""
+    3 significant digits). An amount within rounding of zero for the frame's largest (`TIE_TOLERANCE`
+    of it: relative, the same words at any scale) "did not move the cohort mean"."""
+    amount = pl.col(shapley).abs()
+    moved = amount > TIE_TOLERANCE * amount.max()
     return pl.format(
-        "{} = {} {} the cohort mean by {}",
+        "{} = {} {}",
         pl.col(feature),
         shown_value(value).fill_null("missing"),
-        pl.when(pl.col(shapley) >= 0).then(pl.lit("raised")).otherwise(pl.lit("lowered")),
-        pl.col(shapley).abs().round_sig_figs(3),
+        pl.when(~moved)
+        .then(pl.lit("did not move the cohort mean"))
+        .otherwise(
+            pl.format(
+                "{} the cohort mean by {}",
+                pl.when(pl.col(shapley) >= 0).then(pl.lit("raised")).otherwise(pl.lit("lowered")),
+                amount.map_batches(_three_digits, return_dtype=pl.String),
+            )
+        ),
     )
+
+
+def _three_digits(values: pl.Series) -> pl.Series:
+    """Numbers with 3 significant digits (``0.0794``, ``7.94e-11``), as people write them."""
+    return pl.Series(np.char.mod("%.3g", values.cast(pl.Float64).to_numpy()).astype(str), dtype=pl.String)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cohortsql.run.interrupts import check_not_interrupted
 from cohortsql.run.progress import Reporter, duration
@@ -31,12 +31,29 @@ PILOT_CELLS = 1 << 24
 d = 20 or 24 measures a few targets instead of computing hundreds: at d = 20 on 500 rows,
 `cohortsql.estimate` measured 16 targets in 4.5 s and said "about 2 min" (with 1 << 22, 4 targets
 in 2.6 s said "about 5 min": the query's fixed cost charged to too few targets)."""
+PILOT_TARGETS = 16
+"""The most targets a dry run's pilot batch holds (its calibration batch `CALIBRATION_FACTOR` times as
+many), whatever the path and however cheap each looks: a dry run at d = 20 once measured all 500
+targets of its run as its pilot; and no more than a fifth of the targets, so that it is never the run."""
 SMALL_RUN_PAIRS = 100_000_000
 """A run of at most this many pairs (a couple of seconds on DuckDB) needs no pilot: one batch does it."""
 LONG_RUN_SECONDS = 60.0
 CALIBRATION_FACTOR = 4
 """The second batch holds this many times the pilot's targets (memory allowing), so that the two
 times separate a batch's fixed cost from its cost per target."""
+
+
+@dataclass(frozen=True)
+class PilotScale:
+    """How much more a run costs per target than its dry run's pilot (which computes a few of the
+    replicates and permutations asked): each replicate adds a sum to every pair and a game to every
+    target, each permutation a chain of cohorts."""
+
+    replicates: float
+    """(1 + B asked) / (1 + B of the pilot)."""
+    permutations: float
+    """Permutations allowed over the pilot's (for the permutation method; an upper bound)."""
+    asked_replicates: int
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,16 @@ class Plan:
     """The games' players when features are grouped (``groups=``); None: each feature is one."""
     replicates: int = 0
     """Bootstrap replicates B, each adding its sums to every target-subject pair."""
+    scale: float = 1.0
+    """How much more the run costs per target than the pilot did (`cohortsql.api.estimate.pilot_options`:
+    the pilot computes a few replicates and permutations of those asked); the estimate includes it."""
+
+    def scaled(self, pilot: PilotScale) -> Plan:
+        """This plan, measured with a pilot's fewer replicates and permutations, for the run asked."""
+        scale = pilot.replicates * (pilot.permutations if self.method == "permutation" else 1.0)
+        return replace(
+            self, estimated_seconds=self.estimated_seconds * scale, replicates=pilot.asked_replicates, scale=scale
+        )
 
     def __str__(self) -> str:
         pairs = self.distinct_targets * self.subject_rows
@@ -74,8 +101,9 @@ class Plan:
                 f" ({self.subject_rows:,} distinct rows), {self.features} features{grouped}, {self.method} method"
                 f" ({cohorts} per target){replicated}, {self.path} path, on {self.engine}",
                 f"work: {pairs:,} target-subject pairs",
-                f"estimate: about {duration(self.estimated_seconds)} (measured on {self.pilot_targets:,} targets"
-                f" in {self.pilot_seconds:.2f} s)",
+                f"estimate: about {duration(self.estimated_seconds)} (measured on {self.pilot_targets:,} of"
+                f" {self.distinct_targets:,} distinct targets in {self.pilot_seconds:.2f} s"
+                + (f", with fewer replicates or permutations, times {self.scale:,.3g})" if self.scale != 1 else ")"),
             ]
         )
 
@@ -116,7 +144,8 @@ class ModelGamePlan:
         return (
             f"{self.game}: {self.distinct_targets:,} distinct targets x {self.baselines:,} baselines, {self.method}"
             f" method ({bound}{self.points_per_target:,} model evaluations per target); estimate: {bound}about"
-            f" {duration(self.estimated_seconds)} (measured on {self.pilot_targets:,} targets in {self.pilot_seconds:.2f} s)"
+            f" {duration(self.estimated_seconds)} (measured on {self.pilot_targets:,} of {self.distinct_targets:,}"
+            f" targets in {self.pilot_seconds:.2f} s)"
         )
 
 
@@ -220,9 +249,11 @@ class Pacer:
         """`PILOT_PAIRS` pairs of targets and subjects, whatever each pair sums: a query's fixed cost of
         binding its sums grows with them too, and a pilot of too few targets would charge it to each."""
         small = self.total * self.pairs_per_target * self.sums_per_pair <= SMALL_RUN_PAIRS
-        if not self.paced or (small and not self.pilot_only):
+        if not self.pilot_only and (small or not self.paced):
             return self.memory_batch
         size = min(self.memory_batch, PILOT_PAIRS // max(1, self.pairs_per_target))
+        if self.pilot_only:  # a dry run's pilot is bounded whatever the path: a few targets, never all
+            size = min(size, PILOT_TARGETS, max(1, self.total // (1 + CALIBRATION_FACTOR)))
         if self.cells_per_target:
             size = min(size, PILOT_CELLS // self.cells_per_target)
         return max(1, size)

@@ -5,6 +5,7 @@ values by their formulas) and against the library's other functions."""
 
 import itertools
 import math
+import re
 
 import numpy as np
 import polars as pl
@@ -216,3 +217,86 @@ def test_a_level_holding_every_target_has_no_share_of_a_gap(table):
     row = found.groups.row(0, named=True)
     assert row["count"] == table.height and abs(row["gap"]) < 1e-12 and row["share_of_gap"] is None
     assert found.summary()[1] == "  everyone = 'x': 0 on average (600 targets)"
+
+
+def test_a_star_gives_the_protected_attribute_its_kind(table):
+    """``{"*": "exact"}`` gives every column not named otherwise, the protected one included, its kind:
+    the audit's values are `cohort_shapley`'s under the same similarity (not a default window)."""
+    frame = table.with_columns(score=pl.col("income").replace_strict({"low": 1.0, "mid": 2.5, "high": 4.0}) * 1.1)
+    found = cohortsql.audit(
+        frame.select("id", "zip", "score", "denial"),
+        prediction="denial",
+        protected="score",
+        similarity={"*": "exact"},
+        id="id",
+        bootstrap=0,
+    )
+    direct = cohortsql.cohort_shapley(
+        frame.select("id", "zip", "score", "denial"), prediction="denial", similarity={"*": "exact"}, id="id"
+    )
+    assert str(found.cohort.kinds["score"]) == "exact"
+    order = [direct.features.index(feature) for feature in found.cohort.features]
+    np.testing.assert_allclose(found.cohort.shapley, direct.shapley[:, order], atol=1e-12)
+
+
+def test_an_audit_of_several_predictions_is_one_error_naming_them(table):
+    with pytest.raises(cohortsql.CohortError, match=r"one prediction column, got \['denial', 'denial2'\]"):
+        cohortsql.audit(
+            table.with_columns(denial2=pl.col("denial") * 2),
+            prediction=["denial", "denial2"],
+            protected="group",
+            similarity=["zip"],
+            id="id",
+        )
+
+
+def test_the_share_interval_is_of_the_share_itself():
+    """Two rows, each feature telling them apart: every reweighting splits the variance in halves, so
+    the share's interval is [1/2, 1/2] (an effect's interval over the estimate's variance read
+    [0.072, 0.499], excluding its own estimate)."""
+    two = pl.DataFrame({"id": [1, 2], "g": ["a", "b"], "x": [0, 1], "p": [0.0, 1.0]})
+    found = cohortsql.audit(two, prediction="p", protected="g", similarity=["x"], id="id", bootstrap=50, seed=1)
+    row = found.attributes.row(0, named=True)
+    assert row["share"] == pytest.approx(0.5, abs=1e-12)
+    assert row["share_ci_low"] == pytest.approx(0.5, abs=1e-9) and row["share_ci_high"] == pytest.approx(0.5, abs=1e-9)
+    assert "50.0% of the variance explained (50.0%–50.0%)" in found.summary()[0]
+    assert found.summary()[1].endswith("(1 target)")
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (lambda frame: frame.with_columns(group=pl.lit("a")), "group: 0% of the variance explained (0%–0%)"),
+        (lambda frame: frame.with_columns(denial=pl.lit(0.5)), "group: no variance to explain"),
+        (lambda frame: frame.head(1), "group: no variance to explain"),
+    ],
+    ids=["one level", "a constant prediction", "one row"],
+)
+def test_degenerate_audits_say_so_in_words(table, change, expected):
+    found = cohortsql.audit(change(table), **AUDIT, bootstrap=5, seed=1)
+    first = found.summary()[0]
+    assert first.startswith(expected), first
+    assert "nan" not in " ".join(found.summary()) and "e-" not in first
+
+
+@pytest.mark.parametrize("scale", [1e-13, 1e-7, 1e9])
+def test_the_audit_reads_the_same_at_any_scale(table, scale):
+    """Multiplying the prediction by any c > 0 multiplies every value by c and changes no share, rank
+    or word: nothing is cut at an absolute size (values of 3e-14 once printed as 0, and at 1e-7 the
+    ranks fell back to the features' order)."""
+    plain = cohortsql.audit(table, **AUDIT, bootstrap=10, seed=2)
+    scaled = cohortsql.audit(table.with_columns(denial=pl.col("denial") * scale), **AUDIT, bootstrap=10, seed=2)
+    assert scaled.attributes["rank"].to_list() == plain.attributes["rank"].to_list()
+    np.testing.assert_allclose(scaled.attributes["share"], plain.attributes["share"], rtol=1e-9)
+    np.testing.assert_allclose(scaled.groups["value"], scale * plain.groups["value"], rtol=1e-9)
+
+    def words(lines):  # the values' digits differ by the scale's: compare what is said, not the digits
+        return [re.sub(r"[+-]?\d[\d.]*(e[+-]?\d+)?", "#", line) for line in lines]
+
+    assert words(scaled.summary()) == words(plain.summary())
+    assert "0 on average" not in " ".join(scaled.summary())
+    effects = cohortsql.shapley_effects(table, prediction="denial", similarity=FEATURES, id="id")
+    scaled_effects = cohortsql.shapley_effects(
+        table.with_columns(denial=pl.col("denial") * scale), prediction="denial", similarity=FEATURES, id="id"
+    )
+    assert scaled_effects.effects["feature"].to_list() == effects.effects["feature"].to_list()

@@ -49,7 +49,8 @@ def evaluated(engine, ids: range, columns: dict[str, str]) -> dict[str, np.ndarr
 
 def draws(engine, ids: range, replicates: range, seed: int) -> np.ndarray:
     """The SQL draws e_b(id), shape (ids, replicates), as the engine computes them."""
-    dialect = engine.open().dialect
+    with engine.open() as running:
+        dialect = running.dialect
     values = evaluated(engine, ids, {f"e{b}": replicate_draw(b, seed, dialect) for b in replicates})
     return np.column_stack([values[f"e{b}"] for b in replicates])
 
@@ -69,7 +70,8 @@ def test_the_draws_are_exponential_independent_and_the_same_on_every_engine(engi
     assert np.abs(correlations).max() < 0.15  # 400 pairs: standard error 0.05
     reference = draws(type(engine)("duckdb"), range(400), range(1, 6), seed=5)
     np.testing.assert_allclose(values, reference, rtol=1e-15)
-    dialect = engine.open().dialect
+    with engine.open() as running:
+        dialect = running.dialect
     hashes = evaluated(  # a hash group given by a column hashes the same text as a literal group
         engine,
         range(5),

@@ -83,7 +83,7 @@ def test_bad_values_in_the_prediction(bad):
 
 def test_infinite_window_predictor():
     frame = FRAME.with_columns(age=pl.Series([1.0, float("inf"), 2.0]))
-    with pytest.raises(CohortError, match="feature 'age' has 1 infinite values"):
+    with pytest.raises(CohortError, match="feature 'age' has 1 infinite value; "):
         explain(frame)
 
 

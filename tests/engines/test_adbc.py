@@ -729,3 +729,26 @@ def test_the_tables_a_run_writes_land_all_or_none(scores, postgres, adbc_postgre
     finally:
         engine.close()
     assert postgres.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'written_%'").fetchall() == [(0,)]
+
+
+def test_the_callers_connection_is_left_as_it_was(scores, adbc_postgres):
+    """A call's transaction is the call's: after a computation, a failure and a written table, the
+    caller's connection is back in autocommit mode, with nothing of cohortsql's left in its session."""
+    connection = adbc_postgres
+
+    def autocommit() -> str:
+        return str(connection.adbc_connection.get_option("adbc.connection.autocommit")).lower()
+
+    cohortsql.cohort_shapley(scores, prediction="p", similarity=["x"], id="id", connection=connection)
+    assert autocommit() == "true"
+    with pytest.raises(cohortsql.CohortError):
+        cohortsql.cohort_shapley(scores, prediction="p", similarity=["nope"], id="id", connection=connection)
+    assert autocommit() == "true"
+    cohortsql.shapley_table(scores, prediction="p", similarity=["x"], id="id", connection=connection, into="sc_values")
+    assert autocommit() == "true"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'cohortsql%' AND relpersistence = 't'")
+        assert cursor.fetchall() == [(0,)]
+        cursor.execute("SELECT count(*) FROM sc_values")
+        assert cursor.fetchall() == [(30,)]
+        cursor.execute("DROP TABLE sc_values")

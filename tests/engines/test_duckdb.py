@@ -84,3 +84,27 @@ def test_without_external_access_no_message_tells_which_files_exist(tmp_path):
             messages.setdefault(suffix, set()).add(str(caught.value).replace(path, "PATH"))
             assert "secret_2" not in str(caught.value)
     assert all(len(seen) == 1 for seen in messages.values()), messages
+
+
+def test_a_callers_memory_limit_is_planned_for(tmp_path):
+    """A connection the caller limited to 50 MB (not a limit given to cohortsql): the call plans for it
+    as for one it was given, so the check that 2,000,000 text ids are unique spills instead of failing
+    with DuckDB's out-of-memory error."""
+    rows = 2_000_000
+    rng = np.random.default_rng(4)
+    path = tmp_path / "big.parquet"
+    pl.DataFrame(
+        {
+            "id": pl.int_range(rows, eager=True).cast(pl.String).str.zfill(12),
+            "x": rng.normal(size=rows),
+            "p": rng.normal(size=rows),
+        }
+    ).write_parquet(path)
+    connection = duckdb.connect()
+    connection.execute("SET memory_limit = '50MB'")
+    connection.execute(f"CREATE VIEW big AS SELECT * FROM read_parquet('{path}')")
+    result = cohortsql.cohort_shapley(
+        "big", prediction="p", similarity={"x": "range:0.1"}, id="id", targets="p > 4.6", connection=connection
+    )
+    assert result.local.height == result.ids.len() > 0
+    assert connection.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == "47.6 MiB"

@@ -64,7 +64,9 @@ def test_a_dry_run_of_compare_measures_a_few_targets_and_lands_near_the_run(bost
         506,
         506 << 8,
     )
-    assert all_baseline.pilot_targets == 10 and all_baseline.distinct_targets == 40
+    assert (
+        all_baseline.pilot_targets == 8 and all_baseline.distinct_targets == 40
+    )  # the second run repeats the first two
     assert plan.cohort.targets == 40 and plan.cohort.method == "exact"
     dry_rows, estimated = clock.rows, baseline.estimated_seconds + all_baseline.estimated_seconds
     clock.rows, before = 0, clock.now
@@ -91,3 +93,14 @@ def test_a_long_model_game_says_how_long_and_what_to_do(boston, monkeypatch, cap
     )
     notes = [line for line in capsys.readouterr().err.splitlines() if "to go" in line]
     assert len(notes) == 1 and notes[0].startswith("cohortsql: at most about ") and "x 2,000 permutations" in notes[0]
+
+
+def test_a_model_games_plan_never_measures_more_targets_than_there_are(boston):
+    """Two timed runs of the first targets (the second repeating the first's) are a measurement of the
+    larger run's targets: twenty targets once read "measured on 36 of 20 targets"."""
+    data, model = boston
+    options = dict(prediction="prediction", similarity=FEATURES, model_input="numpy", sample=20, seed=1)
+    plan = cohortsql.estimate_compare(data, model=model.predict, **options)
+    for game in plan.model_games:
+        assert game.pilot_targets <= game.distinct_targets
+        assert f"measured on {game.pilot_targets:,} of {game.distinct_targets:,} targets" in str(game)

@@ -103,3 +103,17 @@ def test_the_command_line_names_the_label_and_marks_it():
     assert result.exit_code == 0, result.output
     assert "'survived' is probably the label 'prediction' was fitted to" in result.output
     assert any(line.lstrip().startswith("! survived") for line in result.output.splitlines())
+
+
+def test_a_few_targets_prove_no_copy():
+    """Three targets of Boston: among three rows any feature ranks them as the prediction does, and the
+    check once named most features as copies; it reads the data's rows (a sample), where only medv is
+    one. A table of three rows supports no claim at all."""
+    boston = pl.read_parquet("examples/data/boston_predictions.parquet").with_row_index("row")
+    features = [name for name in boston.columns if name not in ("row", "prediction")]
+    found = _copy_warnings(
+        cohortsql.cohort_shapley, boston, prediction="prediction", similarity=features, id="row", targets=[3, 117, 204]
+    )
+    assert len(found) == 1 and found[0].startswith("'medv' alone accounts for"), found
+    three = pl.DataFrame({"id": [1, 2, 3], "a": [1.0, 2.0, 3.0], "b": ["x", "y", "z"], "p": [0.1, 0.5, 0.9]})
+    assert _copy_warnings(cohortsql.cohort_shapley, three, prediction="p", similarity=["a", "b"], id="id") == []

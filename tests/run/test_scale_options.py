@@ -222,3 +222,36 @@ def test_a_dry_run_at_many_features_measures_a_few_targets_not_the_run():
     plan = cohortsql.estimate(frame, prediction="y", similarity={f"x{j}": "abs:1" for j in range(d)}, method="exact")
     assert PILOT_CELLS >> d == 16 and plan.pilot_targets == 16 + 4 * 16  # the pilot and the calibration batch
     assert plan.distinct_targets == 200
+
+
+@pytest.mark.parametrize("paced", [True, False], ids=["paced", "sized by memory"])
+def test_a_dry_runs_pilot_is_bounded_whatever_the_clock_says(monkeypatch, paced):
+    """On a busy machine (every batch slow, the second slower per target than the first) and on a
+    path sized by memory alone, a dry run measures a few targets and stops: never its whole run."""
+    clock = Clock()
+    monkeypatch.setattr(pace.time, "perf_counter", clock)
+    reporter = progress.Reporter(Terminal(False))
+    pacer = pace.Pacer(
+        total=500, memory_batch=500, pairs_per_target=500, reporter=reporter, paced=paced, pilot_only=True
+    )
+    sizes = []
+    for _, size in pacer.batches():
+        sizes.append(size)
+        clock.now += 30.0 + size  # a busy machine: half a minute a batch, a second a target
+    assert sum(sizes) <= pace.PILOT_TARGETS * (1 + pace.CALIBRATION_FACTOR) < 500
+    assert sizes[0] <= pace.PILOT_TARGETS and pacer.remaining_seconds(sum(sizes)) > 0
+
+
+def test_a_dry_run_of_huge_budgets_returns_a_plan_at_once():
+    """10^8 bootstrap replicates or 10^9 permutations: the pilot computes a few of them and scales the
+    estimate, so the plan comes back (the pilot once ran a target's whole budget, or ran out of memory)."""
+    rng = np.random.default_rng(3)
+    frame = pl.DataFrame({"id": np.arange(200), "x": rng.integers(0, 3, 200), "z": rng.integers(0, 3, 200)})
+    frame = frame.with_columns(p=pl.Series(rng.normal(size=200)))
+    boot = cohortsql.estimate(frame, prediction="p", similarity=["x", "z"], id="id", bootstrap=10**8)
+    assert boot.replicates == 10**8 and boot.scale == pytest.approx((1 + 10**8) / (1 + 8))
+    assert "times" in str(boot) and boot.estimated_seconds > 1e4 * boot.pilot_seconds / boot.pilot_targets
+    many = cohortsql.estimate(
+        frame, prediction="p", similarity=["x", "z"], id="id", method="permutation", max_permutations=10**9
+    )
+    assert many.scale == pytest.approx(10**9 / 16) and many.pilot_targets < many.distinct_targets

@@ -1,0 +1,73 @@
+"""Scale invariance, as a property: multiplying the explained column by c = 1e-9 or 1e9 multiplies
+every value by c (squared ones by c^2), and changes no ranking, no reason's order, no warning and no
+word: nothing in cohortsql cuts, rounds or ties at an absolute size."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cohortsql
+
+SCALES = [1e-9, 1e9]
+
+
+@st.composite
+def tables(draw) -> pl.DataFrame:
+    rows = draw(st.integers(6, 30))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    frame = pl.DataFrame(
+        {
+            "id": np.arange(rows),
+            "a": rng.integers(0, draw(st.integers(1, 4)), rows),
+            "b": rng.normal(size=rows).round(1),
+            "c": rng.choice(["x", "y", "z"], rows),
+        }
+    )
+    weights = rng.normal(size=3)
+    y = frame["a"].to_numpy() * weights[0] + frame["b"].to_numpy() * weights[1] + rng.normal(scale=0.3, size=rows)
+    return frame.with_columns(p=pl.Series(y))
+
+
+def said(lines: list[str]) -> list[str]:
+    """What lines say, their numbers aside (those carry the scale)."""
+    return [re.sub(r"[+-]?\d[\d,.]*(e[+-]?\d+)?%?", "#", line) for line in lines]
+
+
+def explained(frame: pl.DataFrame) -> tuple[cohortsql.CohortShapleyResult, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", cohortsql.CohortWarning)
+        result = cohortsql.cohort_shapley(
+            frame, prediction="p", similarity={"a": "exact", "b": "abs:0.3", "c": "exact"}, id="id"
+        )
+    return result, sorted(str(warning.message) for warning in caught)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@settings(max_examples=15)
+@given(frame=tables())
+def test_every_value_scales_and_nothing_else_changes(frame, scale):
+    plain, plain_warnings = explained(frame)
+    scaled, scaled_warnings = explained(frame.with_columns(p=pl.col("p") * scale))
+    size = max(float(np.abs(plain.shapley).max()), 1e-300)
+    np.testing.assert_allclose(scaled.shapley / scale, plain.shapley, rtol=1e-9, atol=1e-12 * size)
+    np.testing.assert_allclose(
+        scaled.shapley_squared / scale**2, plain.shapley_squared, rtol=1e-9, atol=1e-12 * size**2
+    )
+    assert scaled.global_["feature"].to_list() == plain.global_["feature"].to_list()
+    assert scaled.reasons(3)["feature"].to_list() == plain.reasons(3)["feature"].to_list()
+    assert said(scaled.reasons(3)["reason"].to_list()) == said(plain.reasons(3)["reason"].to_list())
+    assert said(scaled_warnings) == said(plain_warnings)
+    effects = cohortsql.shapley_effects(frame, prediction="p", similarity=["a", "b", "c"], id="id")
+    scaled_effects = cohortsql.shapley_effects(
+        frame.with_columns(p=pl.col("p") * scale), prediction="p", similarity=["a", "b", "c"], id="id"
+    )
+    assert scaled_effects.effects["feature"].to_list() == effects.effects["feature"].to_list()
+    np.testing.assert_allclose(scaled_effects.effects["share"], effects.effects["share"], rtol=1e-9, atol=1e-12)
