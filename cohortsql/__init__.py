@@ -65,6 +65,7 @@ _PUBLIC = {
     "baseline_shapley": "cohortsql.api.baseline",
     "compare": "cohortsql.api.compare",
     "audit": "cohortsql.api.audit",
+    "insertion_deletion": "cohortsql.api.integrated",
     "calibrate": "cohortsql.api.calibrate",
     "estimate": "cohortsql.api.estimate",
     "estimate_compare": "cohortsql.api.estimate",
@@ -83,6 +84,7 @@ _PUBLIC = {
     "BaselineShapleyResult": "cohortsql.results.baseline",
     "Comparison": "cohortsql.results.comparison",
     "AuditResult": "cohortsql.results.audit",
+    "InsertionDeletion": "cohortsql.results.insertion",
     "Calibration": "cohortsql.results.calibration",
     # similarity kinds
     "AbsoluteWindow": "cohortsql.request.similarity",

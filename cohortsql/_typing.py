@@ -17,10 +17,13 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
-Method = Literal["exact", "permutation", "auto"]
-METHODS: tuple[Method, ...] = ("exact", "permutation", "auto")
+Method = Literal["exact", "permutation", "integrated", "auto"]
+METHODS: tuple[Method, ...] = ("exact", "permutation", "integrated", "auto")
 """``exact``: every one of the 2^d cohorts (d <= 24); ``permutation``: Monte Carlo over random orders of
-the features (d <= 128); ``auto``: exact up to d = 16."""
+the features (d <= 128); ``integrated``: integrated gradient cohort Shapley (IGCS), exact, in O(n d) per
+target (d <= 10,000), which equals cohort Shapley when the cohort mean is multilinear on the cube's
+corners and approximates it otherwise (cohort Shapley's own games only); ``auto``: exact up to d = 16,
+permutation up to 128, integrated beyond (said in a warning)."""
 
 CohortPath = Literal["auto", "pairwise", "grouping_sets"]
 PATHS: tuple[CohortPath, ...] = ("auto", "pairwise", "grouping_sets")
@@ -238,6 +241,14 @@ class QueryOptions(Selection, RunOptions, total=False):
 class TableOptions(Selection, RunOptions, total=False):
     """The targets and where-and-how options of `cohortsql.shapley_table` (its own keywords beside)."""
 
+    weight: str | None
+
+
+class InsertionOptions(RunOptions, total=False):
+    """The options of `cohortsql.insertion_deletion` beside its own keywords: the targets are the
+    attributions' own."""
+
+    id: str | None
     weight: str | None
 
 

@@ -7,11 +7,15 @@ on purpose: O(2^d n d) per target, independent of the SQL, the masks and the zet
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import itertools
 import math
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import polars as pl
 
 Test = Callable[[object, object], bool]
 """z(subject value, target value) for non-missing values."""
@@ -272,3 +276,49 @@ def owen_values(value: dict[frozenset[int], float], unions: Sequence[Sequence[in
             phi[player] += value[before | {player}] - value[before]
             before = before | {player}
     return phi / orders
+
+
+# -- values and kinds as the library defines its comparisons (NaN missing, -0.0 equal to 0.0, dates in days,
+# timestamps in microseconds as instants), for tables of any type ------------------------------------------
+
+UNITS = {"w": 604_800_000_000, "d": 86_400_000_000, "h": 3_600_000_000, "min": 60_000_000, "s": 1_000_000}
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def comparable(value: object) -> object:
+    """A value as the similarity tests compare it (None for missing)."""
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return None if math.isnan(value) else value + 0.0
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, datetime.datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+        delta = aware - EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if isinstance(value, datetime.date):
+        return (value - datetime.date(1970, 1, 1)).days
+    return value
+
+
+def reference_kind(text: str, dtype: pl.DataType):
+    """The brute-force twin of a kind's text form."""
+    if text == "exact":
+        return exact()
+    kind, _, argument = text.partition(":")
+    if kind == "abs":
+        number, unit = re.fullmatch(r"([0-9.eE+-]+)([a-z]*)", argument).groups()
+        if unit:
+            return absolute(float(number) * UNITS[unit])
+        return absolute(float(number) * (UNITS["d"] if dtype == pl.Datetime else 1))
+    if kind == "relative":
+        return relative(float(argument))
+    if kind == "range":
+        return range_window(float(argument))
+    if kind == "quantile":
+        fraction, _, p = argument.partition(":")
+        return quantile_window(float(fraction), float(p or 0.05))
+    if kind == "bins":
+        return bins(int(argument))
+    raise ValueError(f"no brute-force twin for {text!r}")

@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 
 from cohortsql._typing import EffectsOptions, Prediction
+from cohortsql.api.integrated import check_integrated, integrated_fields
 from cohortsql.errors import CohortError
 from cohortsql.games.cohort import CohortGame
 from cohortsql.numeric import bootstrap as bootstrap_module
@@ -28,11 +29,11 @@ from cohortsql.run.grouping_sets import variance_game
 from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.session import Session, feature_kinds, open_session
 from cohortsql.run.strategy import (
-    MAX_FEATURES,
     check_interactions,
     check_owen,
     choose_method,
     choose_path,
+    feature_limit,
     local_batches,
     make_pacer,
 )
@@ -115,12 +116,17 @@ def shapley_effects(
     """
     asked = checked_options(options, EffectsOptions)
     outcomes = explained_columns(prediction)
-    with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
+    limit = feature_limit(asked.estimation.method)
+    with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=limit) as session:
         kinds = feature_kinds(session.prepared)
         method = choose_method(asked.estimation.method, session.prepared.players)
+        if method == "integrated":
+            check_integrated(asked.terms, session.prepared)
         check_interactions(asked.terms, asked.estimation.method, method, session.prepared.players)
         check_owen(method, session.prepared)
-        if method == "permutation":
+        if method == "integrated":
+            results = _integrated_effects(session)
+        elif method == "permutation":
             if session.prepared.measures.replicates:
                 raise CohortError(
                     "bootstrap intervals need method='exact' (the permutation method has standard errors)"
@@ -249,6 +255,42 @@ def _estimated_effects(session: Session) -> dict[str, ShapleyEffects]:
                 "prediction": outcome,
                 "max_permutations": str(session.options.estimation.max_permutations),
             },
+        )
+    return _grouped(session, results)
+
+
+def _integrated_effects(session: Session) -> dict[str, ShapleyEffects]:
+    """Every explained column's effects by the integrated method: the (weighted) mean over the targets
+    of their integrated gradients of v_t(u)^2 (`cohortsql.numeric.integrated`), with bootstrap intervals
+    from the same histograms' replicate sums."""
+    running, prepared = session.engine, session.prepared
+    chosen = session.select()
+    pacer = make_pacer(running, prepared, chosen, "integrated", "integrated", session.reporter())
+    batches = list(local_batches(running, prepared, chosen, "integrated", "integrated", pacer, None, 0, None))
+    fields, intervals, nodes = integrated_fields(session, chosen, batches)
+    settings = session.settings(chosen, method="integrated", path="integrated") | {"integration_nodes": str(nodes)}
+    target_weights = chosen.weights[:, 0]
+    variances = _target_variances(session, chosen)
+    features = prepared.player_names
+    results = {}
+    for index, outcome in enumerate(prepared.outcomes):
+        values, replicates = fields[index], intervals[index]
+        results[outcome] = ShapleyEffects.from_estimates(
+            features=features,
+            squared_values=values["shapley_squared"],
+            distinct_errors=np.zeros(0),
+            group=chosen.group,
+            target_weights=target_weights,
+            variance=float(variances[index]),
+            subjects=prepared.subject_count,
+            population=chosen.population,
+            diagnostics=diagnostics(
+                values["cohort_size"], values["feature_cohort_size"], features, prepared.total_weight, target_weights
+            ),
+            settings={**settings, "prediction": outcome},
+            method="integrated",
+            replicate_effects=None if replicates is None else replicates.effects,
+            confidence=session.options.weighting.confidence,
         )
     return _grouped(session, results)
 

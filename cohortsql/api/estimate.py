@@ -14,6 +14,7 @@ from cohortsql.games.baseline.exact import Model
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import Options, checked_options
 from cohortsql.request.similarity import SimilarityArgument
+from cohortsql.run.integrated import IntegratedBatch
 from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.pace import CALIBRATION_FACTOR, ComparisonPlan, ModelGamePlan, PilotScale, Plan, fitted_costs
 from cohortsql.run.progress import Silent
@@ -212,7 +213,11 @@ def cohort_plan(session: Session, chosen: TargetSet) -> Plan:
         None,
     )
     pilot = sum(
-        len(batch[0]) if isinstance(batch, list) else len(batch.shapley) // max(1, prepared.measures.games)
+        batch.rows
+        if isinstance(batch, IntegratedBatch)
+        else len(batch[0])
+        if isinstance(batch, list)
+        else len(batch.shapley) // max(1, prepared.measures.games)
         for batch in batches
     )
     return Plan(

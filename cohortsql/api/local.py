@@ -12,6 +12,7 @@ from cohortsql._typing import (
     Prediction,
     ShapleyOptions,
 )
+from cohortsql.api.integrated import check_integrated, explain_integrated
 from cohortsql.errors import CohortError
 from cohortsql.games.cohort import CohortGame
 from cohortsql.numeric import bootstrap as bootstrap_module
@@ -28,10 +29,10 @@ from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import (
-    MAX_FEATURES,
     check_interactions,
     check_owen,
     choose_method_and_path,
+    feature_limit,
     local_batches,
     make_pacer,
 )
@@ -166,7 +167,8 @@ def cohort_shapley(
     """
     asked = checked_options(options, ShapleyOptions)
     outcomes = explained_columns(prediction)
-    with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
+    limit = feature_limit(asked.estimation.method)
+    with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=limit) as session:
         results = explain_targets(session, session.select())
         first = next(iter(results.values()))
         # the data's rows, not the targets: three targets prove nothing (when every row is a target, they are)
@@ -185,6 +187,11 @@ def explain_targets(session: Session, chosen: TargetSet) -> dict[str, CohortShap
     prepared, estimation, terms = session.prepared, session.options.estimation, session.options.terms
     path, seed, confidence = estimation.path, session.options.selection.seed, session.options.weighting.confidence
     chosen_method, chosen_path = choose_method_and_path(estimation.method, path, prepared, chosen.count)
+    if chosen_method == "integrated":
+        check_integrated(terms, prepared)
+        pacer = make_pacer(session.engine, prepared, chosen, chosen_method, chosen_path, session.reporter())
+        batches = local_batches(session.engine, prepared, chosen, chosen_method, chosen_path, pacer, seed, 0, None)
+        return explain_integrated(session, chosen, list(batches))
     if prepared.measures.replicates and chosen_method != "exact":
         raise CohortError("bootstrap intervals need method='exact' (the permutation method has standard errors)")
     check_interactions(terms, estimation.method, chosen_method, prepared.players, estimated=True)

@@ -8,6 +8,7 @@ top-level ``sql/`` folder (one template per named step):
 - `measures`: what the histogram sums (case weights, bootstrap draws, outcomes);
 - `targets`: choosing and reading target rows;
 - `histogram`: similarity tests and the mask histogram (the pairwise path);
+- `integrated`: the histogram by number of dissimilar players (the integrated path) and by rank;
 - `cells`: equivalence keys and cells (the grouping-sets path);
 - `baseline`: the mean baseline point and the realism of hybrid points;
 - `steps`: named steps, run one relation at a time or rendered as one ``WITH``;
@@ -24,6 +25,7 @@ from cohortsql.queries import (
     cells,
     common,
     histogram,
+    integrated,
     measures,
     standalone,
     statistics,
@@ -38,6 +40,7 @@ __all__ = [
     "cells",
     "common",
     "histogram",
+    "integrated",
     "measures",
     "standalone",
     "statistics",

@@ -60,6 +60,11 @@ def optional_text(name: str, value: object) -> str | None:
 def exact_or_permutation(method: str, d: int, *, auto_exact_up_to: int, exact_up_to: int, work: str) -> str:
     """``exact`` or ``permutation`` for `d` features: ``auto`` is exact up to `auto_exact_up_to`; an
     explicit ``exact`` beyond `exact_up_to` is refused, saying what grows as 2^d (`work`)."""
+    if method == "integrated":
+        raise CohortError(
+            "method='integrated' (integrated gradient cohort Shapley) values cohort Shapley's own games;"
+            " this method takes 'exact', 'permutation' or 'auto'"
+        )
     if method == "auto":
         return "exact" if d <= auto_exact_up_to else "permutation"
     if method == "exact" and d > exact_up_to:

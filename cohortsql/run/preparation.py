@@ -169,6 +169,8 @@ def prepare(
     if len(features) > max_features:
         raise CohortError(
             f"this computation handles at most {max_features} features; got {len(features)}: drop or merge features"
+            " (cohort Shapley and its effects explain thousands with method='integrated': integrated gradient"
+            " cohort Shapley, O(n d) per target)"
         )
     id_sql = dialect.quote(POSITION_COLUMN if id is None else id)
     relation = source.relation if weight is None else _positive_rows(engine, source.relation, weight, id_sql, id)

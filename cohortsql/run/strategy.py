@@ -8,16 +8,18 @@ batches bounded by the memory budget (every array a batch allocates) and paced b
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator
 from typing import Any, Literal
 
 from cohortsql import queries
 from cohortsql._typing import PATHS
 from cohortsql.engines.base import Engine
-from cohortsql.errors import CohortError, check_choice
+from cohortsql.errors import CohortError, CohortWarning, check_choice
 from cohortsql.request import arguments
 from cohortsql.request.options import Terms
 from cohortsql.run.grouping_sets import grouping_sets_batches
+from cohortsql.run.integrated import integrated_batch_size, integrated_batches
 from cohortsql.run.pace import SECONDS_PER_BATCH, WIDE_BATCH_SECONDS, Pacer
 from cohortsql.run.pairwise import pairwise_batches, permutation_batches
 from cohortsql.run.preparation import Prepared
@@ -86,6 +88,14 @@ MAX_EXACT_FEATURES = 24
 MAX_FEATURES = 128
 """The permutation method handles up to this many features."""
 
+MAX_INTEGRATED_FEATURES = 10_000
+"""The integrated method handles up to this many players (its histogram has 2 + 2d sums a measure)."""
+
+
+def feature_limit(method: str) -> int:
+    """The most features a cohort Shapley call with `method` may have (``auto`` goes on to integrated)."""
+    return MAX_INTEGRATED_FEATURES if method in ("integrated", "auto") else MAX_FEATURES
+
 
 AUTO_EXACT_FEATURES = 16
 """``method="auto"`` is exact up to this d (at most 65,536 cohorts per target), permutation above."""
@@ -101,7 +111,13 @@ def make_pacer(
     pilot_only: bool = False,
 ) -> Pacer:
     """Batches of targets for a computation: bounded by memory, paced by time (not the lattice walk)."""
-    memory = permutation_batch_size(prepared) if method == "permutation" else exact_batch_size(prepared, path)
+    memory = (
+        permutation_batch_size(prepared)
+        if method == "permutation"
+        else integrated_batch_size(prepared)
+        if method == "integrated"
+        else exact_batch_size(prepared, path)
+    )
     measures = prepared.measures
     distinct = targets.distinct.num_rows
     return Pacer(
@@ -130,8 +146,10 @@ def local_batches(
     tolerance: float | None,
     interactions: bool = False,
 ) -> Iterator[Any]:
-    """The batches of values of the chosen method and path (exact `CohortShapley`, or lists of estimates,
-    with `interactions` each with its interaction values)."""
+    """The batches of values of the chosen method and path (exact `CohortShapley`, lists of estimates,
+    with `interactions` each with its interaction values, or `IntegratedBatch`es)."""
+    if method == "integrated":
+        return integrated_batches(engine, prepared, targets, pacer)
     if method == "permutation":
         return permutation_batches(
             engine,
@@ -149,9 +167,27 @@ def local_batches(
 
 
 def choose_method(method: str, d: int, game: Literal["cohort", "baseline"] = "cohort") -> str:
-    """``exact`` or ``permutation`` for `d` features of `game` (``auto``: exact up to the game's
-    automatic limit; an explicit ``exact`` beyond its hard limit is refused)."""
+    """``exact``, ``permutation`` or (cohort Shapley's games) ``integrated`` for `d` features of `game`
+    (``auto``: exact up to the game's automatic limit, permutation up to `MAX_FEATURES`, integrated
+    beyond, said in a warning; an explicit method beyond its hard limit is refused)."""
     auto_exact_up_to, exact_up_to, work = _EXACT_LIMITS[game]
+    if game == "cohort" and method == "integrated":
+        return method
+    if game == "cohort" and d > MAX_FEATURES and method in ("auto", "permutation"):
+        if method == "permutation":
+            raise CohortError(
+                f"the permutation method handles at most {MAX_FEATURES} features; got {d}: use"
+                " method='integrated' (integrated gradient cohort Shapley, O(n d) per target), or drop features"
+            )
+        warnings.warn(
+            f"method='auto' chose the integrated gradient approximation of cohort Shapley (IGCS) for {d} features:"
+            f" beyond {MAX_FEATURES} features neither every cohort nor random orders of them are affordable. IGCS"
+            " equals cohort Shapley where the cohort mean is multilinear on the cube's corners and approximates it"
+            " otherwise; its values add up as cohort Shapley's do (method='integrated' says so without this warning)",
+            CohortWarning,
+            stacklevel=4,
+        )
+        return "integrated"
     return arguments.exact_or_permutation(
         method, d, auto_exact_up_to=auto_exact_up_to, exact_up_to=exact_up_to, work=work
     )
@@ -198,8 +234,11 @@ def check_owen(method: str, prepared: Prepared) -> None:
 
 
 def choose_method_and_path(method: str, path: str, prepared: Prepared, targets: int) -> tuple[str, str]:
-    """Cohort Shapley's method, and the path its cohorts are found by (the permutation method joins)."""
+    """Cohort Shapley's method, and the path its cohorts are found by (the permutation method joins; the
+    integrated method counts each subject's dissimilar players: its own path)."""
     chosen = choose_method(method, prepared.players)
+    if chosen == "integrated":
+        return chosen, "integrated"
     return chosen, "pairwise" if chosen == "permutation" else choose_path(path, prepared, targets)
 
 

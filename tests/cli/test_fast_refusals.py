@@ -69,7 +69,11 @@ def test_refusals_that_need_no_rows_come_before_any_work(churn, where, message, 
 def test_a_dry_run_with_id_like_features_measures_a_few_targets(churn):
     result = invoke(*whole_run(churn), "--dry-run")
     assert result.exit_code == 0, result.output
-    assert "plan: 200,000 targets" in result.output and "measured on 50 targets" in result.output  # 10, then 40
+    assert (
+        "plan: 200,000 targets" in result.output and "measured on 50 of 200,000 distinct targets" in result.output
+    )  # 10, then 40
     permutation = invoke(*whole_run(churn), "--method", "permutation", "--dry-run")
     assert permutation.exit_code == 0 and "estimate: about" in permutation.output, permutation.output
-    assert "measured on 30 targets" in permutation.output, permutation.output  # 10, then a memory-sized 20
+    assert "measured on 30 of 200,000 distinct targets" in permutation.output, (
+        permutation.output
+    )  # 10, then a memory-sized 20

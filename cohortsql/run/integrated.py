@@ -1,0 +1,216 @@
+"""The integrated path (``method="integrated"``): integrated gradient cohort Shapley in O(n d) per
+target, from one GROUP BY target, k histogram per batch of targets (`cohortsql.queries.integrated`),
+integrated exactly in numpy (`cohortsql.numeric.integrated`); and the refinement curves of any
+attribution's order (the insertion and deletion tests), from one GROUP BY target, rank each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from cohortsql import queries
+from cohortsql.engines.base import Engine, fetch_numpy
+from cohortsql.numeric.integrated import RULE_NODES, IntegratedHistogram, IntegratedValues, integrate
+from cohortsql.numeric.shapley import importance_order
+from cohortsql.queries.measures import MeasureSource
+from cohortsql.request.measures import Measures
+from cohortsql.request.similarity import SqlPredicate
+from cohortsql.run.pace import Pacer
+from cohortsql.run.preparation import Prepared, WeightedSubjects, weigh_subjects
+from cohortsql.run.targets import TargetSet
+
+MAX_INTEGRATED_SUMS = 100_000
+"""The most sums one integrated histogram query carries (each measure once, and once per player):
+2,000 players under one weighting are 4,002; bootstrap replicates multiply them."""
+
+
+def players_of(prepared: Prepared) -> list[tuple[int, ...]]:
+    """Each player's features (indices): its group's members, or each feature alone."""
+    if prepared.groups is not None:
+        return [tuple(members) for members in prepared.groups.members]
+    return [(index,) for index in range(prepared.d)]
+
+
+def integrated_batch_size(prepared: Prepared) -> int:
+    """The most targets whose integrated histograms (at most min(d + 1, subject rows) values of k, each
+    with every sum in total and per player: as fetched, scattered and summed) and integrands (each game,
+    player and node of the finer rule, a few arrays of them) fit the batch memory budget."""
+    measures, players = prepared.measures, prepared.players
+    sums = (measures.weightings + measures.games) * (1 + players)
+    per_target = min(prepared.d + 1, prepared.subject_rows) * sums * 8 * 3
+    per_target += max(1, measures.games) * players * 2 * RULE_NODES * 8 * 6
+    return max(1, prepared.batch_bytes // per_target)
+
+
+def integrated_sums(prepared: Prepared) -> int:
+    """How many sums a row of the integrated histogram carries."""
+    measures = prepared.measures
+    return (measures.weightings + measures.games) * (1 + prepared.players)
+
+
+class IntegratedBatch(NamedTuple):
+    """One batch of distinct targets' integrated gradients, and each outcome's refinement path."""
+
+    start: int
+    rows: int
+    values: IntegratedValues
+    """Each target's values per game (`cohortsql.request.measures` order)."""
+    weights: np.ndarray
+    """W_b of each target's whole cohort and of each player's cohort alone: (rows, weightings, 1 + players),
+    column 0 the full cohort (every player similar), then |C_{t,{j}}| for each player j."""
+    order: np.ndarray
+    """Each outcome's players by decreasing |IGCS| of its own weighting: (rows, outcomes, players)."""
+    path_weight: np.ndarray
+    """The cohort's weight after the first k + 1 players of `order` are required similar: (rows, outcomes, players)."""
+    path_mean: np.ndarray
+    """Its mean (of y less the sums' shift) there: (rows, outcomes, players)."""
+
+
+def integrated_batches(
+    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
+) -> Iterator[IntegratedBatch]:
+    """Integrated gradients of every game, one batch of distinct targets at a time (batches from
+    `pacer`), and along each outcome's order of its values the refinement path (one more pass: the
+    insertion curve, `refinement_curves`)."""
+    measures = prepared.measures
+    weighted = weigh_subjects(engine, prepared)
+    players = players_of(prepared)
+    custom = [feature.name for feature in prepared.features if isinstance(feature.kind, SqlPredicate)]
+    context = "counting dissimilar players" + (f" (check the sql: similarity of {custom})" if custom else "")
+    engine.expect_aggregates(integrated_sums(prepared))
+    for start, size in pacer.batches():
+        batch = targets.numbered(start, size)
+        columns = _histogram(engine, prepared, weighted, batch, players, context)
+        histogram, weights = integrated_histogram(columns, size, len(players), measures)
+        values = integrate(histogram)
+        orders, path_weights, path_means = [], [], []
+        for outcome in range(measures.outcomes):
+            order = importance_order(values.shapley[:, measures.game(outcome, 0)])
+            ranks = np.empty_like(order)
+            np.put_along_axis(ranks, order, np.arange(1, order.shape[1] + 1)[None, :], axis=1)
+            curves = refinement_curves(engine, prepared, weighted, batch, ranks, deletion=False)
+            orders.append(order)
+            path_weights.append(curves.insertion_weight[:, 1:])
+            path_means.append(curves.insertion[:, outcome, 1:])
+        yield IntegratedBatch(
+            start, size, values, weights, np.stack(orders, 1), np.stack(path_weights, 1), np.stack(path_means, 1)
+        )
+
+
+def _histogram(
+    engine: Engine,
+    prepared: Prepared,
+    weighted: WeightedSubjects,
+    batch: pa.Table,
+    players: Sequence[Sequence[int]],
+    context: str,
+) -> dict[str, np.ndarray]:
+    with engine.temporary(engine.upload(batch, "targets")) as uploaded:
+        sql = queries.integrated.integrated_histogram(
+            weighted.relation,
+            uploaded,
+            prepared.features,
+            players,
+            prepared.measures,
+            engine.dialect,
+            source="collapsed" if prepared.compressed else "weighted",
+        )
+        return fetch_numpy(engine, sql, context=context)
+
+
+def integrated_histogram(
+    columns: dict[str, np.ndarray], rows: int, players: int, measures: Measures
+) -> tuple[IntegratedHistogram, np.ndarray]:
+    """The (target, k) rows of a batch as dense arrays over the k that occur (`IntegratedHistogram`),
+    and each target's weights of its full cohort and of each player's cohort alone."""
+    target = np.asarray(columns["target"], dtype=np.int64)
+    k = np.asarray(columns["k"], dtype=np.int64)
+    ks, position = np.unique(k, return_inverse=True)
+
+    def dense(names: Sequence[str]) -> np.ndarray:  # (rows, len(names), K)
+        out = np.zeros((rows, len(names), len(ks)))
+        for index, name in enumerate(names):
+            np.add.at(out[:, index], (target, position), np.asarray(columns[name], dtype=np.float64))
+        return out
+
+    def per_player(names: Sequence[str]) -> np.ndarray:  # (rows, len(names), players, K)
+        return np.stack([dense([queries.integrated.player_name(name, j) for name in names]) for j in range(players)], 2)
+
+    weight_names, sum_names = measures.weight_names, measures.sum_names
+    counts, sums = dense(weight_names), dense(sum_names)
+    player_counts, player_sums = per_player(weight_names), per_player(sum_names)
+    totals = counts.sum(axis=-1)  # W_b of every subject
+    similar_alone = totals[..., None] - player_counts.sum(axis=-1)  # (rows, weightings, players)
+    full = counts[..., 0] if ks.size and ks[0] == 0 else np.zeros(counts.shape[:2])
+    weights = np.concatenate([full[..., None], similar_alone], axis=-1)
+    histogram = IntegratedHistogram(ks, counts, sums, player_counts, player_sums, measures.weighting_of_game)
+    return histogram, weights
+
+
+class Curves(NamedTuple):
+    """The refinement curves of a batch of targets along each target's order of players: the cohort's
+    weight and the centred means of every outcome after the first m players are required similar
+    (insertion: m = 0 is every subject, m = players the full cohort) or after the first m are no
+    longer required (deletion: m = 0 is the full cohort)."""
+
+    insertion_weight: np.ndarray
+    """(rows, players + 1)."""
+    insertion: np.ndarray
+    """(rows, outcomes, players + 1): cohort means of y minus the pilot value."""
+    deletion_weight: np.ndarray
+    deletion: np.ndarray
+
+
+def refinement_curves(
+    engine: Engine,
+    prepared: Prepared,
+    weighted: WeightedSubjects,
+    batch: pa.Table,
+    ranks: np.ndarray,
+    *,
+    deletion: bool = True,
+) -> Curves:
+    """The insertion (and `deletion`) curves of the `batch` of targets, each along its players' `ranks`
+    ((rows, players), 1 for the first): one GROUP BY target, smallest dissimilar rank (and one by
+    largest), O(n d) per target, exact."""
+    players = players_of(prepared)
+    count, outcomes = len(players), prepared.measures.outcomes
+    ranked = batch
+    for player in range(count):
+        ranked = ranked.append_column(queries.integrated.rank_column(player), pa.array(ranks[:, player], pa.int32()))
+    rows = batch.num_rows
+    source: MeasureSource = "collapsed" if prepared.compressed else "weighted"
+    names = [prepared.measures.weight_name(0), *(prepared.measures.sum_name(k, 0) for k in range(outcomes))]
+    curves = []
+    with engine.temporary(engine.upload(ranked, "ranked_targets")) as uploaded:
+        for largest in (False, True)[: 2 if deletion else 1]:
+            sql = queries.integrated.rank_histogram(
+                weighted.relation,
+                uploaded,
+                prepared.features,
+                players,
+                prepared.measures,
+                engine.dialect,
+                source=source,
+                largest=largest,
+            )
+            columns = fetch_numpy(engine, sql, context="following the players' order")
+            dense = np.zeros((len(names), rows, count + 2))
+            target = np.asarray(columns["target"], dtype=np.int64)
+            rank = np.asarray(columns["rank"], dtype=np.int64)
+            for index, name in enumerate(names):
+                np.add.at(dense[index], (target, rank), np.asarray(columns[name], dtype=np.float64))
+            if largest:  # in the cohort after m players are dropped: largest dissimilar rank <= m
+                cumulative = np.cumsum(dense[..., : count + 1], axis=-1)
+            else:  # in the cohort of the first m players: smallest dissimilar rank > m
+                cumulative = np.cumsum(dense[..., ::-1], axis=-1)[..., ::-1][..., 1:]
+            weight = cumulative[0]
+            curves.append((weight, np.moveaxis(cumulative[1:] / weight, 0, 1)))
+    if not deletion:
+        curves.append((np.zeros((rows, 0)), np.zeros((rows, outcomes, 0))))
+    (inserted_weight, inserted), (deleted_weight, deleted) = curves
+    return Curves(inserted_weight, inserted, deleted_weight, deleted)

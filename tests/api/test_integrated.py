@@ -1,0 +1,342 @@
+"""Integrated gradient cohort Shapley (``method="integrated"``) and the insertion and deletion tests,
+against their definitions: the authors' toy and its analytic values; a brute-force evaluation of the
+definition (the soft cohort of every subject, the quotient rule's gradient of nu, a fine composite
+rule) on real data; completeness; the authors' own Riemann scheme, implemented from its definition;
+the insertion and deletion curves as cohort means of prefix sets; and every engine equal to DuckDB."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+import cohortsql
+
+BOSTON = "examples/data/boston_predictions.parquet"
+TITANIC = "examples/data/titanic_predictions.parquet"
+
+
+def toy() -> pl.DataFrame:
+    """The authors' toy (their tests): 4 rows, 2 features, similar within 10% of the range."""
+    return pl.DataFrame(
+        {"id": [0, 1, 2, 3], "a": [0.0, 0.0, 1.0, 1.0], "b": [0.0, 1.0, 0.0, 2.0], "y": [0.0, 1.0, 1.0, 2.0]}
+    )
+
+
+def test_the_authors_toy_equals_its_analytic_values():
+    found = cohortsql.cohort_shapley(
+        toy(), prediction="y", similarity={"a": "range:0.1", "b": "range:0.1"}, id="id", method="integrated"
+    )
+    root = math.sqrt(7)
+    arctangents = math.atan(1 / root) - math.atan(5 / root)
+    np.testing.assert_allclose(found.shapley[0], [-0.5, -0.5], atol=1e-12)
+    np.testing.assert_allclose(
+        found.shapley[3], [3 / 7 + 2 / (7 * root) * arctangents, 4 / 7 - 2 / (7 * root) * arctangents], atol=1e-12
+    )
+    assert found.method == "integrated" and int(found.settings["integration_nodes"]) > 0
+
+
+def similar_matrix(frame: pl.DataFrame, kinds: dict[str, str], target: int) -> np.ndarray:
+    """S_ij for every subject and feature by the reference's brute-force tests (NULL similar to NULL only)."""
+    import reference
+    from reference import comparable, reference_kind
+
+    columns = []
+    for name, kind in kinds.items():
+        values = [comparable(value) for value in frame[name].to_list()]
+        test = reference_kind(kind, frame.schema[name])(values)
+        columns.append([reference.similar(test, value, values[target]) for value in values])
+    return np.array(columns, dtype=float).T
+
+
+def brute_force(frame: pl.DataFrame, kinds: dict[str, str], prediction: str, target: int, weight=None, panels=400):
+    """IGCS of one target by its definition: nu(z) = sum_i w_i s_z(i) y_i / sum_i w_i s_z(i) with
+    s_z(i) = prod_j (1 + z_j (S_ij - 1)), its gradient by the quotient rule at z = a 1 (every subject's
+    own product), integrated over a by a composite 8-point Gauss-Legendre rule on `panels` panels."""
+    similar = similar_matrix(frame, kinds, target)
+    y = frame[prediction].cast(pl.Float64).to_numpy()
+    w = np.ones(len(y)) if weight is None else frame[weight].cast(pl.Float64).to_numpy()
+    nodes, weights = np.polynomial.legendre.leggauss(8)
+    total = np.zeros(similar.shape[1])
+    for panel in range(panels):
+        low, high = panel / panels, (panel + 1) / panels
+        for node, node_weight in zip(nodes, weights):
+            a = low + (high - low) * (node + 1) / 2
+            factors = 1 + a * (similar - 1)  # (n, d)
+            s = factors.prod(axis=1)
+            d_s = np.stack(
+                [
+                    -(1 - similar[:, j]) * np.prod(np.delete(factors, j, axis=1), axis=1)
+                    for j in range(similar.shape[1])
+                ],
+                1,
+            )
+            denominator, numerator = (w * s).sum(), (w * s * y).sum()
+            gradient = ((w * y) @ d_s * denominator - numerator * (w @ d_s)) / denominator**2
+            total += (high - low) / 2 * node_weight * gradient
+    return total
+
+
+@pytest.mark.parametrize(
+    "path, kinds, targets, weight",
+    [
+        (
+            BOSTON,
+            {"lstat": "quantile:0.1", "rm": "quantile:0.1", "crim": "range:0.1", "chas": "exact", "age": "abs:10"},
+            [0, 7, 204],
+            None,
+        ),
+        (TITANIC, {"age": "abs:5", "sex": "exact", "pclass": "exact", "parch": "relative:0.5"}, [2, 40, 300], None),
+    ],
+    ids=["boston", "titanic-with-missing-ages"],
+)
+def test_values_equal_a_brute_force_evaluation_of_the_definition(path, kinds, targets, weight):
+    frame = pl.read_parquet(path).with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    prediction = "prediction" if "prediction" in frame.columns else frame.columns[-1]
+    found = cohortsql.cohort_shapley(
+        frame, prediction=prediction, similarity=kinds, id="row", targets=targets, method="integrated"
+    )
+    for row, target in enumerate(targets):
+        np.testing.assert_allclose(
+            found.shapley[row], brute_force(frame, kinds, prediction, target), rtol=0, atol=1e-10
+        )
+    full = found.cohort_mean - found.mean
+    np.testing.assert_allclose(found.shapley.sum(axis=1), full, atol=1e-12)  # completeness
+    np.testing.assert_allclose(found.shapley_squared.sum(axis=1), full**2, atol=1e-12)
+
+
+def test_the_authors_riemann_scheme_differs_by_its_own_discretisation_error():
+    """The authors' code averages the gradient at the 501 points a = 0, 1/500, ..., 1 (a Riemann mean
+    with both ends): implemented here from that definition, its difference from the exact integral is
+    first order in the step (halving the step about halves it) and no larger than its own change from
+    500 to 1,000 steps, times the extrapolation factor of a first-order rule."""
+    frame = pl.read_parquet(BOSTON).with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    kinds = {"lstat": "quantile:0.1", "rm": "quantile:0.1", "crim": "range:0.1", "age": "abs:10"}
+    exact = cohortsql.cohort_shapley(
+        frame, prediction="prediction", similarity=kinds, id="row", targets=[7], method="integrated"
+    ).shapley[0]
+    similar = similar_matrix(frame, kinds, 7)
+    y = frame["prediction"].to_numpy()
+
+    def riemann(steps: int) -> np.ndarray:
+        gradients = []
+        for a in np.linspace(0, 1, steps + 1):
+            factors = 1 + a * (similar - 1)
+            s = factors.prod(axis=1)
+            d_s = np.stack(
+                [-(1 - similar[:, j]) * np.prod(np.delete(factors, j, axis=1), axis=1) for j in range(len(kinds))], 1
+            )
+            gradients.append((y @ d_s * s.sum() - (s * y).sum() * d_s.sum(axis=0)) / s.sum() ** 2)
+        return np.mean(gradients, axis=0)
+
+    coarse, fine = riemann(500), riemann(1000)
+    error_coarse, error_fine = np.abs(coarse - exact).max(), np.abs(fine - exact).max()
+    assert error_coarse > 1e-8  # the scheme is visibly off ...
+    assert 1.6 < error_coarse / error_fine < 2.4  # ... by a first-order error ...
+    assert error_coarse <= 1.1 * 2 * np.abs(coarse - fine).max()  # ... which its own refinement measures
+
+
+def test_a_table_wider_than_the_permutation_methods_reach():
+    """200 binary features (refused before: at most 128): the values add up, the features the
+    prediction reads come first, and method="auto" takes the integrated method, saying so."""
+    rng = np.random.default_rng(8)
+    n, d = 400, 200
+    x = rng.integers(0, 2, (n, d))
+    y = x[:, :3] @ np.array([1.0, 0.6, 0.3]) + rng.normal(scale=0.05, size=n)
+    frame = pl.DataFrame({f"x{j}": x[:, j] for j in range(d)}).with_columns(y=pl.Series(y)).with_row_index("id")
+    similarity = {f"x{j}": "exact" for j in range(d)}
+    with pytest.warns(cohortsql.CohortWarning, match="chose the integrated gradient approximation"):
+        found = cohortsql.cohort_shapley(
+            frame, prediction="y", similarity=similarity, id="id", targets=12, seed=2, method="auto"
+        )
+    assert found.method == "integrated" and found.shapley.shape == (12, d)
+    np.testing.assert_allclose(found.shapley.sum(axis=1), found.cohort_mean - found.mean, atol=1e-12)
+    assert found.global_["feature"].head(3).to_list() == ["x0", "x1", "x2"]
+    with pytest.raises(cohortsql.CohortError, match="at most 128 features.*method='integrated'"):
+        cohortsql.cohort_shapley(frame, prediction="y", similarity=similarity, id="id", targets=2, method="permutation")
+
+
+def test_effects_average_the_squared_variant():
+    frame = pl.read_parquet(BOSTON)
+    kinds = {"lstat": "quantile:0.1", "rm": "quantile:0.1", "crim": "range:0.1"}
+    local = cohortsql.cohort_shapley(frame, prediction="prediction", similarity=kinds, method="integrated")
+    effects = cohortsql.shapley_effects(frame, prediction="prediction", similarity=kinds, method="integrated")
+    expected = local.shapley_squared.mean(axis=0)
+    found = effects.effects.sort("feature")["shapley_effect"].to_numpy()
+    np.testing.assert_allclose(found, expected[np.argsort(list(kinds))], atol=1e-12)
+    assert effects.method == "integrated"
+    assert effects.explained == pytest.approx(np.mean((local.cohort_mean - local.mean) ** 2), abs=1e-12)
+
+
+def test_weights_groups_outcomes_and_replicates():
+    """Case weights weigh every sum; a group is one player (not similar on it: on any member); two
+    outcomes are two games of one histogram; bootstrap intervals are percentiles of the replicates'
+    values and contain the estimate here."""
+    frame = (
+        pl.read_parquet(TITANIC)
+        .with_row_index("row")
+        .with_columns(
+            pl.col("row").cast(pl.Int64), w=(pl.col("row") % 3 + 1).cast(pl.Float64), y2=pl.col("prediction") ** 2
+        )
+    )
+    kinds = {"age": "abs:5", "sex": "exact", "pclass": "exact"}
+    weighted = cohortsql.cohort_shapley(
+        frame, prediction="prediction", similarity=kinds, id="row", targets=[3, 9], weight="w", method="integrated"
+    )
+    for row, target in enumerate([3, 9]):
+        expected = brute_force(frame, kinds, "prediction", target, weight="w")
+        np.testing.assert_allclose(weighted.shapley[row], expected, atol=1e-10)
+    grouped = cohortsql.cohort_shapley(
+        frame,
+        prediction="prediction",
+        similarity=kinds,
+        id="row",
+        targets=[3],
+        groups={"who": ["sex", "age"]},
+        method="integrated",
+    )
+    merged = frame.with_columns(who=pl.concat_str([pl.col("sex"), pl.col("age").cast(pl.String)], ignore_nulls=False))
+    assert grouped.features == ("who", "pclass")
+    np.testing.assert_allclose(grouped.shapley.sum(axis=1), grouped.cohort_mean - grouped.mean, atol=1e-12)
+    assert merged.height == frame.height
+    both = cohortsql.cohort_shapley(
+        frame, prediction=["prediction", "y2"], similarity=kinds, id="row", targets=[3], method="integrated"
+    )
+    alone = cohortsql.cohort_shapley(
+        frame, prediction="y2", similarity=kinds, id="row", targets=[3], method="integrated"
+    )
+    np.testing.assert_allclose(both["y2"].shapley, alone.shapley, atol=1e-12)
+    boot = cohortsql.cohort_shapley(
+        frame,
+        prediction="prediction",
+        similarity=kinds,
+        id="row",
+        targets=[3, 9],
+        bootstrap=30,
+        seed=4,
+        method="integrated",
+    )
+    local = boot.local
+    assert (local["shapley_ci_low"] <= local["shapley_ci_high"]).all()
+    np.testing.assert_allclose(
+        boot.shapley,
+        cohortsql.cohort_shapley(
+            frame, prediction="prediction", similarity=kinds, id="row", targets=[3, 9], method="integrated"
+        ).shapley,
+        atol=1e-12,
+    )
+
+
+@pytest.mark.parametrize(
+    "options, fragment",
+    [
+        ({"interactions": True}, "interactions=True needs the lattice"),
+        ({"anchored": 2}, "anchored=2 needs the lattice"),
+    ],
+)
+def test_what_the_integrated_method_cannot_give_is_one_error(options, fragment):
+    with pytest.raises(cohortsql.CohortError, match=fragment):
+        cohortsql.cohort_shapley(toy(), prediction="y", similarity=["a", "b"], id="id", method="integrated", **options)
+
+
+def test_every_engine_computes_what_duckdb_computes(engine):
+    frame = pl.read_parquet(TITANIC).with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    kinds = {"age": "abs:5", "sex": "exact", "pclass": "exact", "parch": "range:0.2"}
+    options = dict(prediction="prediction", similarity=kinds, id="row", targets=[1, 5, 77, 300], method="integrated")
+    found = cohortsql.cohort_shapley(frame, **options, **engine.options)
+    expected = cohortsql.cohort_shapley(frame, **options)
+    np.testing.assert_allclose(found.shapley, expected.shapley, atol=1e-9)
+    np.testing.assert_allclose(found.path_mean, expected.path_mean, atol=1e-9)
+    tests = cohortsql.insertion_deletion(
+        frame, prediction="prediction", similarity=kinds, id="row", attributions=expected, **engine.options
+    )
+    reference = cohortsql.insertion_deletion(
+        frame, prediction="prediction", similarity=kinds, id="row", attributions=expected
+    )
+    np.testing.assert_allclose(tests.abc["insertion_abc"], reference.abc["insertion_abc"], atol=1e-9)
+    np.testing.assert_allclose(tests.abc["deletion_abc"], reference.abc["deletion_abc"], atol=1e-9)
+
+
+# -- the insertion and deletion tests -----------------------------------------------------------------
+
+
+def direct_curves(frame, kinds, prediction, target, attribution):
+    """The authors' definition: cohort means of the prefix sets of the order by attribution (ties in
+    feature order), and their ABC (trapezoid areas against the line between the ends)."""
+    similar = similar_matrix(frame, kinds, target).astype(bool)
+    y = frame[prediction].cast(pl.Float64).to_numpy()
+    order = np.argsort(-np.asarray(attribution), kind="stable")
+    d = len(order)
+    insertion = [y[similar[:, order[:m]].all(axis=1)].mean() for m in range(d + 1)]
+    deletion = [y[similar[:, order[m:]].all(axis=1)].mean() for m in range(d + 1)]
+
+    def abc(points):
+        points = np.asarray(points)
+        auc = (points.sum() - (points[0] + points[-1]) / 2) / d
+        return auc - (points[0] + points[-1]) / 2
+
+    return insertion, deletion, abc(insertion), -abc(deletion)
+
+
+def test_the_tests_equal_their_definition_for_a_result_and_for_a_users_table():
+    frame = pl.read_parquet(BOSTON).with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    kinds = {"lstat": "quantile:0.1", "rm": "quantile:0.1", "crim": "range:0.1", "chas": "exact", "nox": "bins:4"}
+    result = cohortsql.cohort_shapley(frame, prediction="prediction", similarity=kinds, id="row", targets=[0, 50, 204])
+    rng = np.random.default_rng(1)
+    users = pl.DataFrame(
+        {"id": np.repeat([0, 50, 204], 5), "feature": list(kinds) * 3, "value": np.round(rng.normal(size=15), 1)}
+    ).with_columns(pl.when(pl.col("feature") == "chas").then(0.0).otherwise(pl.col("value")).alias("value"))
+    for attributions in (result, users):
+        tests = cohortsql.insertion_deletion(
+            frame, prediction="prediction", similarity=kinds, id="row", attributions=attributions
+        )
+        for target in (0, 50, 204):
+            if attributions is result:
+                values = result.shapley[list(result.ids).index(target)]
+            else:
+                values = users.filter(pl.col("id") == target)["value"].to_numpy()
+            insertion, deletion, inserted, deleted = direct_curves(frame, kinds, "prediction", target, values)
+            curves = tests.curves.filter(pl.col("id") == target).sort("step")
+            np.testing.assert_allclose(curves["insertion"], insertion, atol=1e-12)
+            np.testing.assert_allclose(curves["deletion"], deletion, atol=1e-12)
+            row = tests.abc.filter(pl.col("id") == target).row(0, named=True)
+            assert row["insertion_abc"] == pytest.approx(inserted, abs=1e-12)
+            assert row["deletion_abc"] == pytest.approx(deleted, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        (
+            lambda table: table.filter(~((pl.col("id") == 50) & (pl.col("feature") == "rm"))),
+            "no value of feature 'rm' for target 50",
+        ),
+        (lambda table: table.with_columns(pl.col("id").replace(204, 99_999)), "99999"),
+        (lambda table: table.with_columns(pl.col("feature").replace("crim", "nope")), "'nope'"),
+        (lambda table: table.rename({"value": "score"}), "columns id, feature and value"),
+        (lambda table: pl.concat([table, table.head(1)]), "more than once"),
+    ],
+    ids=["a missing feature", "a missing target", "an unknown feature", "no value column", "a repeated value"],
+)
+def test_an_attribution_table_that_does_not_fit_is_one_error_naming_what(change, fragment):
+    frame = pl.read_parquet(BOSTON).with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    kinds = {"lstat": "quantile:0.1", "rm": "quantile:0.1", "crim": "range:0.1"}
+    table = pl.DataFrame({"id": np.repeat([0, 50, 204], 3), "feature": list(kinds) * 3, "value": np.arange(9.0)})
+    with pytest.raises(cohortsql.CohortError, match=fragment):
+        cohortsql.insertion_deletion(
+            frame, prediction="prediction", similarity=kinds, id="row", attributions=change(table)
+        )
+
+
+def test_a_better_attribution_scores_better():
+    """Cohort Shapley's own order beats its reverse on both tests (the paper's sanity check)."""
+    frame = pl.read_parquet(BOSTON).with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    kinds = {"lstat": "quantile:0.1", "rm": "quantile:0.1", "crim": "range:0.1", "ptratio": "quantile:0.1"}
+    result = cohortsql.cohort_shapley(frame, prediction="prediction", similarity=kinds, id="row", targets=40, seed=3)
+    reverse = result.local.select("id", "feature", (-pl.col("shapley")).alias("value"))
+    good = cohortsql.insertion_deletion(frame, prediction="prediction", similarity=kinds, id="row", attributions=result)
+    bad = cohortsql.insertion_deletion(frame, prediction="prediction", similarity=kinds, id="row", attributions=reverse)
+    assert good.abc["insertion_abc"].mean() > bad.abc["insertion_abc"].mean()
+    assert good.abc["deletion_abc"].mean() > bad.abc["deletion_abc"].mean()
