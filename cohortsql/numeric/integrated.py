@@ -127,9 +127,7 @@ def integrate(histogram: IntegratedHistogram, *, tolerance: float = TOLERANCE) -
         nodes += RULE_NODES
         # the panel's share of the tolerance, never below what rounding leaves of the largest value
         allowed = max(tolerance * (high - low), ROUNDING)
-        converged = all(
-            np.abs(fine[part] - coarse[part]).max(initial=0.0) <= allowed * scales[part] for part in (0, 1)
-        )
+        converged = all(np.abs(fine[part] - coarse[part]).max(initial=0.0) <= allowed * scales[part] for part in (0, 1))
         if converged or made + 2 > MAX_PANELS:
             values += fine[0]
             squared += fine[1]
