@@ -27,6 +27,7 @@ from cohortsql._typing import (
     CalibrationOptions,
     CompareOptions,
     EffectsOptions,
+    InsertionOptions,
     ShapleyOptions,
     UniquenessOptions,
 )
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from cohortsql.results.cohort import CohortShapleyResult
     from cohortsql.results.comparison import Comparison
     from cohortsql.results.effects import ShapleyEffects
+    from cohortsql.results.insertion import InsertionDeletion
     from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
     from cohortsql.results.uniqueness import UniquenessResult
     from cohortsql.run.pace import ComparisonPlan, Plan
@@ -260,6 +262,31 @@ class CohortNamespace:
             similarity=similarity,
             model=model,
             **self._chosen(options),
+        )
+
+    def insertion_deletion(
+        self,
+        *,
+        prediction: str,
+        similarity: SimilarityArgument,
+        attributions: object,
+        **options: Unpack[InsertionOptions],
+    ) -> InsertionDeletion:
+        """The insertion and deletion tests of an attribution in cohorts (`cohortsql.insertion_deletion`).
+
+        Examples
+        --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
+        >>> values = loans.cohort.shapley(prediction="score", similarity=["income", "region"], method="integrated")
+        >>> tests = loans.cohort.insertion_deletion(prediction="score", similarity=["income", "region"], attributions=values)
+        >>> tests.abc.height
+        12
+        """
+        from cohortsql.api.integrated import insertion_deletion
+
+        return insertion_deletion(
+            self._frame, prediction=prediction, similarity=similarity, attributions=attributions, **options
         )
 
     def calibrate(self, *, features: Sequence[str], **options: Unpack[CalibrationOptions]) -> Calibration:

@@ -186,7 +186,7 @@ def insertion_deletion(
     """
     explained_columns(prediction, several=False)
     for name in ("targets", "sample"):
-        if name in options:
+        if options.get(name) is not None:
             raise CohortError(f"insertion_deletion tests the attributions' own targets: leave {name}= out")
     ids = _attribution_ids(attributions)
     asked = checked_options({**options, "targets": ids}, TableOptions)

@@ -17,12 +17,14 @@ from cohortsql.cli.compute import (
     CALIBRATE_EPILOG,
     COMPARE_EPILOG,
     EFFECTS_EPILOG,
+    INSERTION_EPILOG,
     SHAPLEY_EPILOG,
     UNIQUENESS_EPILOG,
     audit,
     calibrate,
     compare,
     effects,
+    insertion_deletion,
     shapley,
     uniqueness,
 )
@@ -57,6 +59,7 @@ app.command("uniqueness", epilog=UNIQUENESS_EPILOG)(uniqueness)
 app.command("compare", epilog=COMPARE_EPILOG)(compare)
 app.command("audit", epilog=AUDIT_EPILOG)(audit)
 app.command("calibrate", epilog=CALIBRATE_EPILOG)(calibrate)
+app.command("insertion-deletion", epilog=INSERTION_EPILOG)(insertion_deletion)
 app.command("report", epilog=REPORT_EPILOG)(report)
 app.command("sql", epilog=SQL_EPILOG)(sql)
 app.command("assemble", epilog=ASSEMBLE_EPILOG)(assemble)

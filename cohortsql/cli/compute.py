@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import typer
 
 from cohortsql._typing import (
@@ -13,6 +14,7 @@ from cohortsql._typing import (
     CalibrationOptions,
     CompareOptions,
     EffectsOptions,
+    InsertionOptions,
     ShapleyOptions,
     UniquenessOptions,
 )
@@ -233,3 +235,39 @@ CALIBRATE_EPILOG = (
     " --runs 20 --seed 1 --plot calibration.png\n\n"
     "  cohortsql calibrate examples/data/titanic.csv --features pclass,sex,age,sibsp,parch --kind quantile"
 )
+
+
+INSERTION_EPILOG = (
+    "Examples:\n\n"
+    "  cohortsql shapley scores.parquet --prediction score --id loan --features age,income,region --out values.parquet\n\n"
+    "  cohortsql insertion-deletion scores.parquet --prediction score --id loan --features age,income,region"
+    " --attributions values.parquet --out tests.parquet"
+)
+
+
+@command(EXPLAINED, A_TABLE, InsertionOptions, ("attributions", "out", "into_table", "database", "replace"))
+def insertion_deletion(options: Flags) -> None:
+    """The insertion and deletion tests of an attribution in cohorts: for each target, its features in the
+    attribution's order, the cohort mean as they are required similar (insertion) and stop being required
+    (deletion), and each curve's area against the straight line between its ends (ABC: larger is better)."""
+    from cohortsql.api.integrated import insertion_deletion as tested
+    from cohortsql.cli.outputs import write
+    from cohortsql.results.files import read_frame
+
+    arguments = request(options, InsertionOptions)
+    if arguments.pop("targets", None) is not None or arguments.pop("sample", None) is not None:
+        raise CohortError("insertion-deletion tests the attributions' own targets: leave --targets and --sample out")
+    if isinstance(arguments["prediction"], list):
+        raise CohortError("insertion-deletion tests one --prediction column")
+    given = options.get("attributions")
+    if not given:
+        raise CohortError("no --attributions given: name the table of id, feature and value to test")
+    result = tested(options["data"], attributions=read_frame(given, "--attributions"), **arguments)
+    written = write(options, {"": result.abc, "curves": result.curves}, result.settings)
+    print_warnings_so_far()
+    means = result.abc.select(pl.col("insertion_abc", "deletion_abc").mean()).row(0)
+    lines = [
+        f"{result.abc.height:,} targets x {len(result.features)} features: mean insertion ABC {means[0]:.4g},"
+        f" mean deletion ABC {means[1]:.4g} (areas against the line between each curve's ends; larger is better)"
+    ]
+    typer.echo("\n".join(lines) + written)

@@ -18,7 +18,7 @@ from cohortsql.cli.flags import AFTER_CONFIG, DISPLAY, FLAGS, Flags
 from cohortsql.errors import CohortError
 from cohortsql.request.user_sql import is_query
 
-_PATH_KEYS = ("data", "histogram", "out", "database", "temp_directory", "model", "plot")
+_PATH_KEYS = ("data", "histogram", "out", "database", "temp_directory", "model", "plot", "attributions")
 
 _COMMA_LISTS = ("features", "target_ids", "exact", "thresholds", "holdouts")
 """Flags given as comma-separated text, which a config file may also give as a list."""

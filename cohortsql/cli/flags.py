@@ -164,6 +164,13 @@ MaxRows = Annotated[
     int | None, typer.Option(help="Calibrate a larger table on a random sample of this many rows (default 20000).")
 ]
 PlotOut = Annotated[Path | None, typer.Option("--plot", help="Save the calibration figure here (.png, .svg, .pdf).")]
+Attributions = Annotated[
+    Path | None,
+    typer.Option(
+        help="The attributions to test (.parquet or .csv): columns id, feature and value (or shapley), e.g. the"
+        " table `cohortsql shapley --out` wrote, or a model's SHAP values; every target needs every feature."
+    ),
+]
 Realistic = Annotated[
     bool | None,
     typer.Option("--realistic/--no-realistic", help="Split BS and ABS by realistic hybrid points (default on)."),
@@ -277,6 +284,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "progress": (Progress, None),
     "out": (Out, None),
     "plot": (PlotOut, None),
+    "attributions": (Attributions, None),
     "into_table": (IntoTable, None),
     "database": (Database, None),
     "replace": (Replace, None),
@@ -301,6 +309,7 @@ class Flags(TypedDict, total=False):
     histogram: str | Path | None
     prediction: str | list[str] | None
     model: str | Path | None
+    attributions: str | Path | None
     protected: str | list[str] | None
     model_targets: int | None
     id: str | None

@@ -170,9 +170,10 @@ def check_tables_kept(options: Flags) -> None:
 
 def refuse_inputs(outputs: Iterable[Path], options: Flags) -> None:
     """Refuse to write any output over a file the run reads: its data (a file, every file of a glob, a
-    DuckDB database, every file a data query reads), its histogram, its model file; before any work."""
-    model = options.get("model")
-    refuse_overwriting(outputs, [*input_files(options), *([Path(str(model))] if model else [])])
+    DuckDB database, every file a data query reads), its histogram, its model file, the attributions it
+    tests; before any work."""
+    read = [Path(str(options[name])) for name in ("model", "attributions") if options.get(name)]
+    refuse_overwriting(outputs, [*input_files(options), *read])
 
 
 def refuse_overwriting(outputs: Iterable[Path], inputs: Iterable[Path]) -> None:

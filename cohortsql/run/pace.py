@@ -92,7 +92,10 @@ class Plan:
     def __str__(self) -> str:
         pairs = self.distinct_targets * self.subject_rows
         players = self.features if self.players is None else self.players
-        cohorts = f"{2**players:,} cohorts" if self.method == "exact" else "random chains of cohorts"
+        cohorts = {
+            "exact": f"{2**players:,} cohorts",
+            "integrated": "one path through its softened cohorts, from a histogram by dissimilar players",
+        }.get(self.method, "random chains of cohorts")
         grouped = "" if players == self.features else f" in {players} groups"
         replicated = f", {self.replicates} bootstrap replicates" if self.replicates else ""
         return "\n".join(

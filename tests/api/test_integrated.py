@@ -11,6 +11,8 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+import reference
+from reference import comparable, reference_kind
 
 import cohortsql
 
@@ -38,45 +40,22 @@ def test_the_authors_toy_equals_its_analytic_values():
     assert found.method == "integrated" and int(found.settings["integration_nodes"]) > 0
 
 
-def similar_matrix(frame: pl.DataFrame, kinds: dict[str, str], target: int) -> np.ndarray:
-    """S_ij for every subject and feature by the reference's brute-force tests (NULL similar to NULL only)."""
-    import reference
-    from reference import comparable, reference_kind
-
-    columns = []
-    for name, kind in kinds.items():
-        values = [comparable(value) for value in frame[name].to_list()]
-        test = reference_kind(kind, frame.schema[name])(values)
-        columns.append([reference.similar(test, value, values[target]) for value in values])
-    return np.array(columns, dtype=float).T
+def columns_and_tests(frame: pl.DataFrame, kinds: dict[str, str]):
+    """The features' values as the library compares them, and their brute-force similarity tests."""
+    columns = [[comparable(value) for value in frame[name].to_list()] for name in kinds]
+    return columns, [reference_kind(kind, frame.schema[name]) for name, kind in kinds.items()]
 
 
-def brute_force(frame: pl.DataFrame, kinds: dict[str, str], prediction: str, target: int, weight=None, panels=400):
-    """IGCS of one target by its definition: nu(z) = sum_i w_i s_z(i) y_i / sum_i w_i s_z(i) with
-    s_z(i) = prod_j (1 + z_j (S_ij - 1)), its gradient by the quotient rule at z = a 1 (every subject's
-    own product), integrated over a by a composite 8-point Gauss-Legendre rule on `panels` panels."""
-    similar = similar_matrix(frame, kinds, target)
+def similar_to(frame: pl.DataFrame, kinds: dict[str, str], target: int) -> np.ndarray:
+    """S_ij for every subject and feature, by the reference's tests (NULL similar to NULL only)."""
+    return reference.similar_matrix(*columns_and_tests(frame, kinds), target)
+
+
+def brute_force(frame: pl.DataFrame, kinds: dict[str, str], prediction: str, target: int, weight=None) -> np.ndarray:
+    """IGCS of one target by its definition (`reference.integrated_gradients`)."""
     y = frame[prediction].cast(pl.Float64).to_numpy()
-    w = np.ones(len(y)) if weight is None else frame[weight].cast(pl.Float64).to_numpy()
-    nodes, weights = np.polynomial.legendre.leggauss(8)
-    total = np.zeros(similar.shape[1])
-    for panel in range(panels):
-        low, high = panel / panels, (panel + 1) / panels
-        for node, node_weight in zip(nodes, weights):
-            a = low + (high - low) * (node + 1) / 2
-            factors = 1 + a * (similar - 1)  # (n, d)
-            s = factors.prod(axis=1)
-            d_s = np.stack(
-                [
-                    -(1 - similar[:, j]) * np.prod(np.delete(factors, j, axis=1), axis=1)
-                    for j in range(similar.shape[1])
-                ],
-                1,
-            )
-            denominator, numerator = (w * s).sum(), (w * s * y).sum()
-            gradient = ((w * y) @ d_s * denominator - numerator * (w @ d_s)) / denominator**2
-            total += (high - low) / 2 * node_weight * gradient
-    return total
+    weights = None if weight is None else frame[weight].cast(pl.Float64).to_numpy()
+    return reference.integrated_gradients(*columns_and_tests(frame, kinds), y, [target], weights, panels=400)[0]
 
 
 @pytest.mark.parametrize(
@@ -117,7 +96,7 @@ def test_the_authors_riemann_scheme_differs_by_its_own_discretisation_error():
     exact = cohortsql.cohort_shapley(
         frame, prediction="prediction", similarity=kinds, id="row", targets=[7], method="integrated"
     ).shapley[0]
-    similar = similar_matrix(frame, kinds, 7)
+    similar = similar_to(frame, kinds, 7)
     y = frame["prediction"].to_numpy()
 
     def riemann(steps: int) -> np.ndarray:
@@ -265,7 +244,7 @@ def test_every_engine_computes_what_duckdb_computes(engine):
 def direct_curves(frame, kinds, prediction, target, attribution):
     """The authors' definition: cohort means of the prefix sets of the order by attribution (ties in
     feature order), and their ABC (trapezoid areas against the line between the ends)."""
-    similar = similar_matrix(frame, kinds, target).astype(bool)
+    similar = similar_to(frame, kinds, target).astype(bool)
     y = frame[prediction].cast(pl.Float64).to_numpy()
     order = np.argsort(-np.asarray(attribution), kind="stable")
     d = len(order)

@@ -46,6 +46,66 @@ def _brute_force(name: str, kinds: tuple[tuple[str, str], ...]) -> pl.DataFrame:
     )
 
 
+def brute_force_integrated(case: Case, kinds: dict[str, str]) -> pl.DataFrame:
+    """Every row's integrated gradient cohort Shapley by its definition (`reference.integrated_gradients`)."""
+    return _brute_force_integrated(case.name, tuple(kinds.items()))
+
+
+@functools.cache
+def _brute_force_integrated(name: str, kinds: tuple[tuple[str, str], ...]) -> pl.DataFrame:
+    from corpus import CASES
+
+    case = next(case for case in CASES if case.name == name)
+    frame = case.frame()
+    features = [feature for feature, _ in kinds]
+    columns = [[comparable(value) for value in frame[feature].to_list()] for feature in features]
+    tests = [reference_kind(kind, frame.schema[feature]) for feature, kind in kinds]
+    y = frame[case.prediction].cast(pl.Float64).to_numpy()
+    rows = range(min(frame.height, MAX_INTEGRATED_TARGETS))
+    phi = reference.integrated_gradients(columns, tests, y, rows, panels=800)
+    ids = frame[ID].to_list()[: len(rows)]
+    return pl.DataFrame(
+        {
+            ID: [identifier for identifier in ids for _ in features],
+            "feature": features * len(ids),
+            "shapley": phi.reshape(-1),
+        }
+    )
+
+
+MAX_INTEGRATED_TARGETS = 12
+"""Targets the integrated surface explains (its brute force costs a product over every subject and feature
+at every node of a fine rule)."""
+
+
+def brute_force_curves(case: Case, kinds: dict[str, str]) -> pl.DataFrame:
+    """Every row's insertion and deletion curves along its brute-force cohort Shapley order (ties in
+    feature order), as rows (id, feature = 'insertion:m' or 'deletion:m', shapley = the cohort mean)."""
+    return _brute_force_curves(case.name, tuple(kinds.items()))
+
+
+@functools.cache
+def _brute_force_curves(name: str, kinds: tuple[tuple[str, str], ...]) -> pl.DataFrame:
+    from corpus import CASES
+
+    case = next(case for case in CASES if case.name == name)
+    frame = case.frame()
+    values = _brute_force(name, kinds)
+    features = [feature for feature, _ in kinds]
+    columns = [[comparable(value) for value in frame[feature].to_list()] for feature in features]
+    tests = [reference_kind(kind, frame.schema[feature]) for feature, kind in kinds]
+    y = frame[case.prediction].cast(pl.Float64).to_numpy()
+    rows = []
+    for target, identifier in enumerate(frame[ID].to_list()[:MAX_INTEGRATED_TARGETS]):
+        phi = values.filter(pl.col(ID) == identifier)["shapley"].to_numpy()
+        order = np.argsort(-phi, kind="stable")
+        similar = reference.similar_matrix(columns, tests, target).astype(bool)
+        for m in range(len(features) + 1):
+            rows.append((identifier, f"insertion:{m}", float(y[similar[:, order[:m]].all(axis=1)].mean())))
+            rows.append((identifier, f"deletion:{m}", float(y[similar[:, order[m:]].all(axis=1)].mean())))
+    return pl.DataFrame(rows, schema=[ID, "feature", "shapley"], orient="row")
+
+
 def assert_values_equal(found: pl.DataFrame, expected: pl.DataFrame, scale: float) -> None:
     """The same (id, feature) rows, with values within 1e-9 of the prediction's scale."""
     key = [ID, "feature"]

@@ -17,6 +17,7 @@ import duckdb
 import polars as pl
 import pytest
 from corpus import ID, Case
+from oracle import MAX_INTEGRATED_TARGETS
 from typer.testing import CliRunner
 
 import cohortsql
@@ -236,6 +237,35 @@ def report(case: Case, context: Context) -> pl.DataFrame:
     return _values(result)
 
 
+def integrated(case: Case, context: Context) -> pl.DataFrame:
+    """Integrated gradient cohort Shapley (``method="integrated"``) of the case's first rows."""
+    frame = case.frame()
+    return _values(
+        cohortsql.cohort_shapley(
+            frame,
+            prediction=case.prediction,
+            similarity=case.similarity,
+            id=ID,
+            method="integrated",
+            targets=frame[ID].head(MAX_INTEGRATED_TARGETS).to_list(),
+        )
+    )
+
+
+def insertion_deletion(case: Case, context: Context) -> pl.DataFrame:
+    """The insertion and deletion curves along cohort Shapley's own order, as (id, 'insertion:m', mean) rows."""
+    frame = case.frame()
+    options = dict(prediction=case.prediction, similarity=case.similarity, id=ID)
+    values = cohortsql.cohort_shapley(frame, targets=frame[ID].head(MAX_INTEGRATED_TARGETS).to_list(), **options)
+    curves = cohortsql.insertion_deletion(frame, attributions=values, **options).curves
+    return pl.concat(
+        [
+            curves.select(ID, pl.format(f"{name}:{{}}", pl.col("step")).alias("feature"), pl.col(name).alias("shapley"))
+            for name in ("insertion", "deletion")
+        ]
+    )
+
+
 SURFACES: dict[str, Surface] = {
     "api": api,
     "polars": polars_namespace,
@@ -249,6 +279,8 @@ SURFACES: dict[str, Surface] = {
     "printed_postgres": printed_postgres,
     "audit": audit,
     "report": report,
+    "integrated": integrated,
+    "insertion_deletion": insertion_deletion,
 }
 """Every surface, by name: the matrix's columns."""
 

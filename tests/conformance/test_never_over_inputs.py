@@ -78,3 +78,22 @@ def test_the_report_and_the_figure_of_a_result_never_replace_it(files):
         assert code == 2 and "it is an input of this run" in output, output
     assert {path: path.read_bytes() for path in written} == written
     assert pl.read_parquet(out).height == 80 * 1
+
+
+def test_the_tests_never_replace_the_attributions_they_read(files):
+    tmp_path, data, _ = files
+    query = f"SELECT * FROM read_csv('{data}')"
+    values = tmp_path / "values.parquet"
+    explained = ["--prediction", "denial", "--features", "zip,income", "--id", "id"]
+    code, output = run(["shapley", query, *explained, "--method", "integrated", "--out", str(values)])
+    assert code == 0, output
+    before = values.read_bytes()
+    code, output = run(["insertion-deletion", query, *explained, "--attributions", str(values), "--out", str(values)])
+    assert code == 2 and "it is an input of this run" in output, output
+    assert values.read_bytes() == before
+    tests = tmp_path / "tests.csv"
+    code, output = run(["insertion-deletion", query, *explained, "--attributions", str(values), "--out", str(tests)])
+    assert code == 0 and "mean insertion ABC" in output, output
+    written = pl.read_csv(tests)
+    assert written.columns == ["id", "insertion_abc", "deletion_abc"] and written.height == 80
+    assert pl.read_csv(tmp_path / "tests_curves.csv").height == 80 * 3
