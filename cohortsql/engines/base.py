@@ -168,6 +168,9 @@ class Engine(ABC):
     counts_distinct_beside_aggregates: ClassVar[bool] = True
     """Whether a ``count(DISTINCT id)`` may sit among the statistics query's other aggregates (else
     repeated ids are counted by a grouped query of their own, `cohortsql.queries.statistics.duplicate_ids`)."""
+    streams_rows: ClassVar[bool] = False
+    """Whether a query's rows reach this process at memory speed (DuckDB, in it), so that numpy may do
+    work over every subject there (`arrow_batches`) rather than the engine's SQL."""
     tables_kept_by: ClassVar[str | None] = None
     """The setting without which tables written on an engine cohortsql opens itself are lost when it
     closes (DuckDB's ``database``: without it, the database is in memory)."""
@@ -275,6 +278,11 @@ class Engine(ABC):
         `cohortsql.engines.spark_histogram`) by the kinds' numeric `tests`. None, by default: the
         caller runs the SQL histogram."""
         return None
+
+    def arrow_batches(self, select: str, *, rows: int, context: str) -> Iterator[pa.RecordBatch]:
+        """A query's result in record batches of about `rows` rows, read as they are used (an engine
+        that `streams_rows` keeps only one batch in memory); by default the whole result, then split."""
+        yield from self.fetch_arrow(select, context=context).to_batches(max_chunksize=rows)
 
     def count_duplicate_ids(self, ids: str, *, rows: int, context: str) -> Row | None:
         """``duplicate_ids`` (how many rows repeat another row's id) and, when `ids` hashes the rows, an

@@ -121,6 +121,7 @@ class DuckDBEngine(NamedRelations, Engine):
     failures = (duckdb.Error,)
     reads_settings = frozenset({"memory_limit", "temp_directory", "database", "read_only"})
     tables_kept_by = "database"
+    streams_rows = True
 
     @classmethod
     def open(cls, connection: Any, settings: EngineSettings, data: Any = None) -> Self:
@@ -278,6 +279,19 @@ class DuckDBEngine(NamedRelations, Engine):
 
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
         return self._run(lambda: self.connection.sql(select).to_arrow_table(), context)
+
+    def arrow_batches(self, select: str, *, rows: int, context: str) -> Iterator[pa.RecordBatch]:
+        """The result read batch by batch as DuckDB streams it (one batch in memory at a time)."""
+        reader = self._run(lambda: self.connection.sql(select).to_arrow_reader(rows), context)
+
+        def next_batch() -> pa.RecordBatch | None:
+            try:
+                return reader.read_next_batch()
+            except StopIteration:
+                return None
+
+        while (batch := self._run(next_batch, context)) is not None:
+            yield batch
 
     @property
     def memory_budget(self) -> int | None:

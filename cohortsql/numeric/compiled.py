@@ -243,3 +243,103 @@ def _same_bin_floats(values, target, low, width, bins, masks, bit):
 def _bin(offset, width, bins):
     number = np.floor(offset / width * bins)
     return float(bins - 1) if number > bins - 1 else number
+
+
+@njit(cache=True, nogil=True)
+def dissimilar_histogram(
+    s_floats,
+    s_ints,
+    s_missing,
+    measures,
+    t_floats,
+    t_ints,
+    t_missing,
+    code,
+    integer,
+    delta,
+    low_float,
+    low_int,
+    width,
+    bins,
+    player_of,
+    ranks,
+    totals,
+):
+    """`cohortsql.numeric.dissimilar.DissimilarHistogram.add`: for each target, each subject's players it
+    is not similar on (a player is dissimilar when any of its features is, by the tests of
+    `pair_histogram`, the same arithmetic), then its measures added to the cell of its count k of them:
+    in total at totals[t, m, k, 0] and, for each dissimilar player p, at totals[t, m, k, 1 + p] (one
+    contiguous loop over the players a subject and sum: vectorised). With `ranks` (one row per target,
+    one rank per player, not empty), to the cell of its smallest dissimilar rank instead (totals[t, m,
+    rank, 0] alone; players + 1 when it is similar on every player)."""
+    d, rows = s_floats.shape
+    sums = measures.shape[1]
+    ranked = ranks.shape[0] > 0
+    players = ranks.shape[1] if ranked else totals.shape[2] - 1
+    hit = np.zeros(rows, dtype=np.int64)
+    flags = np.zeros((players, rows), dtype=np.float64)  # 1.0 where the subject is not similar on the player
+    cell = np.zeros(rows, dtype=np.int64)
+    by_sum = np.ascontiguousarray(measures.T)
+    holes = np.zeros(d, dtype=np.bool_)
+    for j in range(d):
+        for s in range(rows):
+            if s_missing[j, s]:
+                holes[j] = True
+                break
+    for t in range(t_floats.shape[0]):
+        flags[:, :] = 0.0
+        for j in range(d):
+            hit[:] = 0
+            if t_missing[t, j]:
+                for s in range(rows):
+                    if s_missing[j, s]:
+                        hit[s] = 1
+            else:
+                if code[j] == 0 and integer[j]:
+                    _equal_ints(s_ints[j], t_ints[t, j], hit, 1)
+                elif code[j] == 0:
+                    _equal_floats(s_floats[j], t_floats[t, j], hit, 1)
+                elif code[j] == 3 and not width[j] > 0:
+                    hit[:] = 1
+                elif code[j] == 3 and integer[j]:
+                    _same_bin_ints(s_ints[j], t_ints[t, j], low_int[j], width[j], bins[j], hit, 1)
+                elif code[j] == 3:
+                    _same_bin_floats(s_floats[j], t_floats[t, j], low_float[j], width[j], bins[j], hit, 1)
+                else:
+                    if integer[j]:
+                        limit = delta[j] * float(abs(t_ints[t, j])) if code[j] == 2 else delta[j]
+                        _near_ints(s_ints[j], t_ints[t, j], limit, hit, 1)
+                    else:
+                        limit = delta[j] * abs(t_floats[t, j]) if code[j] == 2 else delta[j]
+                        _near_floats(s_floats[j], t_floats[t, j], limit, hit, 1)
+                if holes[j]:
+                    for s in range(rows):
+                        if s_missing[j, s]:
+                            hit[s] = 0
+            line = flags[player_of[j]]
+            for s in range(rows):
+                if hit[s] == 0:
+                    line[s] = 1.0
+        if ranked:
+            cell[:] = players + 1
+            for p in range(players):
+                rank, line = ranks[t, p], flags[p]
+                for s in range(rows):
+                    if line[s] > 0 and rank < cell[s]:
+                        cell[s] = rank
+        else:
+            cell[:] = 0
+            for p in range(players):
+                line = flags[p]
+                for s in range(rows):
+                    cell[s] += int(line[s])
+        for m in range(sums):
+            column = by_sum[m]
+            total = totals[t, m, 0]
+            for s in range(rows):
+                total[cell[s]] += column[s]
+            if not ranked:
+                for p in range(players):  # a player's cells (one short vector) stay in the cache
+                    line, sums_of_p = flags[p], totals[t, m, 1 + p]
+                    for s in range(rows):
+                        sums_of_p[cell[s]] += line[s] * column[s]

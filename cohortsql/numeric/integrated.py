@@ -99,16 +99,21 @@ def _integrands(histogram: IntegratedHistogram, q: np.ndarray) -> tuple[np.ndarr
     """d nu / d z_j and 2 (nu - ybar) d nu / d z_j at z = (1 - q) 1, each (targets, games, players, nodes)."""
     power, lower = _powers(q, histogram.ks)
     weighting = histogram.weighting_of_game
-    denominator = (histogram.counts @ power)[:, weighting]  # (T, G, n)
-    numerator = histogram.sums @ power  # (T, G, n)
-    d_denominator = -(histogram.player_counts @ lower)[:, weighting]  # (T, G, P, n)
-    d_numerator = -(histogram.player_sums @ lower)  # (T, G, P, n)
+    denominator = _times(histogram.counts, power)[:, weighting]  # (T, G, n)
+    numerator = _times(histogram.sums, power)  # (T, G, n)
+    d_denominator = -_times(histogram.player_counts, lower)[:, weighting]  # (T, G, P, n)
+    d_numerator = -_times(histogram.player_sums, lower)  # (T, G, P, n)
     gradient = (d_numerator * denominator[:, :, None] - numerator[:, :, None] * d_denominator) / (
         denominator[:, :, None] ** 2
     )
     overall = histogram.sums.sum(axis=-1) / histogram.counts.sum(axis=-1)[:, weighting]  # nu at q = 1
     deviation = numerator / denominator - overall[..., None]
     return gradient, 2.0 * deviation[:, :, None] * gradient
+
+
+def _times(sums: np.ndarray, powers: np.ndarray) -> np.ndarray:
+    """sums (..., K) @ powers (K, nodes) as one matrix product (BLAS), not one per leading index."""
+    return (sums.reshape(-1, sums.shape[-1]) @ powers).reshape(*sums.shape[:-1], powers.shape[-1])
 
 
 def integrate(histogram: IntegratedHistogram, *, tolerance: float = TOLERANCE) -> IntegratedValues:

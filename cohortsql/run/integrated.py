@@ -14,12 +14,15 @@ import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_numpy
+from cohortsql.numeric import dissimilar, kernels, pair_masks
 from cohortsql.numeric.integrated import RULE_NODES, IntegratedHistogram, IntegratedValues, integrate
+from cohortsql.numeric.pair_tests import PairTest
 from cohortsql.numeric.shapley import importance_order
 from cohortsql.queries.measures import MeasureSource
 from cohortsql.request.measures import Measures
 from cohortsql.request.similarity import SqlPredicate
 from cohortsql.run.pace import Pacer
+from cohortsql.run.pairwise import pair_tests
 from cohortsql.run.preparation import Prepared, WeightedSubjects, weigh_subjects
 from cohortsql.run.targets import TargetSet
 
@@ -101,6 +104,19 @@ def integrated_batches(
         )
 
 
+SUBJECT_BATCH_ROWS = 8_192
+"""Subjects per Arrow batch the kernel reads (`Engine.arrow_batches`): a few MB of features at d = 1,000."""
+
+
+def kernel_tests(prepared: Prepared, engine: Engine) -> list[PairTest] | None:
+    """Every feature's numeric test when this process should build the integrated histograms itself:
+    an engine whose subjects stream here (DuckDB), the compiled kernel installed, every kind with a
+    numeric twin (`cohortsql.run.pairwise.pair_tests`), no replicates in long form. Else None (SQL)."""
+    if not engine.streams_rows or not kernels.available():
+        return None
+    return pair_tests(prepared, masks=False)
+
+
 def _histogram(
     engine: Engine,
     prepared: Prepared,
@@ -109,6 +125,11 @@ def _histogram(
     players: Sequence[Sequence[int]],
     context: str,
 ) -> dict[str, np.ndarray]:
+    """The batch's (target, k) histogram: built here from the streamed subjects (`dissimilar`) where the
+    engine allows it, else by the engine's SQL (``sql/integrated_histogram.sql``)."""
+    tests = kernel_tests(prepared, engine)
+    if tests is not None:
+        return _kernel_histogram(engine, prepared, weighted, batch, players, tests, context, ranks=None)
     with engine.temporary(engine.upload(batch, "targets")) as uploaded:
         sql = queries.integrated.integrated_histogram(
             weighted.relation,
@@ -120,6 +141,61 @@ def _histogram(
             source="collapsed" if prepared.compressed else "weighted",
         )
         return fetch_numpy(engine, sql, context=context)
+
+
+def _kernel_histogram(
+    engine: Engine,
+    prepared: Prepared,
+    weighted: WeightedSubjects,
+    batch: pa.Table,
+    players: Sequence[Sequence[int]],
+    tests: Sequence[PairTest],
+    context: str,
+    *,
+    ranks: np.ndarray | None,
+) -> dict[str, np.ndarray]:
+    """The (target, k) histogram (or with `ranks`, the (target, smallest dissimilar rank) one) of the
+    batch, in the columns the SQL gives, from the subjects streamed in Arrow batches to the compiled
+    kernel (`cohortsql.numeric.dissimilar`), a pass of targets at a time that fits its memory."""
+    measures = prepared.measures
+    every = [*measures.weight_names, *measures.sum_names]
+    names = (
+        every
+        if ranks is None
+        else [measures.weight_name(0), *(measures.sum_name(k, 0) for k in range(measures.outcomes))]
+    )
+    chosen = [every.index(name) for name in names]
+    columns = [feature.column for feature in prepared.features]
+    player_of = np.zeros(prepared.d, dtype=np.int64)
+    for player, members in enumerate(players):
+        player_of[list(members)] = player
+    vocabulary = [pair_masks.vocabulary(batch.column(name), test) for name, test in zip(columns, tests)]
+    inputs = queries.histogram.pair_inputs(
+        weighted.relation, prepared.features, measures, engine.dialect, collapsed=prepared.compressed
+    )
+    key = "k" if ranks is None else "rank"
+    parts: dict[str, list[np.ndarray]] = {"target": [], key: []}
+    step = dissimilar.targets_per_pass(len(players), len(names)) if ranks is None else batch.num_rows
+    for first in range(0, batch.num_rows, step):
+        part = batch.slice(first, step)
+        targets = pair_masks.Columns.of([part.column(name) for name in columns], tests, vocabulary)
+        part_ranks = None if ranks is None else ranks[first : first + part.num_rows]
+        histogram = dissimilar.DissimilarHistogram(targets, tests, player_of, len(names), part_ranks)
+        for rows in engine.arrow_batches(inputs, rows=SUBJECT_BATCH_ROWS, context=context):
+            subjects = pair_masks.Columns.of([rows.column(name) for name in columns], tests, vocabulary)
+            values = np.column_stack([rows.column(every[index]).fill_null(0.0).to_numpy() for index in chosen])
+            histogram.add(subjects, values)
+        totals = histogram.totals  # (targets, sums, 1 or players + 1, cells)
+        target, cell = np.nonzero(totals[:, 0, 0] > 0)  # the cells some subject reached (weights are > 0)
+        parts["target"].append(first + target)
+        parts[key].append(cell)
+        for index, name in enumerate(names):
+            parts.setdefault(name, []).append(totals[target, index, 0, cell])
+            if ranks is None:
+                for player in range(len(players)):
+                    named = queries.integrated.player_name(name, player)
+                    parts.setdefault(named, []).append(totals[target, index, 1 + player, cell])
+    return {name: np.concatenate(arrays) for name, arrays in parts.items()}
 
 
 def integrated_histogram(
@@ -186,30 +262,45 @@ def refinement_curves(
     source: MeasureSource = "collapsed" if prepared.compressed else "weighted"
     names = [prepared.measures.weight_name(0), *(prepared.measures.sum_name(k, 0) for k in range(outcomes))]
     curves = []
-    with engine.temporary(engine.upload(ranked, "ranked_targets")) as uploaded:
-        for largest in (False, True)[: 2 if deletion else 1]:
-            sql = queries.integrated.rank_histogram(
-                weighted.relation,
-                uploaded,
-                prepared.features,
+    tests = kernel_tests(prepared, engine)
+    for largest in (False, True)[: 2 if deletion else 1]:
+        if tests is not None:  # the largest rank is the smallest of the reversed ranks, reversed
+            columns = _kernel_histogram(
+                engine,
+                prepared,
+                weighted,
+                batch,
                 players,
-                prepared.measures,
-                engine.dialect,
-                source=source,
-                largest=largest,
+                tests,
+                "following the players' order",
+                ranks=count + 1 - ranks if largest else ranks,
             )
-            columns = fetch_numpy(engine, sql, context="following the players' order")
-            dense = np.zeros((len(names), rows, count + 2))
-            target = np.asarray(columns["target"], dtype=np.int64)
-            rank = np.asarray(columns["rank"], dtype=np.int64)
-            for index, name in enumerate(names):
-                np.add.at(dense[index], (target, rank), np.asarray(columns[name], dtype=np.float64))
-            if largest:  # in the cohort after m players are dropped: largest dissimilar rank <= m
-                cumulative = np.cumsum(dense[..., : count + 1], axis=-1)
-            else:  # in the cohort of the first m players: smallest dissimilar rank > m
-                cumulative = np.cumsum(dense[..., ::-1], axis=-1)[..., ::-1][..., 1:]
-            weight = cumulative[0]
-            curves.append((weight, np.moveaxis(cumulative[1:] / weight, 0, 1)))
+            if largest:
+                columns["rank"] = count + 1 - columns["rank"]
+        else:
+            with engine.temporary(engine.upload(ranked, "ranked_targets")) as uploaded:
+                sql = queries.integrated.rank_histogram(
+                    weighted.relation,
+                    uploaded,
+                    prepared.features,
+                    players,
+                    prepared.measures,
+                    engine.dialect,
+                    source=source,
+                    largest=largest,
+                )
+                columns = fetch_numpy(engine, sql, context="following the players' order")
+        dense = np.zeros((len(names), rows, count + 2))
+        target = np.asarray(columns["target"], dtype=np.int64)
+        rank = np.asarray(columns["rank"], dtype=np.int64)
+        for index, name in enumerate(names):
+            np.add.at(dense[index], (target, rank), np.asarray(columns[name], dtype=np.float64))
+        if largest:  # in the cohort after m players are dropped: largest dissimilar rank <= m
+            cumulative = np.cumsum(dense[..., : count + 1], axis=-1)
+        else:  # in the cohort of the first m players: smallest dissimilar rank > m
+            cumulative = np.cumsum(dense[..., ::-1], axis=-1)[..., ::-1][..., 1:]
+        weight = cumulative[0]
+        curves.append((weight, np.moveaxis(cumulative[1:] / weight, 0, 1)))
     if not deletion:
         curves.append((np.zeros((rows, 0)), np.zeros((rows, outcomes, 0))))
     (inserted_weight, inserted), (deleted_weight, deleted) = curves

@@ -85,13 +85,13 @@ def _sql_histogram(
         return fetch_numpy(engine, sql, context=context)
 
 
-def pair_tests(prepared: Prepared) -> list[PairTest] | None:
+def pair_tests(prepared: Prepared, *, masks: bool = True) -> list[PairTest] | None:
     """Every feature's similarity test in numbers (`cohortsql.numeric.pair_masks`), for an engine that
-    builds the mask histogram outside SQL: None when a kind has no numeric twin (``sql:``), a column
-    is compared in a type numpy does not hold exactly (decimals), or the dense histogram of one target
-    would not fit (`cohortsql.numeric.pair_masks.CELL_BYTES`)."""
+    builds a histogram outside SQL: None when a kind has no numeric twin (``sql:``), a column is
+    compared in a type numpy does not hold exactly (decimals), or (for the mask histogram, `masks`) the
+    dense histogram of one target would not fit (`cohortsql.numeric.pair_masks.CELL_BYTES`)."""
     sums = prepared.measures.weightings + prepared.measures.games
-    if not pair_masks.fits(prepared.d, sums):
+    if masks and not pair_masks.fits(prepared.d, sums):
         return None
     tests = []
     for feature in prepared.features:

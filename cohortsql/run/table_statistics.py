@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cohortsql import queries
 from cohortsql._typing import Row
 
 
@@ -40,15 +39,16 @@ class TableStatistics:
                 mean, variance = float(row[f"mean:{index}"]), float(row[f"variance:{index}"])
             means.append(mean)
             variances.append(variance)
-        prefixes = [queries.statistics.statistic_alias(index, "") for index in range(features)]
+        per_feature: list[dict[str, object]] = [{} for _ in range(features)]
+        for key, value in row.items():  # one pass: "<feature>:<statistic>" (a scan per feature is O(d^2))
+            position, colon, name = key.partition(":")
+            if colon and position.isdigit() and int(position) < features:
+                per_feature[int(position)][name] = value
         return cls(
             subjects=int(row["subjects"]),
             total_weight=float(row["total_weight"] if weighted else row["subjects"]),
             distinct_rows=None if row.get("distinct_rows") is None else int(row["distinct_rows"]),
             centred_means=tuple(means),
             variances=tuple(variances),
-            features=tuple(
-                {key[len(prefix) :]: value for key, value in row.items() if key.startswith(prefix)}
-                for prefix in prefixes
-            ),
+            features=tuple(per_feature),
         )

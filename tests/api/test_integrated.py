@@ -319,3 +319,56 @@ def test_a_better_attribution_scores_better():
     bad = cohortsql.insertion_deletion(frame, prediction="prediction", similarity=kinds, id="row", attributions=reverse)
     assert good.abc["insertion_abc"].mean() > bad.abc["insertion_abc"].mean()
     assert good.abc["deletion_abc"].mean() > bad.abc["deletion_abc"].mean()
+
+
+@pytest.mark.parametrize("numba", [True, False], ids=["compiled", "numpy"])
+def test_the_histograms_built_here_equal_the_engines_sql(monkeypatch, numba):
+    """On DuckDB the integrated histograms are built in this process from the streamed subjects
+    (`cohortsql.numeric.dissimilar`); every kind's numeric test, missing values, text, weights and groups
+    give what the engine's SQL gives, compiled or in numpy."""
+    from cohortsql.numeric import kernels
+    from cohortsql.run import integrated
+
+    frame = (
+        pl.read_parquet(TITANIC)
+        .with_row_index("row")
+        .with_columns(pl.col("row").cast(pl.Int64), w=(pl.col("row") % 4 + 1).cast(pl.Float64), order=pl.col("row") * 3)
+    )
+    kinds = {
+        "age": "abs:5",
+        "sex": "exact",
+        "pclass": "exact",
+        "sibsp": "bins:3",
+        "parch": "relative:0.5",
+        "order": "range:0.1",
+    }
+    options = dict(
+        prediction="prediction", similarity=kinds, id="row", targets=[0, 5, 17, 200, 333], method="integrated"
+    )
+    if not numba:
+        monkeypatch.setattr(kernels, "available", lambda: False)
+        monkeypatch.setattr(
+            integrated, "kernel_tests", lambda prepared, engine: integrated.pair_tests(prepared, masks=False)
+        )
+    built = [
+        cohortsql.cohort_shapley(frame, **options, **extra)
+        for extra in ({}, {"weight": "w"}, {"groups": {"family": ["sibsp", "parch"]}})
+    ]
+    tests_built = cohortsql.insertion_deletion(
+        frame, prediction="prediction", similarity=kinds, id="row", attributions=built[0]
+    )
+    monkeypatch.setattr(integrated, "kernel_tests", lambda prepared, engine: None)
+    by_sql = [
+        cohortsql.cohort_shapley(frame, **options, **extra)
+        for extra in ({}, {"weight": "w"}, {"groups": {"family": ["sibsp", "parch"]}})
+    ]
+    tests_sql = cohortsql.insertion_deletion(
+        frame, prediction="prediction", similarity=kinds, id="row", attributions=built[0]
+    )
+    for here, there in zip(built, by_sql):
+        np.testing.assert_allclose(here.shapley, there.shapley, atol=1e-12)
+        np.testing.assert_allclose(here.path_mean, there.path_mean, atol=1e-12)
+        np.testing.assert_allclose(here.feature_cohort_size, there.feature_cohort_size, atol=1e-12)
+    assert tests_built.curves.equals(tests_sql.curves) or np.allclose(
+        tests_built.curves["deletion"].to_numpy(), tests_sql.curves["deletion"].to_numpy(), atol=1e-12
+    )
