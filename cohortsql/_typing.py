@@ -34,8 +34,8 @@ equivalence and there are at least 2^(d-1) targets, where it does less work than
 SqlDialect = Literal["duckdb", "spark", "bigquery", "snowflake", "postgres"]
 DIALECTS: tuple[SqlDialect, ...] = ("duckdb", "spark", "bigquery", "snowflake", "postgres")
 
-SqlVariant = Literal["histogram", "collapsed", "cells", "values", "effects"]
-VARIANTS: tuple[SqlVariant, ...] = ("histogram", "collapsed", "cells", "values", "effects")
+SqlVariant = Literal["histogram", "collapsed", "cells", "values", "effects", "integrated"]
+VARIANTS: tuple[SqlVariant, ...] = ("histogram", "collapsed", "cells", "values", "effects", "integrated")
 """What `sql_query` computes: the mask histogram, the same after collapsing identical subjects,
 or (exact and bins only) the equivalence cells, with no join at all (for `cohortsql.assemble` to
 finish); or the whole computation in the engine: every target's cohort Shapley values (``values``) or

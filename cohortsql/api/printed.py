@@ -31,7 +31,7 @@ from cohortsql.run.feature_statistics import sorted_quantiles
 from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import open_session
-from cohortsql.run.strategy import MAX_EXACT_FEATURES, MAX_FEATURES
+from cohortsql.run.strategy import MAX_EXACT_FEATURES, MAX_FEATURES, MAX_INTEGRATED_FEATURES
 
 FINISHED: tuple[SqlVariant, ...] = ("values", "effects")
 """The variants whose query computes the values themselves (no `cohortsql.assemble` afterwards)."""
@@ -64,7 +64,12 @@ def sql_query(
       (sums of y - mean and its square), the target's ``prediction`` and the whole-table ``mean``;
     - ``collapsed``: the same, after merging subjects with identical predictors (not with ``sql:`` kinds);
     - ``cells``: for ``exact`` and ``bins`` kinds only, the subjects grouped by their keys, each
-      target a row of its own: no join at all.
+      target a row of its own: no join at all;
+    - ``integrated``: what integrated gradient cohort Shapley reads (``method="integrated"``), one row
+      per (target, k) with k the number of features a subject is not similar on: the number of such
+      subjects ``w0`` and their sum of y - mean ``s0_0``, and the same over those not similar on each
+      feature j (``w0_p<j>``, ``s0_0_p<j>``), with the target's ``prediction``: O(n d) per target,
+      for tables too wide for the lattice of cohorts.
 
     `cohortsql.assemble` turns the last three into cohort Shapley values. With a case-`weight`
     column (``values`` and ``effects``), rows of weight 0 or less are left out and every mean is
@@ -174,7 +179,13 @@ def render_query(
         asked.selection.sample,
         asked.weighting.weight,
     )
-    limit = MAX_EXACT_FEATURES if variant in (*FINISHED, "function") else MAX_FEATURES
+    limit = (
+        MAX_EXACT_FEATURES
+        if variant in (*FINISHED, "function")
+        else MAX_INTEGRATED_FEATURES
+        if variant == "integrated"
+        else MAX_FEATURES
+    )
     target = NATIVE_DIALECTS.get(dialect) or TRANSPILED_DIALECTS[dialect]
     with open_session(data, asked, outcomes=(prediction,), similarity=similarity, max_features=limit) as session:
         prepared = session.prepared

@@ -22,6 +22,7 @@ from cohortsql.dialects import Dialect
 from cohortsql.queries import values as value_steps
 from cohortsql.queries.cells import equivalence_cells
 from cohortsql.queries.histogram import MASK_WORD_BITS, mask_histogram
+from cohortsql.queries.integrated import integrated_histogram, player_name
 from cohortsql.queries.measures import collapsed_subjects, weighted_subjects
 from cohortsql.queries.statistics import (
     BAD_VALUE,
@@ -81,6 +82,18 @@ VALUES_HEADER = """\
 -- Result: {result}
 {position_note}"""
 """What the values and effects queries compute."""
+
+INTEGRATED_HEADER = """\
+-- What integrated gradient cohort Shapley reads (method="integrated"), as one self-contained query.
+-- Whole-table statistics (the mean, window widths, bin edges) are computed by the query itself, in the
+-- CTE `{statistics}`. Result: one row per (target, k), k the number of features on which a subject is not
+-- similar to the target: the number of such subjects (w0) and their sum of y - mean (s0_0), and the same
+-- over those not similar on feature j (w0_p<j>, s0_0_p<j>), features in this order: {feature_list}.
+-- Hama, Mase & Owen, "Model free variable importance for high dimensional data": with C_k = w0, Y_k =
+-- s0_0 and q = 1 - a, nu(q) = sum_k Y_k q^k / sum_k C_k q^k and IGCS_j = integral over [0, 1] of
+-- d nu / d z_j, whose numerator and denominator derivatives are -sum_k s0_0_p<j> q^(k-1), -sum_k w0_p<j> q^(k-1).
+{position_note}"""
+"""What the integrated variant computes."""
 
 FUNCTION_HEADER = """\
 -- cohortsql's cohort Shapley values, computed by the engine: whole-table statistics (the {mean},
@@ -156,6 +169,30 @@ def standalone(
             "c", ["target", "prediction", *keys], "st", f"cells AS c\nCROSS JOIN {statistics} AS st", names, dialect
         )
         return header + "\n" + with_query(steps, result)
+    if variant == "integrated":
+        steps += _histogram_steps(resolved, condition, INTEGRATED_MEASURES, statistics, dialect, collapsed=False)[:2]
+        parameters = [statistics_parameters(feature, "t", dialect) for feature in resolved]
+        players = [(index,) for index in range(len(resolved))]
+        histogram = integrated_histogram(
+            "weighted",
+            "targets",
+            resolved,
+            players,
+            INTEGRATED_MEASURES,
+            dialect,
+            source="weighted",
+            parameters=parameters,
+        )
+        steps.append(Step("dissimilar", histogram))
+        columns = ["h.target", "t.__cohort_prediction AS prediction", "h.k"]
+        columns += [f"h.{dialect.quote(name)}" for name in _integrated_columns(len(resolved))]
+        columns.append(f"{dialect.string(json.dumps(list(names)))} AS features")
+        result = (
+            "SELECT\n    "
+            + ",\n    ".join(columns)
+            + "\nFROM dissimilar AS h\nJOIN targets AS t ON h.target = t.__cohort_batch"
+        )
+        return header + "\n" + with_query(steps, result)
     steps += _histogram_steps(
         resolved, condition, measures, statistics, dialect, collapsed=variant == "collapsed" or collapsed
     )
@@ -175,6 +212,15 @@ def standalone(
         dialect,
     )
     return header + "\n" + with_query(steps, result)
+
+
+INTEGRATED_MEASURES = Measures(outcomes=1)
+"""The integrated variant's sums: the subjects (w0) and their sums of y - mean (s0_0), unweighted."""
+
+
+def _integrated_columns(players: int) -> list[str]:
+    names = [INTEGRATED_MEASURES.weight_name(0), INTEGRATED_MEASURES.sum_name(0, 0)]
+    return [*names, *(player_name(name, player) for name in names for player in range(players))]
 
 
 def statistics_step_name(source: str) -> str:
@@ -206,6 +252,8 @@ def _header(
             position_note=position_note,
             statistics=statistics,
         )
+    if variant == "integrated":
+        return INTEGRATED_HEADER.format(feature_list=feature_list, position_note=position_note, statistics=statistics)
     return (CELLS_HEADER if variant == "cells" else HISTOGRAM_HEADER).format(
         feature_list=feature_list, position_note=position_note, statistics=statistics
     )

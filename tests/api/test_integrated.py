@@ -372,3 +372,43 @@ def test_the_histograms_built_here_equal_the_engines_sql(monkeypatch, numba):
     assert tests_built.curves.equals(tests_sql.curves) or np.allclose(
         tests_built.curves["deletion"].to_numpy(), tests_sql.curves["deletion"].to_numpy(), atol=1e-12
     )
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres", "spark"])
+def test_the_printed_integrated_query_gives_the_values_where_it_runs(dialect, request):
+    """`sql_query(variant="integrated")` for each dialect, run by that engine: its (target, k) histogram,
+    integrated in numpy, is `cohort_shapley(method="integrated")`'s values, to 1e-9."""
+    from cohortsql.numeric.integrated import integrate
+    from cohortsql.queries.standalone import INTEGRATED_MEASURES
+    from cohortsql.run.integrated import integrated_histogram
+
+    frame = pl.read_parquet(TITANIC).with_row_index("pid").with_columns(pl.col("pid").cast(pl.Int64))
+    frame = frame.filter(pl.col("pid") < 200)
+    kinds = {"age": "abs:5", "sex": "exact", "pclass": "exact", "parch": "range:0.2"}
+    options = dict(prediction="prediction", similarity=kinds, id="pid", targets="pid < 6")
+    sql = cohortsql.sql_query(frame, table="passengers", dialect=dialect, variant="integrated", **options)
+    if dialect == "duckdb":
+        import duckdb
+
+        connection = duckdb.connect()
+        connection.register("passengers", frame.to_arrow())
+        result = pl.from_arrow(connection.sql(sql).to_arrow_table())
+    elif dialect == "postgres":
+        from postgres import fetch, load_table
+
+        postgres = request.getfixturevalue("postgres")
+        load_table(postgres, "passengers", frame)
+        result = fetch(postgres, sql)
+    else:
+        session = request.getfixturevalue("spark_session")
+        session.createDataFrame(frame.to_arrow()).createOrReplaceTempView("passengers")
+        result = pl.DataFrame([row.asDict() for row in session.sql(sql).collect()])
+    ids = sorted(result["target"].unique().to_list())
+    position = {identifier: index for index, identifier in enumerate(ids)}
+    columns = {name: result[name].to_numpy() for name in result.columns if name not in ("prediction", "features")}
+    columns["target"] = np.array([position[value] for value in result["target"].to_list()])
+    histogram, _ = integrated_histogram(columns, len(ids), len(kinds), INTEGRATED_MEASURES)
+    values = integrate(histogram).shapley[:, 0]
+    expected = cohortsql.cohort_shapley(frame, method="integrated", **options)
+    assert ids == expected.ids.to_list()
+    np.testing.assert_allclose(values, expected.shapley, atol=1e-9)
