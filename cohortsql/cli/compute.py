@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import typer
 
 from cohortsql._typing import (
@@ -265,7 +264,7 @@ def insertion_deletion(options: Flags) -> None:
     result = tested(options["data"], attributions=read_frame(given, "--attributions"), **arguments)
     written = write(options, {"": result.abc, "curves": result.curves}, result.settings)
     print_warnings_so_far()
-    means = result.abc.select(pl.col("insertion_abc", "deletion_abc").mean()).row(0)
+    means = [float(result.abc[column].to_numpy().mean()) for column in ("insertion_abc", "deletion_abc")]
     lines = [
         f"{result.abc.height:,} targets x {len(result.features)} features: mean insertion ABC {means[0]:.4g},"
         f" mean deletion ABC {means[1]:.4g} (areas against the line between each curve's ends; larger is better)"

@@ -11,7 +11,7 @@ import polars as pl
 
 from cohortsql._typing import Row
 from cohortsql.results.cohort import CohortShapleyResult
-from cohortsql.results.effects import ShapleyEffects, zero_errors_note
+from cohortsql.results.effects import BIAS_CORRECTED, ShapleyEffects, zero_errors_note
 from cohortsql.results.tables import Diagnostics
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def shapley_summary(
         *default_kinds_in_words(result.settings),
         *diagnostics_in_words(result.diagnostics),
         "",
-        f"{'by mean |shapley|':<{width + 14}}by mean shapley_squared",
+        f"{'by mean |shapley|':<{width + 14}}by mean shapley_squared (the squared game's values, not phi^2)",
     ]
     for left, right in zip(by_value.iter_rows(named=True), by_square.iter_rows(named=True)):
         lines.append(
@@ -101,7 +101,8 @@ def shapley_summary(
     if result.bootstrap is not None:
         lines.append(
             f"({result.bootstrap.confidence:.0%} intervals from {result.bootstrap.replicates} Bayesian-bootstrap"
-            " replicates; every value's in the shapley_ci_low/high columns)"
+            f" replicates: the effects' are {BIAS_CORRECTED}; every value's percentile interval is in the"
+            " shapley_ci_low/high columns)"
         )
     if result.interactions is not None:
         typical = np.average(np.abs(result.interactions), axis=0, weights=result.target_weights)
@@ -143,6 +144,10 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults, warned: Col
             f"  {row['share']:>7.1%}{_interval(row)}"
         )
     lines += _marks_legend(shown)
+    if "shapley_effect_ci_low" in ranked.columns:
+        level = float(effects.settings.get("confidence", "0.95"))
+        replicates = effects.settings.get("bootstrap", "")
+        lines.append(f"({level:.0%} {BIAS_CORRECTED}, from {replicates} Bayesian-bootstrap replicates)")
     note = zero_errors_note(ranked)
     if note is not None:
         intervals = "shapley_effect_ci_low" in ranked.columns

@@ -31,6 +31,33 @@ def percentile_interval(replicates: np.ndarray, confidence: float, axis: int) ->
     return low, high
 
 
+BIAS_CORRECTED = "bias-corrected percentile intervals (the replicates' central interval less their bias, their mean minus the estimate)"
+"""What the intervals of effects, shares and the audit's statistics are, in words (`bias_corrected_interval`),
+as the command line and the report say it."""
+
+
+def bias_corrected_interval(
+    replicates: np.ndarray, estimate: np.ndarray | float, confidence: float, axis: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval of `replicates` along `axis`, shifted by the replicates' bias: their mean
+    less the `estimate` (Efron & Tibshirani, "An Introduction to the Bootstrap", 1993, §10: the
+    bootstrap's estimate of bias, and the bias-corrected estimate). A squared quantity (a Shapley
+    effect, a share, a group's mean value) is biased upward in the replicates when most cohorts are one
+    or two rows: every reweighting makes the tiny cohorts' means differ more from the overall mean, so a
+    plain percentile interval can lie wholly above its own estimate (an effect of 0.003514 once got
+    [0.003546, 0.003945]). Shifted by the bias, the interval holds the estimate unless the replicates'
+    mean is outside their own central interval: the data then say the estimate is off.
+
+    Why not Efron's BC or BCa (§14.3)? BC moves the percentiles to Φ(2 z0 ± z), with z0 = Φ⁻¹(share
+    of replicates below the estimate); its ends pass the estimate exactly when |z0| > z, which is
+    exactly when the plain percentile interval misses it: BC cannot repair the case above (every
+    replicate above the estimate gives z0 = -inf and an empty interval). BCa adds an acceleration that
+    needs a jackknife over the subjects, a pass per subject."""
+    low, high = percentile_interval(replicates, confidence, axis)
+    bias = np.mean(replicates, axis=axis) - np.asarray(estimate)
+    return low - bias, high - bias
+
+
 @dataclass(frozen=True)
 class Bootstrap:
     """A result's Bayesian-bootstrap replicates and the intervals they give."""
@@ -163,7 +190,10 @@ def group_means(values: np.ndarray, weights: np.ndarray, groups: np.ndarray, cou
         return sums / totals[..., None]
 
 
-def paired_differences(replicates: np.ndarray, reference: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    """Intervals of each group's difference from group `reference`, replicate by replicate:
-    `replicates` (groups, B, d) -> low and high, each (groups, d)."""
-    return percentile_interval(replicates - replicates[reference], confidence, 1)
+def paired_differences(
+    replicates: np.ndarray, estimates: np.ndarray, reference: int, confidence: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bias-corrected intervals of each group's difference from group `reference`, replicate by
+    replicate: `replicates` (groups, B, d) and the `estimates` (groups, d) -> low and high, each (groups, d)."""
+    differences = replicates - replicates[reference]
+    return bias_corrected_interval(differences, estimates - estimates[reference], confidence, 1)

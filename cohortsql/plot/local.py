@@ -55,7 +55,7 @@ def stacked(source: Source, *, squared: bool = False, outcome: str | None = None
     axes.axhline(0, color="grey", linewidth=0.5)
     binned = f"; each bar is the mean of {per_bar:,} neighbouring targets" if per_bar > 1 else ""
     axes.set_xlabel(f"{len(values):,} targets, ordered by prediction{binned}")
-    axes.set_ylabel("squared cohort Shapley value" if squared else "cohort Shapley value")
+    axes.set_ylabel("Shapley value of the squared game (not phi^2)" if squared else "cohort Shapley value")
     axes.set_xlim(-0.5, len(heights) - 0.5)
     axes.legend(fontsize="small", ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left")
     figure.tight_layout()
@@ -130,7 +130,7 @@ def effects(source: ShapleyEffects | ShapleyEffectsResults | Source, *, outcome:
         color=[colours[name] for name in table["feature"].to_list()],
         capsize=3,
     )
-    axes.set_xlabel("Shapley effect (mean squared cohort Shapley value)")
+    axes.set_xlabel("Shapley effect (mean Shapley value of the squared game)")
     figure.tight_layout()
     return figure
 

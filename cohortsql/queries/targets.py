@@ -68,6 +68,21 @@ def sampled_targets(subjects: str, condition: str, size: int, seed: int, measure
     )
 
 
+def sampled_rows(
+    subjects: str, condition: str, fraction: float, seed: int, measures: Measures, dialect: Dialect
+) -> str:
+    """About `fraction` of the rows satisfying `condition`, each kept on its own hash (no sort: bounded
+    memory on any table), identically on every engine."""
+    key = f"{dialect.string(f'{int(seed)}:row:')} || CAST(__cohort_id AS {dialect.text_type})"
+    return template("sampled_rows").format(
+        weights=target_weight(measures),
+        subjects=subjects,
+        condition=condition,
+        hash_part=dialect.md5_part(dialect.md5_hash(key), 0),
+        threshold=dialect.number(float(fraction) * 2.0**32),
+    )
+
+
 def target_data(
     source: str, columns: Sequence[str], id: str, membership: str, dialect: Dialect, at_most: int | None = None
 ) -> str:

@@ -26,7 +26,7 @@ import polars as pl
 from cohortsql.errors import CohortError
 from cohortsql.plot.colours import feature_colours
 from cohortsql.report import svg
-from cohortsql.results.effects import effects_of_tables
+from cohortsql.results.effects import BIAS_CORRECTED, effects_of_tables
 from cohortsql.results.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
 from cohortsql.results.tables import reason, shown_value
 
@@ -171,7 +171,11 @@ def report_html(tables: ReportTables, targets: list[Any] | None = None, title: s
         f"<header><h1>{escape(name)}</h1><p>{_summary(tables, features, mean)}</p></header>",
         *([_section("Audit", _audit(tables.audit), "audit")] if tables.audit is not None else []),
         _section("Settings and diagnostics", _settings(tables), "settings"),
-        _section("Shapley effects", _effects(tables.effects, colours, tables.settings.get("confidence")), "effects"),
+        _section(
+            "Shapley effects" if "chosen target" not in _over_whom(tables) else "Shapley effects of these targets",
+            _effects(tables, colours, tables.settings.get("confidence")),
+            "effects",
+        ),
         _section("Top drivers", _drivers(tables.local, colours), "drivers"),
         *([_section("Groups of features", _groups(tables.owen), "groups")] if tables.owen is not None else []),
         *(
@@ -243,11 +247,26 @@ def _plain(value: object) -> str:
     return "–" if value is None else str(value)
 
 
-def _effects(effects: pl.DataFrame, colours: dict[str, str], confidence: str | None) -> str:
+def _over_whom(tables: ReportTables) -> str:
+    """Whose effects these are: nothing to say when every row is a target; else the run's own targets
+    (a few chosen ones say nothing about the population), or a random sample of them."""
+    settings = tables.settings
+    if settings.get("targets", "null") == "null" and settings.get("sample", "null") == "null":
+        return ""
+    count = tables.totals.height
+    if settings.get("sample", "null") != "null" or settings.get("targets", "").lstrip("-").replace(".", "").isdigit():
+        return f", estimated from a random sample of {count:,} targets (with its standard error)"
+    return (
+        f", over this run's {count:,} chosen target{'' if count == 1 else 's'} only: their own spread around the"
+        " overall mean, not the population's"
+    )
+
+
+def _effects(tables: ReportTables, colours: dict[str, str], confidence: str | None) -> str:
     """The effects as bars with their standard errors, and a table with the standard errors (a dash
     where every row was a target, so there is no sampling error) and the bootstrap intervals when the
     run has them."""
-    table = effects.sort("shapley_effect", descending=True)
+    table = tables.effects.sort("shapley_effect", descending=True)
     labels = table["feature"].to_list()
     errors = (
         table["shapley_effect_se"].fill_nan(0).fill_null(0).to_list() if "shapley_effect_se" in table.columns else None
@@ -274,8 +293,15 @@ def _effects(effects: pl.DataFrame, colours: dict[str, str], confidence: str | N
             + ("; the intervals are the data's own uncertainty (Bayesian bootstrap)." if intervals else ".")
             + "</p>"
         )
+    if intervals:
+        note += (
+            f"<p>The intervals are {escape(BIAS_CORRECTED)}: a squared quantity's replicates lie above it when"
+            " most cohorts are a row or two, and a plain percentile interval can then miss its own estimate.</p>"
+        )
     return (
-        "<p>Mean squared cohort Shapley value per feature: its share of the variance explained.</p>"
+        "<p>Shapley effect per feature: the mean over the targets of its Shapley value of the squared game"
+        " v(u)<sup>2</sup> (the paper's squared cohort Shapley value; not the mean of the values squared), and"
+        f" its share of the variance explained{_over_whom(tables)}.</p>"
         + chart
         + note
         + f'<table class="sortable"><thead><tr><th>feature</th><th>effect</th><th>standard error</th>{interval_head}'
@@ -373,7 +399,7 @@ def _audit(audit: Audited) -> str:
         " never saw it can still be credited when it tracks the features the model used (the paper's"
         " audit for indirect inference). This is association in the table, not causation, and it depends"
         " on the similarity chosen for every feature.</p>"
-        f"<ul>{words}</ul><h3>Mean value of the attribute per group, with its interval</h3>{chart}"
+        f"<ul>{words}</ul><h3>Mean value of the attribute per group, with its interval</h3><p>Intervals: {escape(BIAS_CORRECTED)}.</p>{chart}"
         '<table class="sortable"><thead><tr><th>attribute</th><th>group</th><th>targets</th><th>value</th>'
         "<th>interval</th><th>gap (group mean − mean)</th><th>share of the gap</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"

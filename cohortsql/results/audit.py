@@ -21,7 +21,7 @@ import polars as pl
 
 from cohortsql.errors import CohortError
 from cohortsql.numeric import bootstrap as bootstrap_module
-from cohortsql.numeric.bootstrap import percentile_interval
+from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.results.cohort import CohortShapleyResult
 
 QUANTILE_GROUPS = 4
@@ -180,6 +180,9 @@ class AuditResult:
                     f"  {row['protected']} = {group['label']}: {rounded(group['value'], scale, signed=True)} on"
                     f" average{part} ({plural(group['count'], 'target')})"
                 )
+        if self.cohort.bootstrap is not None:
+            level = f"{self.cohort.bootstrap.confidence:.0%}"
+            lines.append(f"(intervals: {level} {bootstrap_module.BIAS_CORRECTED})")
         return lines
 
     def report(self, path: str | os.PathLike[str], *, targets: list[Any] | None = None) -> None:
@@ -236,7 +239,7 @@ def audit_tables(
         entry = {"protected": name, "effect": row["shapley_effect"], "share": row["share"]}
         if shares is not None and result.bootstrap is not None:
             position = result.features.index(name)
-            low, high = percentile_interval(shares[:, position], result.bootstrap.confidence, 0)
+            low, high = bias_corrected_interval(shares[:, position], row["share"], result.bootstrap.confidence, 0)
             entry["share_ci_low"], entry["share_ci_high"] = float(low), float(high)
         entry["rank"] = int(row["rank"])
         attributes.append(entry)
@@ -295,7 +298,7 @@ def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> t
         estimates = bootstrap_module.group_means(
             replicates.shapley[:, :, [index]], replicates.target_weights, number, count
         )  # (groups, B, 1)
-        low, high = percentile_interval(estimates[:, :, 0], replicates.confidence, 1)
+        low, high = bias_corrected_interval(estimates[:, :, 0], value, replicates.confidence, 1)
         table |= {"value_ci_low": low, "value_ci_high": high}
     table |= {"gap": gap, "share_of_gap": share_of_gap, "value_alone": alone}
     table |= {
@@ -303,7 +306,7 @@ def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> t
         "difference": value - value[reference],
     }
     if replicates is not None and replicates.shapley is not None:
-        low, high = bootstrap_module.paired_differences(estimates, reference, replicates.confidence)
+        low, high = bootstrap_module.paired_differences(estimates, value[:, None], reference, replicates.confidence)
         table |= {"difference_ci_low": low[:, 0], "difference_ci_high": high[:, 0]}
     others = [position for position in range(len(result.features)) if position != index]
     interactions = means(result.interactions[:, index, others])  # (groups, others)

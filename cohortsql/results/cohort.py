@@ -15,7 +15,7 @@ import polars as pl
 
 from cohortsql.errors import CohortError
 from cohortsql.numeric import bootstrap as bootstrap_module
-from cohortsql.numeric.bootstrap import Bootstrap, percentile_interval
+from cohortsql.numeric.bootstrap import Bootstrap, bias_corrected_interval, percentile_interval
 from cohortsql.request.similarity import Similarity
 from cohortsql.results.base import TargetValues
 from cohortsql.results.effects import effects_table
@@ -273,7 +273,8 @@ class CohortShapleyResult(TargetValues):
     @cached_property
     def global_(self) -> pl.DataFrame:
         """Per feature, the largest effect first, averaged over the targets (weighted by their case weights): ``shapley_effect``
-        (mean squared cohort Shapley value), its standard error ``shapley_effect_se``, ``share`` =
+        (the mean Shapley value of the squared game, the paper's squared cohort Shapley value; not the
+        mean of shapley squared), its standard error ``shapley_effect_se``, ``share`` =
         shapley_effect / `target_variance`, and ``mean_abs_shapley``; with ``bootstrap=B``, the
         interval ``shapley_effect_ci_low`` .. ``_high``.
 
@@ -291,7 +292,7 @@ class CohortShapleyResult(TargetValues):
             mean_abs_shapley=pl.Series(np.average(np.abs(self.shapley), axis=0, weights=weights))
         )
         if self.bootstrap is not None:
-            low, high = percentile_interval(self.bootstrap.effects, self.bootstrap.confidence, 0)
+            low, high = bias_corrected_interval(self.bootstrap.effects, effects, self.bootstrap.confidence, 0)
             table = table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
         return by_importance(table, "shapley_effect")
 
@@ -354,7 +355,7 @@ class CohortShapleyResult(TargetValues):
         main = bootstrap_module.group_means(self.shapley[:, None, :], self.target_weights[:, None], number, count)[:, 0]
         columns["shapley_difference"] = (main - main[position]).reshape(-1)
         means = bootstrap_module.group_means(replicates.shapley, replicates.target_weights, number, count)
-        low, high = bootstrap_module.paired_differences(means, position, confidence)
+        low, high = bootstrap_module.paired_differences(means, main, position, confidence)
         columns["shapley_difference_ci_low"], columns["shapley_difference_ci_high"] = low.reshape(-1), high.reshape(-1)
         return pl.DataFrame(columns)
 

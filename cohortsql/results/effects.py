@@ -12,7 +12,8 @@ import numpy as np
 import polars as pl
 
 from cohortsql.errors import CohortError
-from cohortsql.numeric.bootstrap import percentile_interval
+from cohortsql.numeric.bootstrap import BIAS_CORRECTED as BIAS_CORRECTED
+from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.numeric.dividends import anchored_terms, interaction_values
 from cohortsql.numeric.shapley import shapley_values
 from cohortsql.results.tables import Diagnostics, anchored_table, by_importance, standard_error
@@ -80,7 +81,7 @@ class ShapleyEffects:
     ) -> ShapleyEffects:
         """Effects = Shapley values of the game v_var; standard errors from the targets' squared values
         (their mean equals the effects, by linearity), or 0 (None given) where v_var is exact over every
-        subject; with bootstrap replicates of v_var (`replicate_games`, (B, 2^d)), percentile intervals."""
+        subject; with bootstrap replicates of v_var (`replicate_games`, (B, 2^d)), bias-corrected percentile intervals."""
         effects = shapley_values(game)
         if squared_values is None:
             errors = np.zeros(len(features))
@@ -88,7 +89,7 @@ class ShapleyEffects:
             errors = standard_error(squared_values, population, None, target_weights)
         table = effects_table(features, effects, errors, variance)
         if replicate_games is not None:
-            low, high = percentile_interval(shapley_values(replicate_games), confidence, 0)
+            low, high = bias_corrected_interval(shapley_values(replicate_games), effects, confidence, 0)
             table = table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
         return cls(
             effects=by_importance(table, "shapley_effect"),
@@ -142,7 +143,7 @@ class ShapleyEffects:
             errors = np.sqrt(errors**2 + group_shares**2 @ distinct_errors**2)
         table = effects_table(features, effects, errors, variance)
         if replicate_effects is not None:
-            low, high = percentile_interval(replicate_effects, confidence, 0)
+            low, high = bias_corrected_interval(replicate_effects, effects, confidence, 0)
             table = table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
         return cls(
             effects=by_importance(table, "shapley_effect"),

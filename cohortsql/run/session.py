@@ -25,7 +25,7 @@ from cohortsql.request.similarity import Similarity, SimilarityArgument
 from cohortsql.results.tables import run_settings
 from cohortsql.run.preparation import Prepared, prepare
 from cohortsql.run.progress import Reporter, reporter
-from cohortsql.run.targets import TargetSet, every_row, read_rows, read_target_data, select_targets
+from cohortsql.run.targets import TargetSet, about_rows, every_row, read_rows, read_target_data, select_targets
 
 
 @dataclass
@@ -56,12 +56,15 @@ class Session:
         return frame
 
     def sample_rows(self, rows: int) -> pl.DataFrame:
-        """At most `rows` subject rows as they are in the data (every column): all of them when there are
-        no more, else drawn at random with the call's seed (0 when it has none). What checks of the data
-        as a whole read (`cohortsql.results.copies.warn_about_copies` after Shapley effects)."""
-        sample = None if self.prepared.subject_count <= rows else rows
+        """About `rows` subject rows as they are in the data (every column): all of them when there are
+        no more, else each row kept with probability rows / subjects on its hash with the call's seed (0
+        when it has none; no sort, so bounded memory). What checks of the data as a whole read
+        (`cohortsql.results.copies.warn_about_copies`)."""
         seed = self.options.selection.seed or 0
-        chosen = every_row(self.engine, self.prepared, sample, seed)
+        if self.prepared.subject_count <= rows:
+            chosen = every_row(self.engine, self.prepared, None, seed)
+        else:
+            chosen = about_rows(self.engine, self.prepared, rows / self.prepared.subject_count, seed)
         return read_rows(self.engine, self.prepared, chosen, context="reading a sample of the rows")
 
     def reporter(self) -> Reporter:

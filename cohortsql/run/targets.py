@@ -394,3 +394,11 @@ def every_row(engine: Engine, prepared: Prepared, sample: int | None, seed: int)
             prepared.subjects, condition, sample, seed, prepared.measures, engine.dialect
         )
     return engine.fetch_arrow(sql, context="reading the baseline rows")
+
+
+def about_rows(engine: Engine, prepared: Prepared, fraction: float, seed: int) -> pa.Table:
+    """About `fraction` of the subject rows, each kept on its own hash with `seed`, in id order: a
+    sample that needs no sort, so that a check of the data reads a large table in bounded memory."""
+    condition = queries.targets.target_condition(False, None)
+    sql = queries.targets.sampled_rows(prepared.subjects, condition, fraction, seed, prepared.measures, engine.dialect)
+    return engine.fetch_arrow(sql, context="reading a sample of the rows")

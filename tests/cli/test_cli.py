@@ -312,6 +312,7 @@ def test_weights_several_predictions_and_a_bootstrap(data, frame):
     ).effects
     low = reference_effects.filter(pl.col("feature") == "age")["shapley_effect_ci_low"][0]
     assert f"[{low:.4g}, " in effects.output
+    assert "(95% bias-corrected percentile intervals" in effects.output  # which interval, said
 
 
 def test_effects_with_two_predictions_and_intervals(data, frame):

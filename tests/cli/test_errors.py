@@ -59,7 +59,7 @@ def explain(data=FRAME, **options):
         ),
         ({"targets": "age > 100"}, "targets 'age > 100' selects no rows"),
         ({"targets": "height > 1"}, "reading the data with targets 'height > 1': Binder Error"),
-        ({"method": "fast"}, "method must be one of exact, permutation, auto, got 'fast'"),
+        ({"method": "fast"}, "method must be one of exact, permutation, integrated, auto, got 'fast'"),
         (
             {"similarity": {"age": "sql:s.height = t.height"}},
             "computing similarity masks (check the sql: similarity of ['age'])",

@@ -62,7 +62,7 @@ def _brute_force_integrated(name: str, kinds: tuple[tuple[str, str], ...]) -> pl
     tests = [reference_kind(kind, frame.schema[feature]) for feature, kind in kinds]
     y = frame[case.prediction].cast(pl.Float64).to_numpy()
     rows = range(min(frame.height, MAX_INTEGRATED_TARGETS))
-    phi = reference.integrated_gradients(columns, tests, y, rows, panels=800)
+    phi = reference.integrated_gradients(columns, tests, y, rows, panels=100)
     ids = frame[ID].to_list()[: len(rows)]
     return pl.DataFrame(
         {
