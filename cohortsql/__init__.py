@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from cohortsql.api.anonymity import kanonymity_shapley as kanonymity_shapley
     from cohortsql.api.assemble import assemble as assemble
     from cohortsql.api.audit import audit as audit
+    from cohortsql.api.audit import estimate_audit as estimate_audit
     from cohortsql.api.baseline import baseline_shapley as baseline_shapley
     from cohortsql.api.calibrate import calibrate as calibrate
     from cohortsql.api.compare import compare as compare
@@ -65,6 +66,7 @@ _PUBLIC = {
     "baseline_shapley": "cohortsql.api.baseline",
     "compare": "cohortsql.api.compare",
     "audit": "cohortsql.api.audit",
+    "estimate_audit": "cohortsql.api.audit",
     "insertion_deletion": "cohortsql.api.integrated",
     "calibrate": "cohortsql.api.calibrate",
     "estimate": "cohortsql.api.estimate",

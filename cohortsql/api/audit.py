@@ -13,6 +13,7 @@ import polars as pl
 
 from cohortsql._typing import EVERY_OTHER, AuditOptions, BaselineOptions, ShapleyOptions
 from cohortsql.api.baseline import baseline_shapley
+from cohortsql.api.estimate import estimate
 from cohortsql.api.local import cohort_shapley
 from cohortsql.errors import CohortError
 from cohortsql.request.options import checked_options
@@ -21,6 +22,7 @@ from cohortsql.results.audit import AuditResult, audit_tables, grouping
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.run.interrupts import interruptible_call
+from cohortsql.run.pace import Plan
 
 BOOTSTRAP = 200
 """Replicates an audit draws unless told otherwise: its intervals are part of what it reports."""
@@ -95,6 +97,51 @@ def audit(
     >>> found.attributes["protected"].to_list()
     ['region']
     """
+    names, run = _cohort_run(prediction, protected, options)
+    checked = checked_options(options, AuditOptions, bootstrap=BOOTSTRAP)
+    result = cohort_shapley(data, prediction=prediction, similarity=_with_protected(similarity, names), **run)
+    if not isinstance(result, CohortShapleyResult):  # one prediction, checked above: one result
+        raise TypeError(f"cohort_shapley returned {type(result).__name__} for one prediction column")
+    groupings = {name: grouping(result.targets[name]) for name in names}
+    attributes, groups, proxies = audit_tables(result, names, groupings)
+    if model is not None:
+        contrast = _model_contrast(data, model, prediction, result, names, options, checked.modelling.model_targets)
+        attributes = attributes.join(contrast, on="protected", how="left", maintain_order="left")
+    return AuditResult(attributes, groups, proxies, result, names)
+
+
+@interruptible_call
+def estimate_audit(
+    data: Any,
+    *,
+    prediction: str,
+    protected: str | Sequence[str],
+    similarity: SimilarityArgument,
+    **options: Unpack[AuditOptions],
+) -> Plan:
+    """What `audit` with these arguments would do and how long its cohort Shapley run should take
+    (``audit --dry-run``): `estimate` of that run, with the protected attributes among the features,
+    interaction values, and the audit's replicates (200 unless `bootstrap` says otherwise). With a
+    model, the model's baseline Shapley on `model_targets` targets comes on top
+    (`estimate_compare` times it).
+
+    Examples
+    --------
+    >>> import cohortsql
+    >>> loans = cohortsql.datasets.loans()
+    >>> plan = cohortsql.estimate_audit(loans, prediction="score", protected="region", similarity=["income"])
+    >>> plan.features, plan.replicates
+    (2, 200)
+    """
+    names, run = _cohort_run(prediction, protected, options)
+    return estimate(data, prediction=prediction, similarity=_with_protected(similarity, names), **run)
+
+
+def _cohort_run(
+    prediction: object, protected: object, options: Mapping[str, Any]
+) -> tuple[tuple[str, ...], ShapleyOptions]:
+    """The protected attributes' names and the options of the audit's cohort Shapley run: the caller's,
+    with interaction values and the audit's replicates (`BOOTSTRAP` by default)."""
     names = _protected_names(protected)
     if not isinstance(prediction, str):
         raise CohortError(
@@ -106,15 +153,7 @@ def audit(
         ShapleyOptions,
         given | {"interactions": True, "bootstrap": checked.weighting.bootstrap, "seed": checked.selection.seed},
     )
-    result = cohort_shapley(data, prediction=prediction, similarity=_with_protected(similarity, names), **run)
-    if not isinstance(result, CohortShapleyResult):  # one prediction, checked above: one result
-        raise TypeError(f"cohort_shapley returned {type(result).__name__} for one prediction column")
-    groupings = {name: grouping(result.targets[name]) for name in names}
-    attributes, groups, proxies = audit_tables(result, names, groupings)
-    if model is not None:
-        contrast = _model_contrast(data, model, prediction, result, names, options, checked.modelling.model_targets)
-        attributes = attributes.join(contrast, on="protected", how="left", maintain_order="left")
-    return AuditResult(attributes, groups, proxies, result, names)
+    return names, run
 
 
 def _protected_names(protected: object) -> tuple[str, ...]:

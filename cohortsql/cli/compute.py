@@ -139,11 +139,13 @@ AUDIT_EPILOG = (
 )
 
 
-@command(EXPLAINED, ("protected",), A_TABLE, ("model",), AuditOptions, ("out", "report"))
+@command(EXPLAINED, ("protected",), A_TABLE, ("model",), AuditOptions, ("out", "report", "dry_run"))
 def audit(options: Flags) -> None:
     """Does the prediction lean on protected attributes, model inputs or not? Each attribute's share of
     the variance explained, each group's mean value and its share of the group's gap, with bootstrap
-    intervals, and the features it acts through (with --model, the model's own baseline Shapley beside)."""
+    intervals, and the features it acts through (with --model, the model's own baseline Shapley beside).
+    Interaction values are always computed; by default 200 Bayesian-bootstrap replicates (--bootstrap)
+    and, with --model, 20 baselines (--baseline-sample); --dry-run estimates the time first."""
     from cohortsql.api.audit import audit as audit_prediction
     from cohortsql.cli.outputs import write
     from cohortsql.games.baseline.models import load_model
@@ -156,10 +158,19 @@ def audit(options: Flags) -> None:
         raise CohortError("no --protected given: name the protected attribute's column (repeat it for several)")
     if isinstance(arguments["prediction"], list):
         raise CohortError("an audit explains one --prediction column")
+    model = options.get("model")
+    if options.get("dry_run"):
+        from cohortsql.api.audit import estimate_audit
+
+        plan = estimate_audit(options["data"], protected=protected, **arguments)
+        later = (
+            "\nwith --model, the model's baseline Shapley comes on top (compare --dry-run times it)" if model else ""
+        )
+        typer.echo(f"{plan}{later}")
+        return
     report = options.get("report")
     if report:
         check_report_path(Path(report))  # before the work, not after it
-    model = options.get("model")
     found = audit_prediction(
         options["data"], protected=protected, model=load_model(model) if model else None, **arguments
     )

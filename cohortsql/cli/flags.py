@@ -150,7 +150,11 @@ ModelToleranceOption = Annotated[
     ),
 ]
 BaselineSample = Annotated[
-    int | None, typer.Option(help="All-baseline Shapley over this many rows drawn at random (default: every row).")
+    int | None,
+    typer.Option(
+        help="All-baseline Shapley over this many rows drawn at random (default: every row for baseline;"
+        " 20 for the audit's model)."
+    ),
 ]
 Exact = Annotated[str | None, typer.Option(help="Comma-separated numeric features to compare exactly (not by window).")]
 CalibrationKindOption = Annotated[

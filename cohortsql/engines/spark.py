@@ -19,7 +19,6 @@ import threading
 import time
 import urllib.parse
 import uuid
-import warnings
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -54,7 +53,7 @@ from cohortsql.engines.inputs import (
     without_positions,
 )
 from cohortsql.engines.spark_session import start_session
-from cohortsql.errors import CohortError, CohortWarning
+from cohortsql.errors import CohortError, warn
 from cohortsql.numeric.pair_tests import PairTest
 from cohortsql.request.user_sql import is_query, query_text
 
@@ -326,10 +325,8 @@ class SparkEngine(Engine):
             except CohortError as error:
                 if _WORKERS_CANNOT_IMPORT not in str(error):
                     raise
-                warnings.warn(
-                    f"{error}; until then Spark SQL builds the mask histograms, about ten times slower, and checks the ids",
-                    CohortWarning,
-                    stacklevel=2,
+                warn(
+                    f"{error}; until then Spark SQL builds the mask histograms, about ten times slower, and checks the ids"
                 )
                 _EXECUTORS_IMPORT[self.session] = False
         return _EXECUTORS_IMPORT[self.session]

@@ -96,7 +96,8 @@ def stacked_bars(plt: Any, axes: Any, values: np.ndarray, features: list[str]) -
 
 
 def effects(source: ShapleyEffects | ShapleyEffectsResults | Source, *, outcome: str | None = None) -> Figure:
-    """Shapley effects as a bar chart, largest first, with error bars where there are standard errors.
+    """Shapley effects as a bar chart, largest first, whiskers at the bootstrap intervals where there are
+    intervals (a file's ``ci_low``/``ci_high`` columns too), else at one standard error.
 
     `source` is a result, or a file: what ``cohortsql effects --out`` writes, or the long table of
     ``cohortsql shapley --out`` (whose mean squared values are the effects); of several explained
@@ -119,20 +120,35 @@ def effects(source: ShapleyEffects | ShapleyEffectsResults | Source, *, outcome:
             table = effects_of_tables(*read_tables(source, outcome=outcome), settings)
     colours = feature_colours(run_feature_order(settings, table["feature"].to_list()))
     table = table.sort("shapley_effect")
-    errors = (
-        table["shapley_effect_se"].fill_nan(0).fill_null(0).to_numpy() if "shapley_effect_se" in table.columns else None
-    )
     figure, axes = plt.subplots(figsize=(6, 0.35 * table.height + 1.2))
     axes.barh(
         table["feature"].to_list(),
         table["shapley_effect"].to_numpy(),
-        xerr=errors if errors is not None and errors.any() else None,
+        xerr=_effect_whiskers(table),
         color=[colours[name] for name in table["feature"].to_list()],
         capsize=3,
     )
-    axes.set_xlabel("Shapley effect (mean Shapley value of the squared game)")
+    label = "Shapley effect (mean Shapley value of the squared game)"
+    if "shapley_effect_ci_low" in table.columns:
+        level = settings.get("confidence", "0.95")
+        label += f"\nwhiskers: {float(level):.0%} bias-corrected bootstrap intervals"
+    axes.set_xlabel(label)
     figure.tight_layout()
     return figure
+
+
+def _effect_whiskers(table: pl.DataFrame) -> np.ndarray | None:
+    """Each bar's whisker: its bootstrap interval where the table has one (the effect need not sit in
+    the middle of it: (2, n) distances below and above), else one standard error each way, else none."""
+    effect = table["shapley_effect"].to_numpy()
+    if "shapley_effect_ci_low" in table.columns:
+        low = table["shapley_effect_ci_low"].fill_null(np.nan).to_numpy()
+        high = table["shapley_effect_ci_high"].fill_null(np.nan).to_numpy()
+        return np.nan_to_num(np.vstack([effect - low, high - effect]).clip(min=0.0))
+    if "shapley_effect_se" in table.columns:
+        errors = table["shapley_effect_se"].fill_nan(0).fill_null(0).to_numpy()
+        return errors if errors.any() else None
+    return None
 
 
 BEESWARM_POINTS = 2_000

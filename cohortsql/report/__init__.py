@@ -28,7 +28,7 @@ from cohortsql.plot.colours import feature_colours
 from cohortsql.report import svg
 from cohortsql.results.effects import BIAS_CORRECTED, effects_of_tables
 from cohortsql.results.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
-from cohortsql.results.tables import reason, shown_value
+from cohortsql.results.tables import SMALL_GROUP, reason, shown_value
 
 SHOWN_TARGETS = 3
 """Targets drawn in detail when none are chosen: the lowest, the median and the highest prediction."""
@@ -379,13 +379,17 @@ def _audit(audit: Audited) -> str:
     chart = svg.intervals(labels, groups["value"].to_list(), low, high)
     rows = []
     for row, start, end in zip(groups.iter_rows(named=True), low, high):
-        interval = f"{start:+.4g} to {end:+.4g}" if math.isfinite(start) else "–"
+        interval = f"{start:+.4g} to {end:+.4g}" if _finite(start) and _finite(end) else "–"
+        gap = f"{row['gap']:+.4g}"
+        if _finite(row.get("gap_ci_low")) and _finite(row.get("gap_ci_high")):
+            gap += f" ({row['gap_ci_low']:+.4g} to {row['gap_ci_high']:+.4g})"
         share = row["share_of_gap"]
+        few = " (few)" if row["count"] < SMALL_GROUP else ""
         rows.append(
             f"<tr><td>{escape(row['protected'])}</td><td>{escape(row['label'])}</td>"
-            f'<td class="num">{row["count"]:,}</td><td class="num">{row["value"]:+.4g}</td>'
-            f'<td class="num">{interval}</td><td class="num">{row["gap"]:+.4g}</td>'
-            f'<td class="num">{"–" if share is None or not math.isfinite(share) else f"{share:.1%}"}</td></tr>'
+            f'<td class="num">{row["count"]:,}{few}</td><td class="num">{row["value"]:+.4g}</td>'
+            f'<td class="num">{interval}</td><td class="num">{gap}</td>'
+            f'<td class="num">{"–" if not _finite(share) else f"{share:.1%}"}</td></tr>'
         )
     proxies = audit.proxies.group_by("protected", "label", maintain_order=True).head(AUDIT_PROXIES)
     acts = "".join(
@@ -403,6 +407,9 @@ def _audit(audit: Audited) -> str:
         '<table class="sortable"><thead><tr><th>attribute</th><th>group</th><th>targets</th><th>value</th>'
         "<th>interval</th><th>gap (group mean − mean)</th><th>share of the gap</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
+        "<p>A share of the gap is given (else –) only where the gap's interval excludes 0: the share of a"
+        f" gap that may be 0 could be any number. Groups of fewer than {SMALL_GROUP} targets are marked"
+        " (few): their means rest on a handful of rows.</p>"
         "<h3>Through which features</h3><p>The group's mean Shapley interaction value of the attribute with"
         " each feature (half the interaction index): positive when, over the orders in which features join"
         " the cohort, the attribute moves the cohort mean further up (or less far down) once that feature is"
@@ -441,6 +448,11 @@ def reasons_table(local: pl.DataFrame, count: int) -> pl.DataFrame:
     top = ranked.group_by("id", maintain_order=True).head(count)
     words = top.with_columns(reason=reason())
     return words.group_by("id", maintain_order=True).agg(reasons=pl.col("reason").str.join("; "))
+
+
+def _finite(value: object) -> bool:
+    """A number to show (not None, NaN or infinite)."""
+    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _target_anchor(id: Any) -> str:
@@ -520,7 +532,8 @@ def _target_section(tables: ReportTables, id: Any, mean: float, colours: dict[st
     )
     return (
         f'<section class="target" id="{_target_anchor(id)}"><h2>Target {escape(str(id))}</h2>'
-        f"<p>prediction {total['prediction']:.4g}; cohort of {total['cohort_size']:,.0f} similar subjects with mean"
+        f"<p>prediction {total['prediction']:.4g}; cohort of {total['cohort_size']:,.0f} similar"
+        f" subject{'' if total['cohort_size'] == 1 else 's'} with mean"
         f" {total['cohort_mean']:.4g}; the values add up to {total['value']:.4g}.</p>"
         f"<h3>From the mean to the cohort mean</h3>{waterfall}<h3>Cohort refinement</h3>{refinement}</section>"
     )

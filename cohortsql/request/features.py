@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -18,7 +17,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from cohortsql._typing import EVERY_OTHER, Row
-from cohortsql.errors import CohortError, CohortWarning
+from cohortsql.errors import CohortError, warn
 from cohortsql.request.similarity import (
     AbsoluteWindow,
     Exact,
@@ -382,17 +381,13 @@ def _warn_about_levels(feature: Feature, levels: int | None, rows: int) -> None:
     else:
         advice = "compare a coarser key of it with a sql: kind"
     if levels >= ID_LIKE_SHARE * rows:
-        warnings.warn(
+        warn(
             f"feature {name!r} has a different value on every row (like an id) and is compared with 'exact':"
-            f" every cohort on it is one row; {advice}, or drop it",
-            CohortWarning,
-            stacklevel=4,
+            f" every cohort on it is one row; {advice}, or drop it"
         )
     elif levels > MANY_LEVELS or levels > MANY_LEVELS_SHARE * rows:
-        warnings.warn(
+        warn(
             f"feature {name!r} has about {levels:,} distinct values and is compared with 'exact': its cohorts"
             f" are small; "
-            + (f"if its values are ordered, {advice}" if feature.values in NUMERIC_KINDS else f"{advice}, or drop it"),
-            CohortWarning,
-            stacklevel=4,
+            + (f"if its values are ordered, {advice}" if feature.values in NUMERIC_KINDS else f"{advice}, or drop it")
         )

@@ -23,6 +23,7 @@ from cohortsql.errors import CohortError
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.results.cohort import CohortShapleyResult
+from cohortsql.results.tables import SMALL_GROUP
 
 QUANTILE_GROUPS = 4
 """A numeric protected attribute with more distinct values among the targets than this is read in
@@ -174,11 +175,10 @@ class AuditResult:
                     interval = f" ({percent(row['share_ci_low'])}–{percent(row['share_ci_high'])})"
                 lines.append(f"{row['protected']}: {percent(row['share'])} of the variance explained{interval}, {rank}")
             for group in self.groups.filter(pl.col("protected") == row["protected"]).iter_rows(named=True):
-                gap = group["share_of_gap"]
-                part = "" if gap is None or not math.isfinite(gap) else f", {percent(gap)} of the group's gap"
                 lines.append(
                     f"  {row['protected']} = {group['label']}: {rounded(group['value'], scale, signed=True)} on"
-                    f" average{part} ({plural(group['count'], 'target')})"
+                    f" average{_gap_words(group, scale)} ({plural(group['count'], 'target')}"
+                    + (f": too few to read alone, under {SMALL_GROUP})" if group["count"] < SMALL_GROUP else ")")
                 )
         if self.cohort.bootstrap is not None:
             level = f"{self.cohort.bootstrap.confidence:.0%}"
@@ -195,6 +195,20 @@ class AuditResult:
 
     def __repr__(self) -> str:
         return f"AuditResult({', '.join(self.protected)}; {len(self.cohort.ids)} targets)\n" + "\n".join(self.summary())
+
+
+def _gap_words(group: Mapping[str, Any], scale: float) -> str:
+    """ ", 39% of the group's gap", or why no share is given: the gap is not clearly away from 0."""
+    share = group["share_of_gap"]
+    if share is not None and math.isfinite(share):
+        return f", {percent(share)} of the group's gap"
+    low, high = group.get("gap_ci_low"), group.get("gap_ci_high")
+    if low is None or high is None or rounded(low, scale) == rounded(high, scale) == "0":
+        return ""  # no interval, or a gap that is 0 in every replicate (the group is everyone)
+    return (
+        f"; its gap {rounded(group['gap'], scale, signed=True)} ({rounded(group['gap_ci_low'], scale, signed=True)}"
+        f" to {rounded(group['gap_ci_high'], scale, signed=True)}) may be 0, so no share of it is given"
+    )
 
 
 ROUNDING = 1e-12
@@ -263,6 +277,19 @@ def _replicate_shares(result: CohortShapleyResult) -> np.ndarray:
         return np.where(variances[:, None] > 0, result.bootstrap.effects / variances[:, None], np.nan)
 
 
+def _gap_interval(
+    result: CohortShapleyResult, number: np.ndarray, count: int, gap: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bias-corrected intervals of each group's gap (its mean prediction less the mean), replicate by
+    replicate: both means under the same reweighting of the targets."""
+    assert result.bootstrap is not None
+    weights = result.bootstrap.target_weights  # (targets, B)
+    predictions = np.broadcast_to(result.prediction[:, None, None], (*weights.shape, 1))
+    group_means = bootstrap_module.group_means(predictions, weights, number, count)[:, :, 0]  # (groups, B)
+    overall = (result.prediction[:, None] * weights).sum(axis=0) / weights.sum(axis=0)
+    return bias_corrected_interval(group_means - overall[None, :], gap, result.bootstrap.confidence, 1)
+
+
 def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One attribute's rows of the groups and proxies tables."""
     assert result.interactions is not None
@@ -294,13 +321,18 @@ def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> t
         "value": value,
     }
     replicates = result.bootstrap
+    gap_interval: dict[str, np.ndarray] = {}
     if replicates is not None and replicates.shapley is not None:
         estimates = bootstrap_module.group_means(
             replicates.shapley[:, :, [index]], replicates.target_weights, number, count
         )  # (groups, B, 1)
         low, high = bias_corrected_interval(estimates[:, :, 0], value, replicates.confidence, 1)
         table |= {"value_ci_low": low, "value_ci_high": high}
-    table |= {"gap": gap, "share_of_gap": share_of_gap, "value_alone": alone}
+        gap_low, gap_high = _gap_interval(result, number, count, gap)
+        gap_interval = {"gap_ci_low": gap_low, "gap_ci_high": gap_high}
+        # a share of a gap that may be 0 is any number at all: shown only when the gap is clearly not 0
+        share_of_gap = np.where((gap_low > 0) | (gap_high < 0), share_of_gap, np.nan)
+    table |= {"gap": gap, **gap_interval, "share_of_gap": share_of_gap, "value_alone": alone}
     table |= {
         "reference": pl.Series([groups.levels[reference]] * count, dtype=pl.String),
         "difference": value - value[reference],

@@ -332,7 +332,7 @@ class CohortShapleyResult(TargetValues):
             raise CohortError(
                 f"by({column!r}) intervals need each target's replicate values, which were not kept for"
                 f" {len(self.ids)} targets x {replicates.replicates} replicates ({size / 2**20:.0f} MiB, over"
-                " the run's memory budget for them): use fewer targets (sample=) or replicates, or a larger"
+                " the run's memory budget for them): use fewer targets (sample= / --sample) or replicates, or a larger"
                 " memory_limit"
             )
         values = groups[column].to_list()
@@ -404,11 +404,10 @@ class CohortShapleyResult(TargetValues):
             output = explained
         if squared:
             output = f"({output} - mean)^2"
-        numeric = all(dtype.is_numeric() or dtype in (pl.Boolean, pl.Null) for dtype in data.dtypes)
         return shap.Explanation(
             values=values,
             base_values=np.full(len(values), 0.0 if squared else self.mean),
-            data=data.to_numpy().astype(float) if numeric else data.to_numpy(),
+            data=_shap_data(data),
             feature_names=names,
             instance_names=[str(target) for target in self.ids.to_list()],
             output_names=output,
@@ -430,3 +429,24 @@ class CohortShapleyResult(TargetValues):
             f"CohortShapleyResult({len(self.ids)} targets x {len(self.features)} features, "
             f"{self.subjects} subjects, mean={self.mean:.6g}, method={self.method!r}, path={self.path!r}{extra})"
         )
+
+
+MISSING_TEXT = "(missing)"
+"""A missing text value as `CohortShapleyResult.to_shap` hands it to shap (whose plots sort the values,
+and cannot sort None beside text)."""
+
+
+def _shap_data(data: pl.DataFrame) -> np.ndarray:
+    """The targets' feature values as shap's plots read them: floats with NaN for missing numbers
+    (shap's scatter colours NaN grey); where any feature is text, an object array whose numeric
+    columns still hold floats and NaN and whose missing text reads `MISSING_TEXT`."""
+    numeric = [dtype.is_numeric() or dtype in (pl.Boolean, pl.Null) for dtype in data.dtypes]
+    columns = [
+        data[name].cast(pl.Float64).fill_null(np.nan).to_numpy()
+        if is_number
+        else np.array(data[name].cast(pl.String).fill_null(MISSING_TEXT).to_list(), dtype=object)
+        for name, is_number in zip(data.columns, numeric)
+    ]
+    if all(numeric):
+        return np.column_stack(columns) if columns else np.empty((data.height, 0))
+    return np.column_stack([column.astype(object) for column in columns])

@@ -7,14 +7,13 @@ the variance explained on a public mortgage table), so each is named in a warnin
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
-from cohortsql.errors import CohortWarning
+from cohortsql.errors import warn
 
 COPY_SHARE = 0.95
 """A feature that alone accounts for this share of the explained column's variation among the
@@ -146,19 +145,15 @@ def warn_about_copies(rows: pl.DataFrame, features: Sequence[str], explained: np
     label = fitted_label(rows, features, explained)
     what = "the explained column" if name is None else repr(name)
     for name, share in copies.items():
-        warnings.warn(
+        warn(
             f"{name!r} alone accounts for {share:.0%} of the variation of {what}: it is probably a copy of what"
             " is explained (the observed outcome, a label or another score), not a predictor; leave it out of"
-            " the features",
-            CohortWarning,
-            stacklevel=3,
+            " the features"
         )
     if label is not None and label.name not in copies:
-        warnings.warn(
+        warn(
             f"{label.name!r} is probably the label {what} was fitted to: {what} reads as the probability that"
             f" {label.name} = {label.level!r} (its rate {label.rate:.1%} against a mean of {label.mean:.1%}, and"
             f" {label.calibration:.3f} apart on average in each tenth of the rows), so it would take credit for"
-            f" being the answer, not a reason; leave {label.name!r} out of the features unless it is one",
-            CohortWarning,
-            stacklevel=3,
+            f" being the answer, not a reason; leave {label.name!r} out of the features unless it is one"
         )

@@ -5,6 +5,7 @@ and the same table computed from the files `cohortsql shapley --out` writes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from cohortsql.numeric.bootstrap import BIAS_CORRECTED as BIAS_CORRECTED
 from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.numeric.dividends import anchored_terms, interaction_values
 from cohortsql.numeric.shapley import shapley_values
+from cohortsql.results.files import write_frame
 from cohortsql.results.tables import Diagnostics, anchored_table, by_importance, standard_error
 
 
@@ -184,6 +186,11 @@ class ShapleyEffects:
     def explained_share(self) -> float:
         """v_var(1:d) / variance: the fraction of the variance the cohorts explain."""
         return self.explained / self.variance if self.variance > 0 else float("nan")
+
+    def write_parquet(self, path: str | os.PathLike[str]) -> None:
+        """Write `effects` to a Parquet (or CSV) file, atomically, with the run's settings as metadata:
+        what ``cohortsql effects --out`` writes, and what ``cohortsql plot --kind effects`` reads."""
+        write_frame(self.effects, path, self.settings)
 
     def __repr__(self) -> str:
         note = zero_errors_note(self.effects)

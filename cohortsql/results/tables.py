@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import warnings
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import Any, TypedDict
@@ -15,7 +14,7 @@ from typing import Any, TypedDict
 import numpy as np
 import polars as pl
 
-from cohortsql.errors import CohortError, CohortWarning
+from cohortsql.errors import CohortError, warn
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.dividends import sets_up_to
 from cohortsql.numeric.shapley import TIE_TOLERANCE, tie_steps
@@ -31,6 +30,10 @@ BROAD_SHARE = 0.9
 
 SINGLETON_WARNING_SHARE = 0.5
 """More than this share of targets in a cohort of one row gets a `CohortWarning`."""
+SMALL_GROUP = 30
+"""A group of fewer targets than this is flagged where its mean is shown (the audit's words and
+report): its mean value and gap rest on a handful of rows (a group of 6 once read "-1207% of the
+group's gap")."""
 
 BROAD_WARNING_SHARE = 0.5
 """A feature broad for more than this share of the targets gets a `CohortWarning`."""
@@ -44,11 +47,9 @@ def warn_about_cohorts(checks: Diagnostics, kinds: Mapping[str, Similarity]) -> 
     predicate, or nothing for an exact comparison (a common level is the data's, not a setting's)."""
     share = checks.get("singleton_share", 0.0)
     if share > SINGLETON_WARNING_SHARE:
-        warnings.warn(
+        warn(
             f"{share:.0%} of the targets end in a cohort of one row: the explanation then rests on single rows;"
-            " widen windows or use fewer features",
-            CohortWarning,
-            stacklevel=3,
+            " widen windows or use fewer features"
         )
     for name, broad in checks.get("broad_features", {}).items():
         kind = kinds.get(name)
@@ -56,11 +57,9 @@ def warn_about_cohorts(checks: Diagnostics, kinds: Mapping[str, Similarity]) -> 
         if broad <= BROAD_WARNING_SHARE or kind is None or (kind.equivalence and narrower is None):
             continue
         advice = f"narrow it, e.g. {name}={narrower}" if narrower is not None else "make its predicate stricter"
-        warnings.warn(
+        warn(
             f"similarity on {name!r} alone ({kind}) keeps over {BROAD_SHARE:.0%} of the table for {broad:.0%} of"
-            f" the targets, so {name!r} can earn little credit: {advice}",
-            CohortWarning,
-            stacklevel=3,
+            f" the targets, so {name!r} can earn little credit: {advice}"
         )
 
 

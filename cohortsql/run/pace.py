@@ -187,7 +187,7 @@ class Pacer:
     """How many sums each target-subject pair adds to (weights, outcomes, replicates): the pilot and
     the small-run threshold count pairs at this cost."""
     seconds_per_batch: float = SECONDS_PER_BATCH
-    remedy: str = "sample the targets (--sample), use bins: instead of windows, or fewer features"
+    remedy: str = "sample the targets (sample= / --sample), use bins: instead of windows, or fewer features"
     paced: bool = True
     """False where a batch costs about the same whatever its size (the lattice walk): memory sizes it."""
     pilot_only: bool = False

@@ -8,14 +8,13 @@ batches bounded by the memory budget (every array a batch allocates) and paced b
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterator
 from typing import Any, Literal
 
 from cohortsql import queries
 from cohortsql._typing import PATHS
 from cohortsql.engines.base import Engine
-from cohortsql.errors import CohortError, CohortWarning, check_choice
+from cohortsql.errors import CohortError, check_choice, warn
 from cohortsql.request import arguments
 from cohortsql.request.options import Terms
 from cohortsql.run.grouping_sets import grouping_sets_batches
@@ -179,13 +178,11 @@ def choose_method(method: str, d: int, game: Literal["cohort", "baseline"] = "co
                 f"the permutation method handles at most {MAX_FEATURES} features; got {d}: use"
                 " method='integrated' (integrated gradient cohort Shapley, O(n d) per target), or drop features"
             )
-        warnings.warn(
+        warn(
             f"method='auto' chose the integrated gradient approximation of cohort Shapley (IGCS) for {d} features:"
             f" beyond {MAX_FEATURES} features neither every cohort nor random orders of them are affordable. IGCS"
             " equals cohort Shapley where the cohort mean is multilinear on the cube's corners and approximates it"
-            " otherwise; its values add up as cohort Shapley's do (method='integrated' says so without this warning)",
-            CohortWarning,
-            stacklevel=4,
+            " otherwise; its values add up as cohort Shapley's do (method='integrated' says so without this warning)"
         )
         return "integrated"
     return arguments.exact_or_permutation(

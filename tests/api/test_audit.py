@@ -6,6 +6,7 @@ values by their formulas) and against the library's other functions."""
 import itertools
 import math
 import re
+import warnings
 
 import numpy as np
 import polars as pl
@@ -208,6 +209,26 @@ def test_the_command_line_prints_the_audit_in_words_and_writes_its_report(table,
     assert "with zip" in section.text
 
 
+def test_the_audit_has_a_dry_run_and_states_its_defaults(table, tmp_path):
+    """``audit --dry-run`` plans the audit's own run (the protected attribute among the features,
+    200 replicates unless told) and writes nothing; the help states the defaults it runs with."""
+    from cohortsql.api.audit import BASELINES, BOOTSTRAP
+
+    data = tmp_path / "lending.parquet"
+    table.write_parquet(data)
+    out = tmp_path / "a.parquet"
+    arguments = ["audit", str(data), "--prediction", "denial", "--protected", "group", "--features", "zip,income"]
+    result = CliRunner().invoke(app, [*arguments, "--id", "id", "--dry-run", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"3 features, exact method (8 cohorts per target), {BOOTSTRAP} bootstrap replicates" in result.output
+    assert "estimate: about" in result.output and not out.exists()
+    plan = cohortsql.estimate_audit(table, **AUDIT)
+    assert (plan.features, plan.replicates) == (3, BOOTSTRAP)
+    shown = " ".join(CliRunner().invoke(app, ["audit", "--help"], terminal_width=200).output.split())
+    assert f"by default {BOOTSTRAP} Bayesian-bootstrap replicates" in shown and f"{BASELINES} baselines" in shown
+    assert "--dry-run" in shown
+
+
 def test_a_level_holding_every_target_has_no_share_of_a_gap(table):
     """One level (every target in it): its gap is rounding noise around 0 (3.9e-16), whose 'share'
     read -4.8%; it is missing, and the summary says no share."""
@@ -260,7 +281,7 @@ def test_the_share_interval_is_of_the_share_itself():
     assert row["share"] == pytest.approx(0.5, abs=1e-12)
     assert row["share_ci_low"] == pytest.approx(0.5, abs=1e-9) and row["share_ci_high"] == pytest.approx(0.5, abs=1e-9)
     assert "50.0% of the variance explained (50.0%–50.0%)" in found.summary()[0]
-    assert found.summary()[1].endswith("(1 target)")
+    assert found.summary()[1].endswith("(1 target: too few to read alone, under 30)")
 
 
 @pytest.mark.parametrize(
@@ -300,3 +321,26 @@ def test_the_audit_reads_the_same_at_any_scale(table, scale):
         table.with_columns(denial=pl.col("denial") * scale), prediction="denial", similarity=FEATURES, id="id"
     )
     assert scaled_effects.effects["feature"].to_list() == effects.effects["feature"].to_list()
+
+
+def test_a_share_of_a_gap_that_may_be_zero_is_not_given_and_small_groups_are_flagged():
+    """Titanic's shipped model audited for the number of siblings aboard: the 36 passengers with two
+    have a gap of +0.013 whose interval spans 0, against a value of -0.025, which read as "-186% of the
+    group's gap"; the share is now left out with the reason, and groups under 30 targets are flagged."""
+    from pathlib import Path
+
+    titanic = pl.read_parquet(Path(__file__).parents[2] / "examples/data/titanic_predictions.parquet")
+    titanic = titanic.with_row_index("id").with_columns(pl.col("sibsp").cast(pl.String))
+    similarity = {"pclass": "exact", "sex": "exact", "age": "abs:5"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cohortsql.CohortWarning)
+        found = cohortsql.audit(
+            titanic, prediction="prediction", protected="sibsp", similarity=similarity, id="id", bootstrap=50, seed=1
+        )
+    two = found.groups.filter(pl.col("level") == "2").row(0, named=True)
+    assert two["count"] == 36 and two["gap_ci_low"] < 0 < two["gap_ci_high"] and two["share_of_gap"] is None
+    one = found.groups.filter(pl.col("level") == "1").row(0, named=True)
+    assert one["gap_ci_low"] > 0 and one["share_of_gap"] == pytest.approx(one["value"] / one["gap"])
+    words = {line.split(":")[0].strip(): line for line in found.summary()}
+    assert "may be 0, so no share of it is given (36 targets)" in words["sibsp = '2'"]
+    assert words["sibsp = '8'"].endswith("(1 target: too few to read alone, under 30)")

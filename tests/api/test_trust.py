@@ -261,3 +261,18 @@ def test_a_notebook_sees_a_display_that_updates(monkeypatch):
     shown_reporter.finish()
     assert [kind for kind, _ in shown] == ["display", "update", "update"]
     assert shown[-1][1].startswith("cohortsql: 3/3 targets")
+
+
+def test_a_warning_points_at_the_callers_line():
+    """A CohortWarning names the line of the caller's code, not a module of the library (it named
+    cohortsql/run/interrupts.py:83, the wrapper every public call goes through)."""
+    import warnings
+
+    frame = pl.DataFrame({"id": range(12), "x": range(12), "y": [float(value % 5) for value in range(12)]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cohortsql.cohort_shapley(frame, prediction="y", similarity={"x": "exact"}, id="id")
+        line = inspect.currentframe().f_lineno - 1
+    ours = [warning for warning in caught if issubclass(warning.category, cohortsql.CohortWarning)]
+    assert ours, [str(warning.message) for warning in caught]
+    assert {(warning.filename, warning.lineno) for warning in ours} == {(__file__, line)}

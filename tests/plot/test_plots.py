@@ -3,6 +3,7 @@
 import os
 import runpy
 import sys
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -126,6 +127,30 @@ def test_to_shap_can_end_at_each_prediction(result):
     shap.plots.waterfall(explanation[97], show=False)
     with pytest.raises(cohortsql.CohortError, match="end must be 'cohort_mean' or 'prediction'"):
         result.to_shap(end="model")
+
+
+def test_to_shap_gives_missing_values_as_shap_plots_read_them():
+    """Titanic's missing ages (and a text feature with missing values beside them): numbers are NaN,
+    not None, and missing text reads "(missing)", so shap's scatter can sort them (it raised "'<' not
+    supported between instances of 'NoneType' and 'str'")."""
+    import shap
+
+    titanic = pl.read_csv(Path(__file__).parents[2] / "examples/data/titanic.csv").head(300).with_row_index("row")
+    titanic = titanic.with_columns(
+        embarked=pl.when(pl.col("row") % 7 == 0).then(None).otherwise(pl.col("sex")),
+        y=(pl.col("survived") == "survived").cast(pl.Float64),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cohortsql.CohortWarning)
+        result = cohortsql.cohort_shapley(
+            titanic, prediction="y", similarity={"age": "abs:5", "embarked": "exact"}, id="row"
+        )
+    explanation = result.to_shap()
+    ages = explanation[:, "age"].data.astype(float)
+    assert np.isnan(ages).sum() == titanic["age"].null_count() > 0
+    assert "(missing)" in set(explanation[:, "embarked"].data)
+    shap.plots.scatter(explanation[:, "embarked"], show=False)
+    shap.plots.scatter(explanation[:, "age"], show=False)
 
 
 def test_to_shap_carries_standard_errors_and_intervals(data):
@@ -367,3 +392,26 @@ def test_the_beeswarm_gives_every_level_of_every_feature_its_own_colour(tmp_path
     colours = [to_hex(handle.get_facecolor()[0]) for handle in handles]
     assert len(set(colours)) == len(colours)
     assert_drawn(figure, tmp_path / "levels.png")
+
+
+def test_the_effects_figure_draws_the_bootstrap_intervals(tmp_path):
+    """The whiskers are the intervals of the result or of its file (they were ignored: the figure drew
+    standard errors, or nothing where every row is a target)."""
+    from cohortsql import plot
+
+    loans = cohortsql.datasets.loans()
+    effects = cohortsql.shapley_effects(
+        loans, prediction="score", similarity={"income": "abs:15", "region": "exact"}, bootstrap=40, seed=2
+    )
+    path = tmp_path / "effects.parquet"
+    effects.write_parquet(path)  # the result keeps itself, settings and all
+    assert pl.read_parquet(path).equals(effects.effects)
+    for source in (effects, path):
+        figure = plot.effects(source)
+        (bars,) = [container for container in figure.axes[0].containers if hasattr(container, "lines")]
+        whiskers = bars.lines[2][0].get_segments()
+        drawn = sorted((float(segment[0][0]), float(segment[1][0])) for segment in whiskers)
+        table = effects.effects
+        expected = sorted(zip(table["shapley_effect_ci_low"].to_list(), table["shapley_effect_ci_high"].to_list()))
+        np.testing.assert_allclose(drawn, expected, atol=1e-12)
+        assert "bias-corrected bootstrap intervals" in figure.axes[0].get_xlabel()

@@ -87,6 +87,7 @@ def test_the_report_shows_intervals_and_no_zero_standard_errors(tmp_path):
         assert f"[{row['shapley_effect_ci_low']:.4g}, {row['shapley_effect_ci_high']:.4g}]" in effects
     assert 'class="num">0</td>' not in effects and 'class="num">–</td>' in effects
     assert "no sampling error" in effects and "Bayesian bootstrap" in effects
+    assert "bias-corrected percentile intervals" in effects  # which interval it is
     refinement = html[html.rindex('<svg class="chart" viewBox="0 0 640 290"') :]
     refinement = refinement[: refinement.index("</svg>")]
     sizes = result.paths.filter(pl.col("id") == 0)["cohort_size"]
@@ -270,3 +271,10 @@ def test_long_labels_are_shortened_with_their_whole_text_in_the_tooltip_and_the_
     path = svg.refinement(["every subject", "+ a", "+ b"], [2380.0, 300.0, 3.0], [0.2, 0.3, 0.4], 0.5)
     ticks = re.findall(r'class="size">([\d,]+)</text>', path)
     assert ticks == ["3", "10", "100", "1,000", "2,380"] and "cohort size (log scale)" in path
+
+
+def test_a_cohort_of_one_is_one_subject(tmp_path):
+    frame = pl.DataFrame({"id": [1, 2, 3, 4], "x": [1.0, 2.0, 3.0, 3.0], "y": [0.1, 0.2, 0.3, 0.5]})
+    result = cohortsql.cohort_shapley(frame, prediction="y", similarity={"x": "exact"}, id="id")
+    html = report_html(ReportTables.of_result(result), [1, 3])
+    assert "cohort of 1 similar subject with mean" in html and "cohort of 2 similar subjects with mean" in html

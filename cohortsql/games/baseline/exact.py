@@ -34,7 +34,7 @@ HYBRID_ROWS = 1 << 20
 """Hybrid points per chunk: their codes (d int64 each), the model's input and the games stay near
 100 MB for d = 13."""
 
-SLOW_MODEL_REMEDY = "sample the targets (sample=), fewer baselines (baseline_sample=), or method='permutation'"
+SLOW_MODEL_REMEDY = "sample the targets (sample= / --sample), fewer baselines (baseline_sample= / --baseline-sample), or method='permutation'"
 
 Model = Callable[[pl.DataFrame], np.ndarray]
 """f at each row of a frame of feature values (see `cohortsql.games.baseline.models.predict`)."""
