@@ -99,7 +99,7 @@ def assemble(options: Flags) -> None:
     typer.echo(shapley_summary(result, options["top"], None, print_warnings_so_far()) + written)
 
 
-PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path", "beeswarm")
+PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path", "beeswarm", "dependence")
 
 
 PLOT_EPILOG = (
@@ -121,6 +121,13 @@ def plot(
     kind: Annotated[str, typer.Option(help=f"{' | '.join(PLOT_KINDS)}.")] = "stacked",
     out: Annotated[Path | None, typer.Option(help="Where to write the figure (.png, .svg or .pdf).")] = None,
     id: Annotated[str | None, typer.Option("--id", help="The target, for --kind target and path.")] = None,
+    feature: Annotated[str | None, typer.Option(help="The feature, for --kind dependence.")] = None,
+    colour: Annotated[
+        str | None,
+        typer.Option(
+            help="The feature that colours --kind dependence (default: the other one of largest mean |value|)."
+        ),
+    ] = None,
     outcome: OutcomeOption = None,
     debug: Debug = False,
 ) -> None:
@@ -147,6 +154,10 @@ def plot(
             figure = plots.effects(result, outcome=outcome)
         elif kind == "beeswarm":
             figure = plots.beeswarm(result, outcome=outcome)
+        elif kind == "dependence":
+            if feature is None:
+                raise CohortError("--kind dependence needs --feature, the feature to draw")
+            figure = plots.dependence(result, feature, colour=colour, outcome=outcome)
         else:
             figure = plots.stacked(result, squared=kind == "stacked-squared", outcome=outcome)
         figure.savefig(out, dpi=120)

@@ -42,17 +42,28 @@ def diagnostics_in_words(checks: Diagnostics) -> list[str]:
     return lines
 
 
-def default_kinds_in_words(settings: Mapping[str, str], shown: int = 10) -> list[str]:
-    """The kinds chosen for features given without one, and why (from the settings' ``default_kinds``)."""
+KINDS_SHOWN = 100
+"""Features whose kind a summary lists one per line; a wider table's are in the settings written with
+its results (``similarity``, ``default_kinds``, ``windows``)."""
+
+
+def default_kinds_in_words(settings: Mapping[str, str], shown: int = KINDS_SHOWN) -> list[str]:
+    """Every feature's similarity kind, why it got it when it was chosen by default, and a window's
+    half-width in the feature's units (from the settings' ``similarity``, ``default_kinds`` and
+    ``windows``); nothing when every kind was given and none is a window."""
+    kinds = json.loads(settings.get("similarity", "{}"))
     reasons = json.loads(settings.get("default_kinds", "{}"))
-    if not reasons:
+    windows = json.loads(settings.get("windows", "{}"))
+    if not reasons and not windows:
         return []
-    kinds = json.loads(settings["similarity"])
-    width = max(len(name) for name in reasons)
-    lines = ["kinds chosen by default (--similar NAME=KIND sets one):"]
-    lines += [f"  {name:<{width}}  {kinds[name]:<14} {reason}" for name, reason in list(reasons.items())[:shown]]
-    if len(reasons) > shown:
-        lines.append(f"  ... and {len(reasons) - shown:,} more (in the settings written with the results)")
+    width = max(len(name) for name in kinds)
+    lines = ["similarity per feature (--similar NAME=KIND sets one):"]
+    for name, kind in list(kinds.items())[:shown]:
+        notes = [f"window ±{windows[name]:.4g}"] if name in windows else []
+        notes += [f"by default: {reasons[name]}"] if name in reasons else []
+        lines.append(f"  {name:<{width}}  {kind:<14} {'; '.join(notes)}".rstrip())
+    if len(kinds) > shown:
+        lines.append(f"  ... and {len(kinds) - shown:,} more (every one in the settings written with the results)")
     return lines
 
 

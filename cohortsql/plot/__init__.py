@@ -8,7 +8,7 @@ the same colour in every figure (`cohortsql.plot.colours`).
 from cohortsql.plot.comparison import calibration, compare_global, compare_stacked, compare_target
 from cohortsql.plot.insertion import grid, insertion_deletion
 from cohortsql.plot.lattice import groups, interactions
-from cohortsql.plot.local import beeswarm, cohort_scatter, effects, path, stacked, target
+from cohortsql.plot.local import beeswarm, cohort_scatter, dependence, effects, path, stacked, target
 from cohortsql.plot.tables import Source, Tables, read_tables
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "compare_global",
     "compare_stacked",
     "compare_target",
+    "dependence",
     "effects",
     "grid",
     "groups",

@@ -202,6 +202,75 @@ def beeswarm(source: Source, *, squared: bool = False, seed: int = 0, outcome: s
     return figure
 
 
+def dependence(
+    source: Source, feature: str, *, colour: str | None = None, squared: bool = False, outcome: str | None = None
+) -> Figure:
+    """A dependence plot, as shap draws one: each target's value of `feature` (x) against its cohort
+    Shapley value for `feature` (y), coloured by its value of `colour` — by default the other feature
+    with the largest mean |value|. A text or boolean feature is drawn at one position per level (most
+    frequent first, jittered), a missing number at the left edge in grey."""
+    plt = pyplot()
+    local = read_tables(source, paths=False, outcome=outcome).local
+    column = "shapley_squared" if squared else "shapley"
+    features = local["feature"].unique(maintain_order=True).to_list()
+    for name, role in ((feature, "feature"), (colour, "colour")):
+        if name is not None and name not in features:
+            raise CohortError(
+                f"dependence {role} {name!r} is not a feature of this result; its features are {features}"
+            )
+    if colour is None and len(features) > 1:
+        others = local.filter(pl.col("feature") != feature)
+        colour = others.group_by("feature").agg(pl.col(column).abs().mean()).sort(column, descending=True)["feature"][0]
+    part = local.filter(pl.col("feature") == feature).select("id", "feature_value", column)
+    if colour is not None:
+        coloured = local.filter(pl.col("feature") == colour).select("id", pl.col("feature_value").alias("__colour"))
+        part = part.join(coloured, on="id", how="left", maintain_order="left")
+    figure, axes = plt.subplots(figsize=(6.5, 4.5))
+    positions, ticks = _positions(part["feature_value"], np.random.default_rng(0))
+    shades, numeric_colour = None, False
+    if colour is not None:
+        numbers = part["__colour"].cast(pl.Float64, strict=False)
+        numeric_colour = numbers.null_count() < part.height or part["__colour"].null_count() == part.height
+        if numeric_colour:
+            shades = numbers.rank("average").to_numpy() / max(numbers.len(), 1)
+        else:
+            levels = part["__colour"].fill_null("missing").cast(pl.String)
+            shades = levels.rank("dense").to_numpy() / max(levels.n_unique(), 1)
+    drawn = axes.scatter(
+        positions,
+        part[column].to_numpy(),
+        c="grey" if shades is None else np.nan_to_num(shades, nan=0.5),
+        cmap=None if shades is None else "coolwarm",
+        s=10,
+        linewidths=0,
+    )
+    if ticks is not None:
+        axes.set_xticks(np.arange(len(ticks)), ticks, rotation=30, ha="right", fontsize="small")
+    if shades is not None:
+        bar = figure.colorbar(drawn, ax=axes)
+        bar.set_label(f"{colour}: low to high" if numeric_colour else f"{colour} (levels in order)")
+    axes.axhline(0, color="grey", linewidth=0.5)
+    axes.set_xlabel(feature)
+    axes.set_ylabel(f"{'squared game: ' if squared else ''}cohort Shapley value of {feature}")
+    figure.tight_layout()
+    return figure
+
+
+def _positions(values: pl.Series, rng: np.random.Generator) -> tuple[np.ndarray, list[str] | None]:
+    """Where each target's value of a feature goes on the x axis: numbers as they are (missing ones at
+    the left edge); text and booleans one position per level, most frequent first, with its labels."""
+    numbers = values.cast(pl.Float64, strict=False)
+    if numbers.null_count() < values.len() or values.null_count() == values.len():
+        x = numbers.to_numpy().astype(float)
+        finite = x[np.isfinite(x)]
+        left = (finite.min() - 0.05 * (np.ptp(finite) or 1.0)) if finite.size else 0.0
+        return np.where(np.isnan(x), left, x), None
+    levels = values.fill_null("missing").cast(pl.String)
+    order = levels.value_counts(sort=True)[levels.name].to_list()
+    index = {level: position for position, level in enumerate(order)}
+    return np.array([index[level] for level in levels.to_list()]) + rng.uniform(-0.2, 0.2, levels.len()), order
+
+
 CATEGORY_LEVELS = 8
 """A categorical feature's most frequent levels that get their own colour in the beeswarm; the rest share one."""
 

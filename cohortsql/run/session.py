@@ -81,6 +81,7 @@ class Session:
             weight=prepared.weight,
             similarity={feature.name: str(feature.kind) for feature in prepared.features},
             **_default_kinds(prepared),
+            **_windows(prepared),
             method=method,
             path=path,
             targets=_described_targets(selection.targets),
@@ -214,6 +215,17 @@ def _default_kinds(prepared: Prepared) -> dict[str, dict[str, str]]:
     """``default_kinds``: why each feature given without a kind got its kind (nothing when all were given)."""
     reasons = {feature.name: feature.reason for feature in prepared.features if feature.reason is not None}
     return {"default_kinds": reasons} if reasons else {}
+
+
+def _windows(prepared: Prepared) -> dict[str, dict[str, float]]:
+    """``windows``: each window kind's half-width in the feature's own units (``quantile:0.1`` on income
+    is income within ± this much), for numbers; dates and timestamps count in days and microseconds."""
+    widths = {
+        feature.name: float(feature.parameters["delta"])
+        for feature in prepared.features
+        if feature.values in ("integer", "float", "decimal") and feature.parameters.get("delta") is not None
+    }
+    return {"windows": widths} if widths else {}
 
 
 def _described_targets(targets: Any) -> str:

@@ -1,5 +1,6 @@
 """The command line, through typer's runner and as a real subprocess."""
 
+import re
 import subprocess
 import sys
 import warnings
@@ -539,9 +540,12 @@ def test_warnings_come_before_the_table_and_mark_its_rows(tmp_path):
         warning = output.index("warning: feature 'zip' has about")
         assert warning < output.index("\n! zip ") and "(! named in a warning above)" in output
         assert "\n  income " in output  # unmarked rows keep their alignment
-        assert "kinds chosen by default" in output
-        assert "income  quantile:0.1   long-tailed: range:0.1 would keep" in output
-        assert "plan    exact          text values" in output
+        assert "similarity per feature" in output
+        assert re.search(
+            r"income  quantile:0\.1   window ±[0-9.e+]+; by default: long-tailed: range:0\.1 would keep", output
+        )
+        assert "plan    exact          by default: text values" in output
+        assert "zip     exact          by default:" in output  # every feature, none hidden
 
 
 def test_a_feature_whose_window_keeps_the_whole_table_is_marked_in_the_ranking(tmp_path):

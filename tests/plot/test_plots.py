@@ -415,3 +415,32 @@ def test_the_effects_figure_draws_the_bootstrap_intervals(tmp_path):
         expected = sorted(zip(table["shapley_effect_ci_low"].to_list(), table["shapley_effect_ci_high"].to_list()))
         np.testing.assert_allclose(drawn, expected, atol=1e-12)
         assert "bias-corrected bootstrap intervals" in figure.axes[0].get_xlabel()
+
+
+def test_a_dependence_plot_draws_each_targets_value_against_its_feature(result, tmp_path):
+    """x: each target's value of the feature, y: its value for the feature, colour: another feature's
+    value (by default the one of largest mean |value|); from a result, a file, and the command line."""
+    from cohortsql import plot
+
+    figure = plot.dependence(result, "rm")
+    points = figure.axes[0].collections[0]
+    offsets = np.asarray(points.get_offsets())
+    rm = result.local.filter(pl.col("feature") == "rm")
+    np.testing.assert_allclose(offsets[:, 0], rm["feature_value"].cast(pl.Float64).to_numpy())
+    np.testing.assert_allclose(offsets[:, 1], rm["shapley"].to_numpy())
+    others = result.local.filter(pl.col("feature") != "rm").group_by("feature").agg(pl.col("shapley").abs().mean())
+    largest = others.sort("shapley", descending=True)["feature"][0]
+    assert figure.axes[1].get_ylabel().startswith(f"{largest}:")
+    with pytest.raises(cohortsql.CohortError, match="dependence feature 'nope' is not a feature of this result"):
+        plot.dependence(result, "nope")
+    path = tmp_path / "values.parquet"
+    result.write_parquet(path)
+    result.totals.write_parquet(tmp_path / "values_totals.parquet")
+    out = tmp_path / "dependence.png"
+    done = CliRunner().invoke(
+        app, ["plot", str(path), "--kind", "dependence", "--feature", "rm", "--colour", "lstat", "--out", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    assert imread(out).shape[0] > 100
+    missing = CliRunner().invoke(app, ["plot", str(path), "--kind", "dependence", "--out", str(out)])
+    assert missing.exit_code == 2 and "--kind dependence needs --feature" in missing.output
