@@ -24,8 +24,10 @@ def brute_force(case: Case, kinds: dict[str, str]) -> pl.DataFrame:
     return _brute_force(case.name, tuple(kinds.items()))
 
 
-@functools.cache
-def _brute_force(name: str, kinds: tuple[tuple[str, str], ...]) -> pl.DataFrame:
+def _reference_inputs(
+    name: str, kinds: tuple[tuple[str, str], ...]
+) -> tuple[pl.DataFrame, list[str], list, list, np.ndarray]:
+    """A case's frame, its features, their values and brute-force tests, and its predictions."""
     from corpus import CASES
 
     case = next(case for case in CASES if case.name == name)
@@ -33,17 +35,25 @@ def _brute_force(name: str, kinds: tuple[tuple[str, str], ...]) -> pl.DataFrame:
     features = [feature for feature, _ in kinds]
     columns = [[comparable(value) for value in frame[feature].to_list()] for feature in features]
     tests = [reference_kind(kind, frame.schema[feature]) for feature, kind in kinds]
-    y = frame[case.prediction].cast(pl.Float64).to_numpy()
-    phi, phi2 = reference.cohort_shapley(columns, tests, y, range(frame.height))
-    ids = frame[ID].to_list()
+    return frame, features, columns, tests, frame[case.prediction].cast(pl.Float64).to_numpy()
+
+
+def _long_values(ids: list, features: list[str], **values: np.ndarray) -> pl.DataFrame:
+    """(targets, features) arrays as the long table the surfaces give: id, feature, then each array."""
     return pl.DataFrame(
         {
             ID: [identifier for identifier in ids for _ in features],
             "feature": features * len(ids),
-            "shapley": phi.reshape(-1),
-            "shapley_squared": phi2.reshape(-1),
+            **{name: array.reshape(-1) for name, array in values.items()},
         }
     )
+
+
+@functools.cache
+def _brute_force(name: str, kinds: tuple[tuple[str, str], ...]) -> pl.DataFrame:
+    frame, features, columns, tests, y = _reference_inputs(name, kinds)
+    phi, phi2 = reference.cohort_shapley(columns, tests, y, range(frame.height))
+    return _long_values(frame[ID].to_list(), features, shapley=phi, shapley_squared=phi2)
 
 
 def brute_force_integrated(case: Case, kinds: dict[str, str]) -> pl.DataFrame:
@@ -53,24 +63,10 @@ def brute_force_integrated(case: Case, kinds: dict[str, str]) -> pl.DataFrame:
 
 @functools.cache
 def _brute_force_integrated(name: str, kinds: tuple[tuple[str, str], ...]) -> pl.DataFrame:
-    from corpus import CASES
-
-    case = next(case for case in CASES if case.name == name)
-    frame = case.frame()
-    features = [feature for feature, _ in kinds]
-    columns = [[comparable(value) for value in frame[feature].to_list()] for feature in features]
-    tests = [reference_kind(kind, frame.schema[feature]) for feature, kind in kinds]
-    y = frame[case.prediction].cast(pl.Float64).to_numpy()
+    frame, features, columns, tests, y = _reference_inputs(name, kinds)
     rows = range(min(frame.height, MAX_INTEGRATED_TARGETS))
     phi = reference.integrated_gradients(columns, tests, y, rows, panels=100)
-    ids = frame[ID].to_list()[: len(rows)]
-    return pl.DataFrame(
-        {
-            ID: [identifier for identifier in ids for _ in features],
-            "feature": features * len(ids),
-            "shapley": phi.reshape(-1),
-        }
-    )
+    return _long_values(frame[ID].to_list()[: len(rows)], features, shapley=phi)
 
 
 MAX_INTEGRATED_TARGETS = 12
@@ -86,15 +82,8 @@ def brute_force_curves(case: Case, kinds: dict[str, str]) -> pl.DataFrame:
 
 @functools.cache
 def _brute_force_curves(name: str, kinds: tuple[tuple[str, str], ...]) -> pl.DataFrame:
-    from corpus import CASES
-
-    case = next(case for case in CASES if case.name == name)
-    frame = case.frame()
+    frame, features, columns, tests, y = _reference_inputs(name, kinds)
     values = _brute_force(name, kinds)
-    features = [feature for feature, _ in kinds]
-    columns = [[comparable(value) for value in frame[feature].to_list()] for feature in features]
-    tests = [reference_kind(kind, frame.schema[feature]) for feature, kind in kinds]
-    y = frame[case.prediction].cast(pl.Float64).to_numpy()
     rows = []
     for target, identifier in enumerate(frame[ID].to_list()[:MAX_INTEGRATED_TARGETS]):
         phi = values.filter(pl.col(ID) == identifier)["shapley"].to_numpy()
