@@ -125,6 +125,18 @@ def estimate_audit(
     model, the model's baseline Shapley on `model_targets` targets comes on top
     (`estimate_compare` times it).
 
+    Parameters
+    ----------
+    data, prediction, protected, similarity
+        What `audit` would audit, given as to it.
+    **options
+        Every option of `audit` (`AuditOptions`).
+
+    Returns
+    -------
+    Plan
+        The plan of the audit's cohort Shapley run and the pilot batch's time, which gives the estimate.
+
     Examples
     --------
     >>> import cohortsql
