@@ -18,7 +18,10 @@ from typing import ParamSpec, TypeVar
 
 _INTERRUPTED = threading.Event()
 _DEPTH = [0]
-"""How many calls that notice interrupts are running (nested: a command runs a public call)."""
+"""How many calls that notice interrupts are running on the main thread (nested: a command runs a
+public call). Calls on other threads (a DuckDB function's callback, a caller's worker thread) are not
+counted: one that outlives its caller would otherwise leave every later call of the process thinking
+it is nested, and Ctrl-C would no longer set the flag."""
 
 Parameters = ParamSpec("Parameters")
 Returned = TypeVar("Returned")
@@ -50,16 +53,17 @@ def noticing_interrupts() -> Iterator[None]:
     caller's, such as PySpark's) also sets the flag, and the block ends with a check. Only the main
     thread receives signals; elsewhere, and where SIGINT is ignored or left to the system, the block
     runs as it is."""
-    outermost = _DEPTH[0] == 0
     on_main = threading.current_thread() is threading.main_thread()
-    previous = signal.getsignal(signal.SIGINT) if on_main else None
+    outermost = on_main and _DEPTH[0] == 0
+    previous = signal.getsignal(signal.SIGINT) if outermost else None
     install = outermost and callable(previous)
     if outermost:
         _INTERRUPTED.clear()
     if install:
         assert callable(previous)
         signal.signal(signal.SIGINT, _noticing(previous))
-    _DEPTH[0] += 1
+    if on_main:
+        _DEPTH[0] += 1
     try:
         yield
         check_not_interrupted()
@@ -69,7 +73,8 @@ def noticing_interrupts() -> Iterator[None]:
         check_not_interrupted()
         raise
     finally:
-        _DEPTH[0] -= 1
+        if on_main:
+            _DEPTH[0] -= 1
         if install:
             signal.signal(signal.SIGINT, previous)
 

@@ -85,3 +85,37 @@ def test_the_callers_own_handler_runs_and_decides():
     finally:
         signal.signal(signal.SIGINT, before)
     assert seen == ["cancelled", "ignored"]
+
+
+def test_a_call_on_another_thread_never_hides_the_main_threads_ctrl_c():
+    """A public call running on another thread (a DuckDB function's callback, a caller's worker that
+    outlives its test) once counted as the main thread's outer call: every later call then skipped
+    installing the handler, and a swallowed Ctrl-C went unnoticed (the command exited 0)."""
+    import signal
+    import threading
+
+    from cohortsql.run.interrupts import noticing_interrupts
+
+    entered, leave, stopped = threading.Event(), threading.Event(), []
+
+    def other_call():
+        try:
+            with noticing_interrupts():
+                entered.set()
+                leave.wait(60)
+        except KeyboardInterrupt:
+            stopped.append(True)  # the Ctrl-C stops every running call, this one too
+
+    other = threading.Thread(target=other_call)
+    other.start()
+    try:
+        assert entered.wait(60)
+        with pytest.raises(KeyboardInterrupt), noticing_interrupts():
+            try:
+                signal.raise_signal(signal.SIGINT)
+            except KeyboardInterrupt:
+                pass  # swallowed, as pyarrow once did: the flag still stops the call
+    finally:
+        leave.set()
+        other.join(60)
+    assert stopped == [True]
