@@ -172,7 +172,7 @@ def report_html(tables: ReportTables, targets: list[Any] | None = None, title: s
         *([_section("Audit", _audit(tables.audit), "audit")] if tables.audit is not None else []),
         _section("Settings and diagnostics", _settings(tables), "settings"),
         _section(
-            "Shapley effects" if "chosen target" not in _over_whom(tables) else "Shapley effects of these targets",
+            "Shapley effects of these targets" if _over_whom(tables)[1] else "Shapley effects",
             _effects(tables, colours, tables.settings.get("confidence")),
             "effects",
         ),
@@ -247,19 +247,21 @@ def _plain(value: object) -> str:
     return "–" if value is None else str(value)
 
 
-def _over_whom(tables: ReportTables) -> str:
-    """Whose effects these are: nothing to say when every row is a target; else the run's own targets
-    (a few chosen ones say nothing about the population), or a random sample of them."""
+def _over_whom(tables: ReportTables) -> tuple[str, bool]:
+    """Whose effects these are, in words, and whether they are only some chosen targets' (ids or a
+    predicate), which say nothing about the population: nothing to say when every row is a target (the
+    settings' ``targets`` reads "every row"); a random sample's are estimates of the population's."""
     settings = tables.settings
-    if settings.get("targets", "null") == "null" and settings.get("sample", "null") == "null":
-        return ""
+    targets, sample = settings.get("targets", "every row"), settings.get("sample", "null")
     count = tables.totals.height
-    if settings.get("sample", "null") != "null" or settings.get("targets", "").lstrip("-").replace(".", "").isdigit():
-        return f", estimated from a random sample of {count:,} targets (with its standard error)"
+    if sample != "null" or targets.lstrip("-").replace(".", "").isdigit():
+        return f", estimated from a random sample of {count:,} targets (with its standard error)", False
+    if targets in ("every row", "null"):
+        return "", False
     return (
         f", over this run's {count:,} chosen target{'' if count == 1 else 's'} only: their own spread around the"
         " overall mean, not the population's"
-    )
+    ), True
 
 
 def _effects(tables: ReportTables, colours: dict[str, str], confidence: str | None) -> str:
@@ -301,7 +303,7 @@ def _effects(tables: ReportTables, colours: dict[str, str], confidence: str | No
     return (
         "<p>Shapley effect per feature: the mean over the targets of its Shapley value of the squared game"
         " v(u)<sup>2</sup> (the paper's squared cohort Shapley value; not the mean of the values squared), and"
-        f" its share of the variance explained{_over_whom(tables)}.</p>"
+        f" its share of the variance explained{_over_whom(tables)[0]}.</p>"
         + chart
         + note
         + f'<table class="sortable"><thead><tr><th>feature</th><th>effect</th><th>standard error</th>{interval_head}'

@@ -206,8 +206,8 @@ def _gap_words(group: Mapping[str, Any], scale: float) -> str:
     if low is None or high is None or rounded(low, scale) == rounded(high, scale) == "0":
         return ""  # no interval, or a gap that is 0 in every replicate (the group is everyone)
     return (
-        f"; its gap {rounded(group['gap'], scale, signed=True)} ({rounded(group['gap_ci_low'], scale, signed=True)}"
-        f" to {rounded(group['gap_ci_high'], scale, signed=True)}) may be 0, so no share of it is given"
+        f"; its gap {rounded(group['gap'], scale, signed=True)} ({rounded(low, scale, signed=True)}"
+        f" to {rounded(high, scale, signed=True)}) may be 0, so no share of it is given"
     )
 
 

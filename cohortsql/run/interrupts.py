@@ -57,8 +57,8 @@ def noticing_interrupts() -> Iterator[None]:
     outermost = on_main and _DEPTH[0] == 0
     previous = signal.getsignal(signal.SIGINT) if outermost else None
     install = outermost and callable(previous)
-    if outermost:
-        _INTERRUPTED.clear()
+    if _DEPTH[0] == 0:
+        _INTERRUPTED.clear()  # no main-thread call runs: an earlier Ctrl-C was already raised, or is stale
     if install:
         assert callable(previous)
         signal.signal(signal.SIGINT, _noticing(previous))

@@ -218,8 +218,9 @@ def _default_kinds(prepared: Prepared) -> dict[str, dict[str, str]]:
 
 
 def _windows(prepared: Prepared) -> dict[str, dict[str, float]]:
-    """``windows``: each window kind's half-width in the feature's own units (``quantile:0.1`` on income
-    is income within ± this much), for numbers; dates and timestamps count in days and microseconds."""
+    """``windows``: each numeric feature's window half-width in its own units (``quantile:0.1`` on
+    income is income within ± this much); dates and timestamps are left out (their widths are counted
+    in days or microseconds, which their kinds' text already says)."""
     widths = {
         feature.name: float(feature.parameters["delta"])
         for feature in prepared.features

@@ -95,7 +95,7 @@ def check_against_brute_force(table, engine=None):
     np.testing.assert_allclose(result.shapley_squared, phi2, atol=1e-12)
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(tables())
 def test_random_tables_with_missing_values_match_brute_force(table):
     check_against_brute_force(table)
@@ -103,6 +103,7 @@ def test_random_tables_with_missing_values_match_brute_force(table):
 
 @settings(
     max_examples=12,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(table=tables())

@@ -51,7 +51,7 @@ def explained(frame: pl.DataFrame) -> tuple[cohortsql.CohortShapleyResult, list[
 
 
 @pytest.mark.parametrize("scale", SCALES)
-@settings(max_examples=15)
+@settings(max_examples=15, deadline=None)
 @given(frame=tables())
 def test_every_value_scales_and_nothing_else_changes(frame, scale):
     plain, plain_warnings = explained(frame)

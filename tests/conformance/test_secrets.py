@@ -45,7 +45,7 @@ def pieces(secret: str) -> list[str]:
     return [piece for piece in found if len(piece) >= 4]
 
 
-@settings(max_examples=40)
+@settings(max_examples=40, deadline=None)
 @given(secret=secrets, shape=st.sampled_from(SHAPES))
 def test_the_command_line_never_prints_a_password(secret, shape, tmp_path_factory):
     data = tmp_path_factory.mktemp("secret") / "scores.csv"
@@ -61,7 +61,7 @@ def test_the_command_line_never_prints_a_password(secret, shape, tmp_path_factor
         assert piece not in result.output.replace("analyst", "").replace("localhost", ""), (piece, result.output)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(secret=secrets, shape=st.sampled_from(SHAPES))
 def test_an_error_never_carries_a_password(secret, shape):
     message = f"cannot connect to {shape.format(secret=secret)}: the server said no"

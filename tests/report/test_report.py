@@ -278,3 +278,17 @@ def test_a_cohort_of_one_is_one_subject(tmp_path):
     result = cohortsql.cohort_shapley(frame, prediction="y", similarity={"x": "exact"}, id="id")
     html = report_html(ReportTables.of_result(result), [1, 3])
     assert "cohort of 1 similar subject with mean" in html and "cohort of 2 similar subjects with mean" in html
+
+
+def test_the_effects_say_whose_they_are():
+    """Every row a target: the population's effects, with nothing said of chosen targets (the report
+    said "over this run's 12 chosen targets only" of a run over every row); chosen ids: theirs only;
+    a random sample: an estimate."""
+    loans = cohortsql.datasets.loans()
+    options = dict(prediction="score", similarity={"income": "abs:15", "region": "exact"})
+    every = report_html(ReportTables.of_result(cohortsql.cohort_shapley(loans, **options)), [0])
+    assert "chosen target" not in every and "Shapley effects of these targets" not in every
+    chosen = report_html(ReportTables.of_result(cohortsql.cohort_shapley(loans, targets=[0, 1, 2], **options)), [0])
+    assert "over this run's 3 chosen targets only" in chosen and "Shapley effects of these targets" in chosen
+    sampled = report_html(ReportTables.of_result(cohortsql.cohort_shapley(loans, sample=6, seed=3, **options)), [])
+    assert "estimated from a random sample of 6 targets" in sampled

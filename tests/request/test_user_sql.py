@@ -137,7 +137,7 @@ PIECES = [
 
 
 @seed(20261124)
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=12).map("".join))
 def test_an_accepted_expression_stays_one_statement_wherever_it_is_placed(text):
     """Whatever pieces of quotes, comments, parentheses and statements a text is made of: if it is
