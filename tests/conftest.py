@@ -8,6 +8,7 @@ local port, so `spark_connect` is a remote session on the same Spark, as a clust
 
 import os
 import shutil
+import signal
 import socket
 import sys
 from dataclasses import dataclass, field
@@ -29,6 +30,13 @@ settings.load_profile("cohortsql")
 """Every property test of the suite: no deadline (a busy machine makes an example slower, never wrong;
 timing belongs in benchmarks/), and examples derived from each test's name, so that every run draws the
 same ones (seeds are constants)."""
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+"""A suite started in the background by a shell without job control (``pytest ... &``, nohup, cron)
+inherits Ctrl-C as ignored, and so would every command it starts: the tests that press Ctrl-C would
+see nothing happen. Python's own handler is put back, for this process and (reset to the default by
+exec) for its children. xdist's workers read this file too."""
 
 ENGINES = ["duckdb", "spark", "adbc"]
 

@@ -468,6 +468,7 @@ def test_a_ctrl_c_that_a_library_swallows_still_stops_the_command(scores, monkey
     writes anything and when it ends."""
     import signal
 
+    from cohortsql.api import local  # imported before the patch: it would import the patched function
     from cohortsql.results import tables
 
     original = tables.warn_about_cohorts
@@ -480,7 +481,7 @@ def test_a_ctrl_c_that_a_library_swallows_still_stops_the_command(scores, monkey
         return original(*arguments, **options)
 
     monkeypatch.setattr(tables, "warn_about_cohorts", interrupted_and_swallowed)
-    monkeypatch.setattr("cohortsql.api.local.warn_about_cohorts", interrupted_and_swallowed)
+    monkeypatch.setattr(local, "warn_about_cohorts", interrupted_and_swallowed)
     out = scores / "out.parquet"
     result = invoke("shapley", scores / "scores.parquet", "--prediction", "y", "--features", "x", "--out", out)
     assert result.exit_code == 130, result.output
