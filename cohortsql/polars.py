@@ -33,7 +33,7 @@ from cohortsql._typing import (
 )
 
 if TYPE_CHECKING:
-    from cohortsql.request.similarity import SimilarityArgument
+    from cohortsql.api.surfaces import ComparisonPlan, Plan, SimilarityArgument
     from cohortsql.results.audit import AuditResult
     from cohortsql.results.baseline import BaselineShapleyResult
     from cohortsql.results.calibration import Calibration
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from cohortsql.results.insertion import InsertionDeletion
     from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
     from cohortsql.results.uniqueness import UniquenessResult
-    from cohortsql.run.pace import ComparisonPlan, Plan
 
 
 OptionsT = TypeVar("OptionsT", bound=Mapping[str, object])

@@ -52,3 +52,22 @@ def test_no_import_cycles():
     for name in sorted(graph):
         visit(name, [])
     assert not cycles, " -> ".join(cycles[0])
+
+
+def test_the_layers_of_the_design_hold():
+    """import-linter's contracts (pyproject.toml): each folder imports only the folders below it, and
+    the surfaces reach what lies below `api/` through `api/surfaces.py` only. The only exceptions are
+    a result's own `.report()` and `.plot()`, and there are exactly three."""
+    import tomllib
+
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["importlinter"]
+    ignored = [rule for contract in config["contracts"] for rule in contract.get("ignore_imports", [])]
+    assert sorted(ignored) == [
+        "cohortsql.results.audit -> cohortsql.report",
+        "cohortsql.results.cohort -> cohortsql.report",
+        "cohortsql.results.insertion -> cohortsql.plot",
+    ]
+    from importlinter.cli import lint_imports
+
+    # its report of a broken contract goes to stdout, which pytest shows when the test fails
+    assert lint_imports(config_filename=str(PACKAGE.parent / "pyproject.toml"), no_cache=True, no_logo=True) == 0

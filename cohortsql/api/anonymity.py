@@ -6,10 +6,10 @@ from typing import Any, Unpack
 
 from cohortsql._typing import UniquenessOptions
 from cohortsql.games.anonymity import KAnonymityGame
+from cohortsql.interrupts import interruptible_call
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.uniqueness import GameResult
-from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.readouts import game_result
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES

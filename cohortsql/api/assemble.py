@@ -23,6 +23,7 @@ from cohortsql import queries
 from cohortsql._typing import METHODS, Method
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.games.cohort import exact_values, permutation_values, target_generators
+from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import permutation, shapley
 from cohortsql.request import arguments
 from cohortsql.request.measures import Measures
@@ -31,7 +32,6 @@ from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.files import read_frame
 from cohortsql.results.tables import run_settings
 from cohortsql.run.grouping_sets import Cells, values_of_cells
-from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import BATCH_MEMORY_BYTES
 from cohortsql.run.strategy import choose_method
 

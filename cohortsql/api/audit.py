@@ -16,12 +16,12 @@ from cohortsql.api.baseline import baseline_shapley
 from cohortsql.api.estimate import estimate
 from cohortsql.api.local import cohort_shapley
 from cohortsql.errors import CohortError
+from cohortsql.interrupts import interruptible_call
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.audit import AuditResult, audit_tables, grouping
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
-from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.pace import Plan
 
 BOOTSTRAP = 200

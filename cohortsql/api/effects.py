@@ -15,6 +15,7 @@ from cohortsql._typing import EffectsOptions, Prediction
 from cohortsql.api.integrated import check_integrated, integrated_fields
 from cohortsql.errors import CohortError
 from cohortsql.games.cohort import CohortGame
+from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
 from cohortsql.request.arguments import drawn_seed, explained_columns
@@ -26,7 +27,6 @@ from cohortsql.results.outcomes import ShapleyEffectsResults
 from cohortsql.results.tables import diagnostics, warn_about_cohorts
 from cohortsql.run import readouts
 from cohortsql.run.grouping_sets import variance_game
-from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.session import Session, feature_kinds, open_session
 from cohortsql.run.strategy import (
     check_interactions,

@@ -10,12 +10,12 @@ from typing import Any, Literal, Unpack
 from cohortsql._typing import CompareOptions, Prediction, ShapleyOptions
 from cohortsql.api.baseline import check_model, explain_with_model
 from cohortsql.api.compare import checked_comparison
-from cohortsql.games.baseline.exact import Model
+from cohortsql.interrupts import interruptible_call
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import Options, checked_options
 from cohortsql.request.similarity import SimilarityArgument
+from cohortsql.run.baseline_exact import Model
 from cohortsql.run.integrated import IntegratedBatch
-from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.pace import CALIBRATION_FACTOR, ComparisonPlan, ModelGamePlan, PilotScale, Plan, fitted_costs
 from cohortsql.run.progress import Silent
 from cohortsql.run.session import Session, open_session

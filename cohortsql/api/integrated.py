@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from cohortsql._typing import InsertionOptions, TableOptions
 from cohortsql.errors import CohortError
+from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import Terms, checked_options
@@ -21,7 +22,6 @@ from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.insertion import InsertionDeletion, area_between, as_frame, attribution_matrix, ranks_of
 from cohortsql.run.integrated import IntegratedBatch, refinement_curves
-from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import Prepared, weigh_subjects
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_INTEGRATED_FEATURES

@@ -15,6 +15,7 @@ from cohortsql._typing import (
 from cohortsql.api.integrated import check_integrated, explain_integrated
 from cohortsql.errors import CohortError
 from cohortsql.games.cohort import CohortGame
+from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
 from cohortsql.request.arguments import explained_columns
@@ -25,7 +26,6 @@ from cohortsql.results.copies import COPY_CHECK_ROWS, warn_about_copies
 from cohortsql.results.outcomes import CohortShapleyResults
 from cohortsql.results.tables import warn_about_cohorts
 from cohortsql.run import readouts
-from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import (

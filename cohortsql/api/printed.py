@@ -22,13 +22,13 @@ from cohortsql.dialects.transpile import transpile
 from cohortsql.engines.base import Engine
 from cohortsql.engines.inputs import file_format
 from cohortsql.errors import CohortError, check_choice
+from cohortsql.interrupts import interruptible_call
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.features import ResolvedFeature, portable
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import KnownQuantiles, QuantileWindow, SimilarityArgument
 from cohortsql.request.user_sql import check_expression, is_query
 from cohortsql.run.feature_statistics import sorted_quantiles
-from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, MAX_FEATURES, MAX_INTEGRATED_FEATURES

@@ -12,12 +12,12 @@ from cohortsql import queries
 from cohortsql._typing import TableOptions
 from cohortsql.api.register import histogram_values_checked
 from cohortsql.engines.base import Engine, Select
+from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric.shapley import targets_per_batch
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.run.grouping_sets import values_by_cell
-from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.preparation import Prepared, weigh_subjects
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, exact_batch_size

@@ -6,10 +6,10 @@ from typing import Any, Unpack
 
 from cohortsql._typing import UniquenessOptions
 from cohortsql.games.uniqueness import UniquenessGame
+from cohortsql.interrupts import interruptible_call
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.uniqueness import UniquenessResult
-from cohortsql.run.interrupts import interruptible_call
 from cohortsql.run.readouts import game_result
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES

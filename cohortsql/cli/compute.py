@@ -112,9 +112,9 @@ def compare(options: Flags) -> None:
     values that rests on realistic hybrid points. Needs the model (--model) as well as its predictions."""
     from cohortsql.api.compare import compare as compare_methods
     from cohortsql.api.estimate import estimate_compare
+    from cohortsql.api.surfaces import load_model
     from cohortsql.cli.outputs import write
     from cohortsql.cli.summaries import comparison_summary
-    from cohortsql.games.baseline.models import load_model
 
     arguments = request(options, CompareOptions)
     model = options.get("model")
@@ -147,8 +147,8 @@ def audit(options: Flags) -> None:
     Interaction values are always computed; by default 200 Bayesian-bootstrap replicates (--bootstrap)
     and, with --model, 20 baselines (--baseline-sample); --dry-run estimates the time first."""
     from cohortsql.api.audit import audit as audit_prediction
+    from cohortsql.api.surfaces import load_model
     from cohortsql.cli.outputs import write
-    from cohortsql.games.baseline.models import load_model
     from cohortsql.report import check_report_path
 
     arguments = request(options, AuditOptions)

@@ -16,7 +16,6 @@ from typing import Any, cast
 
 from cohortsql.cli.flags import AFTER_CONFIG, DISPLAY, FLAGS, Flags
 from cohortsql.errors import CohortError
-from cohortsql.request.user_sql import is_query
 
 _PATH_KEYS = ("data", "histogram", "out", "database", "temp_directory", "model", "plot", "attributions")
 
@@ -122,6 +121,8 @@ def _merge_config(config: Path | None, flags: dict[str, object], keys: tuple[str
             raise CohortError(f"config {str(config)!r} has unknown keys {unknown}; known keys: {', '.join(known)}")
         for key, value in merged.items():
             _check_config_value(config, key, value)
+        from cohortsql.api.surfaces import is_query
+
         for key in _PATH_KEYS:
             # Paths in a config file are relative to the file, so it works from any directory.
             value = merged.get(key)

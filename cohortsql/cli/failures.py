@@ -11,7 +11,7 @@ import typer
 
 from cohortsql.cli.flags import cli_spelling
 from cohortsql.errors import CohortError, CohortWarning
-from cohortsql.run.interrupts import noticing_interrupts
+from cohortsql.interrupts import noticing_interrupts
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as shells report it."""

@@ -60,7 +60,7 @@ def _opened(options: Flags) -> Iterator[Flags]:
     if engine is None or "://" not in engine:
         yield options
         return
-    from cohortsql.engines import connect
+    from cohortsql.api.surfaces import connect
 
     connection = connect(engine)
     try:
@@ -128,7 +128,7 @@ ENGINE_SETTINGS = ("memory_limit", "temp_directory", "spark_master", "database")
 def _check_engine_settings(options: Flags) -> None:
     """--engine names a registered engine (or a URI, opened before the command runs), and the flags
     that set up an engine are ones it reads."""
-    from cohortsql.engines import engine_class, engine_for
+    from cohortsql.api.surfaces import engine_class, engine_for
 
     engine = options.get("engine")
     if engine is not None and engine not in ENGINES:

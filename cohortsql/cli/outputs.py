@@ -14,19 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 from cohortsql._typing import RUN_OPTIONS
 from cohortsql.cli.flags import Flags
-from cohortsql.engines.inputs import database_table
 from cohortsql.errors import CohortError
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from cohortsql.engines.base import Engine, Sources
+    from cohortsql.api.surfaces import Engine, Sources
 
 
 def write(options: Flags, tables: dict[str, pl.DataFrame], settings: dict[str, str]) -> str:
     """--out (the first table at the path, the others beside it) and --into-table; says what it wrote.
     Nothing is written after a Ctrl-C, even one whose exception a library swallowed."""
-    from cohortsql.run.interrupts import check_not_interrupted
+    from cohortsql.interrupts import check_not_interrupted
 
     check_not_interrupted()
     from cohortsql.results.files import sibling_path, write_set
@@ -65,7 +64,7 @@ def written_on_the_engine(options: Flags, arguments: dict[str, Any]) -> bool:
     """Whether `shapley` writes its values through `cohortsql.shapley_table`: --into-table on an engine
     that writes results where it computes them (Spark, a warehouse), no --out or --reasons, one
     explained column and only the options that takes (the exact values)."""
-    from cohortsql.engines import engine_class, engine_for
+    from cohortsql.api.surfaces import engine_class, engine_for
 
     plain = set(arguments) <= set(ON_THE_ENGINE) and isinstance(arguments.get("prediction"), str)
     if not (options.get("into_table") and not options.get("out") and not options.get("reasons") and plain):
@@ -119,6 +118,8 @@ def check_table_free(options: Flags) -> None:
 def input_files(options: Flags) -> list[Path]:
     """The files the run reads: the data's file or every file of its glob, a DuckDB database's file,
     the histogram `assemble` reads, or every file a data query reads (as its engine finds them)."""
+    from cohortsql.api.surfaces import database_table
+
     data = str(options.get("data") or options.get("histogram") or "")
     if not data:
         return []
@@ -145,7 +146,7 @@ def _data_sources(options: Flags, data: str) -> Sources:
 def run_engine(options: Flags, *, database: bool = False) -> Engine:
     """An engine as the run's options name it (--engine or its connection, --spark-master; with
     `database`, the --database its tables are written to); close it when done."""
-    from cohortsql.engines import EngineSettings, open_engine
+    from cohortsql.api.surfaces import EngineSettings, open_engine
 
     written_to = options.get("database") if database else None
     settings = EngineSettings(
@@ -157,7 +158,7 @@ def run_engine(options: Flags, *, database: bool = False) -> Engine:
 def check_tables_kept(options: Flags) -> None:
     """--into-table on an engine whose tables need a setting to outlive the run (DuckDB's --database:
     without it, its database is in memory) is refused before any work."""
-    from cohortsql.engines import engine_class, engine_for
+    from cohortsql.api.surfaces import engine_class, engine_for
 
     chosen = engine_class(engine_for(options.get("data"), options.get("connection"), options.get("engine")))
     kept_by = chosen.tables_kept_by
@@ -233,6 +234,8 @@ def check_database(database: Path) -> None:
 def _input_tables(options: Flags) -> tuple[str, ...]:
     """Tables that --into-table must never replace: the run's own input table in the same database
     (the same file by device and inode, however it is named or linked)."""
+    from cohortsql.api.surfaces import database_table
+
     data = str(options.get("data") or "")
     in_database, written_to = database_table(data), options.get("database")
     if in_database is not None:

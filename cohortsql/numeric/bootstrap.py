@@ -12,11 +12,29 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from cohortsql.numeric.shapley import CohortShapley, concatenate, fan_out, shapley_values
-from cohortsql.request.measures import Measures
+
+
+class GameRows(Protocol):
+    """How a batch's game rows are laid out, target-major: for each target, each outcome, each
+    weighting (the estimate, then the replicates). `cohortsql.request.measures.Measures` is one."""
+
+    @property
+    def outcomes(self) -> int: ...
+
+    @property
+    def replicates(self) -> int: ...
+
+    @property
+    def weightings(self) -> int: ...
+
+    @property
+    def games(self) -> int: ...
+
 
 KEEP_REPLICATES_BYTES = 512 * 2**20
 """Each target's replicate values are kept (float32, for `by` intervals) up to this much memory, or
@@ -105,18 +123,18 @@ class Collected:
         )
 
 
-def kept_bytes(targets: int, d: int, measures: Measures) -> int:
+def kept_bytes(targets: int, d: int, measures: GameRows) -> int:
     """The memory every target's replicate values take (float32, phi and phi^2)."""
     return targets * measures.outcomes * measures.replicates * d * 2 * 4
 
 
-def worth_keeping(targets: int, d: int, measures: Measures, budget: int) -> bool:
+def worth_keeping(targets: int, d: int, measures: GameRows, budget: int) -> bool:
     """Whether every target's replicate values fit `KEEP_REPLICATES_BYTES` and the run's `budget`."""
     return kept_bytes(targets, d, measures) <= min(KEEP_REPLICATES_BYTES, budget)
 
 
 def collect(
-    batches: Iterable[CohortShapley], measures: Measures, confidence: float, *, keep: bool, intervals: bool = True
+    batches: Iterable[CohortShapley], measures: GameRows, confidence: float, *, keep: bool, intervals: bool = True
 ) -> Collected:
     """Split each batch's game rows (target-major, `measures`' game order) into outcomes and
     weightings; reduce the replicates to `intervals` batch by batch, and `keep` them (float32) if asked."""

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from cohortsql.run.interrupts import check_not_interrupted
+from cohortsql.interrupts import check_not_interrupted
 from cohortsql.run.progress import Reporter, duration
 
 SECONDS_PER_BATCH = 2.0

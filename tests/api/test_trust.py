@@ -265,7 +265,7 @@ def test_a_notebook_sees_a_display_that_updates(monkeypatch):
 
 def test_a_warning_points_at_the_callers_line():
     """A CohortWarning names the line of the caller's code, not a module of the library (it named
-    cohortsql/run/interrupts.py:83, the wrapper every public call goes through)."""
+    cohortsql/interrupts.py:83, the wrapper every public call goes through)."""
     import warnings
 
     frame = pl.DataFrame({"id": range(12), "x": range(12), "y": [float(value % 5) for value in range(12)]})

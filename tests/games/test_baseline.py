@@ -8,9 +8,9 @@ import pytest
 import reference
 
 import cohortsql
-from cohortsql.games.baseline import exact as baseline_run
 from cohortsql.games.baseline.values import baseline_shapley_values, realistic_parts
 from cohortsql.numeric.shapley import shapley_values
+from cohortsql.run import baseline_exact as baseline_run
 
 
 def table(seed: int, rows: int = 14) -> pl.DataFrame:

@@ -58,7 +58,7 @@ def test_the_callers_own_handler_runs_and_decides():
     noticed; a handler that does not raise is the caller's choice, and the call goes on."""
     import signal
 
-    from cohortsql.run.interrupts import check_not_interrupted, noticing_interrupts
+    from cohortsql.interrupts import check_not_interrupted, noticing_interrupts
 
     before = signal.getsignal(signal.SIGINT)
     seen = []
@@ -94,7 +94,7 @@ def test_a_call_on_another_thread_never_hides_the_main_threads_ctrl_c():
     import signal
     import threading
 
-    from cohortsql.run.interrupts import noticing_interrupts
+    from cohortsql.interrupts import noticing_interrupts
 
     entered, leave, stopped = threading.Event(), threading.Event(), []
 

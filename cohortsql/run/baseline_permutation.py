@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cohortsql.games.baseline.exact import SLOW_MODEL_REMEDY, Model
 from cohortsql.games.baseline.points import Points
 from cohortsql.games.baseline.realism import SubjectBitsets
 from cohortsql.games.baseline.values import distinct_rows
 from cohortsql.numeric.permutation import MIN_PAIRS, PAIRS_PER_ROUND
+from cohortsql.run.baseline_exact import SLOW_MODEL_REMEDY, Model
 from cohortsql.run.pace import note_if_long
 from cohortsql.run.progress import Reporter
 
