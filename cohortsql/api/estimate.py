@@ -234,4 +234,5 @@ def cohort_plan(session: Session, chosen: TargetSet) -> Plan:
         pilot_seconds=sum(seconds for _, seconds in pacer.timed),
         estimated_seconds=sum(seconds for _, seconds in pacer.timed) + (pacer.remaining_seconds(pilot) or 0.0),
         replicates=prepared.measures.replicates,
+        rows_collapsed=prepared.compressed,
     )

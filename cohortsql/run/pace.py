@@ -64,7 +64,8 @@ class Plan:
     distinct_targets: int
     subjects: int
     subject_rows: int
-    """Rows each target is compared with (identical subjects collapsed)."""
+    """Rows each target is compared with: the subjects, or with `rows_collapsed` the estimate of their
+    distinct rows."""
     features: int
     method: str
     path: str
@@ -81,6 +82,8 @@ class Plan:
     scale: float = 1.0
     """How much more the run costs per target than the pilot did (`cohortsql.api.estimate.pilot_options`:
     the pilot computes a few replicates and permutations of those asked); the estimate includes it."""
+    rows_collapsed: bool = False
+    """Whether identical subjects are compared once, as one row of their total weight."""
 
     def scaled(self, pilot: PilotScale) -> Plan:
         """This plan, measured with a pilot's fewer replicates and permutations, for the run asked."""
@@ -88,6 +91,16 @@ class Plan:
         return replace(
             self, estimated_seconds=self.estimated_seconds * scale, replicates=pilot.asked_replicates, scale=scale
         )
+
+    def _rows_compared(self) -> str:
+        """What each target is compared with, when identical subjects are compared once: their distinct
+        rows, counted exactly when the targets are every subject (their distinct count is the
+        subjects'), else as the statistics step estimated them."""
+        if not self.rows_collapsed:
+            return ""
+        if self.targets == self.subjects:
+            return f" ({self.distinct_targets:,} distinct rows)"
+        return f" (about {self.subject_rows:,} distinct rows)"
 
     def __str__(self) -> str:
         pairs = self.distinct_targets * self.subject_rows
@@ -101,7 +114,7 @@ class Plan:
         return "\n".join(
             [
                 f"plan: {self.targets:,} targets ({self.distinct_targets:,} distinct) x {self.subjects:,} subjects"
-                f" ({self.subject_rows:,} distinct rows), {self.features} features{grouped}, {self.method} method"
+                f"{self._rows_compared()}, {self.features} features{grouped}, {self.method} method"
                 f" ({cohorts} per target){replicated}, {self.path} path, on {self.engine}",
                 f"work: {pairs:,} target-subject pairs",
                 f"estimate: about {duration(self.estimated_seconds)} (measured on {self.pilot_targets:,} of"

@@ -255,3 +255,23 @@ def test_a_dry_run_of_huge_budgets_returns_a_plan_at_once():
         frame, prediction="p", similarity=["x", "z"], id="id", method="permutation", max_permutations=10**9
     )
     assert many.scale == pytest.approx(10**9 / 16) and many.pilot_targets < many.distinct_targets
+
+
+def test_a_dry_run_claims_no_distinct_rows_it_did_not_count():
+    """4,454 rows of which three pairs are identical: the plan said "4,451 distinct" targets beside
+    "(4,454 distinct rows)" (every row, not a count of distinct ones: identical rows were not collapsed).
+    Rows are now called distinct only when identical ones are compared once: counted exactly when the
+    targets are every row, said to be an estimate otherwise."""
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(4454, 3))
+    values[1], values[3], values[5] = values[0], values[2], values[4]
+    frame = pl.DataFrame({"a": values[:, 0], "b": values[:, 1], "c": values[:, 2], "p": rng.normal(size=4454)})
+    exact = dict.fromkeys(["a", "b", "c"], "exact")
+    text = str(cohortsql.estimate(frame, prediction="p", similarity=exact)).splitlines()[0]
+    assert "(4,451 distinct) x 4,454 subjects," in text and "distinct rows" not in text, text
+    few = pl.DataFrame({"a": np.arange(5000) % 2, "b": np.arange(5000) % 3, "p": rng.normal(size=5000)})
+    kinds = {"a": "exact", "b": "exact"}
+    every = str(cohortsql.estimate(few, prediction="p", similarity=kinds)).splitlines()[0]
+    assert "x 5,000 subjects (6 distinct rows)," in every, every
+    sampled = str(cohortsql.estimate(few, prediction="p", similarity=kinds, sample=50, seed=1)).splitlines()[0]
+    assert "x 5,000 subjects (about 6 distinct rows)," in sampled, sampled
