@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -57,6 +58,17 @@ class TargetValues:
     """With ``group_values="owen"``: each feature's Owen value of the game under the groups, shape
     (targets, features of every group), the features as `groups` lists them (player after player); a
     group's members add up to its value in `shapley`; else None."""
+    asked: tuple[Any, ...] | None = None
+    """With ``targets=`` a list of ids: those ids in the order given (`ids` holds them in table order),
+    which views made for the caller keep (`CohortShapleyResult.to_shap`); else None."""
+
+    def asked_order(self) -> np.ndarray:
+        """Row positions of the targets in the order the call listed their ids (`asked`), else in `ids`' order."""
+        if self.asked is None:
+            return np.arange(len(self.ids))
+        position = {value: row for row, value in enumerate(self.ids.to_list())}
+        rows = [position[value] for value in dict.fromkeys(self.asked) if value in position]
+        return np.array(rows, dtype=np.int64) if len(rows) == len(self.ids) else np.arange(len(self.ids))
 
     @property
     def prediction_column(self) -> np.ndarray | None:

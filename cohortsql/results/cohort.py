@@ -372,7 +372,8 @@ class CohortShapleyResult(TargetValues):
         what the features cannot separate the target from the rows that share all of its similarities.
 
         With ``squared=True`` the values are those of v_CS2 (base 0, f(x) = (ybar_{t,1:d} - ybar)^2, or
-        (y_t - ybar)^2 with ``end="prediction"``). ``instance_names`` are the targets' ids as text,
+        (y_t - ybar)^2 with ``end="prediction"``). ``instance_names`` are the targets' ids as text, in
+        the order ``targets=[...]`` listed them (``ex[0]`` is the first id asked for), else in id order;
         ``output_names`` says what f(x) is; estimated values carry ``error_std`` and bootstrap intervals
         ``lower_bounds`` / ``upper_bounds``.
         """
@@ -404,16 +405,17 @@ class CohortShapleyResult(TargetValues):
             output = explained
         if squared:
             output = f"({output} - mean)^2"
+        order = self.asked_order()
         return shap.Explanation(
-            values=values,
+            values=values[order],
             base_values=np.full(len(values), 0.0 if squared else self.mean),
-            data=_shap_data(data),
+            data=_shap_data(data)[order],
             feature_names=names,
-            instance_names=[str(target) for target in self.ids.to_list()],
+            instance_names=[str(target) for target in self.ids.gather(order).to_list()],
             output_names=output,
-            error_std=errors,
-            lower_bounds=low,
-            upper_bounds=high,
+            error_std=None if errors is None else errors[order],
+            lower_bounds=None if low is None else low[order],
+            upper_bounds=None if high is None else high[order],
         )
 
     def report(self, path: str | os.PathLike[str], *, targets: list[Any] | None = None) -> None:

@@ -104,6 +104,7 @@ class Session:
             targets=target_data,
             weights=chosen.weights[:, 0] if prepared.weight is not None else None,
             groups=None if prepared.groups is None else prepared.groups.members_by_name(prepared.feature_names),
+            asked=chosen.asked,
         )
         if outcome is None:
             return fields

@@ -49,6 +49,8 @@ class TargetSet:
     data: pl.DataFrame | None = None
     """The targets' rows as they are in the data (every column, the rows of `table`), when they were read
     with them (targets chosen by id); else None, and `read_target_data` reads them."""
+    asked: tuple[Any, ...] | None = None
+    """Targets chosen by id: the ids in the order the call listed them (`table` is in id order)."""
 
     @property
     def count(self) -> int:
@@ -87,7 +89,7 @@ def select_targets(
     condition = queries.targets.target_condition(prepared.target_predicate is not None, None)
     population = None
     targets, sample = _sample_request(targets, sample)
-    data = None
+    data, asked = None, None
     if sample is not None:
         seed = drawn_seed(seed)
         population = prepared.subject_count if targets is None else _count(engine, subjects, condition)
@@ -105,6 +107,7 @@ def select_targets(
         seed = None
     else:
         table, weights, data = _targets_by_id(engine, prepared, targets, with_data=True)
+        asked = tuple(requested_ids(targets, id_type(prepared), prepared.id).to_pylist())
         seed = None
     distinct, group = _distinct_targets(table, prepared.features, merge=not prepared.custom)
     if distinct.num_rows == table.num_rows and np.array_equal(group, np.arange(len(group))):
@@ -112,7 +115,7 @@ def select_targets(
     else:
         multiplicity = np.zeros((distinct.num_rows, weights.shape[1]))
         np.add.at(multiplicity, group, weights)
-    return TargetSet(table, distinct, group, weights, multiplicity, population, seed, data)
+    return TargetSet(table, distinct, group, weights, multiplicity, population, seed, data, asked)
 
 
 def target_relation(

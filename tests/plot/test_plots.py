@@ -153,6 +153,24 @@ def test_to_shap_gives_missing_values_as_shap_plots_read_them():
     shap.plots.scatter(explanation[:, "age"], show=False)
 
 
+def test_to_shap_keeps_the_order_the_targets_were_asked_in(data):
+    """``targets=[ids]`` in any order: ``ex[0]`` is the first id asked for (it was the smallest id),
+    every row's values, data, errors and bounds moved with it; the result itself stays in id order."""
+    options = dict(prediction="prediction", similarity=SIMILARITY, bootstrap=10, seed=2)
+    asked = [17, 3, 41, 8]
+    result = cohortsql.cohort_shapley(data.head(60), targets=asked, **options)
+    assert result.ids.to_list() == sorted(asked)
+    explanation = result.to_shap()
+    assert list(explanation.instance_names) == [str(target) for target in asked]
+    rows = [result.ids.to_list().index(target) for target in asked]
+    np.testing.assert_array_equal(explanation.values, result.shapley[rows])
+    np.testing.assert_array_equal(explanation.lower_bounds, result.bootstrap.shapley_low[rows])
+    first = result.targets.row(rows[0], named=True)
+    assert [explanation[0].data[j] for j in range(len(result.features))] == [first[f] for f in result.features]
+    every = cohortsql.cohort_shapley(data.head(12), prediction="prediction", similarity=SIMILARITY).to_shap()
+    assert list(every.instance_names) == [str(row) for row in range(12)]
+
+
 def test_to_shap_carries_standard_errors_and_intervals(data):
     options = dict(prediction="prediction", similarity=SIMILARITY)
     estimated = cohortsql.cohort_shapley(data.head(60), method="permutation", seed=3, **options)
