@@ -235,4 +235,5 @@ def cohort_plan(session: Session, chosen: TargetSet) -> Plan:
         estimated_seconds=sum(seconds for _, seconds in pacer.timed) + (pacer.remaining_seconds(pilot) or 0.0),
         replicates=prepared.measures.replicates,
         rows_collapsed=prepared.compressed,
+        settings=session.settings(chosen, method=chosen_method, path=chosen_path),
     )

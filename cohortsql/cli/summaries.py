@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -12,7 +11,7 @@ import polars as pl
 from cohortsql._typing import Row
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import BIAS_CORRECTED, ShapleyEffects, zero_errors_note
-from cohortsql.results.tables import Diagnostics
+from cohortsql.results.tables import Diagnostics, default_kinds_in_words
 
 if TYPE_CHECKING:
     from cohortsql.results.calibration import Calibration
@@ -39,31 +38,6 @@ def diagnostics_in_words(checks: Diagnostics) -> list[str]:
     broad = {name: share for name, share in checks.get("broad_features", {}).items() if share > 0}
     for name, share in sorted(broad.items(), key=lambda item: -item[1])[:5]:
         lines.append(f"similarity on {name} alone keeps over 90% of the table for {share:.1%} of the targets")
-    return lines
-
-
-KINDS_SHOWN = 100
-"""Features whose kind a summary lists one per line; a wider table's are in the settings written with
-its results (``similarity``, ``default_kinds``, ``windows``)."""
-
-
-def default_kinds_in_words(settings: Mapping[str, str], shown: int = KINDS_SHOWN) -> list[str]:
-    """Every feature's similarity kind, why it got it when it was chosen by default, and a window's
-    half-width in the feature's units (from the settings' ``similarity``, ``default_kinds`` and
-    ``windows``); nothing when every kind was given and none is a window."""
-    kinds = json.loads(settings.get("similarity", "{}"))
-    reasons = json.loads(settings.get("default_kinds", "{}"))
-    windows = json.loads(settings.get("windows", "{}"))
-    if not reasons and not windows:
-        return []
-    width = max(len(name) for name in kinds)
-    lines = ["similarity per feature (--similar NAME=KIND sets one):"]
-    for name, kind in list(kinds.items())[:shown]:
-        notes = [f"window ±{windows[name]:.4g}"] if name in windows else []
-        notes += [f"by default: {reasons[name]}"] if name in reasons else []
-        lines.append(f"  {name:<{width}}  {kind:<14} {'; '.join(notes)}".rstrip())
-    if len(kinds) > shown:
-        lines.append(f"  ... and {len(kinds) - shown:,} more (every one in the settings written with the results)")
     return lines
 
 

@@ -281,3 +281,28 @@ def reason(feature: str = "feature", value: str = "feature_value", shapley: str 
 def _three_digits(values: pl.Series) -> pl.Series:
     """Numbers with 3 significant digits (``0.0794``, ``7.94e-11``), as people write them."""
     return pl.Series(np.char.mod("%.3g", values.cast(pl.Float64).to_numpy()).astype(str), dtype=pl.String)
+
+
+KINDS_SHOWN = 100
+"""Features whose kind a summary lists one per line; a wider table's are in the settings written with
+its results (``similarity``, ``default_kinds``, ``windows``)."""
+
+
+def default_kinds_in_words(settings: Mapping[str, str], shown: int = KINDS_SHOWN) -> list[str]:
+    """Every feature's similarity kind, why it got it when it was chosen by default, and a window's
+    half-width in the feature's units (from the settings' ``similarity``, ``default_kinds`` and
+    ``windows``); nothing when every kind was given and none is a window."""
+    kinds = json.loads(settings.get("similarity", "{}"))
+    reasons = json.loads(settings.get("default_kinds", "{}"))
+    windows = json.loads(settings.get("windows", "{}"))
+    if not reasons and not windows:
+        return []
+    width = max(len(name) for name in kinds)
+    lines = ["similarity per feature (similarity= / --similar NAME=KIND sets one):"]
+    for name, kind in list(kinds.items())[:shown]:
+        notes = [f"window ±{windows[name]:.4g}"] if name in windows else []
+        notes += [f"by default: {reasons[name]}"] if name in reasons else []
+        lines.append(f"  {name:<{width}}  {kind:<14} {'; '.join(notes)}".rstrip())
+    if len(kinds) > shown:
+        lines.append(f"  ... and {len(kinds) - shown:,} more (every one in the settings written with the results)")
+    return lines

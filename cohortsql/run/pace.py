@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from cohortsql.interrupts import check_not_interrupted
+from cohortsql.results.tables import default_kinds_in_words
 from cohortsql.run.progress import Reporter, duration
 
 SECONDS_PER_BATCH = 2.0
@@ -84,6 +85,9 @@ class Plan:
     the pilot computes a few replicates and permutations of those asked); the estimate includes it."""
     rows_collapsed: bool = False
     """Whether identical subjects are compared once, as one row of their total weight."""
+    settings: Mapping[str, str] = field(default_factory=dict)
+    """The run's settings as its results will record them: every feature's kind, the reason for each
+    default, each window's half-width (`cohortsql.results.tables.default_kinds_in_words`)."""
 
     def scaled(self, pilot: PilotScale) -> Plan:
         """This plan, measured with a pilot's fewer replicates and permutations, for the run asked."""
@@ -120,6 +124,7 @@ class Plan:
                 f"estimate: about {duration(self.estimated_seconds)} (measured on {self.pilot_targets:,} of"
                 f" {self.distinct_targets:,} distinct targets in {self.pilot_seconds:.2f} s"
                 + (f", with fewer replicates or permutations, times {self.scale:,.3g})" if self.scale != 1 else ")"),
+                *default_kinds_in_words(self.settings),
             ]
         )
 

@@ -1,6 +1,7 @@
 """Memory settings, progress reports and batching options."""
 
 import io
+import re
 
 import duckdb
 import numpy as np
@@ -275,3 +276,32 @@ def test_a_dry_run_claims_no_distinct_rows_it_did_not_count():
     assert "x 5,000 subjects (6 distinct rows)," in every, every
     sampled = str(cohortsql.estimate(few, prediction="p", similarity=kinds, sample=50, seed=1)).splitlines()[0]
     assert "x 5,000 subjects (about 6 distinct rows)," in sampled, sampled
+
+
+SPREAD = FRAME.with_columns(x=pl.Series(np.linspace(0.0, 10.0, 40)))
+
+
+def test_a_dry_run_lists_every_features_kind_and_window():
+    """The plan listed no kinds: the analyst saw what a run would cost, not what it would compare.
+    It now lists them as the results will (each default's reason, each window's half-width), from
+    Python and from --dry-run."""
+
+    plan = cohortsql.estimate(SPREAD, prediction="y", similarity={"x": None, "z": "exact"})
+    text = str(plan)
+    assert "similarity per feature" in text
+    assert re.search(r"\n  x  range:0\.1 +window ±[0-9.]+; by default:", text), text
+    assert "\n  z  exact" in text
+    assert plan.settings["similarity"] == '{"x": "range:0.1", "z": "exact"}'
+
+
+def test_the_command_lines_dry_run_lists_the_kinds(tmp_path):
+    from typer.testing import CliRunner
+
+    from cohortsql.cli import app
+
+    SPREAD.write_parquet(tmp_path / "frame.parquet")
+    done = CliRunner().invoke(
+        app, ["effects", str(tmp_path / "frame.parquet"), "--prediction", "y", "--features", "x,z", "--dry-run"]
+    )
+    assert done.exit_code == 0, done.output
+    assert "similarity per feature" in done.output and re.search(r"\n  x  +range:0\.1 +window ±", done.output)
