@@ -260,6 +260,10 @@ class AuditOptions(Selection, Weighting, Estimation, Modelling, RunOptions, tota
     model_targets: int
     """How many of the targets (a random sample with `seed`) the model's baseline and all-baseline
     Shapley are computed for."""
+    protected_bins: Mapping[str, int | Sequence[float]]
+    """How a numeric protected attribute's targets are grouped: a number of quantile groups of the
+    targets, or the groups' edges (``{"age": [30, 50]}``: under 30, 30 to 50, 50 and over); by
+    default 4 quantile groups (quartiles)."""
 
 
 class BaselineOptions(CompareOptions, total=False):

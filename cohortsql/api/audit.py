@@ -19,7 +19,7 @@ from cohortsql.errors import CohortError
 from cohortsql.interrupts import interruptible_call
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
-from cohortsql.results.audit import AuditResult, audit_tables, grouping
+from cohortsql.results.audit import QUANTILE_GROUPS, AuditResult, audit_tables, grouping
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.run.pace import Plan
@@ -49,7 +49,7 @@ def audit(
     - its Shapley effect, the targets' mean of phi_A(t) of the squared game v_CS2, and ``share`` = effect / variance, the part
       of the variance explained that it takes (with every row a target, exactly `shapley_effects`'
       share), with an interval, and its rank among the features;
-    - per level of A (numbers in quartiles of the targets): ``value`` = the mean of phi_A(t) over the
+    - per level of A (numbers in quartiles of the targets, or as ``protected_bins`` groups them): ``value`` = the mean of phi_A(t) over the
       level's targets, ``gap`` = the level's mean prediction minus the mean, ``share_of_gap`` =
       value / gap, and paired intervals of the difference from the largest level;
     - ``proxies``: the features A acts with, the level's mean Shapley interaction value Phi_Ak, so that
@@ -80,7 +80,8 @@ def audit(
         the `RunOptions`) and, with `model`, `baseline_shapley`'s (``model_input``, ``model_output``,
         ``model_tolerance``, ``batch_rows``), ``baseline_sample`` (baselines of all-baseline Shapley,
         default 20) and ``model_targets`` (how many targets, a random sample, the model is explained
-        for; default 100).
+        for; default 100); ``protected_bins`` groups a numeric attribute's targets: ``{"age": [30, 50]}``
+        (under 30, 30 to 50, 50 and over) or ``{"age": 10}`` (deciles of the targets).
 
     Returns
     -------
@@ -102,7 +103,8 @@ def audit(
     result = cohort_shapley(data, prediction=prediction, similarity=_with_protected(similarity, names), **run)
     if not isinstance(result, CohortShapleyResult):  # one prediction, checked above: one result
         raise TypeError(f"cohort_shapley returned {type(result).__name__} for one prediction column")
-    groupings = {name: grouping(result.targets[name]) for name in names}
+    bins = checked.auditing.protected_bins
+    groupings = {name: grouping(result.targets[name], bins.get(name, QUANTILE_GROUPS)) for name in names}
     attributes, groups, proxies = audit_tables(result, names, groupings)
     if model is not None:
         contrast = _model_contrast(data, model, prediction, result, names, options, checked.modelling.model_targets)
@@ -160,6 +162,11 @@ def _cohort_run(
             f"an audit explains one prediction column, got {prediction!r}: audit each column in a call of its own"
         )
     checked = checked_options(options, AuditOptions, bootstrap=BOOTSTRAP)
+    unknown = sorted(set(checked.auditing.protected_bins) - set(names))
+    if unknown:
+        raise CohortError(
+            f"protected_bins names {unknown[0]!r}, which is not a protected attribute ({', '.join(names)})"
+        )
     given = {key: value for key, value in options.items() if key in ShapleyOptions.__optional_keys__}
     run = cast(
         ShapleyOptions,

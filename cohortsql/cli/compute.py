@@ -152,6 +152,9 @@ def audit(options: Flags) -> None:
     from cohortsql.report import check_report_path
 
     arguments = request(options, AuditOptions)
+    bins = options.get("protected_bins")
+    if bins:
+        arguments["protected_bins"] = protected_bins(bins)
     given = options.get("protected")
     protected = names(",".join(given) if isinstance(given, list) else given)
     if not protected:
@@ -281,3 +284,22 @@ def insertion_deletion(options: Flags) -> None:
         f" mean deletion ABC {means[1]:.4g} (areas against the line between each curve's ends; larger is better)"
     ]
     typer.echo("\n".join(lines) + written)
+
+
+def protected_bins(texts: list[str]) -> dict[str, int | list[float]]:
+    """--protected-bins NAME=E1,E2,... (edges) or NAME=quantiles:N, each name once."""
+    bins: dict[str, int | list[float]] = {}
+    for text in texts:
+        name, equals, spec = (part.strip() for part in text.partition("="))
+        if not equals or not name or not spec:
+            raise CohortError(f"--protected-bins {text!r} is not NAME=E1,E2,... or NAME=quantiles:N, e.g. age=30,50")
+        if name in bins:
+            raise CohortError(f"--protected-bins names {name!r} twice: give each attribute once")
+        count = spec.removeprefix("quantiles:")
+        try:
+            bins[name] = int(count) if count != spec else [float(edge) for edge in spec.split(",")]
+        except ValueError:
+            raise CohortError(
+                f"--protected-bins {text!r}: {spec!r} is neither numbers separated by commas nor quantiles:N"
+            ) from None
+    return bins

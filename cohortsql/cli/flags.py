@@ -119,6 +119,14 @@ Protected = Annotated[
 ReportOut = Annotated[
     Path | None, typer.Option("--report", help="Also write the HTML report here (.html), with its Audit section.")
 ]
+ProtectedBins = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--protected-bins",
+        help="NAME=E1,E2,... (the groups' edges: under E1, E1 to E2, ..., E2 and over) or NAME=quantiles:N,"
+        " repeatable: how a numeric protected attribute's targets are grouped (default: quartiles).",
+    ),
+]
 ModelTargets = Annotated[
     int | None,
     typer.Option(
@@ -246,6 +254,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "prediction": (Prediction, None),
     "model": (ModelFile, None),
     "protected": (Protected, None),
+    "protected_bins": (ProtectedBins, None),
     "model_targets": (ModelTargets, None),
     "id": (Id, None),
     "weight": (Weight, None),
@@ -315,6 +324,7 @@ class Flags(TypedDict, total=False):
     model: str | Path | None
     attributions: str | Path | None
     protected: str | list[str] | None
+    protected_bins: list[str] | None
     model_targets: int | None
     id: str | None
     weight: str | None

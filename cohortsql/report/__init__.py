@@ -28,7 +28,7 @@ from cohortsql.plot.colours import feature_colours
 from cohortsql.report import svg
 from cohortsql.results.effects import BIAS_CORRECTED, effects_of_tables
 from cohortsql.results.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
-from cohortsql.results.tables import SMALL_GROUP, reason, shown_value
+from cohortsql.results.tables import SMALL_GROUP, group_name, reason, shown_value
 
 SHOWN_TARGETS = 3
 """Targets drawn in detail when none are chosen: the lowest, the median and the highest prediction."""
@@ -375,7 +375,7 @@ def _audit(audit: Audited) -> str:
     tables behind them."""
     words = "".join(f"<li>{escape(line.strip())}</li>" for line in audit.summary() if not line.startswith(" "))
     groups = audit.groups
-    labels = [f"{row['protected']} = {row['label']}" for row in groups.iter_rows(named=True)]
+    labels = [group_name(row["protected"], row["label"]) for row in groups.iter_rows(named=True)]
     low = groups["value_ci_low"].to_list() if "value_ci_low" in groups.columns else [math.nan] * groups.height
     high = groups["value_ci_high"].to_list() if "value_ci_high" in groups.columns else [math.nan] * groups.height
     chart = svg.intervals(labels, groups["value"].to_list(), low, high)
@@ -395,7 +395,7 @@ def _audit(audit: Audited) -> str:
         )
     proxies = audit.proxies.group_by("protected", "label", maintain_order=True).head(AUDIT_PROXIES)
     acts = "".join(
-        f"<li><b>{escape(row['protected'])} = {escape(row['label'])}</b> with {escape(row['feature'])}:"
+        f"<li><b>{escape(group_name(row['protected'], row['label']))}</b> with {escape(row['feature'])}:"
         f" {row['interaction']:+.4g}</li>"
         for row in proxies.iter_rows(named=True)
     )

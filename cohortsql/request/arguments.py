@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import overload
 
 import numpy as np
@@ -116,3 +116,30 @@ def boolean(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise CohortError(f"{name} must be True or False, got {value!r}")
     return value
+
+
+def group_bins(name: str, value: object) -> dict[str, int | tuple[float, ...]]:
+    """How each named numeric attribute is grouped: a whole number >= 2 of quantile groups, or the
+    groups' edges (finite numbers in increasing order); `name` is the option's, for messages."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise CohortError(f"{name} must map attribute names to a number of groups or a list of edges, got {value!r}")
+    checked: dict[str, int | tuple[float, ...]] = {}
+    for attribute, bins in value.items():
+        where = f"{name}[{attribute!r}]"
+        if not isinstance(attribute, str):
+            raise CohortError(f"{name} keys must be column names, got {attribute!r}")
+        if isinstance(bins, numbers.Integral) and not isinstance(bins, bool):
+            checked[attribute] = whole_number(where, bins, minimum=2)
+            continue
+        if isinstance(bins, str | bytes) or not isinstance(bins, Sequence | np.ndarray):
+            raise CohortError(f"{where} must be a number of quantile groups or a list of edges, got {bins!r}")
+        edges = list(bins)
+        if not edges or not all(isinstance(edge, numbers.Real) and not isinstance(edge, bool) for edge in edges):
+            raise CohortError(f"{where} must list at least one number as an edge, got {bins!r}")
+        floats = tuple(float(edge) for edge in edges)
+        if not all(math.isfinite(edge) for edge in floats) or any(b <= a for a, b in zip(floats, floats[1:])):
+            raise CohortError(f"{where}: edges must be finite and increasing, got {bins!r}")
+        checked[attribute] = floats
+    return checked

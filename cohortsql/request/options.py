@@ -100,6 +100,15 @@ class Modelling:
 
 
 @dataclass(frozen=True)
+class Auditing:
+    """How `cohortsql.audit` groups the targets by a numeric protected attribute."""
+
+    protected_bins: Mapping[str, int | tuple[float, ...]] = field(default_factory=dict)
+    """Per attribute: a number of quantile groups of the targets, or the groups' edges; an attribute
+    not named gets `cohortsql.results.audit.QUANTILE_GROUPS` quantile groups."""
+
+
+@dataclass(frozen=True)
 class Where:
     """Where and how a call runs, the same for every method."""
 
@@ -136,6 +145,7 @@ class Options:
     terms: Terms = field(default_factory=Terms)
     grouping: Grouping = field(default_factory=Grouping)
     modelling: Modelling = field(default_factory=Modelling)
+    auditing: Auditing = field(default_factory=Auditing)
     where: Where = field(default_factory=Where)
     calibration: Calibration = field(default_factory=Calibration)
 
@@ -151,6 +161,7 @@ _GROUPS: dict[str, type] = {
     "terms": Terms,
     "grouping": Grouping,
     "modelling": Modelling,
+    "auditing": Auditing,
     "where": Where,
     "calibration": Calibration,
 }
@@ -179,6 +190,7 @@ _CHECKS: dict[str, Callable[[str, Any], object]] = {
     "baseline_sample": lambda name, value: None if value is None else arguments.whole_number(name, value, minimum=1),
     "realistic": arguments.boolean,
     "model_targets": lambda name, value: arguments.whole_number(name, value, minimum=1),
+    "protected_bins": arguments.group_bins,
     "interactions": arguments.boolean,
     "anchored": lambda name, value: arguments.whole_number(name, value, minimum=0),
     "exact": lambda name, value: value,  # checked against the features by `calibrate`

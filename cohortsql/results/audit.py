@@ -23,7 +23,7 @@ from cohortsql.errors import CohortError
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.results.cohort import CohortShapleyResult
-from cohortsql.results.tables import SMALL_GROUP
+from cohortsql.results.tables import SMALL_GROUP, group_name
 
 QUANTILE_GROUPS = 4
 """A numeric protected attribute with more distinct values among the targets than this is read in
@@ -47,7 +47,8 @@ class Grouping:
     number: np.ndarray
     """Each target's group (an index into `levels`)."""
     grouping: str
-    """``level`` (each value its own group) or ``quantile group`` (numbers in ranges)."""
+    """``level`` (each value its own group), ``quantile group`` (numbers in ranges of the targets'
+    quantiles) or ``bins`` (numbers in ranges between the caller's edges, ``protected_bins``)."""
 
 
 def cohort_keys(values: pl.Series) -> pl.Series:
@@ -58,14 +59,20 @@ def cohort_keys(values: pl.Series) -> pl.Series:
     return values
 
 
-def grouping(values: pl.Series, groups: int = QUANTILE_GROUPS) -> Grouping:
+def grouping(values: pl.Series, groups: int | tuple[float, ...] = QUANTILE_GROUPS) -> Grouping:
     """The targets' groups of a protected attribute, from its values as the cohorts compare them
     (`cohort_keys`): each value its own group (missing values together), or, for numbers with more
     than `groups` distinct values, `groups` quantile groups of the targets (infinities in the first and
-    last)."""
+    last); `groups` given as edges, the ranges between them (`_binned`)."""
     keys = cohort_keys(values)
     numeric = keys.dtype.is_numeric() and keys.dtype != pl.Boolean
     missing = keys.is_null().to_numpy()
+    if isinstance(groups, tuple):
+        if not numeric:
+            raise CohortError(
+                f"protected_bins gives edges for {values.name!r}, which holds {keys.dtype} values, not numbers"
+            )
+        return _binned(keys, np.asarray(groups, dtype=np.float64), missing)
     if numeric and keys.drop_nulls().n_unique() > groups:
         numbers = keys.cast(pl.Float64).fill_null(np.nan).to_numpy()
         present = numbers[~missing]
@@ -95,6 +102,25 @@ def grouping(values: pl.Series, groups: int = QUANTILE_GROUPS) -> Grouping:
         levels.append(None)
         labels.append("missing")
     return Grouping(levels, labels, number, kind)
+
+
+def _binned(keys: pl.Series, edges: np.ndarray, missing: np.ndarray) -> Grouping:
+    """The targets' groups between the caller's `edges` e_1 < ... < e_k: x < e_1, e_i <= x < e_i+1,
+    x >= e_k (infinities in the first and last); groups no target falls in are left out, and missing
+    values are a group of their own."""
+    numbers = keys.cast(pl.Float64).fill_null(np.nan).to_numpy()
+    bins = np.searchsorted(edges, numbers, side="right")
+    texts = _edge_texts(edges)
+    every = [f"< {texts[0]}"] + [f"[{low}, {high})" for low, high in zip(texts[:-1], texts[1:])] + [f">= {texts[-1]}"]
+    present = np.unique(bins[~missing])
+    number = np.searchsorted(present, bins)
+    labels = [every[index] for index in present]
+    levels: list[str | None] = list(labels)
+    if missing.any():
+        number[missing] = len(levels)
+        levels.append(None)
+        labels.append("missing")
+    return Grouping(levels, labels, number, "bins")
 
 
 def _level_text(value: object) -> str:
@@ -176,7 +202,7 @@ class AuditResult:
                 lines.append(f"{row['protected']}: {percent(row['share'])} of the variance explained{interval}, {rank}")
             for group in self.groups.filter(pl.col("protected") == row["protected"]).iter_rows(named=True):
                 lines.append(
-                    f"  {row['protected']} = {group['label']}: {rounded(group['value'], scale, signed=True)} on"
+                    f"  {group_name(row['protected'], group['label'])}: {rounded(group['value'], scale, signed=True)} on"
                     f" average{_gap_words(group, scale)} ({plural(group['count'], 'target')}"
                     + (f": too few to read alone, under {SMALL_GROUP})" if group["count"] < SMALL_GROUP else ")")
                 )

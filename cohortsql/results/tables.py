@@ -306,3 +306,12 @@ def default_kinds_in_words(settings: Mapping[str, str], shown: int = KINDS_SHOWN
     if len(kinds) > shown:
         lines.append(f"  ... and {len(kinds) - shown:,} more (every one in the settings written with the results)")
     return lines
+
+
+def group_name(protected: str, label: str) -> str:
+    """A group as words say it: ``region = 'n'``, ``age in [30, 50)``, ``age < 30``, ``age >= 50``."""
+    if label.startswith(("<", ">=")):
+        return f"{protected} {label}"
+    if label.startswith("[") and label.endswith((")", "]")):
+        return f"{protected} in {label}"
+    return f"{protected} = {label}"

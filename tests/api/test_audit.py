@@ -152,6 +152,48 @@ def test_numbers_are_read_in_quantile_groups_of_the_targets(table):
     assert found.attributes["protected"].to_list() == ["group", "age"]
 
 
+def test_a_numeric_attribute_is_grouped_by_the_callers_edges_or_quantiles(table, tmp_path):
+    """``protected_bins``: the caller's edges (under 30, 30 to 50, 50 and over: every target in the
+    group its value falls in, NaN missing, infinities in the end groups) or a number of quantile
+    groups; the same from the command line. It could only be split in quartiles of the targets."""
+    draws = np.random.default_rng(5)
+    ages = np.round(draws.normal(45, 12, table.height))
+    ages[:3] = [np.nan, -np.inf, np.inf]
+    aged = table.with_columns(age=pl.Series(ages))
+    options = AUDIT | {"protected": ["group", "age"], "bootstrap": 0}
+    options["similarity"] = {"zip": "exact", "income": "exact", "age": "exact"}
+    found = cohortsql.audit(aged, **options, protected_bins={"age": [30, 50]})
+    groups = found.groups.filter(pl.col("protected") == "age")
+    assert groups["grouping"].unique().to_list() == ["bins"]
+    assert groups["label"].to_list() == ["< 30", "[30, 50)", ">= 50", "missing"]
+    a = found.cohort.features.index("age")
+    values = aged["age"].to_numpy()
+    expected = [values < 30, (values >= 30) & (values < 50), values >= 50, np.isnan(values)]
+    for row, inside in zip(groups.iter_rows(named=True), expected):
+        assert row["count"] == inside.sum()
+        assert row["value"] == pytest.approx(found.cohort.shapley[inside, a].mean(), abs=1e-12)
+    assert "  age < 30: " in "\n".join(found.summary()) and "  age in [30, 50): " in "\n".join(found.summary())
+    deciles = cohortsql.audit(aged, **options, protected_bins={"age": 10}).groups.filter(pl.col("protected") == "age")
+    assert deciles["grouping"][0] == "quantile group" and deciles.height == 11  # and the missing ages
+    aged.write_parquet(tmp_path / "aged.parquet")
+    common = [str(tmp_path / "aged.parquet"), "--prediction", "denial", "--protected", "group", "--protected", "age"]
+    common += ["--similar", "*=exact", "--id", "id", "--bootstrap", "0"]
+    done = CliRunner().invoke(app, ["audit", *common, "--protected-bins", "age=30,50"])
+    assert done.exit_code == 0, done.output
+    assert "  age < 30: " in done.output and "  age >= 50: " in done.output
+    refused = {
+        ("--protected-bins", "age=young"): "neither numbers separated by commas nor quantiles:N",
+        ("--protected-bins", "age=50,30"): "edges must be finite and increasing",
+        ("--protected-bins", "aeg=30"): "protected_bins names 'aeg', which is not a protected attribute",
+        ("--protected-bins", "age=quantiles:1"): "must be at least 2",
+    }
+    for flags, message in refused.items():
+        done = CliRunner().invoke(app, ["audit", *common, *flags])
+        assert done.exit_code == 2 and message in done.output, done.output
+    with pytest.raises(cohortsql.CohortError, match="edges for 'group', which holds"):
+        cohortsql.audit(aged, **options, protected_bins={"group": [1]})
+
+
 def test_the_audit_refuses_in_words(table):
     options = {"prediction": "denial", "similarity": ["zip", "income"], "id": "id", "bootstrap": 0}
     with pytest.raises(cohortsql.CohortError, match="'race' is not in the data"):
