@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from cohortsql.api.effects import variance_shapley as variance_shapley
     from cohortsql.api.estimate import estimate as estimate
     from cohortsql.api.estimate import estimate_compare as estimate_compare
+    from cohortsql.api.fairness import fairness as fairness
     from cohortsql.api.local import cohort_shapley as cohort_shapley
     from cohortsql.api.printed import histogram_sql as histogram_sql
     from cohortsql.api.printed import sql_query as sql_query
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from cohortsql.results.cohort import CohortShapleyResult as CohortShapleyResult
     from cohortsql.results.comparison import Comparison as Comparison
     from cohortsql.results.effects import ShapleyEffects as ShapleyEffects
+    from cohortsql.results.fairness import FairnessResult as FairnessResult
     from cohortsql.results.outcomes import CohortShapleyResults as CohortShapleyResults
     from cohortsql.results.outcomes import ShapleyEffectsResults as ShapleyEffectsResults
     from cohortsql.results.uniqueness import GameResult as GameResult
@@ -67,6 +69,7 @@ _PUBLIC = {
     "compare": "cohortsql.api.compare",
     "audit": "cohortsql.api.audit",
     "estimate_audit": "cohortsql.api.audit",
+    "fairness": "cohortsql.api.fairness",
     "insertion_deletion": "cohortsql.api.integrated",
     "calibrate": "cohortsql.api.calibrate",
     "estimate": "cohortsql.api.estimate",
@@ -86,6 +89,7 @@ _PUBLIC = {
     "BaselineShapleyResult": "cohortsql.results.baseline",
     "Comparison": "cohortsql.results.comparison",
     "AuditResult": "cohortsql.results.audit",
+    "FairnessResult": "cohortsql.results.fairness",
     "InsertionDeletion": "cohortsql.results.insertion",
     "Calibration": "cohortsql.results.calibration",
     # similarity kinds

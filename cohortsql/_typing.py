@@ -266,6 +266,14 @@ class AuditOptions(Selection, Weighting, Estimation, Modelling, RunOptions, tota
     default 4 quantile groups (quartiles)."""
 
 
+class FairnessOptions(Weighting, RunOptions, total=False):
+    """The options of `cohortsql.fairness`: case weights, the Bayesian-bootstrap replicates of the
+    intervals (200 by default) and their seed, and how numeric protected attributes are grouped."""
+
+    seed: int | None
+    protected_bins: Mapping[str, int | Sequence[float]]
+
+
 class BaselineOptions(CompareOptions, total=False):
     """The options of `cohortsql.baseline_shapley`."""
 

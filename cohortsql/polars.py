@@ -27,6 +27,7 @@ from cohortsql._typing import (
     CalibrationOptions,
     CompareOptions,
     EffectsOptions,
+    FairnessOptions,
     InsertionOptions,
     ShapleyOptions,
     UniquenessOptions,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from cohortsql.results.cohort import CohortShapleyResult
     from cohortsql.results.comparison import Comparison
     from cohortsql.results.effects import ShapleyEffects
+    from cohortsql.results.fairness import FairnessResult
     from cohortsql.results.insertion import InsertionDeletion
     from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
     from cohortsql.results.uniqueness import UniquenessResult
@@ -261,6 +263,31 @@ class CohortNamespace:
             similarity=similarity,
             model=model,
             **self._chosen(options),
+        )
+
+    def fairness(
+        self,
+        *,
+        prediction: str,
+        protected: str | Sequence[str],
+        threshold: float | None = None,
+        observed: str | None = None,
+        **options: Unpack[FairnessOptions],
+    ) -> FairnessResult:
+        """Group fairness metrics of the decisions, in fairlearn's vocabulary (`cohortsql.fairness`).
+
+        Examples
+        --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
+        >>> found = loans.cohort.fairness(prediction="score", protected="region", threshold=0.5, bootstrap=0)
+        >>> found.groups["level"].to_list()
+        ['n', 's']
+        """
+        from cohortsql.api.fairness import fairness
+
+        return fairness(
+            self._frame, prediction=prediction, protected=protected, threshold=threshold, observed=observed, **options
         )
 
     def insertion_deletion(

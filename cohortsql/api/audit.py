@@ -156,7 +156,7 @@ def _cohort_run(
 ) -> tuple[tuple[str, ...], ShapleyOptions]:
     """The protected attributes' names and the options of the audit's cohort Shapley run: the caller's,
     with interaction values and the audit's replicates (`BOOTSTRAP` by default)."""
-    names = _protected_names(protected)
+    names = protected_names(protected)
     if not isinstance(prediction, str):
         raise CohortError(
             f"an audit explains one prediction column, got {prediction!r}: audit each column in a call of its own"
@@ -175,7 +175,7 @@ def _cohort_run(
     return names, run
 
 
-def _protected_names(protected: object) -> tuple[str, ...]:
+def protected_names(protected: object) -> tuple[str, ...]:
     names = (protected,) if isinstance(protected, str) else protected
     if not isinstance(names, Sequence) or not names or not all(isinstance(name, str) for name in names):
         raise CohortError(

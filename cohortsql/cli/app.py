@@ -1,7 +1,7 @@
 """The `cohortsql` command line: the typer app and its commands' registration.
 
 The commands live by what they do: `cohortsql.cli.compute` computes (shapley, effects, uniqueness,
-compare, audit, calibrate) and `cohortsql.cli.files` turns files into files (sql, assemble, plot, report).
+compare, audit, fairness, calibrate) and `cohortsql.cli.files` turns files into files (sql, assemble, plot, report).
 The vocabulary is the Python API's: `shapley` is `cohortsql.cohort_shapley` (local values), `effects`
 is `cohortsql.shapley_effects` (global). `run` and `global` are the earlier names of the same commands.
 """
@@ -17,6 +17,7 @@ from cohortsql.cli.compute import (
     CALIBRATE_EPILOG,
     COMPARE_EPILOG,
     EFFECTS_EPILOG,
+    FAIRNESS_EPILOG,
     INSERTION_EPILOG,
     SHAPLEY_EPILOG,
     UNIQUENESS_EPILOG,
@@ -24,6 +25,7 @@ from cohortsql.cli.compute import (
     calibrate,
     compare,
     effects,
+    fairness,
     insertion_deletion,
     shapley,
     uniqueness,
@@ -58,6 +60,7 @@ app.command("effects", epilog=EFFECTS_EPILOG)(effects)
 app.command("uniqueness", epilog=UNIQUENESS_EPILOG)(uniqueness)
 app.command("compare", epilog=COMPARE_EPILOG)(compare)
 app.command("audit", epilog=AUDIT_EPILOG)(audit)
+app.command("fairness", epilog=FAIRNESS_EPILOG)(fairness)
 app.command("calibrate", epilog=CALIBRATE_EPILOG)(calibrate)
 app.command("insertion-deletion", epilog=INSERTION_EPILOG)(insertion_deletion)
 app.command("report", epilog=REPORT_EPILOG)(report)

@@ -13,6 +13,7 @@ from cohortsql._typing import (
     CalibrationOptions,
     CompareOptions,
     EffectsOptions,
+    FairnessOptions,
     InsertionOptions,
     ShapleyOptions,
     UniquenessOptions,
@@ -284,6 +285,46 @@ def insertion_deletion(options: Flags) -> None:
         f" mean deletion ABC {means[1]:.4g} (areas against the line between each curve's ends; larger is better)"
     ]
     typer.echo("\n".join(lines) + written)
+
+
+FAIRNESS_EPILOG = (
+    "Examples:\n\n"
+    "  cohortsql fairness scores.parquet --prediction score --threshold 0.5 --protected sex --observed repaid\n\n"
+    "  cohortsql fairness decisions.parquet --prediction approved --protected race --protected age"
+    " --protected-bins age=30,50 --out fairness.parquet"
+)
+
+
+@command(("data", "prediction"), ("protected", "threshold", "observed"), A_TABLE, FairnessOptions, ("out",))
+def fairness(options: Flags) -> None:
+    """Group fairness metrics of the decisions, over every row, in fairlearn's vocabulary: each group's
+    selection rate (a score at or above --threshold is selected; without it --prediction holds 0/1
+    decisions), with --observed its true and false positive rates, and between the groups the
+    demographic-parity difference and ratio and the equalized-odds difference, with 200
+    Bayesian-bootstrap replicates' intervals by default (--bootstrap)."""
+    from cohortsql.api.fairness import fairness as fairness_metrics
+    from cohortsql.cli.outputs import write
+
+    arguments = request(options, FairnessOptions, compared=False)  # every row, nothing compared
+    given = options.get("protected")
+    protected = names(",".join(given) if isinstance(given, list) else given)
+    if not protected:
+        raise CohortError("no --protected given: name the protected attribute's column (repeat it for several)")
+    if isinstance(arguments["prediction"], list):
+        raise CohortError("fairness reads one --prediction column")
+    bins = options.get("protected_bins")
+    if bins:
+        arguments["protected_bins"] = protected_bins(bins)
+    found = fairness_metrics(
+        options["data"],
+        protected=protected,
+        threshold=options.get("threshold"),
+        observed=options.get("observed"),
+        **arguments,
+    )
+    written = write(options, {"": found.groups, "metrics": found.metrics}, found.settings)
+    print_warnings_so_far()
+    typer.echo("\n".join(found.summary()) + written)
 
 
 def protected_bins(texts: list[str]) -> dict[str, int | list[float]]:

@@ -119,6 +119,18 @@ Protected = Annotated[
 ReportOut = Annotated[
     Path | None, typer.Option("--report", help="Also write the HTML report here (.html), with its Audit section.")
 ]
+Threshold = Annotated[
+    float | None,
+    typer.Option(
+        help="fairness: the score at or above which a row is selected (default: --prediction holds 0/1 decisions)."
+    ),
+]
+Observed = Annotated[
+    str | None,
+    typer.Option(
+        help="fairness: the column of observed outcomes (0/1 or booleans), for true and false positive rates."
+    ),
+]
 ProtectedBins = Annotated[
     list[str] | None,
     typer.Option(
@@ -255,6 +267,8 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "model": (ModelFile, None),
     "protected": (Protected, None),
     "protected_bins": (ProtectedBins, None),
+    "threshold": (Threshold, None),
+    "observed": (Observed, None),
     "model_targets": (ModelTargets, None),
     "id": (Id, None),
     "weight": (Weight, None),
@@ -325,6 +339,8 @@ class Flags(TypedDict, total=False):
     attributions: str | Path | None
     protected: str | list[str] | None
     protected_bins: list[str] | None
+    threshold: float | None
+    observed: str | None
     model_targets: int | None
     id: str | None
     weight: str | None

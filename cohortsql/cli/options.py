@@ -79,10 +79,12 @@ def _flag_names(group: tuple[str, ...] | type) -> list[str]:
     return [key for key in keys if key in FLAGS]
 
 
-def request(options: Flags, group: type | tuple[str, ...], *, explained: bool = True) -> dict[str, Any]:
-    """The API's keyword arguments from the merged options: the similarity, the column(s) to explain
-    when the command is `explained`, and those of `group` (an API option `TypedDict`, or names) that
-    were given."""
+def request(
+    options: Flags, group: type | tuple[str, ...], *, explained: bool = True, compared: bool = True
+) -> dict[str, Any]:
+    """The API's keyword arguments from the merged options: the column(s) to explain when the command
+    is `explained`, the similarity and the targets when it is `compared` (rows compared with targets),
+    and those of `group` (an API option `TypedDict`, or names) that were given."""
     if not options.get("data"):
         raise CohortError("no DATA given: pass a file, FILE.duckdb:TABLE or a SQL query (or data = ... in --config)")
     if explained and not options.get("prediction"):
@@ -114,6 +116,8 @@ def request(options: Flags, group: type | tuple[str, ...], *, explained: bool = 
     arguments = pick(options, *(name for name in names if name not in ("targets", "sample")))
     if explained and prediction:
         arguments["prediction"] = _prediction(prediction)
+    if not compared:
+        return arguments
     return arguments | dict(
         similarity=similarity(options.get("similar"), options.get("features")),
         targets=options.get("targets") or _target_ids(options.get("target_ids")),

@@ -59,11 +59,14 @@ def cohort_keys(values: pl.Series) -> pl.Series:
     return values
 
 
-def grouping(values: pl.Series, groups: int | tuple[float, ...] = QUANTILE_GROUPS) -> Grouping:
+def grouping(
+    values: pl.Series, groups: int | tuple[float, ...] = QUANTILE_GROUPS, counts: np.ndarray | None = None
+) -> Grouping:
     """The targets' groups of a protected attribute, from its values as the cohorts compare them
     (`cohort_keys`): each value its own group (missing values together), or, for numbers with more
     than `groups` distinct values, `groups` quantile groups of the targets (infinities in the first and
-    last); `groups` given as edges, the ranges between them (`_binned`)."""
+    last); `groups` given as edges, the ranges between them (`_binned`). With `counts`, each value
+    stands for that many rows (the quantiles are the rows')."""
     keys = cohort_keys(values)
     numeric = keys.dtype.is_numeric() and keys.dtype != pl.Boolean
     missing = keys.is_null().to_numpy()
@@ -76,7 +79,8 @@ def grouping(values: pl.Series, groups: int | tuple[float, ...] = QUANTILE_GROUP
     if numeric and keys.drop_nulls().n_unique() > groups:
         numbers = keys.cast(pl.Float64).fill_null(np.nan).to_numpy()
         present = numbers[~missing]
-        finite = present[np.isfinite(present)]
+        rows = present if counts is None else np.repeat(present, counts[~missing])
+        finite = rows[np.isfinite(rows)]
         inner = np.unique(np.quantile(finite, np.linspace(0, 1, groups + 1))[1:-1]) if finite.size else np.zeros(0)
         edges = np.concatenate(
             [[present.min()], inner[(inner > present.min()) & (inner < present.max())], [present.max()]]

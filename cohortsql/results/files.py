@@ -90,7 +90,18 @@ def write_frames(
     _write_all({check_destination(path): frame for path, frame in frames.items()}, write, remove)
 
 
-COMPANIONS = ("totals", "paths", "reasons", "global", "interactions", "anchored", "owen", "groups", "proxies")
+COMPANIONS = (
+    "totals",
+    "paths",
+    "reasons",
+    "global",
+    "interactions",
+    "anchored",
+    "owen",
+    "groups",
+    "proxies",
+    "metrics",
+)
 """The labels of the tables a run may write beside its main file (`sibling_path`)."""
 
 FILES_KEY = "cohortsql_files"

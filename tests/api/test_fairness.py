@@ -1,0 +1,220 @@
+"""`cohortsql.fairness` against fairlearn's `MetricFrame` and metric functions on Titanic with its
+shipped model's predictions, on every engine, and refusing what it cannot read in words."""
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import cohortsql
+from cohortsql.cli import app
+
+fairlearn_metrics = pytest.importorskip("fairlearn.metrics", reason="fairlearn is a test-only peer (dev extra)")
+
+DATA = Path(__file__).parents[2] / "examples/data/titanic_predictions.parquet"
+RATES = {
+    "selection_rate": fairlearn_metrics.selection_rate,
+    "true_positive_rate": fairlearn_metrics.true_positive_rate,
+    "false_positive_rate": fairlearn_metrics.false_positive_rate,
+}
+BETWEEN = {
+    "demographic_parity_difference": fairlearn_metrics.demographic_parity_difference,
+    "demographic_parity_ratio": fairlearn_metrics.demographic_parity_ratio,
+    "equalized_odds_difference": fairlearn_metrics.equalized_odds_difference,
+}
+
+
+@pytest.fixture(scope="module")
+def titanic() -> pl.DataFrame:
+    """A real model's scores of real passengers, the outcome they had, and a case weight."""
+    table = pl.read_parquet(DATA).with_row_index("passenger")
+    return table.with_columns(
+        survived=(pl.col("survived") == "survived").cast(pl.Int64),
+        weight=1.0 + (pl.col("passenger") % 5).cast(pl.Float64) / 2,
+    )
+
+
+def fairlearn_frame(table: pl.DataFrame, protected: str, threshold: float, weight: str | None):
+    y_true = table["survived"].to_numpy()
+    y_pred = (table["prediction"].to_numpy() >= threshold).astype(int)
+    params = None if weight is None else {name: {"sample_weight": table[weight].to_numpy()} for name in RATES}
+    frame = fairlearn_metrics.MetricFrame(
+        metrics=RATES,
+        y_true=y_true,
+        y_pred=y_pred,
+        sensitive_features=table[protected].to_numpy(),
+        sample_params=params,
+    )
+    weights = {} if weight is None else {"sample_weight": table[weight].to_numpy()}
+    between = {
+        name: function(y_true, y_pred, sensitive_features=table[protected].to_numpy(), **weights)
+        for name, function in BETWEEN.items()
+    }
+    return frame.by_group, between
+
+
+@pytest.mark.parametrize("weight", [None, "weight"])
+def test_the_metrics_equal_fairlearns_metric_frame(titanic, weight):
+    """Every group's rates and every metric between groups equal fairlearn's to 1e-12, unweighted and
+    with case weights, for a text attribute (sex) and one with three levels (pclass)."""
+    found = cohortsql.fairness(
+        titanic,
+        prediction="prediction",
+        protected=["sex", "pclass"],
+        threshold=0.5,
+        observed="survived",
+        weight=weight,
+        bootstrap=0,
+    )
+    for name in ("sex", "pclass"):
+        by_group, between = fairlearn_frame(titanic, name, 0.5, weight)
+        groups = found.groups.filter(pl.col("protected") == name)
+        assert groups["level"].to_list() == [str(level) for level in by_group.index]
+        for rate in RATES:
+            np.testing.assert_allclose(groups[rate].to_numpy(), by_group[rate].to_numpy(), rtol=0, atol=1e-12)
+        metrics = found.metrics.filter(pl.col("protected") == name)
+        assert metrics["metric"].to_list() == list(BETWEEN)
+        np.testing.assert_allclose(metrics["value"].to_numpy(), list(between.values()), rtol=0, atol=1e-12)
+        assert groups["rows"].to_list() == titanic.group_by(name).len().sort(name)["len"].to_list()
+
+
+def test_every_engine_counts_the_same_cells(titanic, engine):
+    """DuckDB, Spark and PostgreSQL count the same cells, so every number and every interval (drawn from
+    the cells with the seed) is the same; every interval holds its estimate."""
+    options = dict(prediction="prediction", protected="sex", threshold=0.5, observed="survived", bootstrap=50, seed=4)
+    here = cohortsql.fairness(titanic, **options)
+    there = cohortsql.fairness(titanic, **options, **engine.options)
+    for mine, theirs in ((here.groups, there.groups), (here.metrics, there.metrics)):
+        assert mine.columns == theirs.columns
+        for column in mine.columns:
+            if mine[column].dtype.is_float():
+                np.testing.assert_allclose(theirs[column].to_numpy(), mine[column].to_numpy(), rtol=0, atol=1e-12)
+            else:
+                assert theirs[column].to_list() == mine[column].to_list()
+    for rate in RATES:
+        assert (here.groups[f"{rate}_ci_low"] <= here.groups[rate]).all()
+        assert (here.groups[rate] <= here.groups[f"{rate}_ci_high"]).all()
+    assert (
+        (here.metrics["ci_low"] <= here.metrics["value"]) & (here.metrics["value"] <= here.metrics["ci_high"])
+    ).all()
+
+
+def test_decisions_without_a_threshold_and_booleans(titanic):
+    """A 0/1 decision column (or booleans) needs no threshold; the outcome may be booleans; without an
+    outcome only selection rates and demographic parity are given."""
+    decided = titanic.with_columns(
+        approved=(pl.col("prediction") >= 0.5), survived_flag=pl.col("survived").cast(pl.Boolean)
+    )
+    as_booleans = cohortsql.fairness(
+        decided, prediction="approved", protected="sex", observed="survived_flag", bootstrap=0
+    )
+    as_scores = cohortsql.fairness(
+        decided, prediction="prediction", protected="sex", threshold=0.5, observed="survived", bootstrap=0
+    )
+    assert as_booleans.groups.equals(as_scores.groups) and as_booleans.metrics.equals(as_scores.metrics)
+    alone = cohortsql.fairness(
+        decided.with_columns(pl.col("approved").cast(pl.Int8)), prediction="approved", protected="sex", bootstrap=0
+    )
+    assert alone.metrics["metric"].to_list() == ["demographic_parity_difference", "demographic_parity_ratio"]
+    assert "true_positive_rate" not in alone.groups.columns
+
+
+def test_groups_follow_the_cohorts_equality_and_the_callers_bins(titanic):
+    """A numeric attribute: NaN and NULL are missing, -0.0 is 0.0 (as in `audit`), quartiles of the
+    rows by default or the caller's edges (``protected_bins``); the text 'null' is a level of its own."""
+    values = np.array([np.nan, -0.0, 0.0, np.inf, 5.0] * (titanic.height // 5) + [1.0] * (titanic.height % 5))
+    marked = titanic.with_columns(
+        score=pl.Series(values),
+        tag=pl.when(pl.col("passenger") % 3 == 0)
+        .then(pl.lit("null"))
+        .when(pl.col("passenger") % 3 == 1)
+        .then(None)
+        .otherwise(pl.lit("x")),
+    )
+    found = cohortsql.fairness(
+        marked,
+        prediction="prediction",
+        protected=["score", "tag"],
+        threshold=0.5,
+        bootstrap=0,
+        protected_bins={"score": [1.0]},
+    )
+    scores = found.groups.filter(pl.col("protected") == "score")
+    assert scores["label"].to_list() == ["< 1", ">= 1", "missing"]
+    assert scores["rows"].to_list() == [int((values < 1).sum()), int((values >= 1).sum()), int(np.isnan(values).sum())]
+    tags = found.groups.filter(pl.col("protected") == "tag")
+    assert tags["label"].to_list() == ["'null'", "'x'", "missing"]
+    assert tags["rows"].to_list() == [
+        len(range(0, titanic.height, 3)),
+        len(range(2, titanic.height, 3)),
+        len(range(1, titanic.height, 3)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"threshold": None}, "prediction column 'prediction' holds values other than 0 and 1"),
+        ({"threshold": float("nan")}, "threshold must be a finite number"),
+        ({"observed": "pclass"}, "observed column 'pclass' holds text values"),
+        ({"observed": "age"}, "observed column 'age' holds values other than 0 and 1"),
+        ({"observed": "survivd"}, "observed column 'survivd' is not in the data"),
+        ({"protected_bins": {"sexx": 3}}, "protected_bins names 'sexx', which is not a protected attribute"),
+        ({"protected": "sexx"}, "'sexx'"),
+        ({"bootstrap": -1}, "bootstrap"),
+    ],
+)
+def test_what_cannot_be_read_is_refused_in_words(titanic, change, message):
+    options = dict(prediction="prediction", protected="sex", threshold=0.5, observed="survived", bootstrap=0) | change
+    with pytest.raises(cohortsql.CohortError, match=message):
+        cohortsql.fairness(titanic, **options)
+    if change == {"threshold": None}:  # Python's spelling of the option
+        with pytest.raises(cohortsql.CohortError, match=r"selected \(threshold=\)"):
+            cohortsql.fairness(titanic, **options)
+
+
+def test_the_command_line_prints_the_metrics_and_writes_both_tables(titanic, tmp_path):
+    titanic.write_parquet(tmp_path / "titanic.parquet")
+    common = [str(tmp_path / "titanic.parquet"), "--prediction", "prediction", "--protected", "sex"]
+    done = CliRunner().invoke(
+        app,
+        [
+            "fairness",
+            *common,
+            "--threshold",
+            "0.5",
+            "--observed",
+            "survived",
+            "--seed",
+            "1",
+            "--out",
+            str(tmp_path / "fair.parquet"),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    assert "sex: demographic-parity difference 0.8916 (" in done.output and "sex = 'female': 94.3% (" in done.output
+    assert pl.read_parquet(tmp_path / "fair_metrics.parquet")["metric"].to_list() == list(BETWEEN)
+    refused = CliRunner().invoke(app, ["fairness", *common])
+    assert refused.exit_code == 2 and "selected (--threshold)" in refused.output, refused.output
+    hostile = titanic.rename({"sex": 'se"x; DROP', "survived": "out come"})
+    hostile.write_parquet(tmp_path / "hostile.parquet")
+    named = CliRunner().invoke(
+        app,
+        [
+            "fairness",
+            str(tmp_path / "hostile.parquet"),
+            "--prediction",
+            "prediction",
+            "--protected",
+            'se"x; DROP',
+            "--threshold",
+            "0.5",
+            "--observed",
+            "out come",
+            "--bootstrap",
+            "0",
+        ],
+    )
+    assert named.exit_code == 0 and """se"x; DROP = 'female': 94.3% selected""" in named.output, named.output
