@@ -11,7 +11,7 @@ from typing import Any, Unpack, cast
 import numpy as np
 import polars as pl
 
-from cohortsql._typing import EVERY_OTHER, AuditOptions, BaselineOptions, ShapleyOptions
+from cohortsql._typing import EVERY_OTHER, AuditOptions, BaselineOptions, FairnessOptions, ShapleyOptions
 from cohortsql.api.baseline import baseline_shapley
 from cohortsql.api.estimate import estimate
 from cohortsql.api.local import cohort_shapley
@@ -38,6 +38,8 @@ def audit(
     protected: str | Sequence[str],
     similarity: SimilarityArgument,
     model: Any = None,
+    threshold: float | None = None,
+    observed: str | None = None,
     **options: Unpack[AuditOptions],
 ) -> AuditResult:
     """Audit the `prediction` column for reliance on `protected` attributes, model inputs or not.
@@ -74,6 +76,11 @@ def audit(
         Optionally the model itself, as `baseline_shapley` takes it; it is called on every feature
         (protected ones included: a model that never used them ignores them) and must reproduce
         `prediction` on the targets.
+    threshold, observed
+        With either, the decisions' group fairness metrics over every row beside the audit
+        (`fairness`, with the same replicates, seed and ``protected_bins``): a score at or above
+        `threshold` is selected (without it `prediction` holds 0/1 decisions), and `observed` names the
+        column of observed outcomes for the true and false positive rates.
     **options
         `cohort_shapley`'s options (``id``, ``targets``, ``sample``, ``seed``, ``weight``,
         ``bootstrap`` (default 200), ``confidence``, ``method``, ``tolerance``, ``max_permutations``,
@@ -109,7 +116,22 @@ def audit(
     if model is not None:
         contrast = _model_contrast(data, model, prediction, result, names, options, checked.modelling.model_targets)
         attributes = attributes.join(contrast, on="protected", how="left", maintain_order="left")
-    return AuditResult(attributes, groups, proxies, result, names)
+    fair = None
+    if threshold is not None or observed is not None:
+        from cohortsql.api.fairness import fairness
+
+        shared = {key: value for key, value in options.items() if key in FairnessOptions.__optional_keys__}
+        drawn = result.settings.get("seed")  # the replicates' seed, drawn by the run when not given
+        shared |= {"bootstrap": checked.weighting.bootstrap, "seed": None if drawn in (None, "null") else int(drawn)}
+        fair = fairness(
+            data,
+            prediction=prediction,
+            protected=names,
+            threshold=threshold,
+            observed=observed,
+            **cast(FairnessOptions, shared),
+        )
+    return AuditResult(attributes, groups, proxies, result, names, fair)
 
 
 @interruptible_call

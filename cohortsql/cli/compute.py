@@ -140,13 +140,17 @@ AUDIT_EPILOG = (
 )
 
 
-@command(EXPLAINED, ("protected",), A_TABLE, ("model",), AuditOptions, ("out", "report", "dry_run"))
+@command(
+    EXPLAINED, ("protected",), A_TABLE, ("model", "threshold", "observed"), AuditOptions, ("out", "report", "dry_run")
+)
 def audit(options: Flags) -> None:
     """Does the prediction lean on protected attributes, model inputs or not? Each attribute's share of
     the variance explained, each group's mean value and its share of the group's gap, with bootstrap
     intervals, and the features it acts through (with --model, the model's own baseline Shapley beside).
     Interaction values are always computed; by default 200 Bayesian-bootstrap replicates (--bootstrap)
-    and, with --model, 20 baselines (--baseline-sample); --dry-run estimates the time first."""
+    and, with --model, 20 baselines (--baseline-sample); --dry-run estimates the time first. With
+    --threshold or --observed, the decisions' fairness metrics over every row come after (as the
+    fairness command gives them)."""
     from cohortsql.api.audit import audit as audit_prediction
     from cohortsql.api.surfaces import load_model
     from cohortsql.cli.outputs import write
@@ -176,9 +180,16 @@ def audit(options: Flags) -> None:
     if report:
         check_report_path(Path(report))  # before the work, not after it
     found = audit_prediction(
-        options["data"], protected=protected, model=load_model(model) if model else None, **arguments
+        options["data"],
+        protected=protected,
+        model=load_model(model) if model else None,
+        threshold=options.get("threshold"),
+        observed=options.get("observed"),
+        **arguments,
     )
     tables = {"": found.attributes, "groups": found.groups, "proxies": found.proxies}
+    if found.fairness is not None:
+        tables |= {"fairness": found.fairness.groups, "metrics": found.fairness.metrics}
     written = write(options, tables, found.cohort.settings | {"protected": ", ".join(protected)})
     if report:
         found.report(report)

@@ -73,6 +73,18 @@ class Audited(Protocol):
     @property
     def proxies(self) -> pl.DataFrame: ...
     def summary(self) -> list[str]: ...
+    @property
+    def fairness(self) -> Fair | None: ...
+
+
+class Fair(Protocol):
+    """What a report reads of the fairness metrics beside an audit (`cohortsql.FairnessResult`)."""
+
+    @property
+    def groups(self) -> pl.DataFrame: ...
+    @property
+    def metrics(self) -> pl.DataFrame: ...
+    def decisions(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -416,7 +428,53 @@ def _audit(audit: Audited) -> str:
         " each feature (half the interaction index): positive when, over the orders in which features join"
         " the cohort, the attribute moves the cohort mean further up (or less far down) once that feature is"
         " in the cohort; the attribute's value is its main term plus these.</p>"
-        f"<ul>{acts}</ul>"
+        f"<ul>{acts}</ul>" + ("" if audit.fairness is None else _fairness(audit.fairness))
+    )
+
+
+FAIRNESS_RATES = {
+    "selection_rate": "selected",
+    "true_positive_rate": "true positive rate",
+    "false_positive_rate": "false positive rate",
+}
+
+
+def _fairness(fair: Fair) -> str:
+    """The decisions' group fairness metrics over every row: each group's rates with their intervals,
+    and the metrics between groups, in fairlearn's names."""
+
+    def rate(row: dict[str, Any], name: str) -> str:
+        value, low, high = row.get(name), row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
+        if not _finite(value):
+            return "–"
+        return f"{value:.1%}" + (f" ({low:.1%} to {high:.1%})" if _finite(low) and _finite(high) else "")
+
+    shown = [name for name in FAIRNESS_RATES if name in fair.groups.columns]
+    rows = "".join(
+        f'<tr><td>{escape(group_name(row["protected"], row["label"]))}</td><td class="num">{row["rows"]:,}</td>'
+        + "".join(f'<td class="num">{rate(row, name)}</td>' for name in shown)
+        + "</tr>"
+        for row in fair.groups.iter_rows(named=True)
+    )
+    metrics = "".join(
+        f"<li>{escape(row['protected'])}: {escape(row['metric'].replace('_', ' '))} {row['value']:.4g}"
+        + (
+            f" ({row['ci_low']:.4g} to {row['ci_high']:.4g})"
+            if _finite(row["ci_low"]) and _finite(row["ci_high"])
+            else ""
+        )
+        + "</li>"
+        for row in fair.metrics.iter_rows(named=True)
+    )
+    heads = "".join(f"<th>{FAIRNESS_RATES[name]}</th>" for name in shown)
+    return (
+        f"<h3>Fairness of the decisions ({escape(fair.decisions())}), over every row</h3>"
+        "<p>fairlearn's group metrics: the share of each group's rows that were selected, and with observed"
+        " outcomes the shares selected among the rows whose outcome was positive (true positive rate) and"
+        " negative (false positive rate), with Bayesian-bootstrap intervals. They describe the decisions,"
+        " not why they were made.</p>"
+        f"<ul>{metrics}</ul>"
+        f'<table class="sortable"><thead><tr><th>group</th><th>rows</th>{heads}</tr></thead><tbody>{rows}</tbody></table>'
     )
 
 

@@ -23,6 +23,7 @@ from cohortsql.errors import CohortError
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.results.cohort import CohortShapleyResult
+from cohortsql.results.fairness import FairnessResult
 from cohortsql.results.tables import SMALL_GROUP, group_name
 
 QUANTILE_GROUPS = 4
@@ -182,6 +183,9 @@ class AuditResult:
     cohort: CohortShapleyResult
     """The cohort Shapley run the tables come from (every feature, the protected ones among them)."""
     protected: tuple[str, ...]
+    fairness: FairnessResult | None = None
+    """With ``threshold=`` or ``observed=``: the decisions' group fairness metrics over every row
+    (`cohortsql.fairness`), which the summary and the report show after the audit's own tables."""
 
     def summary(self) -> list[str]:
         """The audit in words, one line per attribute and one per group, e.g. ``afam: 3.8% of the
@@ -213,6 +217,9 @@ class AuditResult:
         if self.cohort.bootstrap is not None:
             level = f"{self.cohort.bootstrap.confidence:.0%}"
             lines.append(f"(intervals: {level} {bootstrap_module.BIAS_CORRECTED})")
+        if self.fairness is not None:
+            lines += ["", f"fairness of the decisions ({self.fairness.decisions()}), over every row:"]
+            lines += self.fairness.summary()
         return lines
 
     def report(self, path: str | os.PathLike[str], *, targets: list[Any] | None = None) -> None:

@@ -45,6 +45,14 @@ class FairnessResult:
     settings: dict[str, str] = field(default_factory=dict)
     """How the decisions were made and the intervals drawn (prediction, threshold, outcome, bootstrap, seed)."""
 
+    def decisions(self) -> str:
+        """How a row was selected, in words: ``score >= 0.5``, or ``approved = 1``."""
+        threshold = self.settings.get("threshold")
+        prediction = self.settings.get("prediction", "the prediction")
+        decided = f"{prediction} = 1" if threshold in (None, "null") else f"{prediction} >= {threshold}"
+        observed = self.settings.get("observed")
+        return decided + ("" if observed in (None, "null") else f"; observed outcome {observed}")
+
     def summary(self) -> list[str]:
         """The metrics in words, one line per attribute and one per group, e.g. ``sex: demographic-parity
         difference 0.62 (0.58–0.66)`` and ``sex = 'female': 78.1% selected (75.0%–81.0%) of 388 rows``."""

@@ -218,3 +218,35 @@ def test_the_command_line_prints_the_metrics_and_writes_both_tables(titanic, tmp
         ],
     )
     assert named.exit_code == 0 and """se"x; DROP = 'female': 94.3% selected""" in named.output, named.output
+
+
+def test_the_audit_gives_the_fairness_metrics_beside_it(tmp_path, browser):
+    """``audit(..., threshold=, observed=)``: the same metrics as `fairness` with the audit's replicates
+    and seed, in its words, its files (``--out`` writes ``_fairness`` and ``_metrics``) and its report."""
+    table = cohortsql.datasets.redlining().with_columns(repaid=(pl.col("id") % 3 != 0).cast(pl.Int64))
+    options = dict(prediction="denial", protected="group", bootstrap=20, seed=2)
+    found = cohortsql.audit(table, similarity=["zip", "income"], id="id", threshold=0.5, observed="repaid", **options)
+    alone = cohortsql.fairness(table, threshold=0.5, observed="repaid", **options)
+    assert found.fairness is not None
+    assert found.fairness.groups.equals(alone.groups) and found.fairness.metrics.equals(alone.metrics)
+    words = "\n".join(found.summary())
+    assert "fairness of the decisions (denial >= 0.5; observed outcome repaid), over every row:" in words
+    assert "group: demographic-parity difference" in words and "equalized-odds difference" in words
+    assert cohortsql.audit(table, similarity=["zip", "income"], id="id", **options).fairness is None
+    table.write_parquet(tmp_path / "loans.parquet")
+    arguments = ["audit", str(tmp_path / "loans.parquet"), "--prediction", "denial", "--protected", "group"]
+    arguments += ["--features", "zip,income", "--id", "id", "--bootstrap", "20", "--seed", "2"]
+    arguments += ["--threshold", "0.5", "--observed", "repaid", "--out", str(tmp_path / "audit.parquet")]
+    arguments += ["--report", str(tmp_path / "audit.html")]
+    done = CliRunner().invoke(app, arguments)
+    assert done.exit_code == 0, done.output
+    assert "fairness of the decisions (denial >= 0.5; observed outcome repaid)" in done.output
+    assert pl.read_parquet(tmp_path / "audit_metrics.parquet").equals(alone.metrics)
+    assert (
+        pl.read_parquet(tmp_path / "audit_fairness.parquet")["selection_rate"].to_list()
+        == alone.groups["selection_rate"].to_list()
+    )
+    browser.get((tmp_path / "audit.html").as_uri())
+    section = browser.find_element("id", "audit").text
+    assert "Fairness of the decisions (denial >= 0.5; observed outcome repaid), over every row" in section
+    assert "group = 'b'" in section and "true positive rate" in section

@@ -97,3 +97,19 @@ def test_the_tests_never_replace_the_attributions_they_read(files):
     written = pl.read_csv(tests)
     assert written.columns == ["id", "insertion_abc", "deletion_abc"] and written.height == 80
     assert pl.read_csv(tmp_path / "tests_curves.csv").height == 80 * 3
+
+
+@pytest.mark.parametrize(("read", "written"), [("scores.csv", "scores.csv"), ("fair_metrics.csv", "fair.csv")])
+def test_the_fairness_tables_never_replace_the_data(files, read, written):
+    """fairness writes its groups at --out and its metrics beside it (``_metrics``): neither may be the
+    file its data query reads."""
+    tmp_path, data, _ = files
+    source = tmp_path / read
+    source.write_bytes(data.read_bytes())
+    before = source.read_bytes()
+    query = f"SELECT * FROM read_csv('{source}')"
+    code, output = run(
+        ["fairness", query, "--prediction", "denial", "--protected", "group", "--out", str(tmp_path / written)]
+    )
+    assert code == 2 and "it is an input of this run" in output, output
+    assert source.read_bytes() == before

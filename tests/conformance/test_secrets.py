@@ -80,3 +80,15 @@ def test_the_api_refuses_a_connection_string_without_showing_it(shape):
     with pytest.raises(cohortsql.CohortError) as refused:
         connect(shape.format(secret=secret))
     assert all(piece not in str(refused.value) for piece in pieces(secret))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_fairness_command_never_prints_a_password(shape, tmp_path):
+    data = tmp_path / "scores.csv"
+    data.write_text("id,x,p\n1,0,1\n2,1,0\n")
+    secret = "Pa55/w:rd@x?y#z"
+    result = CliRunner().invoke(
+        app, ["fairness", "scores", "--engine", shape.format(secret=secret), "--prediction", "p", "--protected", "x"]
+    )
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert all(piece not in result.output.replace("analyst", "") for piece in pieces(secret)), result.output
