@@ -157,15 +157,7 @@ def audit(options: Flags) -> None:
     from cohortsql.report import check_report_path
 
     arguments = request(options, AuditOptions)
-    bins = options.get("protected_bins")
-    if bins:
-        arguments["protected_bins"] = protected_bins(bins)
-    given = options.get("protected")
-    protected = names(",".join(given) if isinstance(given, list) else given)
-    if not protected:
-        raise CohortError("no --protected given: name the protected attribute's column (repeat it for several)")
-    if isinstance(arguments["prediction"], list):
-        raise CohortError("an audit explains one --prediction column")
+    protected = _protected(options, arguments, "an audit explains one --prediction column")
     model = options.get("model")
     if options.get("dry_run"):
         from cohortsql.api.audit import estimate_audit
@@ -317,15 +309,7 @@ def fairness(options: Flags) -> None:
     from cohortsql.cli.outputs import write
 
     arguments = request(options, FairnessOptions, compared=False)  # every row, nothing compared
-    given = options.get("protected")
-    protected = names(",".join(given) if isinstance(given, list) else given)
-    if not protected:
-        raise CohortError("no --protected given: name the protected attribute's column (repeat it for several)")
-    if isinstance(arguments["prediction"], list):
-        raise CohortError("fairness reads one --prediction column")
-    bins = options.get("protected_bins")
-    if bins:
-        arguments["protected_bins"] = protected_bins(bins)
+    protected = _protected(options, arguments, "fairness reads one --prediction column")
     found = fairness_metrics(
         options["data"],
         protected=protected,
@@ -336,6 +320,21 @@ def fairness(options: Flags) -> None:
     written = write(options, {"": found.groups, "metrics": found.metrics}, found.settings)
     print_warnings_so_far()
     typer.echo("\n".join(found.summary()) + written)
+
+
+def _protected(options: Flags, arguments: dict[str, Any], one_prediction: str) -> list[str]:
+    """The --protected attributes (each named once), their --protected-bins put into the `arguments`,
+    and one --prediction column (else the error `one_prediction`)."""
+    given = options.get("protected")
+    protected = names(",".join(given) if isinstance(given, list) else given)
+    if not protected:
+        raise CohortError("no --protected given: name the protected attribute's column (repeat it for several)")
+    if isinstance(arguments["prediction"], list):
+        raise CohortError(one_prediction)
+    bins = options.get("protected_bins")
+    if bins:
+        arguments["protected_bins"] = protected_bins(bins)
+    return protected
 
 
 def protected_bins(texts: list[str]) -> dict[str, int | list[float]]:
