@@ -232,7 +232,7 @@ def cohort_plan(session: Session, chosen: TargetSet) -> Plan:
         engine=running.dialect.name,
         pilot_targets=pilot,
         pilot_seconds=sum(seconds for _, seconds in pacer.timed),
-        estimated_seconds=sum(seconds for _, seconds in pacer.timed) + (pacer.remaining_seconds(pilot) or 0.0),
+        estimated_seconds=pacer.run_seconds(pilot),
         replicates=prepared.measures.replicates,
         rows_collapsed=prepared.compressed,
         settings=session.settings(chosen, method=chosen_method, path=chosen_path),

@@ -7,6 +7,7 @@ every cohort of every subset from those cells. Local values for targets look up 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -169,7 +170,9 @@ def _batches_of_cells(
 ) -> Iterator[tuple[int, int, Cells, np.ndarray, np.ndarray]]:
     """(first target, number of targets, the cells, the targets' cells, the games' means) for each
     batch of distinct targets."""
+    began = time.perf_counter()
     cells, means = _cells(engine, prepared)
+    pacer.setup_seconds += time.perf_counter() - began
     for start, size in pacer.batches():
         batch = targets.numbered(start, size)
         with engine.temporary(engine.upload(batch, "targets")) as uploaded:

@@ -215,6 +215,9 @@ class Pacer:
     cells_per_target: int = 0
     """The numpy work per target beside the SQL (the exact method's 2^d cohort values of every game):
     the pilot holds at most `PILOT_CELLS` of them."""
+    setup_seconds: float = field(default=0.0, init=False)
+    """Work a run does once before its first batch, timed by the path (the cells of the grouping-sets
+    path's lattice); a dry run's estimate includes it."""
     seconds_per_target: float | None = field(default=None, init=False)
     """The cost of one more target in a batch, from the timed batches."""
     seconds_per_batch_fixed: float = field(default=0.0, init=False)
@@ -246,8 +249,11 @@ class Pacer:
         self.reporter.finish()
 
     def _calibrating(self) -> bool:
-        """Whether the second batch is still to time (a paced run of more targets than the pilot's)."""
-        return self.paced and len(self.timed) == 1 and self.timed[0][0] < self.total
+        """Whether the second batch is still to time (a paced run, or a dry run, of more targets than
+        the pilot's). A dry run of a path sized by memory needs it too: its batch costs mostly the
+        same whatever its size (the lattice walk), and one timed batch would charge that to each of
+        its targets (13 s estimated for a run of 0.3 s)."""
+        return (self.paced or self.pilot_only) and len(self.timed) == 1 and self.timed[0][0] < self.total
 
     def _fit(self) -> None:
         self.seconds_per_target, self.seconds_per_batch_fixed = fitted_costs(self.timed[0], self.timed[-1])
@@ -256,11 +262,11 @@ class Pacer:
         """The calibration batch after the pilot (its size fixed, so that a dry run measures the same
         targets on any machine), then batches of `seconds_per_batch` beyond their fixed cost (at least
         as long as it, so that it stays a small part), within memory."""
+        if self._calibrating():
+            return min(self.memory_batch, CALIBRATION_FACTOR * self.timed[0][0])
         if not self.paced:
             return self.memory_batch
         rate = max(self.seconds_per_target or 0.0, 1e-9)
-        if self._calibrating():
-            return min(self.memory_batch, CALIBRATION_FACTOR * self.timed[0][0])
         if not self.seconds_per_target:  # no cost per target seen yet: grow until one shows, within memory
             return min(self.memory_batch, CALIBRATION_FACTOR * self.timed[-1][0])
         fixed = self.seconds_per_batch_fixed
@@ -294,6 +300,16 @@ class Pacer:
                 covered += size
                 batches += 1
         return left * self.seconds_per_target + batches * self.seconds_per_batch_fixed
+
+    def run_seconds(self, done: int) -> float:
+        """A dry run's estimate of the whole run, whose first `done` targets it timed: a paced run
+        computes those batches too, then the rest (`remaining_seconds`); a run sized by memory
+        computes every target in its own batches, each with its fixed cost."""
+        if self.paced or self.seconds_per_target is None:
+            timed = sum(seconds for _, seconds in self.timed) + (self.remaining_seconds(done) or 0.0)
+            return self.setup_seconds + timed
+        batches = math.ceil(self.total / self.memory_batch)
+        return self.setup_seconds + self.total * self.seconds_per_target + batches * self.seconds_per_batch_fixed
 
     def _say_if_long(self, done: int) -> None:
         note_if_long(

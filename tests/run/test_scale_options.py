@@ -305,3 +305,23 @@ def test_the_command_lines_dry_run_lists_the_kinds(tmp_path):
     )
     assert done.exit_code == 0, done.output
     assert "similarity per feature" in done.output and re.search(r"\n  x  +range:0\.1 +window ±", done.output)
+
+
+def test_a_dry_run_of_a_path_sized_by_memory_separates_the_lattice_from_the_targets(monkeypatch):
+    """The grouping-sets path walks the lattice of cells in every batch, whatever its targets: a dry
+    run timed one batch of 16 targets and charged its lattice to each (13 s estimated for a 0.3 s run of
+    5,734 targets). It now times the calibration batch too, the lattice is a cost per batch, and the
+    estimate is of the run's own batches (sized by memory), not of the dry run's."""
+    clock = Clock()
+    monkeypatch.setattr(pace.time, "perf_counter", clock)
+    pacer = pace.Pacer(
+        total=5734, memory_batch=43690, pairs_per_target=6000, reporter=progress.Silent(), paced=False, pilot_only=True
+    )
+    sizes = []
+    for _, size in pacer.batches():
+        sizes.append(size)
+        clock.now += 0.25 + size / 2**16  # a quarter second of lattice a batch, 15 us a target
+    assert sizes == [16, 64]
+    assert pacer.seconds_per_batch_fixed == pytest.approx(0.25) and pacer.seconds_per_target == pytest.approx(2**-16)
+    run = 0.25 + 5734 / 2**16  # one batch of every target
+    assert pacer.run_seconds(80) == pytest.approx(run)  # it was 0.25 / 16 a target: 90 s
