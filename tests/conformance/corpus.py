@@ -41,6 +41,8 @@ class Case:
     refused_on: dict[str, str] = field(default_factory=dict)
     """Surface -> the culprit its one `CohortError` must name, where that surface's engine has no type
     for the values (other surfaces compute the case)."""
+    computed_on: dict[str, str] = field(default_factory=dict)
+    """Surface -> why it computes a case the others refuse: what they refuse is not among what it reads."""
 
     def frame(self) -> pl.DataFrame:
         return self.make()
@@ -207,6 +209,7 @@ CASES: list[Case] = [
         "p",
         {"v": None, "x": "exact"},
         refused="v",
+        computed_on={"fairness": "it reads the prediction and the protected attribute x, not the feature v"},
     ),
     # scales
     Case(

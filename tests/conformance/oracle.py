@@ -111,3 +111,22 @@ def prediction_scale(case: Case) -> float:
     y = case.frame()[case.prediction].cast(pl.Float64).to_numpy()
     spread = float(np.std(y)) if y.size else 0.0
     return spread if spread > 0 else 1.0
+
+
+def brute_force_fairness(case: Case, kinds: dict[str, str]) -> pl.DataFrame:
+    """Each group of the case's protected attribute (rows equal as the cohorts compare them: NaN and
+    NULL missing, -0.0 is 0.0; a number with more than 4 distinct values split at the surface's edge)
+    with its rows and the share of them whose prediction is at or above the surface's threshold."""
+    from surfaces import fairness_bins, fairness_threshold, groups_as_rows
+
+    frame = case.frame()
+    threshold = fairness_threshold(frame, case.prediction)
+    selected = frame[case.prediction].cast(pl.Float64).to_numpy() >= threshold
+    edges = fairness_bins(frame, case.attribute).get("protected_bins", {}).get(case.attribute)
+    keys = [comparable(value) for value in frame[case.attribute].to_list()]
+    if edges is not None:
+        keys = [None if key is None else key >= edges[0] for key in keys]
+    groups: dict[object, list[bool]] = {}
+    for key, chosen in zip(keys, selected, strict=True):
+        groups.setdefault(key, []).append(bool(chosen))
+    return groups_as_rows([len(rows) for rows in groups.values()], [sum(rows) / len(rows) for rows in groups.values()])

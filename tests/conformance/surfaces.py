@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import polars as pl
 import pytest
 from corpus import ID, Case
@@ -266,6 +267,53 @@ def insertion_deletion(case: Case, context: Context) -> pl.DataFrame:
     )
 
 
+def fairness(case: Case, context: Context) -> pl.DataFrame:
+    """`cohortsql.fairness` of the decisions "prediction at or above its median" by the case's protected
+    attribute (a number with more than 4 distinct values in two bins at its median: `fairness_bins`),
+    its groups as rows (id = the group's rank by size, then rate): ``rows`` and ``selection_rate``."""
+    frame = case.frame()
+    found = cohortsql.fairness(
+        frame,
+        prediction=case.prediction,
+        protected=case.attribute,
+        threshold=fairness_threshold(frame, case.prediction),
+        bootstrap=0,
+        **fairness_bins(frame, case.attribute),
+    )
+    return groups_as_rows(found.groups["rows"].to_list(), found.groups["selection_rate"].to_list())
+
+
+def fairness_threshold(frame: pl.DataFrame, prediction: str) -> float:
+    """The median prediction (0 for a table of no rows, which is refused for having none)."""
+    values = frame[prediction].cast(pl.Float64).to_numpy()
+    return float(np.median(values)) if values.size else 0.0
+
+
+def fairness_bins(frame: pl.DataFrame, attribute: str) -> dict[str, Any]:
+    """Two bins split at the median of a numeric attribute's finite values (quartiles are the library's
+    own choice, tested elsewhere), none for the others."""
+    values = frame[attribute]
+    if not values.dtype.is_numeric() or values.dtype == pl.Boolean:
+        return {}
+    numbers = values.cast(pl.Float64).to_numpy()
+    finite = numbers[np.isfinite(numbers)]
+    if len(np.unique(numbers[~np.isnan(numbers)])) <= 4 or not finite.size:
+        return {}
+    return {"protected_bins": {attribute: [float(np.median(finite))]}}
+
+
+def groups_as_rows(rows: list[int], rates: list[float]) -> pl.DataFrame:
+    """Groups in a canonical order (by size, then rate) as the matrix's long rows."""
+    ordered = sorted(zip(rows, rates, strict=True))
+    return pl.DataFrame(
+        {
+            ID: [index for index in range(len(ordered)) for _ in range(2)],
+            "feature": ["rows", "selection_rate"] * len(ordered),
+            "shapley": [float(value) for pair in ordered for value in pair],
+        }
+    )
+
+
 SURFACES: dict[str, Surface] = {
     "api": api,
     "polars": polars_namespace,
@@ -281,6 +329,7 @@ SURFACES: dict[str, Surface] = {
     "report": report,
     "integrated": integrated,
     "insertion_deletion": insertion_deletion,
+    "fairness": fairness,
 }
 """Every surface, by name: the matrix's columns."""
 
