@@ -181,14 +181,14 @@ def report_html(tables: ReportTables, targets: list[Any] | None = None, title: s
     name = title or f"cohort Shapley: {tables.settings.get('prediction', 'prediction').strip(chr(34))}"
     body = [
         f"<header><h1>{escape(name)}</h1><p>{_summary(tables, features, mean)}</p></header>",
-        *([_section("Audit", _audit(tables.audit), "audit")] if tables.audit is not None else []),
+        *([_section("Audit", _audit(tables.audit, tables), "audit")] if tables.audit is not None else []),
         _section("Settings and diagnostics", _settings(tables), "settings"),
         _section(
             "Shapley effects of these targets" if _over_whom(tables)[1] else "Shapley effects",
             _effects(tables, colours, tables.settings.get("confidence")),
             "effects",
         ),
-        _section("Top drivers", _drivers(tables.local, colours), "drivers"),
+        _section("Top drivers", _drivers(tables, colours), "drivers"),
         *([_section("Groups of features", _groups(tables.owen), "groups")] if tables.owen is not None else []),
         *(
             [_section("Interactions", _interactions(tables.interactions), "interactions")]
@@ -301,7 +301,12 @@ def _effects(tables: ReportTables, colours: dict[str, str], confidence: str | No
     level = f"{float(confidence):.0%} " if confidence else ""
     interval_head = f"<th>{level}interval</th>" if intervals else ""
     note = ""
-    if not any(errors or []):
+    if _over_whom(tables)[1]:
+        note = (
+            "<p>The standard errors treat these targets as if drawn at random: they were chosen, so they say"
+            " how far the mean of targets like these could move, not how far the population's is.</p>"
+        )
+    elif not any(errors or []):
         note = (
             "<p>Every row is a target, so the effects have no sampling error (–)"
             + ("; the intervals are the data's own uncertainty (Bayesian bootstrap)." if intervals else ".")
@@ -328,9 +333,10 @@ def _standard_error(error: float | None) -> str:
     return "–" if error is None or error == 0 or error != error else f"{error:.2g}"
 
 
-def _drivers(local: pl.DataFrame, colours: dict[str, str]) -> str:
+def _drivers(tables: ReportTables, colours: dict[str, str]) -> str:
+    """Each feature's mean |value| over the run's targets, said to be theirs when they were chosen."""
     table = (
-        local.group_by("feature", maintain_order=True)
+        tables.local.group_by("feature", maintain_order=True)
         .agg(
             mean_abs=pl.col("shapley").abs().mean(),
             raised=(pl.col("shapley") > 0).mean(),
@@ -344,7 +350,14 @@ def _drivers(local: pl.DataFrame, colours: dict[str, str]) -> str:
         f" raises it for {row['raised']:.0%} of the targets</li>"
         for row in table.head(5).iter_rows(named=True)
     )
-    return "<p>Mean |cohort Shapley value| per feature.</p>" + chart + f"<ul>{notes}</ul>"
+    count = tables.totals.height
+    chosen = _over_whom(tables)[1]
+    over = (
+        f" over this run's {count:,} chosen target{'' if count == 1 else 's'} only"
+        if chosen
+        else f" over the {count:,} targets"
+    )
+    return f"<p>Mean |cohort Shapley value| per feature{over}.</p>" + chart + f"<ul>{notes}</ul>"
 
 
 SHOWN_PAIRS = 10
@@ -382,10 +395,12 @@ AUDIT_PROXIES = 3
 """Features listed per group of a protected attribute in the audit section (the strongest |Phi_Ak|)."""
 
 
-def _audit(audit: Audited) -> str:
+def _audit(audit: Audited, tables: ReportTables) -> str:
     """The audit in words, each group's value of its protected attribute with its interval, and the
-    tables behind them."""
-    words = "".join(f"<li>{escape(line.strip())}</li>" for line in audit.summary() if not line.startswith(" "))
+    tables behind them, saying whose they are when the targets are not every row."""
+    said = audit.summary()
+    own = said[: said.index("")] if "" in said else said  # the fairness metrics have a section of their own
+    words = "".join(f"<li>{escape(line.strip())}</li>" for line in own if not line.startswith(" "))
     groups = audit.groups
     labels = [group_name(row["protected"], row["label"]) for row in groups.iter_rows(named=True)]
     low = groups["value_ci_low"].to_list() if "value_ci_low" in groups.columns else [math.nan] * groups.height
@@ -419,16 +434,30 @@ def _audit(audit: Audited) -> str:
         " on the similarity chosen for every feature.</p>"
         f"<ul>{words}</ul><h3>Mean value of the attribute per group, with its interval</h3><p>Intervals: {escape(BIAS_CORRECTED)}.</p>{chart}"
         '<table class="sortable"><thead><tr><th>attribute</th><th>group</th><th>targets</th><th>value</th>'
-        "<th>interval</th><th>gap (group mean − mean)</th><th>share of the gap</th></tr></thead>"
+        "<th>interval</th><th>gap (the group's targets' mean − mean)</th><th>share of the gap</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
         "<p>A share of the gap is given (else –) only where the gap's interval excludes 0: the share of a"
         f" gap that may be 0 could be any number. Groups of fewer than {SMALL_GROUP} targets are marked"
         " (few): their means rest on a handful of rows.</p>"
-        "<h3>Through which features</h3><p>The group's mean Shapley interaction value of the attribute with"
+        + _audit_targets(tables, audit.fairness is not None)
+        + "<h3>Through which features</h3><p>The group's mean Shapley interaction value of the attribute with"
         " each feature (half the interaction index): positive when, over the orders in which features join"
         " the cohort, the attribute moves the cohort mean further up (or less far down) once that feature is"
         " in the cohort; the attribute's value is its main term plus these.</p>"
         f"<ul>{acts}</ul>" + ("" if audit.fairness is None else _fairness(audit.fairness))
+    )
+
+
+def _audit_targets(tables: ReportTables, fairness: bool) -> str:
+    """Whose groups these are, when the targets are not every row (the fairness metrics count every row)."""
+    whose, chosen = _over_whom(tables)
+    if not whose:
+        return ""
+    count = tables.totals.height
+    kind = "chosen" if chosen else "randomly sampled"
+    rows = "; the fairness metrics below count every row" if fairness else ""
+    return (
+        f"<p>The groups' sizes, values and gaps are over this run's {count:,} {kind} targets, not every row{rows}.</p>"
     )
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from cohortsql.numeric.bootstrap import BIAS_CORRECTED
 from cohortsql.results.tables import SMALL_GROUP, group_name
 
 METRIC_WORDS = {
@@ -76,7 +77,8 @@ class FairnessResult:
         level = self.settings.get("confidence")
         if level:
             lines.append(
-                f"(intervals: {float(level):.0%}, from {self.settings['bootstrap']} Bayesian-bootstrap replicates)"
+                f"(intervals: {float(level):.0%} {BIAS_CORRECTED}, from {self.settings['bootstrap']}"
+                " Bayesian-bootstrap replicates)"
             )
         return lines
 
