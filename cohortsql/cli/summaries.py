@@ -180,9 +180,10 @@ def _interaction_lines(features: Sequence[str], values: np.ndarray, what: str) -
 
 
 def _standard_error(row: Row) -> str:
-    """A standard error in 2 digits, or "-" where there is none to show (every row explained)."""
+    """A standard error in 2 digits as Python holds it (0 when every row is a target: the summary's
+    note says why), or "-" where there is none."""
     error = row["shapley_effect_se"]
-    return "-" if error is None or error == 0 else f"{error:.2g}"
+    return "-" if error is None or error != error else f"{error:.2g}"
 
 
 def uniqueness_summary(result: UniquenessResult, top: int) -> str:

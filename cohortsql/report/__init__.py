@@ -277,9 +277,9 @@ def _over_whom(tables: ReportTables) -> tuple[str, bool]:
 
 
 def _effects(tables: ReportTables, colours: dict[str, str], confidence: str | None) -> str:
-    """The effects as bars with their standard errors, and a table with the standard errors (a dash
-    where every row was a target, so there is no sampling error) and the bootstrap intervals when the
-    run has them."""
+    """The effects as bars with their standard errors, and a table with the standard errors (0 where
+    every row was a target, so there is no sampling error, said in a note) and the bootstrap intervals
+    when the run has them."""
     table = tables.effects.sort("shapley_effect", descending=True)
     labels = table["feature"].to_list()
     errors = (
@@ -308,7 +308,7 @@ def _effects(tables: ReportTables, colours: dict[str, str], confidence: str | No
         )
     elif not any(errors or []):
         note = (
-            "<p>Every row is a target, so the effects have no sampling error (–)"
+            "<p>Every row is a target, so the effects have no sampling error: their standard errors are 0"
             + ("; the intervals are the data's own uncertainty (Bayesian bootstrap)." if intervals else ".")
             + "</p>"
         )
@@ -329,8 +329,9 @@ def _effects(tables: ReportTables, colours: dict[str, str], confidence: str | No
 
 
 def _standard_error(error: float | None) -> str:
-    """A standard error in 2 digits, or a dash where there is none (0: every row was a target)."""
-    return "–" if error is None or error == 0 or error != error else f"{error:.2g}"
+    """A standard error in 2 digits as Python holds it (0 when every row was a target: the note above
+    the table says why), or a dash where there is none."""
+    return "–" if error is None or error != error else f"{error:.2g}"
 
 
 def _drivers(tables: ReportTables, colours: dict[str, str]) -> str:

@@ -324,9 +324,11 @@ def test_effects_with_two_predictions_and_intervals(data, frame):
     table = pl.read_csv(out)
     assert table["outcome"].unique(maintain_order=True).to_list() == ["score", "late"]
     assert {"shapley_effect_ci_low", "shapley_effect_ci_high"} <= set(table.columns)
-    # Every row is a target: no standard error to show, and no "se 0" beside the intervals.
+    # Every row is a target: the standard errors are 0, as Python holds them (they were "-" here and
+    # 0.0 in Python), beside the intervals, and a note says why.
     rows = [line.split() for line in done.output.splitlines() if line.startswith(("age ", "region "))]
-    assert rows and all(row[2] == "-" and row[-2].startswith("[") for row in rows), done.output
+    assert rows and all(row[2] == "0" and row[-2].startswith("[") for row in rows), done.output
+    assert (table["shapley_effect_se"] == 0).all()
     assert "every row is a target" in done.output
 
 

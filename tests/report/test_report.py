@@ -73,10 +73,10 @@ def test_the_effects_file_brings_its_standard_errors(tmp_path):
     assert tables.settings["sample"] == "100"
 
 
-def test_the_report_shows_intervals_and_no_zero_standard_errors(tmp_path):
+def test_the_report_shows_intervals_and_says_why_standard_errors_are_zero(tmp_path):
     """With bootstrap replicates the effects table has the intervals; every row being a target, the
-    standard-error column has dashes (it read 0 everywhere), with a sentence saying why; the refinement
-    chart has values on both its axes."""
+    standard errors are 0 as Python holds them (they were dashes in the report and the command line,
+    0.0 in Python), with a sentence saying why; the refinement chart has values on both its axes."""
     loans = cohortsql.datasets.loans()
     similarity = {"income": "abs:15", "region": "exact"}
     result = cohortsql.cohort_shapley(loans, prediction="score", similarity=similarity, bootstrap=50, seed=3)
@@ -85,8 +85,9 @@ def test_the_report_shows_intervals_and_no_zero_standard_errors(tmp_path):
     assert "<th>95% interval</th>" in effects
     for row in result.global_.iter_rows(named=True):
         assert f"[{row['shapley_effect_ci_low']:.4g}, {row['shapley_effect_ci_high']:.4g}]" in effects
-    assert 'class="num">0</td>' not in effects and 'class="num">–</td>' in effects
-    assert "no sampling error" in effects and "Bayesian bootstrap" in effects
+    assert (result.global_["shapley_effect_se"] == 0).all()
+    assert 'class="num">0</td>' in effects and 'class="num">–</td>' not in effects
+    assert "no sampling error: their standard errors are 0" in effects and "Bayesian bootstrap" in effects
     assert "bias-corrected percentile intervals" in effects  # which interval it is
     refinement = html[html.rindex('<svg class="chart" viewBox="0 0 640 290"') :]
     refinement = refinement[: refinement.index("</svg>")]
