@@ -14,18 +14,18 @@ import polars as pl
 from cohortsql._typing import EVERY_OTHER, AuditOptions, BaselineOptions, FairnessOptions, ShapleyOptions
 from cohortsql.api.baseline import baseline_shapley
 from cohortsql.api.estimate import estimate
+from cohortsql.api.fairness import fairness
 from cohortsql.api.local import cohort_shapley
 from cohortsql.errors import CohortError
 from cohortsql.interrupts import interruptible_call
-from cohortsql.request.options import checked_options
+from cohortsql.request.arguments import protected_names
+from cohortsql.request.options import AUDIT_REPLICATES, checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.audit import QUANTILE_GROUPS, AuditResult, audit_tables, grouping
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.run.pace import Plan
 
-BOOTSTRAP = 200
-"""Replicates an audit draws unless told otherwise: its intervals are part of what it reports."""
 BASELINES = 20
 """Baselines drawn for the model's all-baseline Shapley unless `baseline_sample` says otherwise."""
 
@@ -106,7 +106,7 @@ def audit(
     ['region']
     """
     names, run = _cohort_run(prediction, protected, options)
-    checked = checked_options(options, AuditOptions, bootstrap=BOOTSTRAP)
+    checked = checked_options(options, AuditOptions, bootstrap=AUDIT_REPLICATES)
     result = cohort_shapley(data, prediction=prediction, similarity=_with_protected(similarity, names), **run)
     if not isinstance(result, CohortShapleyResult):  # one prediction, checked above: one result
         raise TypeError(f"cohort_shapley returned {type(result).__name__} for one prediction column")
@@ -118,8 +118,6 @@ def audit(
         attributes = attributes.join(contrast, on="protected", how="left", maintain_order="left")
     fair = None
     if threshold is not None or observed is not None:
-        from cohortsql.api.fairness import fairness
-
         shared = {key: value for key, value in options.items() if key in FairnessOptions.__optional_keys__}
         drawn = result.settings.get("seed")  # the replicates' seed, drawn by the run when not given
         shared |= {"bootstrap": checked.weighting.bootstrap, "seed": None if drawn in (None, "null") else int(drawn)}
@@ -177,13 +175,13 @@ def _cohort_run(
     prediction: object, protected: object, options: Mapping[str, Any]
 ) -> tuple[tuple[str, ...], ShapleyOptions]:
     """The protected attributes' names and the options of the audit's cohort Shapley run: the caller's,
-    with interaction values and the audit's replicates (`BOOTSTRAP` by default)."""
+    with interaction values and the audit's replicates (`AUDIT_REPLICATES` by default)."""
     names = protected_names(protected)
     if not isinstance(prediction, str):
         raise CohortError(
             f"an audit explains one prediction column, got {prediction!r}: audit each column in a call of its own"
         )
-    checked = checked_options(options, AuditOptions, bootstrap=BOOTSTRAP)
+    checked = checked_options(options, AuditOptions, bootstrap=AUDIT_REPLICATES)
     unknown = sorted(set(checked.auditing.protected_bins) - set(names))
     if unknown:
         raise CohortError(
@@ -195,17 +193,6 @@ def _cohort_run(
         given | {"interactions": True, "bootstrap": checked.weighting.bootstrap, "seed": checked.selection.seed},
     )
     return names, run
-
-
-def protected_names(protected: object) -> tuple[str, ...]:
-    names = (protected,) if isinstance(protected, str) else protected
-    if not isinstance(names, Sequence) or not names or not all(isinstance(name, str) for name in names):
-        raise CohortError(
-            f"protected names the protected attribute column(s), e.g. 'race' or ['race', 'sex'], got {protected!r}"
-        )
-    if len(set(names)) != len(names):
-        raise CohortError(f"protected names a column twice: {list(names)!r}")
-    return tuple(names)
 
 
 def _with_protected(similarity: SimilarityArgument, names: tuple[str, ...]) -> SimilarityArgument:

@@ -15,12 +15,12 @@ import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql._typing import FairnessOptions
-from cohortsql.api.audit import BOOTSTRAP, protected_names
 from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import fairness as metrics_module
 from cohortsql.numeric.bootstrap import bias_corrected_interval
-from cohortsql.request.options import checked_options
+from cohortsql.request.arguments import protected_names
+from cohortsql.request.options import AUDIT_REPLICATES, checked_options
 from cohortsql.results.audit import QUANTILE_GROUPS, grouping
 from cohortsql.results.fairness import FairnessResult
 from cohortsql.results.tables import run_settings
@@ -88,7 +88,7 @@ def fairness(
         raise CohortError(f"threshold must be a finite number (a score at or above it is selected), got {threshold!r}")
     if observed is not None and not isinstance(observed, str):
         raise CohortError(f"observed names the column of observed outcomes (0/1 or booleans), got {observed!r}")
-    checked = checked_options(options, FairnessOptions, bootstrap=BOOTSTRAP)
+    checked = checked_options(options, FairnessOptions, bootstrap=AUDIT_REPLICATES)
     bins = checked.auditing.protected_bins
     unknown = sorted(set(bins) - set(names))
     if unknown:

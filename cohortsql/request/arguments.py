@@ -143,3 +143,15 @@ def group_bins(name: str, value: object) -> dict[str, int | tuple[float, ...]]:
             raise CohortError(f"{where}: edges must be finite and increasing, got {bins!r}")
         checked[attribute] = floats
     return checked
+
+
+def protected_names(protected: object) -> tuple[str, ...]:
+    """The protected attribute(s) of `audit` and `fairness` as a tuple of column names, each named once."""
+    names = (protected,) if isinstance(protected, str) else protected
+    if not isinstance(names, Sequence) or not names or not all(isinstance(name, str) for name in names):
+        raise CohortError(
+            f"protected names the protected attribute column(s), e.g. 'race' or ['race', 'sex'], got {protected!r}"
+        )
+    if len(set(names)) != len(names):
+        raise CohortError(f"protected names a column twice: {list(names)!r}")
+    return tuple(names)

@@ -34,6 +34,10 @@ from cohortsql._typing import (
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.request import arguments
 
+AUDIT_REPLICATES = 200
+"""Bootstrap replicates `audit` and `fairness` draw unless ``bootstrap`` says otherwise: their intervals
+are part of what they report."""
+
 
 @dataclass(frozen=True)
 class Selection:
