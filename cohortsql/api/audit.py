@@ -18,7 +18,7 @@ from cohortsql.api.fairness import fairness
 from cohortsql.api.local import cohort_shapley
 from cohortsql.errors import CohortError
 from cohortsql.interrupts import interruptible_call
-from cohortsql.request.arguments import protected_names
+from cohortsql.request.arguments import check_bins_named, protected_names
 from cohortsql.request.options import AUDIT_REPLICATES, checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.audit import QUANTILE_GROUPS, AuditResult, audit_tables, grouping
@@ -182,11 +182,7 @@ def _cohort_run(
             f"an audit explains one prediction column, got {prediction!r}: audit each column in a call of its own"
         )
     checked = checked_options(options, AuditOptions, bootstrap=AUDIT_REPLICATES)
-    unknown = sorted(set(checked.auditing.protected_bins) - set(names))
-    if unknown:
-        raise CohortError(
-            f"protected_bins names {unknown[0]!r}, which is not a protected attribute ({', '.join(names)})"
-        )
+    check_bins_named(checked.auditing.protected_bins, names)
     given = {key: value for key, value in options.items() if key in ShapleyOptions.__optional_keys__}
     run = cast(
         ShapleyOptions,

@@ -19,7 +19,8 @@ from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import fairness as metrics_module
 from cohortsql.numeric.bootstrap import bias_corrected_interval
-from cohortsql.request.arguments import protected_names
+from cohortsql.request.arguments import check_bins_named, protected_names
+from cohortsql.request.features import described_type, is_numeric, require_column
 from cohortsql.request.options import AUDIT_REPLICATES, checked_options
 from cohortsql.results.audit import QUANTILE_GROUPS, grouping
 from cohortsql.results.fairness import FairnessResult
@@ -90,11 +91,7 @@ def fairness(
         raise CohortError(f"observed names the column of observed outcomes (0/1 or booleans), got {observed!r}")
     checked = checked_options(options, FairnessOptions, bootstrap=AUDIT_REPLICATES)
     bins = checked.auditing.protected_bins
-    unknown = sorted(set(bins) - set(names))
-    if unknown:
-        raise CohortError(
-            f"protected_bins names {unknown[0]!r}, which is not a protected attribute ({', '.join(names)})"
-        )
+    check_bins_named(bins, names)
     replicates, seed = checked.weighting.bootstrap, checked.selection.seed
     plain = replace(checked, weighting=replace(checked.weighting, bootstrap=0))  # the cells are drawn here
     similarity = dict.fromkeys(names, "exact")
@@ -131,17 +128,11 @@ def _cells(session: Session, name: str, prediction: str, threshold: float | None
     prepared = session.prepared
     schema = prepared.input.schema
     if outcome is not None:
-        if outcome not in schema.names:
-            raise CohortError(f"observed column {outcome!r} is not in the data (columns: {', '.join(schema.names)})")
-        kind = schema.field(outcome).type
-        if not (
-            pa.types.is_boolean(kind)
-            or pa.types.is_integer(kind)
-            or pa.types.is_floating(kind)
-            or pa.types.is_decimal(kind)
-        ):
-            held = "text" if pa.types.is_string(kind) or pa.types.is_large_string(kind) else str(kind)
-            raise CohortError(f"observed column {outcome!r} holds {held} values; it must hold 0/1 or booleans")
+        columns = dict(zip(schema.names, schema.types, strict=True))
+        require_column(columns, outcome, "observed")
+        kind = columns[outcome]
+        if not (pa.types.is_boolean(kind) or is_numeric(kind)):
+            raise CohortError(f"observed column {outcome!r} holds {described_type(kind)}; it must hold 0/1 or booleans")
     sql = queries.fairness.fairness_cells(
         prepared.input.relation,
         name,

@@ -155,3 +155,12 @@ def protected_names(protected: object) -> tuple[str, ...]:
     if len(set(names)) != len(names):
         raise CohortError(f"protected names a column twice: {list(names)!r}")
     return tuple(names)
+
+
+def check_bins_named(bins: Mapping[str, object], names: Sequence[str]) -> None:
+    """``protected_bins`` names only protected attributes (`names`)."""
+    unknown = sorted(set(bins) - set(names))
+    if unknown:
+        raise CohortError(
+            f"protected_bins names {unknown[0]!r}, which is not a protected attribute ({', '.join(names)})"
+        )

@@ -173,27 +173,29 @@ def plan_features(
     _refuse_case_twins(schema.names)
     columns = {name: schema.field(name).type for name in schema.names}
     for prediction in outcomes:
-        _require_column(columns, prediction, "prediction")
+        require_column(columns, prediction, "prediction")
         prediction_type = columns[prediction]
         if not is_numeric(prediction_type) and not pa.types.is_boolean(prediction_type):
             raise CohortError(
-                f"prediction column {prediction!r} holds {_described(prediction_type)}; it must be numeric"
+                f"prediction column {prediction!r} holds {described_type(prediction_type)}; it must be numeric"
             )
     repeated = sorted({name for name in outcomes if list(outcomes).count(name) > 1})
     if repeated:
         raise CohortError(f"prediction column {repeated[0]!r} is listed twice")
     if weight is not None:
-        _require_column(columns, weight, "weight")
+        require_column(columns, weight, "weight")
         if not is_numeric(columns[weight]):
-            raise CohortError(f"weight column {weight!r} holds {_described(columns[weight])}; weights must be numbers")
+            raise CohortError(
+                f"weight column {weight!r} holds {described_type(columns[weight])}; weights must be numbers"
+            )
         if weight in outcomes or weight == id:
             role = "the id column" if weight == id else "explained (a prediction)"
             raise CohortError(f"weight column {weight!r} is {role}; weigh the rows with a column of its own")
     if id is not None:
-        _require_column(columns, id, "id")
+        require_column(columns, id, "id")
         if column_kind(columns[id]) is None or column_kind(columns[id]) == "float":
             raise CohortError(
-                f"id column {id!r} holds {_described(columns[id])}; ids must be integers, text, decimals, dates"
+                f"id column {id!r} holds {described_type(columns[id])}; ids must be integers, text, decimals, dates"
                 " or timestamps"
             )
     for name in columns:
@@ -206,7 +208,7 @@ def plan_features(
     for name, kind in requested:
         if not isinstance(name, str):
             raise CohortError(f"feature names must be column names (text), got {name!r}")
-        _require_column(columns, name, "feature")
+        require_column(columns, name, "feature")
         if name in (feature.name for feature in features):
             raise CohortError(f"feature {name!r} is listed twice")
         if name in outcomes:
@@ -220,7 +222,7 @@ def plan_features(
         values = column_kind(columns[name])
         if values is None:
             raise CohortError(
-                f"feature {name!r} holds {_described(columns[name])}, which cohortsql cannot compare;"
+                f"feature {name!r} holds {described_type(columns[name])}, which cohortsql cannot compare;"
                 " use a column of numbers, text, booleans, dates or timestamps"
             )
         features.append(Feature(name, len(features), values, str(columns[name]), _feature_kind(name, kind, values)))
@@ -275,13 +277,14 @@ def _feature_kind(name: str, kind: Similarity | str | None, values: ColumnKind) 
     return parsed
 
 
-def _described(dtype: pa.DataType) -> str:
+def described_type(dtype: pa.DataType) -> str:
     """An Arrow type in words, e.g. 'text values' or 'values of type list<item: int64>'."""
     kind = column_kind(dtype)
     return f"{kind} values" if kind is not None else f"values of type {dtype}"
 
 
-def _require_column(columns: Mapping[str, pa.DataType], name: object, role: str) -> None:
+def require_column(columns: Mapping[str, pa.DataType], name: object, role: str) -> None:
+    """A `CohortError` naming the `role` column when `name` is not one of `columns`, listing them."""
     if not isinstance(name, str) or name not in columns:
         available = ", ".join(map(repr, columns))
         raise CohortError(f"{role} column {name!r} is not in the data; its columns are: {available}")
