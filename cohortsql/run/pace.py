@@ -36,6 +36,12 @@ PILOT_TARGETS = 16
 """The most targets a dry run's pilot batch holds (its calibration batch `CALIBRATION_FACTOR` times as
 many), whatever the path and however cheap each looks: a dry run at d = 20 once measured all 500
 targets of its run as its pilot; and no more than a fifth of the targets, so that it is never the run."""
+DRY_RUN_PAIR_SUMS = 16_000_000
+"""A dry run grows its calibration batches fourfold while the next one adds up at most this many
+pair sums (pairs times the sums each adds), the exact method's cells allowing and never reaching half
+the run: the cost per target is then read across a span of targets wide enough to rise above the
+machine's noise. Bounded by work, not by a clock, so that a dry run measures the same targets on any
+machine."""
 SMALL_RUN_PAIRS = 100_000_000
 """A run of at most this many pairs (a couple of seconds on DuckDB) needs no pilot: one batch does it."""
 LONG_RUN_SECONDS = 60.0
@@ -240,7 +246,9 @@ class Pacer:
             self._fit()
             if len(self.timed) == 1:
                 timed_batches = 2 if self._calibrating() else 1
-            if len(self.timed) == timed_batches:
+            if len(self.timed) == timed_batches and self._dry_run_grows(start):
+                timed_batches += 1
+            elif len(self.timed) == timed_batches:
                 if self.pilot_only:
                     return
                 self._say_if_long(start)
@@ -255,6 +263,15 @@ class Pacer:
         its targets (13 s estimated for a run of 0.3 s)."""
         return (self.paced or self.pilot_only) and len(self.timed) == 1 and self.timed[0][0] < self.total
 
+    def _dry_run_grows(self, done: int) -> bool:
+        """Whether a dry run times one more batch, four times its last (`DRY_RUN_PAIR_SUMS`)."""
+        if not self.pilot_only or len(self.timed) < 2:
+            return False
+        size = CALIBRATION_FACTOR * self.timed[-1][0]
+        work = size * self.pairs_per_target * self.sums_per_pair
+        cells = not self.cells_per_target or size * self.cells_per_target <= CALIBRATION_FACTOR * PILOT_CELLS
+        return work <= DRY_RUN_PAIR_SUMS and cells and size <= self.memory_batch and done + size <= self.total // 2
+
     def _fit(self) -> None:
         self.seconds_per_target, self.seconds_per_batch_fixed = fitted_costs(self.timed[0], self.timed[-1])
 
@@ -262,8 +279,8 @@ class Pacer:
         """The calibration batch after the pilot (its size fixed, so that a dry run measures the same
         targets on any machine), then batches of `seconds_per_batch` beyond their fixed cost (at least
         as long as it, so that it stays a small part), within memory."""
-        if self._calibrating():
-            return min(self.memory_batch, CALIBRATION_FACTOR * self.timed[0][0])
+        if self._calibrating() or (self.pilot_only and len(self.timed) >= 2):
+            return min(self.memory_batch, CALIBRATION_FACTOR * self.timed[-1][0])
         if not self.paced:
             return self.memory_batch
         rate = max(self.seconds_per_target or 0.0, 1e-9)

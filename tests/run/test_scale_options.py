@@ -321,7 +321,30 @@ def test_a_dry_run_of_a_path_sized_by_memory_separates_the_lattice_from_the_targ
     for _, size in pacer.batches():
         sizes.append(size)
         clock.now += 0.25 + size / 2**16  # a quarter second of lattice a batch, 15 us a target
-    assert sizes == [16, 64]
+    assert sizes == [16, 64, 256, 1024]  # fourfold while a batch adds at most DRY_RUN_PAIR_SUMS
     assert pacer.seconds_per_batch_fixed == pytest.approx(0.25) and pacer.seconds_per_target == pytest.approx(2**-16)
     run = 0.25 + 5734 / 2**16  # one batch of every target
-    assert pacer.run_seconds(80) == pytest.approx(run)  # it was 0.25 / 16 a target: 90 s
+    assert pacer.run_seconds(sum(sizes)) == pytest.approx(run)  # it was 0.25 / 16 a target: 90 s
+
+
+def test_a_dry_run_reads_the_cost_per_target_across_a_wide_span_of_targets(monkeypatch):
+    """Two tiny batches (16 and 64 targets, 0.1 s each) left the cost per target to the machine's
+    noise: four consecutive dry runs of one 200-replicate run said 99, 46, 104 and 105 s. A dry run
+    now grows its batches fourfold while each adds at most DRY_RUN_PAIR_SUMS pair sums: a fixed amount
+    of work, so that every machine measures the same targets; a noisy pilot moves the estimate little."""
+    estimates = []
+    for noise in (0.0, 0.05):  # the pilot batch once 50 ms slower than it should be
+        clock = Clock()
+        monkeypatch.setattr(pace.time, "perf_counter", clock)
+        pacer = pace.Pacer(
+            total=4000, memory_batch=4000, pairs_per_target=4000, reporter=progress.Silent(), pilot_only=True
+        )
+        sizes = []
+        for _, size in pacer.batches():
+            clock.now += 0.05 + 0.001 * size + (noise if not sizes else 0.0)
+            sizes.append(size)
+        assert sizes == [16, 64, 256, 1024]
+        estimates.append(pacer.run_seconds(sum(sizes)))
+        if noise:  # the first two batches alone: no cost per target at all
+            assert pace.fitted_costs(pacer.timed[0], pacer.timed[1])[0] == 0.0
+    assert estimates[1] == pytest.approx(estimates[0], rel=0.05)
