@@ -197,9 +197,11 @@ def _tables(
         replicate_rates = metrics_module.group_rates(cells, drawn)
         replicate_between = metrics_module.between_groups(replicate_rates)
         for metric, estimate in between.items():
-            interval[metric] = bias_corrected_interval(replicate_between[metric], estimate, confidence, 0)
+            interval[metric] = _within_unit(
+                *bias_corrected_interval(replicate_between[metric], estimate, confidence, 0)
+            )
         for rate, estimate in rates.items():
-            low, high = bias_corrected_interval(replicate_rates[rate], estimate, confidence, 1)
+            low, high = _within_unit(*bias_corrected_interval(replicate_rates[rate], estimate, confidence, 1))
             table[rate], table[f"{rate}_ci_low"], table[f"{rate}_ci_high"] = estimate, low, high
     else:
         table |= rates
@@ -215,6 +217,12 @@ def _tables(
         schema_overrides={"ci_low": pl.Float64, "ci_high": pl.Float64},
     )
     return pl.DataFrame(table, nan_to_null=True), metrics
+
+
+def _within_unit(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An interval of a rate, a difference of rates or their ratio, all between 0 and 1: the bias
+    correction's shift may carry an end of a rate near 0 or 1 past it."""
+    return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
 
 
 def _key(value: object) -> object:
