@@ -18,7 +18,7 @@ from cohortsql.api.fairness import fairness
 from cohortsql.api.local import cohort_shapley
 from cohortsql.errors import CohortError
 from cohortsql.interrupts import interruptible_call
-from cohortsql.request.arguments import check_bins_named, protected_names
+from cohortsql.request.arguments import check_bins_named, check_decisions, protected_names
 from cohortsql.request.options import AUDIT_REPLICATES, checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.audit import QUANTILE_GROUPS, AuditResult, audit_tables, grouping
@@ -106,6 +106,7 @@ def audit(
     ['region']
     """
     names, run = _cohort_run(prediction, protected, options)
+    check_decisions(threshold, observed)  # before the run, not after it
     checked = checked_options(options, AuditOptions, bootstrap=AUDIT_REPLICATES)
     result = cohort_shapley(data, prediction=prediction, similarity=_with_protected(similarity, names), **run)
     if not isinstance(result, CohortShapleyResult):  # one prediction, checked above: one result

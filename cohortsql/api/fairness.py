@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
@@ -19,7 +18,7 @@ from cohortsql.errors import CohortError, CohortWarning
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import fairness as metrics_module
 from cohortsql.numeric.bootstrap import bias_corrected_interval
-from cohortsql.request.arguments import check_bins_named, protected_names
+from cohortsql.request.arguments import check_bins_named, check_decisions, protected_names
 from cohortsql.request.features import described_type, is_numeric, require_column
 from cohortsql.request.options import AUDIT_REPLICATES, checked_options
 from cohortsql.results.audit import QUANTILE_GROUPS, grouping
@@ -83,12 +82,7 @@ def fairness(
     ['demographic_parity_difference', 'demographic_parity_ratio']
     """
     names = protected_names(protected)
-    if threshold is not None and (
-        isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not math.isfinite(threshold)
-    ):
-        raise CohortError(f"threshold must be a finite number (a score at or above it is selected), got {threshold!r}")
-    if observed is not None and not isinstance(observed, str):
-        raise CohortError(f"observed names the column of observed outcomes (0/1 or booleans), got {observed!r}")
+    check_decisions(threshold, observed)
     checked = checked_options(options, FairnessOptions, bootstrap=AUDIT_REPLICATES)
     bins = checked.auditing.protected_bins
     check_bins_named(bins, names)

@@ -164,3 +164,14 @@ def check_bins_named(bins: Mapping[str, object], names: Sequence[str]) -> None:
         raise CohortError(
             f"protected_bins names {unknown[0]!r}, which is not a protected attribute ({', '.join(names)})"
         )
+
+
+def check_decisions(threshold: object, observed: object) -> None:
+    """`fairness`' (and the audit's) ``threshold`` is None or a finite number, ``observed`` None or a
+    column name: checked before any work."""
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not math.isfinite(threshold)
+    ):
+        raise CohortError(f"threshold must be a finite number (a score at or above it is selected), got {threshold!r}")
+    if observed is not None and not isinstance(observed, str):
+        raise CohortError(f"observed names the column of observed outcomes (0/1 or booleans), got {observed!r}")

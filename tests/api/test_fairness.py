@@ -262,3 +262,20 @@ def test_every_interval_lies_between_0_and_1():
     assert (groups["selection_rate_ci_low"] >= 0).all() and (groups["selection_rate_ci_high"] <= 1).all(), groups
     assert (found.metrics["ci_low"] >= 0).all() and (found.metrics["ci_high"] <= 1).all(), found.metrics
     assert (found.groups["selection_rate_ci_low"] <= found.groups["selection_rate"]).all()
+
+
+def test_the_audit_refuses_a_bad_threshold_before_its_run(monkeypatch):
+    """threshold= and observed= of an audit were checked by the fairness call after the cohort run (a
+    sampled audit can take minutes): they are checked before it now."""
+    import cohortsql.api.audit as audit_module
+
+    def never(*arguments, **options):
+        raise AssertionError("the cohort run started")
+
+    monkeypatch.setattr(audit_module, "cohort_shapley", never)
+    table = cohortsql.datasets.redlining()
+    options = dict(prediction="denial", protected="group", similarity=["zip"], id="id")
+    with pytest.raises(cohortsql.CohortError, match="threshold must be a finite number"):
+        cohortsql.audit(table, threshold=float("nan"), **options)
+    with pytest.raises(cohortsql.CohortError, match="observed names the column"):
+        cohortsql.audit(table, threshold=0.5, observed=3, **options)
