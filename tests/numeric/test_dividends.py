@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -66,6 +66,7 @@ def owen_by_orders(game: np.ndarray, unions: list[list[int]]) -> np.ndarray:
     return totals / count
 
 
+@settings(deadline=None)
 @given(games(max_d=4))
 def test_dividends_are_the_moebius_inverse(game):
     """g_T by its definition, and the subset sums of g give v back."""
@@ -77,6 +78,7 @@ def test_dividends_are_the_moebius_inverse(game):
     np.testing.assert_allclose(rebuilt, game, atol=1e-8)
 
 
+@settings(deadline=None)
 @given(games(min_d=2))
 def test_the_interaction_index_is_its_definition(game):
     d = game.shape[-1].bit_length() - 1
@@ -87,6 +89,7 @@ def test_the_interaction_index_is_its_definition(game):
     np.testing.assert_array_equal(np.diag(index), 0.0)
 
 
+@settings(deadline=None)
 @given(games())
 def test_interaction_values_add_up_to_the_shapley_values_and_the_whole(game):
     """shap's convention: rows sum to phi_i, every entry to v(1:d) - v({}), the matrix is symmetric."""
@@ -122,12 +125,14 @@ def test_a_batch_of_games_is_each_game_on_its_own():
     np.testing.assert_allclose(module.owen_values(batch, unions)[1, 0], module.owen_values(batch[1, 0], unions))
 
 
+@settings(deadline=None)
 @given(structures())
 def test_owen_values_are_the_mean_over_orders_that_keep_each_union_together(case):
     game, unions = case
     np.testing.assert_allclose(module.owen_values(game, unions), owen_by_orders(game, unions), atol=1e-7)
 
 
+@settings(deadline=None)
 @given(structures())
 def test_owen_values_add_up_within_a_union_to_its_value_in_the_quotient_game(case):
     """Efficiency and the quotient-game property; one union of everyone, or singletons, give Shapley."""
@@ -162,6 +167,7 @@ def test_unions_must_partition_the_players(unions):
         module.owen_values(np.zeros(8), unions)
 
 
+@settings(deadline=None)
 @given(games(max_d=4))
 def test_anchored_terms_are_the_dividends_up_to_an_order(game):
     """The paper's Theorem 1: phi_j = sum over T containing j of g_T / |T|; every term of every order

@@ -30,7 +30,7 @@ def histograms(draw):
     return target, mask, count, sum_y, targets, d, means, weights, slots
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(histograms())
 def test_the_kernel_equals_the_numpy_reference(case):
     target, mask, count, sum_y, targets, d, means, weights, slots = case

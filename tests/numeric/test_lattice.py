@@ -22,7 +22,7 @@ def cells(draw):
     return codes, counts, sums, np.array(targets, dtype=np.int64)
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(cells())
 def test_every_subset_matches_brute_force(case):
     codes, counts, sums, targets = case
@@ -41,7 +41,7 @@ def test_every_subset_matches_brute_force(case):
             np.testing.assert_allclose(result.game[:, 0, u], cohort_sums[targets] / cohort_sizes[targets], atol=1e-12)
 
 
-@settings(max_examples=50)
+@settings(max_examples=50, deadline=None)
 @given(arrays(np.int64, st.integers(0, 30), elements=st.integers(0, 10_000)))
 def test_dense_renumbering_keeps_order_and_equality(groups):
     bound = int(groups.max(initial=-1)) + 1
@@ -72,7 +72,7 @@ def test_cells_alone_leave_the_walk_without_changing_anything():
             np.testing.assert_allclose(result.feature_sizes[:, keys[0]], cohort_sizes)
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(cells(), st.integers(1, 3), st.integers(0, 2**31))
 def test_every_game_of_every_weighting_matches_brute_force(case, weightings, seed):
     """Several weightings (bootstrap replicates) and outcomes at once: each game is the walk of its own
@@ -108,7 +108,7 @@ def mixed_cells(draw):
     return codes, counts, sums, np.array(targets, dtype=np.int64)
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(mixed_cells())
 def test_dense_tables_and_the_walk_agree_with_brute_force(case):
     codes, counts, sums, targets = case
@@ -146,7 +146,7 @@ def test_every_subset_of_ten_keys_is_found_once_whether_tabled_or_walked():
         np.testing.assert_allclose(result.sizes[:, 0, u], sizes[groups[targets]])
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.integers(-3, 3), st.integers(-(2**40), 2**40)), min_size=1, max_size=20))
 def test_key_codes_keep_order_and_equality_with_null_as_zero(values):
     """Integer keys are offset from their minimum when their range is narrow, ranked otherwise: either

@@ -32,7 +32,7 @@ def words(masks, d, bits):
     return {f"mask{w}": (masks >> (w * bits)) & ((1 << bits) - 1) for w in range(-(-d // bits))}
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(histograms(), st.integers(2, 4))
 def test_player_histograms_equal_cohorts_built_player_by_player(case, bits):
     """Whatever the word size: the weight and sum of each (target, player mask) are those of the entries
@@ -58,7 +58,7 @@ def test_player_histograms_equal_cohorts_built_player_by_player(case, bits):
         assert got[key][0] == weight and abs(got[key][1] - total) < 1e-12
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(histograms(max_d=6))
 def test_owen_values_of_reduced_games_equal_those_of_the_whole_game(case):
     """The reduced game of a union (other unions whole, its members alone), built from the re-keyed
