@@ -246,14 +246,15 @@ class Pacer:
             self._fit()
             if len(self.timed) == 1:
                 timed_batches = 2 if self._calibrating() else 1
-            if len(self.timed) == timed_batches and self._dry_run_grows(start):
+            grows = len(self.timed) == timed_batches and self._dry_run_grows(start)
+            if grows:
                 timed_batches += 1
             elif len(self.timed) == timed_batches:
                 if self.pilot_only:
                     return
                 self._say_if_long(start)
             self.reporter.update(start)
-            size = self._next_size()
+            size = min(self.memory_batch, CALIBRATION_FACTOR * size) if grows else self._next_size()
         self.reporter.finish()
 
     def _calibrating(self) -> bool:
@@ -279,8 +280,8 @@ class Pacer:
         """The calibration batch after the pilot (its size fixed, so that a dry run measures the same
         targets on any machine), then batches of `seconds_per_batch` beyond their fixed cost (at least
         as long as it, so that it stays a small part), within memory."""
-        if self._calibrating() or (self.pilot_only and len(self.timed) >= 2):
-            return min(self.memory_batch, CALIBRATION_FACTOR * self.timed[-1][0])
+        if self._calibrating():
+            return min(self.memory_batch, CALIBRATION_FACTOR * self.timed[0][0])
         if not self.paced:
             return self.memory_batch
         rate = max(self.seconds_per_target or 0.0, 1e-9)
