@@ -11,20 +11,23 @@ from typing import Any, Unpack, cast
 import numpy as np
 import polars as pl
 
-from cohortsql._typing import EVERY_OTHER, AuditOptions, BaselineOptions, FairnessOptions, ShapleyOptions
+from cohortsql import queries
+from cohortsql._typing import EVERY_OTHER, AuditOptions, BaselineOptions, ShapleyOptions
 from cohortsql.api.baseline import baseline_shapley
 from cohortsql.api.estimate import estimate
-from cohortsql.api.fairness import fairness
-from cohortsql.api.local import cohort_shapley
+from cohortsql.api.fairness import fairness_in
+from cohortsql.api.local import cohort_shapley_and
 from cohortsql.errors import CohortError
 from cohortsql.interrupts import interruptible_call
 from cohortsql.request.arguments import check_bins_named, check_decisions, protected_names
 from cohortsql.request.options import AUDIT_REPLICATES, checked_options
 from cohortsql.request.similarity import SimilarityArgument
-from cohortsql.results.audit import QUANTILE_GROUPS, AuditResult, audit_tables, grouping
+from cohortsql.results.audit import QUANTILE_GROUPS, AuditResult, LevelSums, audit_tables, grouping
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
+from cohortsql.results.fairness import FairnessResult
 from cohortsql.run.pace import Plan
+from cohortsql.run.session import Session
 
 BASELINES = 20
 """Baselines drawn for the model's all-baseline Shapley unless `baseline_sample` says otherwise."""
@@ -108,28 +111,27 @@ def audit(
     names, run = _cohort_run(prediction, protected, options)
     check_decisions(threshold, observed)  # before the run, not after it
     checked = checked_options(options, AuditOptions, bootstrap=AUDIT_REPLICATES)
-    result = cohort_shapley(data, prediction=prediction, similarity=_with_protected(similarity, names), **run)
+    asked = checked_options(run, ShapleyOptions)
+
+    def every_row(session: Session) -> tuple[dict[str, LevelSums], FairnessResult | None]:
+        """In the run's own session (its data read once, its draws): each attribute's rows per value,
+        and with a threshold or observed outcomes the decisions' fairness."""
+        sums = {name: _level_sums(session, name) for name in names}
+        if threshold is None and observed is None:
+            return sums, None
+        fair = fairness_in(session, names, prediction, threshold, observed, checked.with_seed(asked.selection.seed))
+        return sums, fair
+
+    similarity = _with_protected(similarity, names)
+    result, (sums, fair) = cohort_shapley_and(data, prediction, similarity, asked, every_row)
     if not isinstance(result, CohortShapleyResult):  # one prediction, checked above: one result
         raise TypeError(f"cohort_shapley returned {type(result).__name__} for one prediction column")
     bins = checked.auditing.protected_bins
     groupings = {name: grouping(result.targets[name], bins.get(name, QUANTILE_GROUPS)) for name in names}
-    attributes, groups, proxies = audit_tables(result, names, groupings)
+    attributes, groups, proxies = audit_tables(result, names, groupings, sums)
     if model is not None:
         contrast = _model_contrast(data, model, prediction, result, names, options, checked.modelling.model_targets)
         attributes = attributes.join(contrast, on="protected", how="left", maintain_order="left")
-    fair = None
-    if threshold is not None or observed is not None:
-        shared = {key: value for key, value in options.items() if key in FairnessOptions.__optional_keys__}
-        drawn = result.settings.get("seed")  # the replicates' seed, drawn by the run when not given
-        shared |= {"bootstrap": checked.weighting.bootstrap, "seed": None if drawn in (None, "null") else int(drawn)}
-        fair = fairness(
-            data,
-            prediction=prediction,
-            protected=names,
-            threshold=threshold,
-            observed=observed,
-            **cast(FairnessOptions, shared),
-        )
     return AuditResult(attributes, groups, proxies, result, names, fair)
 
 
@@ -204,6 +206,22 @@ def _with_protected(similarity: SimilarityArgument, names: tuple[str, ...]) -> S
     if isinstance(similarity, Sequence) and not isinstance(similarity, str):
         return [*similarity, *(name for name in names if name not in similarity)]
     return similarity  # cohort_shapley says what is wrong with it
+
+
+def _level_sums(session: Session, name: str) -> LevelSums:
+    """A protected attribute's rows summed per value over every row of a cohort run's session, under
+    the run's weightings (its replicates' draws): the groups' sizes and gaps."""
+    prepared = session.prepared
+    assert prepared.subjects_with_data is not None  # a call's own session: never a snapshot
+    sql = queries.fairness.level_measures(prepared.subjects_with_data, name, prepared.measures, session.engine.dialect)
+    table = pl.from_arrow(session.engine.fetch_arrow(sql, context=f"summing the predictions by {name!r}"))
+    assert isinstance(table, pl.DataFrame)
+    return LevelSums(
+        values=table["level"].alias(name),
+        rows=table["row_count"].to_numpy().astype(np.int64),
+        weights=table.select(prepared.measures.weight_names).to_numpy().astype(np.float64),
+        sums=table.select(prepared.measures.sum_names).to_numpy().astype(np.float64),
+    )
 
 
 def _model_contrast(

@@ -20,7 +20,7 @@ from cohortsql.numeric import fairness as metrics_module
 from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.request.arguments import check_bins_named, check_decisions, protected_names
 from cohortsql.request.features import described_type, is_numeric, require_column
-from cohortsql.request.options import AUDIT_REPLICATES, checked_options
+from cohortsql.request.options import AUDIT_REPLICATES, Options, checked_options
 from cohortsql.results.audit import QUANTILE_GROUPS, grouping
 from cohortsql.results.fairness import FairnessResult
 from cohortsql.results.tables import run_settings
@@ -84,19 +84,37 @@ def fairness(
     names = protected_names(protected)
     check_decisions(threshold, observed)
     checked = checked_options(options, FairnessOptions, bootstrap=AUDIT_REPLICATES)
-    bins = checked.auditing.protected_bins
-    check_bins_named(bins, names)
-    replicates, seed = checked.weighting.bootstrap, checked.selection.seed
-    plain = replace(checked, weighting=replace(checked.weighting, bootstrap=0))  # the cells are drawn here
-    similarity = dict.fromkeys(names, "exact")
+    check_bins_named(checked.auditing.protected_bins, names)
+    # every row, whatever the targets; the cells' replicates are drawn here, not by the session
+    plain = replace(
+        checked,
+        selection=replace(checked.selection, targets=None, sample=None),
+        weighting=replace(checked.weighting, bootstrap=0),
+    )
     with warnings.catch_warnings():
         # the protected attributes are grouped here, not compared as features: the session's warnings
         # about their similarity kinds say nothing about these metrics
         warnings.simplefilter("ignore", CohortWarning)
+        similarity = dict.fromkeys(names, "exact")
         with open_session(
             data, plain, outcomes=(prediction,), similarity=similarity, max_features=len(names)
         ) as session:
-            cells = {name: _cells(session, name, prediction, threshold, observed) for name in names}
+            return fairness_in(session, names, prediction, threshold, observed, checked)
+
+
+def fairness_in(
+    session: Session,
+    names: tuple[str, ...],
+    prediction: str,
+    threshold: float | None,
+    observed: str | None,
+    checked: Options,
+) -> FairnessResult:
+    """`fairness` over every row of a session's data (its own, or an audit's cohort run's), under the
+    call's checked options (replicates, their seed and coverage, case weights, ``protected_bins``)."""
+    cells = {name: _cells(session, name, prediction, threshold, observed) for name in names}
+    replicates, seed = checked.weighting.bootstrap, checked.selection.seed
+    bins = checked.auditing.protected_bins
     groups, metrics = [], []
     for index, name in enumerate(names):
         spec = bins.get(name, QUANTILE_GROUPS)

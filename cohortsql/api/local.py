@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Unpack, overload
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, Unpack, overload
 
 import numpy as np
 import polars as pl
@@ -19,7 +19,7 @@ from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
 from cohortsql.request.arguments import explained_columns
-from cohortsql.request.options import checked_options
+from cohortsql.request.options import Options, checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.copies import COPY_CHECK_ROWS, warn_about_copies
@@ -37,6 +37,8 @@ from cohortsql.run.strategy import (
     make_pacer,
 )
 from cohortsql.run.targets import TargetSet
+
+Found = TypeVar("Found")
 
 
 @overload
@@ -166,6 +168,18 @@ def cohort_shapley(
     0.27
     """
     asked = checked_options(options, ShapleyOptions)
+    return cohort_shapley_and(data, prediction, similarity, asked, lambda _: None)[0]
+
+
+def cohort_shapley_and(
+    data: Any,
+    prediction: Prediction,
+    similarity: SimilarityArgument,
+    asked: Options,
+    then: Callable[[Session], Found],
+) -> tuple[CohortShapleyResult | CohortShapleyResults, Found]:
+    """`cohort_shapley` under checked options, and what `then` finds in the same session after the
+    run (its subjects and replicates as the run drew them; `data` is read once, a stream included)."""
     outcomes = explained_columns(prediction)
     limit = feature_limit(asked.estimation.method)
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=limit) as session:
@@ -174,10 +188,11 @@ def cohort_shapley(
         # the data's rows, not the targets: three targets prove nothing (when every row is a target, they are)
         every_row = len(first.ids) == session.prepared.subject_count <= COPY_CHECK_ROWS
         rows = first.targets if every_row else session.sample_rows(COPY_CHECK_ROWS)
+        found = then(session)
     warn_about_cohorts(first.diagnostics, first.kinds)
     for outcome in outcomes:
         warn_about_copies(rows, first.features, rows[outcome].cast(pl.Float64).to_numpy(), outcome)
-    return first if isinstance(prediction, str) else CohortShapleyResults(results)
+    return (first if isinstance(prediction, str) else CohortShapleyResults(results)), found
 
 
 def explain_targets(session: Session, chosen: TargetSet) -> dict[str, CohortShapleyResult]:

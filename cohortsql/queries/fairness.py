@@ -1,9 +1,12 @@
-"""The fairness metrics' one query: rows counted by protected value, decision and observed outcome."""
+"""Rows grouped by a protected attribute: the fairness metrics' cells (rows counted by protected value,
+decision and observed outcome) and the audit's measures over every row per protected value."""
 
 from __future__ import annotations
 
 from cohortsql.dialects import Dialect
+from cohortsql.queries.measures import drawn, measure_sums
 from cohortsql.queries.templates import template
+from cohortsql.request.measures import Measures
 
 
 def zero_or_one(value: str, *, boolean: bool) -> str:
@@ -43,4 +46,17 @@ def fairness_cells(
         weight=weighed,
         source=source,
         kept="TRUE" if weight is None else f"{weighed} > 0",
+    )
+
+
+def level_measures(subjects: str, protected: str, measures: Measures, dialect: Dialect) -> str:
+    """SELECT ``level`` (each value of column `protected`), ``rows`` and the sums of every weighting's
+    weight and weighted explained value over the rows of `subjects` (a SELECT of the subjects beside
+    the data's own columns) with that value (see ``sql/level_measures.sql``); the bootstrap draws are
+    the run's own (the same md5 of the same ids), so a replicate here and in the run reweighs each row
+    alike."""
+    return template("level_measures").format(
+        level=dialect.quote(protected),
+        sums=measure_sums(measures, "subjects"),
+        subjects=drawn(f"({subjects}) AS rows_", measures, dialect),
     )

@@ -60,13 +60,15 @@ def audit_section(audit: Audited, whose: tuple[str, bool], targets: int) -> str:
         gap = f"{row['gap']:+.4g}"
         if _finite(row.get("gap_ci_low")) and _finite(row.get("gap_ci_high")):
             gap += f" ({row['gap_ci_low']:+.4g} to {row['gap_ci_high']:+.4g})"
-        share = row["share_of_gap"]
+        share = "–" if not _finite(row["share_of_gap"]) else f"{row['share_of_gap']:.1%}"
+        if _finite(row.get("share_of_gap_ci_low")) and _finite(row.get("share_of_gap_ci_high")):
+            share += f" ({row['share_of_gap_ci_low']:.1%} to {row['share_of_gap_ci_high']:.1%})"
         few = " (few)" if row["count"] < SMALL_GROUP else ""
         rows.append(
             f"<tr><td>{escape(row['protected'])}</td><td>{escape(row['label'])}</td>"
-            f'<td class="num">{row["count"]:,}{few}</td><td class="num">{row["value"]:+.4g}</td>'
-            f'<td class="num">{interval}</td><td class="num">{gap}</td>'
-            f'<td class="num">{"–" if not _finite(share) else f"{share:.1%}"}</td></tr>'
+            f'<td class="num">{row["count"]:,}{few}</td><td class="num">{row["rows"]:,}</td>'
+            f'<td class="num">{row["value"]:+.4g}</td>'
+            f'<td class="num">{interval}</td><td class="num">{gap}</td><td class="num">{share}</td></tr>'
         )
     proxies = audit.proxies.group_by("protected", "label", maintain_order=True).head(AUDIT_PROXIES)
     acts = "".join(
@@ -81,8 +83,9 @@ def audit_section(audit: Audited, whose: tuple[str, bool], targets: int) -> str:
         " audit for indirect inference). This is association in the table, not causation, and it depends"
         " on the similarity chosen for every feature.</p>"
         f"<ul>{words}</ul><h3>Mean value of the attribute per group, with its interval</h3><p>Intervals: {escape(BIAS_CORRECTED)}.</p>{chart}"
-        '<table class="sortable"><thead><tr><th>attribute</th><th>group</th><th>targets</th><th>value</th>'
-        "<th>interval</th><th>gap (the group's targets' mean − mean)</th><th>share of the gap</th></tr></thead>"
+        '<table class="sortable"><thead><tr><th>attribute</th><th>group</th><th>targets</th><th>rows</th>'
+        "<th>value</th><th>interval</th><th>gap (the group's mean prediction − the mean, over every row)</th>"
+        "<th>share of the gap</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
         "<p>A share of the gap is given (else –) only where the gap's interval excludes 0: the share of a"
         f" gap that may be 0 could be any number. Groups of fewer than {SMALL_GROUP} targets are marked"
@@ -102,9 +105,10 @@ def _audit_targets(whose: tuple[str, bool], count: int, fairness: bool) -> str:
     if not words:
         return ""
     kind = "chosen" if chosen else "randomly sampled"
-    rows = "; the fairness metrics below count every row" if fairness else ""
+    also = " and the fairness metrics below" if fairness else ""
     return (
-        f"<p>The groups' sizes, values and gaps are over this run's {count:,} {kind} targets, not every row{rows}.</p>"
+        f"<p>The groups' values (and their targets) are over this run's {count:,} {kind} targets, not every"
+        f" row; their rows and gaps{also} count every row.</p>"
     )
 
 

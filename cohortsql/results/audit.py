@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,33 @@ class Grouping:
     grouping: str
     """``level`` (each value its own group), ``quantile group`` (numbers in ranges of the targets'
     quantiles) or ``bins`` (numbers in ranges between the caller's edges, ``protected_bins``)."""
+    edges: np.ndarray | None = None
+    """The ranges' edges of a ``quantile group`` (the targets' least value, the inner quantiles, the
+    greatest) or of ``bins`` (the caller's); None for ``level``."""
+    bins: np.ndarray | None = None
+    """With ``bins``: the caller's bins the targets fall in (0: under the first edge), one per group
+    of a value."""
+
+    def assign(self, values: pl.Series) -> np.ndarray:
+        """The group of each of `values` (the attribute's values in any rows, compared as the cohorts
+        compare them), by the same rules as the targets'; -1 for a value of no target's group (a level
+        no target has, a bin no target falls in, a missing value when no target misses it)."""
+        keys = cohort_keys(values)
+        missing = keys.is_null().to_numpy()
+        missing_group = len(self.levels) - 1 if self.levels and self.levels[-1] is None else -1
+        if self.edges is None:
+            lookup = {level: index for index, level in enumerate(self.levels) if level is not None}
+            number = np.array([lookup.get(_level_text(value), -1) for value in keys.to_list()], dtype=np.int64)
+        else:
+            numbers = keys.cast(pl.Float64).fill_null(np.nan).to_numpy()
+            if self.bins is None:  # quantile groups: values beyond the targets' range in the first and last
+                number = np.searchsorted(self.edges[1:-1], numbers, side="right").astype(np.int64)
+            else:
+                drawn = np.searchsorted(self.edges, numbers, side="right")
+                found = np.searchsorted(self.bins, drawn).clip(max=len(self.bins) - 1)
+                number = np.where(self.bins[found] == drawn, found, -1).astype(np.int64)
+        number[missing] = missing_group
+        return number
 
 
 def cohort_keys(values: pl.Series) -> pl.Series:
@@ -76,8 +103,8 @@ def grouping(
             raise CohortError(
                 f"protected_bins gives edges for {values.name!r}, which holds {keys.dtype} values, not numbers"
             )
-        return _binned(keys, np.asarray(groups, dtype=np.float64), missing)
-    if numeric and keys.drop_nulls().n_unique() > groups:
+        made = _binned(keys, np.asarray(groups, dtype=np.float64), missing)
+    elif numeric and keys.drop_nulls().n_unique() > groups:
         numbers = keys.cast(pl.Float64).fill_null(np.nan).to_numpy()
         present = numbers[~missing]
         rows = present if counts is None else np.repeat(present, counts[~missing])
@@ -86,53 +113,41 @@ def grouping(
         edges = np.concatenate(
             [[present.min()], inner[(inner > present.min()) & (inner < present.max())], [present.max()]]
         )
-        number = np.searchsorted(edges[1:-1], numbers, side="right")
         texts = _edge_texts(edges)
         labels = [
             f"[{low}, {high}{']' if index == len(edges) - 2 else ')'}"
             for index, (low, high) in enumerate(zip(texts[:-1], texts[1:]))
         ]
-        levels: list[str | None] = list(labels)
-        kind = "quantile group"
+        made = Grouping(list(labels), labels, np.zeros(0, dtype=np.int64), "quantile group", edges)
     else:
         present_levels = keys.drop_nulls().unique().sort().to_list()
-        lookup = {level: index for index, level in enumerate(present_levels)}
-        number = np.array([lookup.get(value, len(present_levels)) for value in keys.to_list()], dtype=np.int64)
-        levels = [_level_text(level) for level in present_levels]
+        levels: list[str | None] = [_level_text(level) for level in present_levels]
         text = keys.dtype in (pl.String, pl.Categorical, pl.Enum)
         labels = [repr(level) if text else str(level) for level in levels]
-        kind = "level"
+        made = Grouping(levels, labels, np.zeros(0, dtype=np.int64), "level")
     if missing.any():
-        number[missing] = len(levels)
-        levels.append(None)
-        labels.append("missing")
-    return Grouping(levels, labels, number, kind)
+        made = replace(made, levels=[*made.levels, None], labels=[*made.labels, "missing"])
+    return replace(made, number=made.assign(values))
 
 
 def _binned(keys: pl.Series, edges: np.ndarray, missing: np.ndarray) -> Grouping:
     """The targets' groups between the caller's `edges` e_1 < ... < e_k: x < e_1, e_i <= x < e_i+1,
-    x >= e_k (infinities in the first and last); groups no target falls in are left out, and missing
-    values are a group of their own."""
+    x >= e_k (infinities in the first and last); groups no target falls in are left out (the group of
+    missing values is added by `grouping`)."""
     numbers = keys.cast(pl.Float64).fill_null(np.nan).to_numpy()
-    bins = np.searchsorted(edges, numbers, side="right")
+    drawn = np.searchsorted(edges, numbers, side="right")
     texts = _edge_texts(edges)
     every = [f"< {texts[0]}"] + [f"[{low}, {high})" for low, high in zip(texts[:-1], texts[1:])] + [f">= {texts[-1]}"]
-    present = np.unique(bins[~missing])
-    number = np.searchsorted(present, bins)
+    present = np.unique(drawn[~missing])
     labels = [every[index] for index in present]
-    levels: list[str | None] = list(labels)
-    if missing.any():
-        number[missing] = len(levels)
-        levels.append(None)
-        labels.append("missing")
-    return Grouping(levels, labels, number, "bins")
+    return Grouping(list(labels), labels, np.zeros(0, dtype=np.int64), "bins", edges, present)
 
 
 def _level_text(value: object) -> str:
     """A level's value as text: numbers in their shortest exact form, booleans as SQL writes them."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return repr(value) if isinstance(value, float) else str(value)
+    return repr(value + 0.0) if isinstance(value, float) else str(value)  # -0.0 is 0.0, as the cohorts find
 
 
 def _edge_texts(edges: np.ndarray) -> list[str]:
@@ -161,9 +176,13 @@ class AuditResult:
     exactly 0 when the model never reads A.
 
     `groups`, one row per level of each attribute (numbers in quantile groups, said in ``grouping``):
-    ``count`` targets; ``value`` = the group's (weighted) mean of phi_A(t), with its interval
-    ``value_ci_low`` .. ``_high``; ``gap`` = the group's mean prediction minus the mean ybar over every
-    subject; ``share_of_gap`` = value / gap (how much of the group's elevation A accounts for);
+    ``count`` targets and ``rows``, the group's rows in the whole table; ``value`` = the group's
+    (weighted) mean of phi_A(t) over its targets, with its interval ``value_ci_low`` .. ``_high``;
+    ``gap`` = the group's mean prediction minus the mean ybar, both over every row (every row has a
+    prediction, whichever rows are targets), with ``gap_ci_low`` .. ``_high`` from every row reweighed
+    by the run's own replicate draws; ``share_of_gap`` = value / gap (how much of the group's elevation
+    A accounts for), given only where the gap's interval excludes 0, with ``share_of_gap_ci_low`` ..
+    ``_high`` paired (value and gap under the same replicate);
     ``value_alone`` = the group's mean of Phi_AA, A's main term; and the paired difference from the
     ``reference`` level (the largest group): ``difference`` with ``difference_ci_low`` .. ``_high``,
     every group's mean recomputed under the same replicate weights.
@@ -209,9 +228,10 @@ class AuditResult:
                     interval = f" ({percent(row['share_ci_low'])}–{percent(row['share_ci_high'])})"
                 lines.append(f"{row['protected']}: {percent(row['share'])} of the variance explained{interval}, {rank}")
             for group in self.groups.filter(pl.col("protected") == row["protected"]).iter_rows(named=True):
+                rows = "" if group["rows"] == group["count"] else f" of {plural(group['rows'], 'row')}"
                 lines.append(
                     f"  {group_name(row['protected'], group['label'])}: {rounded(group['value'], scale, signed=True)} on"
-                    f" average{_gap_words(group, scale)} ({plural(group['count'], 'target')}"
+                    f" average{_gap_words(group, scale)} ({plural(group['count'], 'target')}{rows}"
                     + (f": too few to read alone, under {SMALL_GROUP})" if group["count"] < SMALL_GROUP else ")")
                 )
         if self.cohort.bootstrap is not None:
@@ -238,7 +258,9 @@ def _gap_words(group: Mapping[str, Any], scale: float) -> str:
     """ ", 39% of the group's gap", or why no share is given: the gap is not clearly away from 0."""
     share = group["share_of_gap"]
     if share is not None and math.isfinite(share):
-        return f", {percent(share)} of the group's gap"
+        low, high = group.get("share_of_gap_ci_low"), group.get("share_of_gap_ci_high")
+        interval = "" if low is None or high is None else f" ({percent(low)} to {percent(high)})"
+        return f", {percent(share)}{interval} of the group's gap"
     low, high = group.get("gap_ci_low"), group.get("gap_ci_high")
     if low is None or high is None or rounded(low, scale) == rounded(high, scale) == "0":
         return ""  # no interval, or a gap that is 0 in every replicate (the group is everyone)
@@ -276,9 +298,11 @@ def audit_tables(
     result: CohortShapleyResult,
     protected: Sequence[str],
     groupings: Mapping[str, Grouping],
+    every_row: Mapping[str, LevelSums],
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """`AuditResult`'s attributes, groups and proxies tables from a cohort run whose features include
-    every `protected` attribute and which has interaction values (and, for intervals, replicates)."""
+    every `protected` attribute and which has interaction values (and, for intervals, replicates), and
+    each attribute's rows summed per value over every row under the run's weightings (the gaps)."""
     if result.interactions is None:
         raise CohortError("an audit reads interaction values: run cohort_shapley with interactions=True")
     effects = result.global_
@@ -296,7 +320,7 @@ def audit_tables(
         attributes.append(entry)
     groups, proxies = [], []
     for name in protected:
-        tables = _group_tables(result, name, groupings[name])
+        tables = _group_tables(result, name, groupings[name], every_row[name])
         groups.append(tables[0])
         proxies.append(tables[1])
     return pl.DataFrame(attributes), pl.concat(groups, how="diagonal"), pl.concat(proxies)
@@ -314,21 +338,44 @@ def _replicate_shares(result: CohortShapleyResult) -> np.ndarray:
         return np.where(variances[:, None] > 0, result.bootstrap.effects / variances[:, None], np.nan)
 
 
-def _gap_interval(
-    result: CohortShapleyResult, number: np.ndarray, count: int, gap: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Bias-corrected intervals of each group's gap (its mean prediction less the mean), replicate by
-    replicate: both means under the same reweighting of the targets."""
-    assert result.bootstrap is not None
-    weights = result.bootstrap.target_weights  # (targets, B)
-    predictions = np.broadcast_to(result.prediction[:, None, None], (*weights.shape, 1))
-    group_means = bootstrap_module.group_means(predictions, weights, number, count)[:, :, 0]  # (groups, B)
-    overall = (result.prediction[:, None] * weights).sum(axis=0) / weights.sum(axis=0)
-    return bias_corrected_interval(group_means - overall[None, :], gap, result.bootstrap.confidence, 1)
+@dataclass(frozen=True)
+class LevelSums:
+    """One protected attribute's rows summed per value over every row of the table
+    (`cohortsql.queries.fairness.level_measures`), under the run's weightings."""
+
+    values: pl.Series
+    """The attribute's values, one per row of the arrays (as the engine returned them)."""
+    rows: np.ndarray
+    """How many rows hold each value."""
+    weights: np.ndarray
+    """W_b: each value's total weight under weighting b (its case weights, then each replicate's), (values, 1 + B)."""
+    sums: np.ndarray
+    """S_b: each value's weighted sum of the prediction (less a constant) under weighting b, (values, 1 + B)."""
 
 
-def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One attribute's rows of the groups and proxies tables."""
+def every_row_gaps(groups: Grouping, found: LevelSums) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's rows and its gap over every row under every weighting, (groups, 1 + B): the group's
+    weighted mean prediction S_b(g) / W_b(g) less that of every row, S_b / W_b. Rows of a value no
+    target's group holds count in the mean of every row, in no group."""
+    number = groups.assign(found.values)
+    kept = number >= 0
+    count = len(groups.levels)
+    rows = np.bincount(number[kept], weights=found.rows[kept], minlength=count).astype(np.int64)
+    weights = np.zeros((count, found.weights.shape[1]))
+    sums = np.zeros_like(weights)
+    np.add.at(weights, number[kept], found.weights[kept])
+    np.add.at(sums, number[kept], found.sums[kept])
+    overall = found.sums.sum(axis=0) / found.weights.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return rows, sums / weights - overall[None, :]
+
+
+def _group_tables(
+    result: CohortShapleyResult, name: str, groups: Grouping, every_row: LevelSums
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One attribute's rows of the groups and proxies tables: values over the run's targets, sizes in
+    rows and gaps over every row, and with replicates the intervals, the gap's and the share's paired
+    with the values' (the same draws reweigh each row in both)."""
     assert result.interactions is not None
     index = result.features.index(name)
     count = len(groups.levels)
@@ -340,36 +387,47 @@ def _group_tables(result: CohortShapleyResult, name: str, groups: Grouping) -> t
 
     value = means(result.shapley[:, [index]])[:, 0]
     alone = means(result.interactions[:, index, [index]])[:, 0]
-    predicted = means(result.prediction[:, None])[:, 0]
-    gap = predicted - result.mean
+    rows, gaps = every_row_gaps(groups, every_row)
+    gap = gaps[:, 0]
     sizes = np.bincount(number, minlength=count)
     totals = np.bincount(number, weights=weights, minlength=count)
     reference = int(np.argmax(totals))
     # a gap within rounding of 0 (one level: the group is everyone) has no share to speak of
     scale = max(abs(result.mean), float(np.sqrt(result.variance)), np.finfo(float).tiny)
+    away = np.abs(gap) > ROUNDING * scale
     with np.errstate(divide="ignore", invalid="ignore"):
-        share_of_gap = np.where(np.abs(gap) > ROUNDING * scale, value / gap, np.nan)
+        share_of_gap = np.where(away, value / gap, np.nan)
     table: dict[str, Any] = {
         "protected": [name] * count,
         "grouping": [groups.grouping] * count,
         "level": pl.Series(groups.levels, dtype=pl.String),
         "label": groups.labels,
         "count": sizes,
+        "rows": rows,
         "value": value,
     }
     replicates = result.bootstrap
     gap_interval: dict[str, np.ndarray] = {}
+    share_interval: dict[str, np.ndarray] = {}
     if replicates is not None and replicates.shapley is not None:
         estimates = bootstrap_module.group_means(
             replicates.shapley[:, :, [index]], replicates.target_weights, number, count
         )  # (groups, B, 1)
         low, high = bias_corrected_interval(estimates[:, :, 0], value, replicates.confidence, 1)
         table |= {"value_ci_low": low, "value_ci_high": high}
-        gap_low, gap_high = _gap_interval(result, number, count, gap)
-        gap_interval = {"gap_ci_low": gap_low, "gap_ci_high": gap_high}
+        gap_low, gap_high = bias_corrected_interval(gaps[:, 1:], gap, replicates.confidence, 1)
         # a share of a gap that may be 0 is any number at all: shown only when the gap is clearly not 0
-        share_of_gap = np.where((gap_low > 0) | (gap_high < 0), share_of_gap, np.nan)
-    table |= {"gap": gap, **gap_interval, "share_of_gap": share_of_gap, "value_alone": alone}
+        away &= (gap_low > 0) | (gap_high < 0)
+        share_of_gap = np.where(away, share_of_gap, np.nan)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shares = np.where(away[:, None], estimates[:, :, 0] / gaps[:, 1:], 0.0)
+        share_low, share_high = bias_corrected_interval(shares, np.nan_to_num(share_of_gap), replicates.confidence, 1)
+        gap_interval = {"gap_ci_low": gap_low, "gap_ci_high": gap_high}
+        share_interval = {
+            "share_of_gap_ci_low": np.where(away, share_low, np.nan),
+            "share_of_gap_ci_high": np.where(away, share_high, np.nan),
+        }
+    table |= {"gap": gap, **gap_interval, "share_of_gap": share_of_gap, **share_interval, "value_alone": alone}
     table |= {
         "reference": pl.Series([groups.levels[reference]] * count, dtype=pl.String),
         "difference": value - value[reference],

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 import cohortsql
 from cohortsql.cli import app
+from cohortsql.numeric.bootstrap import bias_corrected_interval
 
 FEATURES = ["zip", "income", "group"]
 """The audit's features: the model's inputs, then the protected attribute."""
@@ -83,11 +84,16 @@ def test_the_audit_equals_its_definitions(table, engine):
     assert attribute["share_ci_low"] <= attribute["share"] <= attribute["share_ci_high"]
     groups = found.groups.sort("level")
     assert groups["level"].to_list() == ["a", "b"] and groups["grouping"].unique().to_list() == ["level"]
+    draws = exponential_draws(table["id"].to_list(), 30, 3)
     for row in groups.iter_rows(named=True):
         members = group == row["level"]
-        assert row["count"] == members.sum()
+        assert row["count"] == row["rows"] == members.sum()
         assert row["value"] == pytest.approx(phi[members, a].mean(), abs=1e-9)
         assert row["gap"] == pytest.approx(y[members].mean() - y.mean(), abs=1e-9)
+        # the gap's replicates reweigh every row by the run's own draws, on every engine
+        replicate_gaps = replicate_means(draws[members], y[members]) - replicate_means(draws, y)
+        low, high = bias_corrected_interval(replicate_gaps, row["gap"], 0.95, 0)
+        assert (row["gap_ci_low"], row["gap_ci_high"]) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
         assert row["share_of_gap"] == pytest.approx(row["value"] / row["gap"], abs=1e-9)
         assert row["value_alone"] == pytest.approx(interactions[members, a, a].mean(), abs=1e-9)
         assert row["value_ci_low"] <= row["value"] <= row["value_ci_high"]
@@ -238,7 +244,9 @@ def test_the_command_line_prints_the_audit_in_words_and_writes_its_report(table,
     assert f"group: {100 * share:.1f}% of the variance explained (" in result.output
     b = found.groups.filter(pl.col("level") == "b").row(0, named=True)
     assert (
-        f"group = 'b': {b['value']:+.4g} on average, {100 * b['share_of_gap']:.1f}% of the group's gap" in result.output
+        f"group = 'b': {b['value']:+.4g} on average, {100 * b['share_of_gap']:.1f}%"
+        f" ({100 * b['share_of_gap_ci_low']:.1f}% to {100 * b['share_of_gap_ci_high']:.1f}%) of the group's gap"
+        in result.output
     )
     # the same numbers to rounding: DuckDB's threads may add a replicate's sums in another order
     assert_frame_equal(
@@ -391,3 +399,95 @@ def test_a_share_of_a_gap_that_may_be_zero_is_not_given_and_small_groups_are_fla
     words = {line.split(":")[0].strip(): line for line in found.summary()}
     assert "may be 0, so no share of it is given (36 targets)" in words["sibsp = '2'"]
     assert words["sibsp = '8'"].endswith("(1 target: too few to read alone, under 30)")
+
+
+def exponential_draws(ids: list[int], replicates: int, seed: int) -> np.ndarray:
+    """The Bayesian-bootstrap draws e_b(id), (ids, replicates), from their definition in
+    ``sql/replicate_draws.sql``: md5('<seed>:<g>:<id>'), g = (b - 1) div 4, its 32-bit part
+    (b - 1) mod 4 read little-endian as U = (part + 1/2) / 2^32, and e = -ln(U)."""
+    import hashlib
+
+    draws = np.empty((len(ids), replicates))
+    for row, identifier in enumerate(ids):
+        for replicate in range(replicates):
+            digest = hashlib.md5(f"{seed}:{replicate // 4}:{identifier}".encode()).digest()
+            part = int.from_bytes(digest[4 * (replicate % 4) : 4 * (replicate % 4) + 4], "little")
+            draws[row, replicate] = -math.log((part + 0.5) / 2.0**32)
+    return draws
+
+
+def replicate_means(draws: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each replicate's mean of `y` with the rows weighed by their draws (rows, replicates)."""
+    return (draws * y[:, None]).sum(axis=0) / draws.sum(axis=0)
+
+
+def test_a_sampled_audit_reads_its_groups_sizes_and_gaps_over_every_row():
+    """Titanic's shipped model audited on 150 sampled passengers: each group's value is the mean over its
+    sampled targets, but its size in rows and its gap (its mean prediction less the mean) are over all
+    1,046 rows, which hold a prediction each; the gap's interval comes from every row reweighed by the
+    run's own draws, so that the share of the gap has an interval paired with the value's."""
+    from pathlib import Path
+
+    titanic = pl.read_parquet(Path(__file__).parents[2] / "examples/data/titanic_predictions.parquet")
+    titanic = titanic.with_row_index("id").with_columns(pl.col("id").cast(pl.Int64))
+    similarity = {"pclass": "exact", "sibsp": "exact", "parch": "exact"}
+    replicates, seed = 24, 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cohortsql.CohortWarning)
+        found = cohortsql.audit(
+            titanic,
+            prediction="prediction",
+            protected=["sex", "age"],
+            similarity=similarity,
+            id="id",
+            sample=150,
+            bootstrap=replicates,
+            seed=seed,
+            protected_bins={"age": (18.0, 60.0)},
+        )
+    assert len(found.cohort.ids) == 150
+    y = titanic["prediction"].to_numpy()
+    draws = exponential_draws(titanic["id"].to_list(), replicates, seed)
+    ages = titanic["age"].to_numpy()
+    members = {
+        ("sex", "'female'"): titanic["sex"].to_numpy() == "female",
+        ("sex", "'male'"): titanic["sex"].to_numpy() == "male",
+        ("age", "< 18"): ages < 18,
+        ("age", "[18, 60)"): (ages >= 18) & (ages < 60),
+        ("age", ">= 60"): ages >= 60,
+    }
+    sampled = titanic.filter(pl.col("id").is_in(found.cohort.ids.to_list()))
+    assert found.groups.height == len(members)
+    for row in found.groups.iter_rows(named=True):
+        rows = members[(row["protected"], row["label"])]
+        targets = rows[sampled["id"].to_numpy()]
+        assert row["rows"] == rows.sum() and row["count"] == targets.sum() < row["rows"]
+        assert row["gap"] == pytest.approx(y[rows].mean() - y.mean(), abs=1e-12)
+        replicate_gaps = replicate_means(draws[rows], y[rows]) - replicate_means(draws, y)
+        low, high = bias_corrected_interval(replicate_gaps, row["gap"], 0.95, 0)
+        assert (row["gap_ci_low"], row["gap_ci_high"]) == (
+            pytest.approx(low, abs=1e-12),
+            pytest.approx(high, abs=1e-12),
+        )
+        if row["share_of_gap"] is not None:
+            assert row["share_of_gap"] == pytest.approx(row["value"] / row["gap"], abs=1e-12)
+            assert row["share_of_gap_ci_low"] <= row["share_of_gap"] <= row["share_of_gap_ci_high"]
+        else:
+            assert row["gap_ci_low"] <= 0 <= row["gap_ci_high"] and row["share_of_gap_ci_low"] is None
+    words = {line.split(":")[0].strip(): line for line in found.summary()}
+    females = members[("sex", "'female'")]
+    assert f"of {females.sum():,} rows" in words["sex = 'female'"]
+
+
+def test_an_audit_reads_a_stream_once(table):
+    """A RecordBatchReader can be scanned once: the groups' gaps over every row and the fairness metrics
+    are read in the cohort run's own session, not by opening the data again."""
+    import pyarrow as pa
+
+    options = dict(AUDIT, bootstrap=8, seed=2, sample=120, threshold=0.5)
+    arrow = table.to_arrow()
+    streamed = cohortsql.audit(pa.RecordBatchReader.from_batches(arrow.schema, arrow.to_batches()), **options)
+    direct = cohortsql.audit(table, **options)
+    assert_frame_equal(streamed.groups, direct.groups, check_exact=False, rel_tol=1e-12, abs_tol=1e-14)
+    assert streamed.fairness is not None and direct.fairness is not None
+    assert_frame_equal(streamed.fairness.groups, direct.fairness.groups, check_exact=False, rel_tol=1e-12)

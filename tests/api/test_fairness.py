@@ -272,7 +272,7 @@ def test_the_audit_refuses_a_bad_threshold_before_its_run(monkeypatch):
     def never(*arguments, **options):
         raise AssertionError("the cohort run started")
 
-    monkeypatch.setattr(audit_module, "cohort_shapley", never)
+    monkeypatch.setattr(audit_module, "cohort_shapley_and", never)
     table = cohortsql.datasets.redlining()
     options = dict(prediction="denial", protected="group", similarity=["zip"], id="id")
     with pytest.raises(cohortsql.CohortError, match="threshold must be a finite number"):
