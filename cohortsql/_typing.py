@@ -145,6 +145,14 @@ class Selection(TypedDict, total=False):
     seed: int | None
 
 
+class Inclusion(TypedDict, total=False):
+    """Chosen targets beside a random sample, for the calls that show each target's values."""
+
+    include: Sequence[Any] | None
+    """Ids explained beside a random sample (``sample=``), whether drawn or not: shown with the others,
+    they count in no average over targets (effects, shares, group means), which stay the sample's."""
+
+
 class Weighting(TypedDict, total=False):
     """Case weights, and Bayesian-bootstrap replicates with their intervals' coverage."""
 
@@ -188,7 +196,7 @@ class Modelling(TypedDict, total=False):
     batch_rows: int
 
 
-class ShapleyOptions(Selection, Weighting, Estimation, Interactions, Groups, RunOptions, total=False):
+class ShapleyOptions(Selection, Inclusion, Weighting, Estimation, Interactions, Groups, RunOptions, total=False):
     """The options of `cohortsql.cohort_shapley` and `cohortsql.estimate`."""
 
     path: CohortPath
@@ -252,7 +260,7 @@ class InsertionOptions(RunOptions, total=False):
     weight: str | None
 
 
-class AuditOptions(Selection, Weighting, Estimation, Modelling, RunOptions, total=False):
+class AuditOptions(Selection, Inclusion, Weighting, Estimation, Modelling, RunOptions, total=False):
     """The options of `cohortsql.audit`: `cohort_shapley`'s (bootstrap on by default), and with a
     model, how it is called and on how many targets and baselines."""
 

@@ -85,7 +85,8 @@ def audit(
         `threshold` is selected (without it `prediction` holds 0/1 decisions), and `observed` names the
         column of observed outcomes for the true and false positive rates.
     **options
-        `cohort_shapley`'s options (``id``, ``targets``, ``sample``, ``seed``, ``weight``,
+        `cohort_shapley`'s options (``id``, ``targets``, ``sample``, ``include`` (ids explained beside
+        the sample, weighing 0 in the groups' statistics), ``seed``, ``weight``,
         ``bootstrap`` (default 200), ``confidence``, ``method``, ``tolerance``, ``max_permutations``,
         the `RunOptions`) and, with `model`, `baseline_shapley`'s (``model_input``, ``model_output``,
         ``model_tolerance``, ``batch_rows``), ``baseline_sample`` (baselines of all-baseline Shapley,

@@ -104,6 +104,10 @@ def cohort_shapley(
     sample : int or float, optional
         A random sample of the targets (every row, or the rows of a predicate): a count or a
         fraction, drawn with `seed`, the same on every engine.
+    include : list, optional
+        Ids explained beside the `sample`, drawn or not: they weigh 0 in every average over targets
+        (effects, shares, their errors and intervals), which stay the sample's; ``totals`` then has
+        an ``in_sample`` column.
     seed : int, optional
         Seeds the random sample of targets, the permutations and the bootstrap replicates.
     weight : str, optional

@@ -57,7 +57,13 @@ Features = Annotated[
     ),
 ]
 Targets = Annotated[str | None, typer.Option(help="SQL predicate over the data's columns choosing the targets.")]
-TargetIds = Annotated[str | None, typer.Option(help="Comma-separated ids of the targets (read in the id's type).")]
+TargetIds = Annotated[
+    str | None,
+    typer.Option(
+        help="Comma-separated ids of the targets (read in the id's type); beside --sample, ids explained with the"
+        " sample that count in no average over targets (shapley, audit)."
+    ),
+]
 Sample = Annotated[
     float | None,
     typer.Option(
@@ -400,9 +406,10 @@ class Flags(TypedDict, total=False):
 AFTER_CONFIG: Flags = {"top": 10, "replace": False}
 """The defaults of flags that neither the command line nor the config file gave."""
 
-API_ONLY = frozenset({"connection", "batch_rows", "baseline"})
-"""API options with no flag: a live connection, the model's batch size, and baseline Shapley's
-baselines (the command line's `compare` uses the mean and every row)."""
+API_ONLY = frozenset({"connection", "batch_rows", "baseline", "include"})
+"""API options with no flag of their own: a live connection, the model's batch size, baseline
+Shapley's baselines (the command line's `compare` uses the mean and every row), and ``include``
+(``--target-ids`` beside ``--sample``)."""
 
 EXPLAINED = ("data", "prediction", "similar", "features", "target_ids")
 """The flags that say what is explained (beside an API option group's)."""

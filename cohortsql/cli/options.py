@@ -91,8 +91,6 @@ def request(
         raise CohortError("no --prediction given: name the column to explain")
     if options.get("targets") is not None and options.get("target_ids") is not None:
         raise CohortError("give one of --targets and --target-ids, not both")
-    if options.get("target_ids") is not None and options.get("sample") is not None:
-        raise CohortError("--sample draws from every row or from --targets' rows, not from --target-ids")
     _check_engine_settings(options)
     if options.get("targets") is not None and not str(options["targets"]).strip():
         raise CohortError("--targets is empty: give a SQL condition, or leave it out to explain every row")
@@ -113,15 +111,23 @@ def request(
 
         refuse_inputs(outputs, options)
     names = group if isinstance(group, tuple) else tuple(group.__annotations__)
-    arguments = pick(options, *(name for name in names if name not in ("targets", "sample")))
+    arguments = pick(options, *(name for name in names if name not in ("targets", "sample", "include")))
     if explained and prediction:
         arguments["prediction"] = _prediction(prediction)
     if not compared:
         return arguments
+    ids, sample = _target_ids(options.get("target_ids")), _sample(options.get("sample"))
+    if ids is not None and sample is not None:  # chosen ids explained beside the sample
+        if "include" not in names:
+            raise CohortError(
+                "--target-ids beside --sample explains chosen ids beside a random sample, which only commands that"
+                " show each target's values do (shapley, audit); give one of them"
+            )
+        arguments["include"], ids = ids, None
     return arguments | dict(
         similarity=similarity(options.get("similar"), options.get("features")),
-        targets=options.get("targets") or _target_ids(options.get("target_ids")),
-        sample=_sample(options.get("sample")),
+        targets=options.get("targets") or ids,
+        sample=sample,
     )
 
 

@@ -158,7 +158,7 @@ def report_html(tables: ReportTables, targets: list[Any] | None = None, title: s
     body = [
         f"<header><h1>{escape(name)}</h1><p>{_summary(tables, features, mean)}</p></header>",
         *(
-            [_section("Audit", audit_section(tables.audit, _over_whom(tables), tables.totals.height), "audit")]
+            [_section("Audit", audit_section(tables.audit, _over_whom(tables), sampled_targets(tables)), "audit")]
             if tables.audit is not None
             else []
         ),
@@ -239,15 +239,30 @@ def _plain(value: object) -> str:
     return "–" if value is None else str(value)
 
 
+def sampled_targets(tables: ReportTables) -> int:
+    """How many targets the averages are over: every target but the ids explained beside a random
+    sample by ``include=`` that it did not draw (``in_sample`` false)."""
+    if "in_sample" in tables.totals.columns:
+        return int(tables.totals["in_sample"].sum())
+    return tables.totals.height
+
+
 def _over_whom(tables: ReportTables) -> tuple[str, bool]:
     """Whose effects these are, in words, and whether they are only some chosen targets' (ids or a
     predicate), which say nothing about the population: nothing to say when every row is a target (the
     settings' ``targets`` reads "every row"); a random sample's are estimates of the population's."""
     settings = tables.settings
     targets, sample = settings.get("targets", "every row"), settings.get("sample", "null")
-    count = tables.totals.height
+    count = sampled_targets(tables)
     if sample != "null" or targets.lstrip("-").replace(".", "").isdigit():
-        return f", estimated from a random sample of {count:,} targets (with its standard error)", False
+        included = tables.totals.height - count
+        beside = (
+            f"; {included:,} more asked for beside it (include=) {'is' if included == 1 else 'are'} shown but"
+            " count in no average"
+            if included
+            else ""
+        )
+        return f", estimated from a random sample of {count:,} targets (with its standard error){beside}", False
     if targets in ("every row", "null"):
         return "", False
     return (

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 
@@ -55,6 +55,19 @@ def optional_text(name: str, value: object) -> str | None:
     if value is not None and not isinstance(value, str):
         raise CohortError(f"{name} must be text, got {value!r}")
     return value
+
+
+def included_ids(name: str, value: object) -> tuple[Any, ...] | None:
+    """None, or the ids of `include=` as a tuple (their type is checked against the id column when
+    they are read): a list, not text or a single id."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise CohortError(f"{name} takes a list of ids, got {value!r}: write {name}=[{value!r}]")
+    ids = tuple(value.to_list() if hasattr(value, "to_list") else value)
+    if not ids:
+        raise CohortError(f"{name} is an empty list: name at least one id, or leave it out")
+    return ids
 
 
 def exact_or_permutation(method: str, d: int, *, auto_exact_up_to: int, exact_up_to: int, work: str) -> str:

@@ -47,6 +47,8 @@ class Selection:
     targets: Targets = None
     """None (every row), a SQL predicate, a sample size or fraction, or a list of ids."""
     sample: int | float | None = None
+    include: Sequence[Any] | None = None
+    """Ids explained beside the random sample, counting in no average over targets."""
     seed: int | None = None
     """Seeds the sample of targets, the permutations and the bootstrap replicates (recorded when drawn)."""
 
@@ -197,6 +199,7 @@ _CHECKS: dict[str, Callable[[str, Any], object]] = {
     "protected_bins": arguments.group_bins,
     "interactions": arguments.boolean,
     "anchored": lambda name, value: arguments.whole_number(name, value, minimum=0),
+    "include": arguments.included_ids,
     "exact": lambda name, value: value,  # checked against the features by `calibrate`
     "runs": lambda name, value: arguments.whole_number(name, value, minimum=1),
     "marginal_samples": lambda name, value: arguments.whole_number(name, value, minimum=1),

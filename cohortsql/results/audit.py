@@ -389,7 +389,7 @@ def _group_tables(
     alone = means(result.interactions[:, index, [index]])[:, 0]
     rows, gaps = every_row_gaps(groups, every_row)
     gap = gaps[:, 0]
-    sizes = np.bincount(number, minlength=count)
+    sizes = np.bincount(number, weights=weights > 0, minlength=count).astype(np.int64)  # include= ids weigh 0
     totals = np.bincount(number, weights=weights, minlength=count)
     reference = int(np.argmax(totals))
     # a gap within rounding of 0 (one level: the group is everyone) has no share to speak of

@@ -91,6 +91,12 @@ class TargetValues:
         """Each target's weight in averages over targets: its case weight, or 1."""
         return np.ones(len(self.ids)) if self.weights is None else self.weights
 
+    @property
+    def in_sample(self) -> np.ndarray:
+        """Whether each target counts in the averages over targets: every one but those explained beside
+        a random sample by ``include=`` without being drawn in it (they weigh 0)."""
+        return self.target_weights > 0
+
     @cached_property
     def feature_values(self) -> np.ndarray:
         """Each target's value of each feature as text (None when missing or not in `targets`), (targets, features)."""

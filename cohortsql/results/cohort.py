@@ -143,8 +143,11 @@ class CohortShapleyResult(TargetValues):
 
     @cached_property
     def totals(self) -> pl.DataFrame:
-        """One row per target: ``id``, ``prediction``, ``cohort_size``, ``cohort_mean``, ``value``, ``value_squared``."""
+        """One row per target: ``id``, ``prediction``, ``cohort_size``, ``cohort_mean``, ``value``,
+        ``value_squared``; with ``include=`` ids beside a sample, ``in_sample`` (False for an included id
+        the sample did not draw: it counts in no average over targets)."""
         value = self.cohort_mean - self.mean
+        in_sample = self.in_sample
         return pl.DataFrame(
             {
                 "id": self.ids,
@@ -153,6 +156,7 @@ class CohortShapleyResult(TargetValues):
                 "cohort_mean": self.cohort_mean,
                 "value": value,
                 "value_squared": value**2,
+                **({} if in_sample.all() else {"in_sample": in_sample}),
             }
         )
 

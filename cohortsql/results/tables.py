@@ -186,8 +186,9 @@ def standard_error(
     T / (T - 1) sum_t p_t^2 (x_t - xbar)^2 with p_t = w_t / sum w (the unweighted formula when the
     weights are equal). With Monte Carlo estimates (`monte_carlo_se` per value), the correction only
     applies to the sampling of targets, so their own error is added back: the mean of the targets'
-    estimates has Monte Carlo variance sum_t se_t^2 / T^2 even when every row is a target."""
-    targets = values.shape[0]
+    estimates has Monte Carlo variance sum_t se_t^2 / T^2 even when every row is a target. Targets of
+    weight 0 (explained beside a sample by ``include=``) are not of the T."""
+    targets = values.shape[0] if weights is None else int(np.count_nonzero(weights))
     if targets < 2:
         return np.full(values.shape[1], np.nan)
     shares = np.full(targets, 1.0 / targets) if weights is None else np.asarray(weights, dtype=float) / np.sum(weights)

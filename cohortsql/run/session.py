@@ -44,7 +44,9 @@ class Session:
         """The target rows the call asked for: every row, a predicate's, a random sample of either, or
         the rows with given ids."""
         selection = self.options.selection
-        return select_targets(self.engine, self.prepared, selection.targets, selection.seed, selection.sample)
+        return select_targets(
+            self.engine, self.prepared, selection.targets, selection.seed, selection.sample, selection.include
+        )
 
     def target_data(self, chosen: TargetSet) -> pl.DataFrame:
         """The chosen targets' rows as they are in the data (every column), read once per target set."""
@@ -86,6 +88,7 @@ class Session:
             path=path,
             targets=_described_targets(selection.targets),
             sample=selection.sample,
+            include=None if selection.include is None else _described_targets(selection.include),
             seed=chosen.seed if chosen is not None and chosen.seed is not None else selection.seed,
             **({"bootstrap": weighting.bootstrap, "confidence": weighting.confidence} if weighting.bootstrap else {}),
             **_groups(prepared),
@@ -102,7 +105,8 @@ class Session:
             similarity=player_similarity(prepared),
             subjects=prepared.subject_count,
             targets=target_data,
-            weights=chosen.weights[:, 0] if prepared.weight is not None else None,
+            # an included target weighs 0: it counts in no average over targets
+            weights=chosen.weights[:, 0] if prepared.weight is not None or chosen.included else None,
             groups=None if prepared.groups is None else prepared.groups.members_by_name(prepared.feature_names),
             asked=chosen.asked,
         )

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cohortsql import queries
 from cohortsql._typing import Targets
@@ -51,6 +52,9 @@ class TargetSet:
     with them (targets chosen by id); else None, and `read_target_data` reads them."""
     asked: tuple[Any, ...] | None = None
     """Targets chosen by id: the ids in the order the call listed them (`table` is in id order)."""
+    included: int = 0
+    """How many targets were explained beside a random sample by ``include=`` (not drawn in it): their
+    weights are 0 under every weighting, so that they count in no average over targets."""
 
     @property
     def count(self) -> int:
@@ -81,15 +85,21 @@ def is_sample(targets: object) -> bool:
 
 
 def select_targets(
-    engine: Engine, prepared: Prepared, targets: Targets, seed: int | None, sample: int | float | None = None
+    engine: Engine,
+    prepared: Prepared,
+    targets: Targets,
+    seed: int | None,
+    sample: int | float | None = None,
+    include: Sequence[Any] | None = None,
 ) -> TargetSet:
-    """The target rows: every row, the rows of the predicate, a random sample of either, or the rows
-    with the given ids. `targets` as a count or fraction is a sample of every row (`sample` alone)."""
+    """The target rows: every row, the rows of the predicate, a random sample of either (with the
+    `include` ids beside it), or the rows with the given ids. `targets` as a count or fraction is a
+    sample of every row (`sample` alone)."""
     subjects = prepared.subjects
     condition = queries.targets.target_condition(prepared.target_predicate is not None, None)
     population = None
-    targets, sample = _sample_request(targets, sample)
-    data, asked = None, None
+    targets, sample = _sample_request(targets, sample, include)
+    data, asked, included = None, None, 0
     if sample is not None:
         seed = drawn_seed(seed)
         population = prepared.subject_count if targets is None else _count(engine, subjects, condition)
@@ -98,6 +108,8 @@ def select_targets(
         size = _sample_size(sample, population)
         sql = queries.targets.sampled_targets(subjects, condition, size, seed, prepared.measures, engine.dialect)
         table, weights = read_targets(engine, prepared, sql, context="selecting a sample of targets")
+        if include is not None:
+            table, weights, included = _with_included(engine, prepared, table, include)
     elif targets is None or isinstance(targets, str):
         sql = queries.targets.target_rows(subjects, condition, prepared.measures)
         table, weights = read_targets(engine, prepared, sql, context="selecting targets")
@@ -115,7 +127,22 @@ def select_targets(
     else:
         multiplicity = np.zeros((distinct.num_rows, weights.shape[1]))
         np.add.at(multiplicity, group, weights)
-    return TargetSet(table, distinct, group, weights, multiplicity, population, seed, data, asked)
+    return TargetSet(table, distinct, group, weights, multiplicity, population, seed, data, asked, included)
+
+
+def _with_included(
+    engine: Engine, prepared: Prepared, sampled: pa.Table, include: Sequence[Any]
+) -> tuple[pa.Table, np.ndarray, int]:
+    """The sampled targets and the `include` ids beside them (from any row, whatever the targets
+    predicate), read in one query so that they come in the engine's id order, with their weights; an
+    included target the sample did not draw weighs 0 under every weighting. Also: how many those are."""
+    drawn = sampled.column("__cohort_id").combine_chunks()
+    asked = requested_ids(include, id_type(prepared), prepared.id, "include")
+    every = pa.concat_arrays([drawn, asked.cast(drawn.type)]).unique()
+    table, weights = rows_by_id(engine, prepared, every, role="include", within_targets=False)
+    outside = ~np.asarray(pc.is_in(table.column("__cohort_id"), value_set=drawn).to_numpy(zero_copy_only=False))
+    weights[outside] = 0.0
+    return table, weights, int(outside.sum())
 
 
 def target_relation(
@@ -155,15 +182,25 @@ def target_relation(
     return relation, count
 
 
-def _sample_request(targets: Targets, sample: int | float | None) -> tuple[Targets, int | float | None]:
+def _sample_request(
+    targets: Targets, sample: int | float | None, include: Sequence[Any] | None = None
+) -> tuple[Targets, int | float | None]:
     """(targets, sample) with a count or fraction given as `targets` moved to the sample, checked: a
-    sample is drawn from every row or from a predicate's rows, and its size is given once."""
+    sample is drawn from every row or from a predicate's rows, and its size is given once; `include`
+    adds ids to a sample, and only to one."""
     if is_sample(targets):
         if sample is not None:
             raise CohortError("give the sample size once: targets=<count or fraction> or sample=, not both")
         targets, sample = None, targets
     if sample is not None and not (targets is None or isinstance(targets, str)):
-        raise CohortError("sample= draws from every row or from a targets predicate, not from a list of ids")
+        raise CohortError(
+            "sample= draws from every row or from a targets predicate, not from a list of ids; to explain chosen"
+            " ids beside a sample, give them as include="
+        )
+    if include is not None and sample is None:
+        raise CohortError(
+            "include= adds ids to a random sample (sample=); without one, list every id to explain in targets="
+        )
     return targets, sample
 
 
