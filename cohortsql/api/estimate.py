@@ -10,10 +10,12 @@ from typing import Any, Literal, Unpack
 from cohortsql._typing import CompareOptions, Prediction, ShapleyOptions
 from cohortsql.api.baseline import check_model, explain_with_model
 from cohortsql.api.compare import checked_comparison
+from cohortsql.games.cohort import CohortGame
 from cohortsql.interrupts import interruptible_call
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import Options, checked_options
 from cohortsql.request.similarity import SimilarityArgument
+from cohortsql.run import readouts
 from cohortsql.run.baseline_exact import Model
 from cohortsql.run.integrated import IntegratedBatch
 from cohortsql.run.pace import CALIBRATION_FACTOR, ComparisonPlan, ModelGamePlan, PilotScale, Plan, fitted_costs
@@ -211,6 +213,7 @@ def cohort_plan(session: Session, chosen: TargetSet) -> Plan:
         asked.selection.seed,
         estimation.max_permutations,
         None,
+        interactions=asked.terms.interactions and chosen_method == "permutation",  # estimated with the values
     )
     pilot = sum(
         batch.rows
@@ -220,6 +223,14 @@ def cohort_plan(session: Session, chosen: TargetSet) -> Plan:
         else len(batch.shapley) // max(1, prepared.measures.games)
         for batch in batches
     )
+    passes = _second_passes(session, chosen, chosen_method)
+    terms_seconds, terms_pilot = 0.0, 0
+    if passes:
+        sample = chosen.first(pilot)
+        began = time.perf_counter()
+        _run_second_passes(replace(session, options=_silent(asked)), sample, passes)
+        terms_pilot, timed = sample.distinct.num_rows, time.perf_counter() - began
+        terms_seconds = timed * chosen.distinct.num_rows / terms_pilot
     return Plan(
         targets=chosen.count,
         distinct_targets=chosen.distinct.num_rows,
@@ -232,8 +243,37 @@ def cohort_plan(session: Session, chosen: TargetSet) -> Plan:
         engine=running.dialect.name,
         pilot_targets=pilot,
         pilot_seconds=sum(seconds for _, seconds in pacer.timed),
-        estimated_seconds=pacer.run_seconds(pilot),
+        estimated_seconds=pacer.run_seconds(pilot) + terms_seconds,
         replicates=prepared.measures.replicates,
+        second_passes=passes,
+        second_pass_seconds=terms_seconds,
+        second_pass_pilot=terms_pilot,
         rows_collapsed=prepared.compressed,
         settings=session.settings(chosen, method=chosen_method, path=chosen_path),
     )
+
+
+def _second_passes(session: Session, chosen: TargetSet, method: str) -> tuple[str, ...]:
+    """What an exact run computes in a pass of its own after the values (`explain_targets`):
+    interaction values, anchored terms, Owen values."""
+    if method != "exact":
+        return ()
+    terms, groups = session.options.terms, session.prepared.groups
+    passes: tuple[str, ...] = ("interaction values",) if terms.interactions else ()
+    passes += ("anchored terms",) if terms.anchored else ()
+    return passes + (("Owen values",) if groups is not None and groups.values == "owen" else ())
+
+
+def _run_second_passes(session: Session, sample: TargetSet, passes: tuple[str, ...]) -> None:
+    """The second passes of `passes` on the `sample` targets, as the run makes them."""
+    games = [CohortGame(outcome) for outcome in range(len(session.prepared.outcomes))]
+    terms = session.options.terms
+    if "interaction values" in passes or "anchored terms" in passes:
+        readouts.lattice_terms(session, sample, games, interactions=terms.interactions, anchored=terms.anchored)
+    if "Owen values" in passes:
+        readouts.owen_values(session, sample, games)
+
+
+def _silent(options: Options) -> Options:
+    """`options` with no progress shown (a dry run's passes are timed, not watched)."""
+    return replace(options, where=replace(options.where, progress=False))

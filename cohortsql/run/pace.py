@@ -94,13 +94,36 @@ class Plan:
     settings: Mapping[str, str] = field(default_factory=dict)
     """The run's settings as its results will record them: every feature's kind, the reason for each
     default, each window's half-width (`cohortsql.results.tables.default_kinds_in_words`)."""
+    second_passes: tuple[str, ...] = ()
+    """What the run computes in a pass of its own after the values (interaction values, anchored
+    terms, Owen values); `estimated_seconds` includes it."""
+    second_pass_seconds: float = 0.0
+    """The second passes' estimate: their time on `second_pass_pilot` distinct targets, times the
+    distinct targets over those."""
+    second_pass_pilot: int = 0
 
     def scaled(self, pilot: PilotScale) -> Plan:
-        """This plan, measured with a pilot's fewer replicates and permutations, for the run asked."""
+        """This plan, measured with a pilot's fewer replicates and permutations, for the run asked (the
+        second passes read no replicate and no permutation)."""
         scale = pilot.replicates * (pilot.permutations if self.method == "permutation" else 1.0)
+        values = (self.estimated_seconds - self.second_pass_seconds) * scale
         return replace(
-            self, estimated_seconds=self.estimated_seconds * scale, replicates=pilot.asked_replicates, scale=scale
+            self,
+            estimated_seconds=values + self.second_pass_seconds,
+            replicates=pilot.asked_replicates,
+            scale=scale,
         )
+
+    def _second_pass_words(self) -> list[str]:
+        """The second passes' estimate, in figures that multiply out."""
+        if not self.second_passes:
+            return []
+        measured = self.second_pass_seconds * self.second_pass_pilot / max(1, self.distinct_targets)
+        return [
+            f"then {' and '.join(self.second_passes)}, a pass of their own: about {duration(self.second_pass_seconds)}"
+            f" ({measured:.2f} s on {self.second_pass_pilot:,} distinct targets, times"
+            f" {self.distinct_targets:,} / {self.second_pass_pilot:,})"
+        ]
 
     def _rows_compared(self) -> str:
         """What each target is compared with, when identical subjects are compared once: their distinct
@@ -121,15 +144,19 @@ class Plan:
         }.get(self.method, "random chains of cohorts")
         grouped = "" if players == self.features else f" in {players} groups"
         replicated = f", {self.replicates} bootstrap replicates" if self.replicates else ""
+        values = self.estimated_seconds - self.second_pass_seconds
         return "\n".join(
             [
                 f"plan: {self.targets:,} targets ({self.distinct_targets:,} distinct) x {self.subjects:,} subjects"
                 f"{self._rows_compared()}, {self.features} features{grouped}, {self.method} method"
                 f" ({cohorts} per target){replicated}, {self.path} path, on {self.engine}",
                 f"work: {pairs:,} target-subject pairs",
-                f"estimate: about {duration(self.estimated_seconds)} (measured on {self.pilot_targets:,} of"
-                f" {self.distinct_targets:,} distinct targets in {self.pilot_seconds:.2f} s"
+                f"estimate: about {duration(self.estimated_seconds)}"
+                + (f" in all; the values about {duration(values)}" if self.second_passes else "")
+                + f" (measured on {self.pilot_targets:,} of {self.distinct_targets:,} distinct targets in"
+                f" {self.pilot_seconds:.2f} s"
                 + (f", with fewer replicates or permutations, times {self.scale:,.3g})" if self.scale != 1 else ")"),
+                *self._second_pass_words(),
                 *default_kinds_in_words(self.settings),
             ]
         )

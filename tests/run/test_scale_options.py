@@ -348,3 +348,44 @@ def test_a_dry_run_reads_the_cost_per_target_across_a_wide_span_of_targets(monke
         if noise:  # the first two batches alone: no cost per target at all
             assert pace.fitted_costs(pacer.timed[0], pacer.timed[1])[0] == 0.0
     assert estimates[1] == pytest.approx(estimates[0], rel=0.05)
+
+
+def test_a_dry_run_times_the_second_passes_it_plans(monkeypatch):
+    """With interaction values (the issue: "5.9 s for a 12.0 s run"), anchored terms or Owen values, an
+    exact run makes a pass of its own after the values: the dry run makes it on its pilot targets,
+    adds it to the estimate and prints figures that multiply out. The permutation method estimates
+    interactions with the values, so its pilot computes them too."""
+    import cohortsql.api.estimate as estimate_module
+    from cohortsql.run import readouts
+
+    rng = np.random.default_rng(4)
+    frame = pl.DataFrame({f"x{j}": rng.integers(0, 4, 300) for j in range(6)}).with_columns(
+        y=pl.Series(rng.normal(size=300))
+    )
+    similarity = {f"x{j}": "abs:1" for j in range(6)}
+    passes = []
+    monkeypatch.setattr(
+        readouts, "lattice_terms", lambda *arguments, **keywords: passes.append(arguments[1].count) or (None, None)
+    )
+    plain = cohortsql.estimate(frame, prediction="y", similarity=similarity)
+    assert plain.second_passes == () and passes == [] and "a pass of their own" not in str(plain)
+    plan = cohortsql.estimate(frame, prediction="y", similarity=similarity, interactions=True, anchored=2)
+    assert plan.second_passes == ("interaction values", "anchored terms") and passes == [plan.pilot_targets]
+    assert plan.second_pass_pilot == plan.pilot_targets and plan.second_pass_seconds >= 0
+    words = re.search(r"about (.+?) \(([\d.]+) s on ([\d,]+) distinct targets, times ([\d,]+) / ([\d,]+)\)", str(plan))
+    assert words is not None and int(words[4].replace(",", "")) == plan.distinct_targets
+    assert int(words[3].replace(",", "")) == int(words[5].replace(",", "")) == plan.pilot_targets
+    measured = plan.second_pass_seconds * plan.pilot_targets / plan.distinct_targets
+    assert float(words[2]) == pytest.approx(measured, abs=0.006)
+    scaled = cohortsql.estimate(frame, prediction="y", similarity=similarity, interactions=True, bootstrap=80, seed=1)
+    values = scaled.estimated_seconds - scaled.second_pass_seconds  # the replicates scale the values, not the pass
+    assert scaled.scale > 1 and values >= 0 and "in all; the values about" in str(scaled)
+    asked = []
+    original = estimate_module.local_batches
+    monkeypatch.setattr(
+        estimate_module,
+        "local_batches",
+        lambda *arguments, **keywords: asked.append(keywords.get("interactions")) or original(*arguments, **keywords),
+    )
+    cohortsql.estimate(frame, prediction="y", similarity=similarity, method="permutation", interactions=True, seed=1)
+    assert asked == [True]
