@@ -64,21 +64,31 @@ def shapley(options: Flags) -> None:
     typer.echo(shapley_summary(result, options["top"], count, warned) + written)
 
 
-@command(EXPLAINED, A_TABLE, EffectsOptions, OUTPUTS, ("dry_run",))
+@command(EXPLAINED, A_TABLE, EffectsOptions, OUTPUTS, ("report", "dry_run"))
 def effects(options: Flags) -> None:
     """Shapley effects: how much of the variance of the prediction each feature explains."""
     from cohortsql.api.effects import shapley_effects
     from cohortsql.api.estimate import estimate
     from cohortsql.cli.outputs import write
     from cohortsql.cli.summaries import effects_summary
+    from cohortsql.report import check_report_path
+    from cohortsql.results.effects import ShapleyEffects
 
     arguments = request(options, EffectsOptions)
     if options.get("dry_run"):
         typer.echo(str(estimate(options["data"], **arguments)))
         return
+    report = options.get("report")
+    if report:
+        if not isinstance(arguments["prediction"], str):
+            raise CohortError("a report shows the effects of one --prediction column: give one with --report")
+        check_report_path(Path(report))  # before the work, not after it
     result = shapley_effects(options["data"], **arguments)
     tables = {"": result.effects} | _lattice_tables(arguments, result)
     written = write(options, tables, result.settings)
+    if report and isinstance(result, ShapleyEffects):
+        result.report(report)
+        written += f"\nwrote {report}"
     warned = print_warnings_so_far()  # before the table whose rows they qualify
     typer.echo(effects_summary(result, warned) + written)
 

@@ -14,10 +14,10 @@ from cohortsql.plot.colours import feature_colours, level_colour, run_feature_or
 from cohortsql.plot.tables import Source, chosen_outcome, pyplot, read_tables
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
-from cohortsql.results.effects import ShapleyEffects, effects_of_tables
+from cohortsql.results.effects import ShapleyEffects
 from cohortsql.results.files import one_outcome, parquet_settings, read_frame
 from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
-from cohortsql.results.tables import shown_value
+from cohortsql.results.tables import effects_of_tables, shown_value
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -26,9 +26,8 @@ from cohortsql.errors import CohortError
 from cohortsql.plot.colours import feature_colours
 from cohortsql.report import svg
 from cohortsql.report.audit import Audited, audit_section
-from cohortsql.results.effects import BIAS_CORRECTED, effects_of_tables
 from cohortsql.results.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
-from cohortsql.results.tables import reason, shown_value
+from cohortsql.results.tables import BIAS_CORRECTED, effects_of_tables, reason, shown_value
 
 SHOWN_TARGETS = 3
 """Targets drawn in detail when none are chosen: the lowest, the median and the highest prediction."""
@@ -165,7 +164,7 @@ def report_html(tables: ReportTables, targets: list[Any] | None = None, title: s
         _section("Settings and diagnostics", _settings(tables), "settings"),
         _section(
             "Shapley effects of these targets" if _over_whom(tables)[1] else "Shapley effects",
-            _effects(tables, colours, tables.settings.get("confidence")),
+            effects_section(tables.effects, _over_whom(tables), colours, tables.settings.get("confidence")),
             "effects",
         ),
         _section("Top drivers", _drivers(tables, colours), "drivers"),
@@ -248,14 +247,18 @@ def sampled_targets(tables: ReportTables) -> int:
 
 
 def _over_whom(tables: ReportTables) -> tuple[str, bool]:
+    """Whose effects these are, in words, and whether they are only some chosen targets' (`over_whom`)."""
+    return over_whom(tables.settings, sampled_targets(tables), tables.totals.height)
+
+
+def over_whom(settings: dict[str, str], count: int, explained: int) -> tuple[str, bool]:
     """Whose effects these are, in words, and whether they are only some chosen targets' (ids or a
     predicate), which say nothing about the population: nothing to say when every row is a target (the
-    settings' ``targets`` reads "every row"); a random sample's are estimates of the population's."""
-    settings = tables.settings
+    settings' ``targets`` reads "every row"); a random sample's (of `count` targets; `explained` with
+    the ids asked for beside it) are estimates of the population's."""
     targets, sample = settings.get("targets", "every row"), settings.get("sample", "null")
-    count = sampled_targets(tables)
     if sample != "null" or targets.lstrip("-").replace(".", "").isdigit():
-        included = tables.totals.height - count
+        included = explained - count
         beside = (
             f"; {included:,} more asked for beside it (include=) {'is' if included == 1 else 'are'} shown but"
             " count in no average"
@@ -271,11 +274,13 @@ def _over_whom(tables: ReportTables) -> tuple[str, bool]:
     ), True
 
 
-def _effects(tables: ReportTables, colours: dict[str, str], confidence: str | None) -> str:
+def effects_section(
+    effects: pl.DataFrame, whom: tuple[str, bool], colours: dict[str, str], confidence: str | None
+) -> str:
     """The effects as bars with their standard errors, and a table with the standard errors (0 where
     every row was a target, so there is no sampling error, said in a note) and the bootstrap intervals
-    when the run has them."""
-    table = tables.effects.sort("shapley_effect", descending=True)
+    when the run has them; `whom` says whose effects they are (`over_whom`)."""
+    table = effects.sort("shapley_effect", descending=True)
     labels = table["feature"].to_list()
     errors = (
         table["shapley_effect_se"].fill_nan(0).fill_null(0).to_list() if "shapley_effect_se" in table.columns else None
@@ -296,7 +301,7 @@ def _effects(tables: ReportTables, colours: dict[str, str], confidence: str | No
     level = f"{float(confidence):.0%} " if confidence else ""
     interval_head = f"<th>{level}interval</th>" if intervals else ""
     note = ""
-    if _over_whom(tables)[1]:
+    if whom[1]:
         note = (
             "<p>The standard errors treat these targets as if drawn at random: they were chosen, so they say"
             " how far the mean of targets like these could move, not how far the population's is.</p>"
@@ -315,7 +320,7 @@ def _effects(tables: ReportTables, colours: dict[str, str], confidence: str | No
     return (
         "<p>Shapley effect per feature: the mean over the targets of its Shapley value of the squared game"
         " v(u)<sup>2</sup> (the paper's squared cohort Shapley value; not the mean of the values squared), and"
-        f" its share of the variance explained{_over_whom(tables)[0]}.</p>"
+        f" its share of the variance explained{whom[0]}.</p>"
         + chart
         + note
         + f'<table class="sortable"><thead><tr><th>feature</th><th>effect</th><th>standard error</th>{interval_head}'

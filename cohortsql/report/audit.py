@@ -10,8 +10,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from cohortsql.report import svg
-from cohortsql.results.effects import BIAS_CORRECTED
-from cohortsql.results.tables import SMALL_GROUP, group_name
+from cohortsql.results.tables import BIAS_CORRECTED, SMALL_GROUP, group_name
 
 
 class Audited(Protocol):

@@ -18,12 +18,12 @@ from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import Bootstrap, bias_corrected_interval, percentile_interval
 from cohortsql.request.similarity import Similarity
 from cohortsql.results.base import TargetValues
-from cohortsql.results.effects import effects_table
 from cohortsql.results.tables import (
     Diagnostics,
     anchored_table,
     by_importance,
     diagnostics,
+    effects_table,
     reason,
     standard_error,
     target_groups,

@@ -13,12 +13,11 @@ import numpy as np
 import polars as pl
 
 from cohortsql.errors import CohortError
-from cohortsql.numeric.bootstrap import BIAS_CORRECTED as BIAS_CORRECTED
 from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.numeric.dividends import anchored_terms, interaction_values
 from cohortsql.numeric.shapley import shapley_values
 from cohortsql.results.files import write_frame
-from cohortsql.results.tables import Diagnostics, anchored_table, by_importance, standard_error
+from cohortsql.results.tables import Diagnostics, anchored_table, by_importance, effects_table, standard_error
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,6 +191,14 @@ class ShapleyEffects:
         what ``cohortsql effects --out`` writes, and what ``cohortsql plot --kind effects`` reads."""
         write_frame(self.effects, path, self.settings)
 
+    def report(self, path: str | os.PathLike[str], *, title: str | None = None) -> None:
+        """Write an HTML report of the effects: each with its standard error (and its bootstrap interval
+        when the run drew replicates), its share of the variance, whose effects they are (every row, a
+        random sample's estimates, or chosen targets' own), and the run's settings and diagnostics."""
+        from cohortsql.report.effects import write_effects_report
+
+        write_effects_report(self, path, title)
+
     def __repr__(self) -> str:
         note = zero_errors_note(self.effects)
         return (
@@ -209,28 +216,6 @@ def zero_errors_note(effects: pl.DataFrame) -> str | None:
     return "se: the error of explaining a sample of targets, none here as every row is a target"
 
 
-def effects_of_tables(
-    local: pl.DataFrame, totals: pl.DataFrame, paths: pl.DataFrame, settings: Mapping[str, str]
-) -> pl.DataFrame:
-    """`CohortShapleyResult.global_`'s effects from the tables `cohortsql shapley --out` writes: per
-    feature the mean squared value, its standard error (with the finite-population correction when
-    the targets are every row or a sample of them) and its share of the targets' spread around the mean."""
-    wide = local.pivot(on="feature", index="id", values="shapley_squared", maintain_order=True)
-    features = [name for name in wide.columns if name != "id"]
-    squared = wide.select(features).to_numpy()
-    errors = None
-    if "shapley_squared_se" in local.columns:
-        estimated = local.pivot(on="feature", index="id", values="shapley_squared_se", maintain_order=True)
-        errors = estimated.select(features).to_numpy()
-    subjects = paths.filter(pl.col("step") == 0)["cohort_size"]
-    every_row = settings.get("targets", "every row") == "every row" and len(subjects)
-    population = int(subjects[0]) if every_row else None
-    mean = (totals["cohort_mean"] - totals["value"]).to_numpy()
-    spread = float(np.mean((totals["prediction"].to_numpy() - mean) ** 2))
-    table = effects_table(tuple(features), squared.mean(axis=0), standard_error(squared, population, errors), spread)
-    return by_importance(table, "shapley_effect")
-
-
 def owen_effects_table(groups: Mapping[str, tuple[str, ...]], values: np.ndarray, variance: float) -> pl.DataFrame:
     """Per feature, player after player as `groups` lists them (`values` in that order): its group, its
     Owen effect and its share of `variance`."""
@@ -241,17 +226,5 @@ def owen_effects_table(groups: Mapping[str, tuple[str, ...]], values: np.ndarray
             "feature": [feature for _, feature in members],
             "owen_effect": values,
             "share": values / variance if variance > 0 else np.full(len(values), np.nan),
-        }
-    )
-
-
-def effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.ndarray, variance: float) -> pl.DataFrame:
-    """Per feature, in the features' order: the effect, its standard error and its share of `variance`."""
-    return pl.DataFrame(
-        {
-            "feature": list(features),
-            "shapley_effect": effects,
-            "shapley_effect_se": errors,
-            "share": effects / variance if variance > 0 else np.full(len(effects), np.nan),
         }
     )

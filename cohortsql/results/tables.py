@@ -16,6 +16,7 @@ import polars as pl
 
 from cohortsql.errors import CohortError, warn
 from cohortsql.numeric import bootstrap as bootstrap_module
+from cohortsql.numeric.bootstrap import BIAS_CORRECTED as BIAS_CORRECTED  # the intervals in words, for the surfaces
 from cohortsql.numeric.dividends import sets_up_to
 from cohortsql.numeric.shapley import TIE_TOLERANCE, tie_steps
 from cohortsql.request.arguments import whole_number
@@ -316,3 +317,37 @@ def group_name(protected: str, label: str) -> str:
     if label.startswith("[") and label.endswith((")", "]")):
         return f"{protected} in {label}"
     return f"{protected} = {label}"
+
+
+def effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.ndarray, variance: float) -> pl.DataFrame:
+    """Per feature, in the features' order: the effect, its standard error and its share of `variance`."""
+    return pl.DataFrame(
+        {
+            "feature": list(features),
+            "shapley_effect": effects,
+            "shapley_effect_se": errors,
+            "share": effects / variance if variance > 0 else np.full(len(effects), np.nan),
+        }
+    )
+
+
+def effects_of_tables(
+    local: pl.DataFrame, totals: pl.DataFrame, paths: pl.DataFrame, settings: Mapping[str, str]
+) -> pl.DataFrame:
+    """`CohortShapleyResult.global_`'s effects from the tables `cohortsql shapley --out` writes: per
+    feature the mean squared value, its standard error (with the finite-population correction when
+    the targets are every row or a sample of them) and its share of the targets' spread around the mean."""
+    wide = local.pivot(on="feature", index="id", values="shapley_squared", maintain_order=True)
+    features = [name for name in wide.columns if name != "id"]
+    squared = wide.select(features).to_numpy()
+    errors = None
+    if "shapley_squared_se" in local.columns:
+        estimated = local.pivot(on="feature", index="id", values="shapley_squared_se", maintain_order=True)
+        errors = estimated.select(features).to_numpy()
+    subjects = paths.filter(pl.col("step") == 0)["cohort_size"]
+    every_row = settings.get("targets", "every row") == "every row" and len(subjects)
+    population = int(subjects[0]) if every_row else None
+    mean = (totals["cohort_mean"] - totals["value"]).to_numpy()
+    spread = float(np.mean((totals["prediction"].to_numpy() - mean) ** 2))
+    table = effects_table(tuple(features), squared.mean(axis=0), standard_error(squared, population, errors), spread)
+    return by_importance(table, "shapley_effect")
