@@ -17,6 +17,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from cohortsql._typing import DuckDB as DuckDB
+    from cohortsql._typing import Spark as Spark
     from cohortsql.api.anonymity import kanonymity_shapley as kanonymity_shapley
     from cohortsql.api.assemble import assemble as assemble
     from cohortsql.api.audit import audit as audit
@@ -102,6 +104,9 @@ _PUBLIC = {
     "Similarity": "cohortsql.request.similarity",
     "SqlPredicate": "cohortsql.request.similarity",
     "parse_similarity": "cohortsql.request.similarity",
+    # configured engines (engine=DuckDB(memory_limit="1GB"))
+    "DuckDB": "cohortsql._typing",
+    "Spark": "cohortsql._typing",
     # errors
     "CohortError": "cohortsql.errors",
     "CohortWarning": "cohortsql.errors",

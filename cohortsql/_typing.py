@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias, TypedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, TypeAlias, TypedDict
 
 if TYPE_CHECKING:
     import numpy as np
@@ -69,6 +70,38 @@ ENGINES: dict[str, EngineEntry] = {
 }
 """The engines by name, each the module ``cohortsql/engines/<name>.py``: the one registry of engines."""
 
+
+@dataclass(frozen=True)
+class DuckDB:
+    """DuckDB, configured: ``engine=cohortsql.DuckDB(memory_limit="1GB", temp_directory="/scratch")``.
+    Beyond `memory_limit` DuckDB spills to `temp_directory` (default: its own)."""
+
+    memory_limit: str | None = None
+    temp_directory: str | os.PathLike[str] | None = None
+    name: ClassVar[EngineName] = "duckdb"
+
+    def options(self) -> dict[str, object]:
+        """The where-and-how options it stands for (those it sets)."""
+        given = {"memory_limit": self.memory_limit, "temp_directory": self.temp_directory}
+        return {key: value for key, value in given.items() if value is not None}
+
+
+@dataclass(frozen=True)
+class Spark:
+    """Spark, configured: ``engine=cohortsql.Spark(master="local[4]")`` starts a session on that
+    master when no SparkSession is given (default ``local[*]``; with ``SPARK_REMOTE`` set, Spark Connect)."""
+
+    master: str | None = None
+    name: ClassVar[EngineName] = "spark"
+
+    def options(self) -> dict[str, object]:
+        """The where-and-how options it stands for (those it sets)."""
+        return {} if self.master is None else {"spark_master": self.master}
+
+
+CONFIGURED_ENGINES = (DuckDB, Spark)
+"""The engines that take a configuration object as ``engine=`` (ADBC's is its connection)."""
+
 Baseline = Literal["mean", "all"]
 BASELINES: tuple[Baseline, ...] = ("mean", "all")
 """Baseline Shapley's baselines: ``mean`` (one point: each numeric feature's mean, each other feature's
@@ -125,8 +158,9 @@ class RunOptions(TypedDict, total=False):
     connection: Any
     """A DuckDB connection, a SparkSession or an ADBC connection (PostgreSQL, Snowflake, BigQuery,
     Flight SQL) to run on (needed to read its tables by name)."""
-    engine: EngineName | None
-    """``"duckdb"``, ``"spark"`` or ``"adbc"``; by default the one the data or connection belongs to, else DuckDB."""
+    engine: EngineName | DuckDB | Spark | None
+    """``"duckdb"``, ``"spark"`` or ``"adbc"``, or a configured engine (``cohortsql.DuckDB(memory_limit="1GB")``,
+    ``cohortsql.Spark(master=...)``); by default the one the data or connection belongs to, else DuckDB."""
     spark_master: str | None
     """Spark: the master URL of a session cohortsql starts (default ``local[*]``; with ``SPARK_REMOTE``
     set and no master, a Spark Connect session)."""

@@ -16,6 +16,8 @@ from cohortsql._typing import (
     BATCH_ROWS,
     CALIBRATION_KINDS,
     CALIBRATION_THRESHOLDS,
+    CONFIGURED_ENGINES,
+    ENGINES,
     GROUP_VALUES,
     METHODS,
     MODEL_INPUTS,
@@ -208,6 +210,24 @@ _CHECKS: dict[str, Callable[[str, Any], object]] = {
 """How each option is checked (and normalised: a numpy integer becomes an int, a list a tuple)."""
 
 
+def _with_configured_engine(values: dict[str, object]) -> dict[str, object]:
+    """`values` with a configured ``engine`` (`cohortsql.DuckDB`, `cohortsql.Spark`) turned into its
+    name and the options it sets; a setting given both ways is refused (which one was meant?)."""
+    engine = values.get("engine")
+    if isinstance(engine, CONFIGURED_ENGINES):
+        for name, value in engine.options().items():
+            if values.get(name) is not None:
+                raise CohortError(f"{name} is given twice, as {name}= and in engine={engine!r}: give it in one place")
+            values[name] = value
+        values["engine"] = engine.name
+    elif engine is not None and engine not in ENGINES:
+        raise CohortError(
+            f"engine must be one of {', '.join(ENGINES)} or a configured engine (cohortsql.DuckDB(...),"
+            f" cohortsql.Spark(...)), got {engine!r}"
+        )
+    return values
+
+
 def _choice(name: str, value: object, choices: Sequence[str]) -> object:
     check_choice(name, value, choices)
     return value
@@ -225,7 +245,7 @@ def checked_options(given: Mapping[str, object], allowed: Any, **defaults: objec
         close = difflib.get_close_matches(unknown[0], sorted(names), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; the options are {', '.join(sorted(names))}"
         raise CohortError(f"unknown argument {unknown[0]!r}{hint}")
-    values = {**defaults, **given}
+    values = _with_configured_engine({**defaults, **given})
     checked = {name: _CHECKS[name](name, value) if name in _CHECKS else value for name, value in values.items()}
     if "bootstrap" in checked or "confidence" in checked:
         checked["bootstrap"], checked["confidence"] = arguments.bootstrap_arguments(

@@ -1,0 +1,72 @@
+"""``engine=`` as a configured object: ``cohortsql.DuckDB(memory_limit=..., temp_directory=...)`` and
+``cohortsql.Spark(master=...)`` stand for the engine's name and its settings, from every surface
+that takes ``engine=``; a setting given twice, or an engine that does not exist, is refused in words."""
+
+import pytest
+
+import cohortsql
+from cohortsql._typing import ShapleyOptions
+from cohortsql.request.options import checked_options
+from cohortsql.run import session as session_module
+
+FRAME = cohortsql.datasets.redlining()
+ARGUMENTS = {"prediction": "denial", "similarity": ["zip", "income", "group"], "id": "id"}
+
+
+@pytest.fixture
+def opened(monkeypatch):
+    """The engines the calls open, with the settings they were opened with."""
+    found = []
+    original = session_module.open_engine
+
+    def recording(data, **keywords):
+        found.append(keywords)
+        return original(data, **keywords)
+
+    monkeypatch.setattr(session_module, "open_engine", recording)
+    return found
+
+
+def test_a_configured_duckdb_sizes_the_engine_it_opens(opened, tmp_path):
+    configured = cohortsql.DuckDB(memory_limit="400MB", temp_directory=tmp_path / "spill")
+    result = cohortsql.cohort_shapley(FRAME, **ARGUMENTS, engine=configured)
+    plain = cohortsql.cohort_shapley(FRAME, **ARGUMENTS)
+    assert opened[0]["engine"] == "duckdb"
+    assert opened[0]["settings"].memory_limit == "400MB"
+    assert opened[0]["settings"].temp_directory == str(tmp_path / "spill")
+    assert opened[1]["settings"].memory_limit is None
+    assert (result.shapley == plain.shapley).all()
+    FRAME.cohort.shapley(**ARGUMENTS, engine=cohortsql.DuckDB(memory_limit="300MB"))  # the polars namespace too
+    assert opened[-1]["settings"].memory_limit == "300MB"
+
+
+def test_a_configured_spark_names_its_master():
+    options = checked_options({"engine": cohortsql.Spark(master="local[1]")}, ShapleyOptions)
+    assert (options.where.engine, options.where.spark_master) == ("spark", "local[1]")
+    options = checked_options({"engine": cohortsql.Spark()}, ShapleyOptions)
+    assert (options.where.engine, options.where.spark_master) == ("spark", None)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"engine": cohortsql.DuckDB(memory_limit="300MB"), "memory_limit": "1GB"},
+            "memory_limit is given twice, as memory_limit= and in engine=DuckDB",
+        ),
+        ({"engine": "oracle"}, "engine must be one of duckdb, spark, adbc or a configured engine"),
+        ({"engine": 3}, "engine must be one of duckdb, spark, adbc or a configured engine"),
+        (
+            {"engine": cohortsql.Spark(master="local[1]"), "memory_limit": "1GB"},
+            "memory_limit is not a setting of the spark engine",
+        ),
+    ],
+)
+def test_a_configured_engine_refuses_in_words(options, message):
+    with pytest.raises(cohortsql.CohortError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        cohortsql.cohort_shapley(FRAME, **ARGUMENTS, **options)
+
+
+def test_the_configured_engines_are_public_and_typed():
+    assert cohortsql.DuckDB(memory_limit="1GB").name == "duckdb" and cohortsql.Spark().name == "spark"
+    assert {"DuckDB", "Spark"} <= set(cohortsql.__all__)
