@@ -100,7 +100,11 @@ class Modelling:
     model_output: ModelOutput = "prediction"
     model_tolerance: float = 1e-6
     batch_rows: int = BATCH_ROWS
+    """Hybrid rows per call of the model (at most): large enough that a vectorised model is quick,
+    small enough to bound memory."""
     baseline: Baseline | Sequence[object] = "mean"
+    """Baseline Shapley's baselines: ``mean`` (one point), ``all`` (every subject: all-baseline
+    Shapley) or a list of ids (those rows)."""
     baseline_sample: int | None = None
     realistic: bool = False
     model_targets: int = 100

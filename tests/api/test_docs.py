@@ -80,3 +80,35 @@ def test_every_public_function_documents_every_parameter_in_numpy_style(name):
         if parameter.kind is parameter.VAR_POSITIONAL:
             continue
         assert shown in entries, f"{name} does not document {shown}"
+
+
+def test_the_options_page_lists_every_option_with_its_type_default_and_meaning():
+    """The options page's table is generated from the options' one declaration when the site builds
+    (``docs/_hooks/options.py``): every option any public function takes is in it, each with a
+    meaning, and the defaults are the declaration's."""
+    import importlib.util
+    from pathlib import Path
+
+    from cohortsql import _typing
+    from cohortsql.request.options import Estimation, Weighting
+
+    path = Path(__file__).parents[2] / "docs" / "_hooks" / "options.py"
+    specification = importlib.util.spec_from_file_location("options_hook", path)
+    assert specification is not None and specification.loader is not None
+    hook = importlib.util.module_from_spec(specification)
+    specification.loader.exec_module(hook)
+    rows = {row["option"].strip("`"): row for row in hook.options_rows()}
+    typed = set()
+    for value in vars(_typing).values():
+        if isinstance(value, type) and issubclass(value, dict) and hasattr(value, "__optional_keys__"):
+            typed |= set(value.__optional_keys__) | set(value.__required_keys__)
+    typed -= {"prediction", "similarity", "data"}  # the functions' own arguments, not options
+    assert typed <= set(rows), sorted(typed - set(rows))
+    assert [name for name, row in rows.items() if not row["meaning"]] == []
+    assert rows["max_permutations"]["default"] == f"`{Estimation.max_permutations!r}`"
+    assert rows["confidence"]["default"] == f"`{Weighting.confidence!r}`"
+    assert rows["method"]["type"] == "`'exact' \\| 'permutation' \\| 'integrated' \\| 'auto'`"
+    page = (Path(__file__).parents[2] / "docs" / "reference" / "options.md").read_text()
+    assert (
+        hook.MARKER in page and hook.on_page_markdown(page, None).count("\n| ") == len(hook.options_rows()) + 2
+    )  # the header, its rule, the rows
