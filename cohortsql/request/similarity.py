@@ -110,19 +110,25 @@ def _check_non_negative(name: str, value: float) -> float:
     return value
 
 
-def _window(subject: str, target: str, delta: str) -> str:
-    return f"abs({subject} - {target}) <= {delta}"
-
-
-def _window_test(parameters: ParameterValues) -> PairTest:
-    """|x_s - x_t| <= delta, the whole-table `delta` (NaN when missing: never similar, as SQL's NULL)."""
-    delta = parameters["delta"]
-    return PairTest(WINDOW, delta=math.nan if delta is None else float(delta))
-
-
 def _window_interval(target: float, delta: float | None) -> tuple[float, float]:
     width = delta or 0.0
     return (target - width, target + width)
+
+
+class WholeTableWindow(Similarity):
+    """|x_i - x_t| <= delta, with the half-width delta a whole-table parameter (``delta``: given, or
+    a share of the column's range or of its quantiles' spread); NULL (NaN in numpy) when the column
+    has no value, and then never similar, as in SQL."""
+
+    def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
+        return f"abs({subject} - {target}) <= {parameters['delta']}"
+
+    def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
+        return _window_interval(target, parameters["delta"])
+
+    def pair_test(self, parameters: ParameterValues) -> PairTest:
+        delta = parameters["delta"]
+        return PairTest(WINDOW, delta=math.nan if delta is None else float(delta))
 
 
 @dataclass(frozen=True)
@@ -150,7 +156,7 @@ class Exact(Similarity):
 
 
 @dataclass(frozen=True)
-class AbsoluteWindow(Similarity):
+class AbsoluteWindow(WholeTableWindow):
     """|x_i - x_t| <= delta; for dates and timestamps delta is in days, or in `unit` (w, d, h, min, s).
 
     The width is a whole-table parameter in the column's own units (microseconds for timestamps), a
@@ -178,15 +184,6 @@ class AbsoluteWindow(Similarity):
         if self.unit is None:
             return self.delta
         return self.delta * DURATION_MICROS[self.unit] / MICROS_PER_DAY
-
-    def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
-        return _window(subject, target, parameters["delta"])
-
-    def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
-        return _window_interval(target, parameters["delta"])
-
-    def pair_test(self, parameters: ParameterValues) -> PairTest:
-        return _window_test(parameters)
 
     def narrower(self) -> Similarity:
         return replace(self, delta=self.delta / 2)
@@ -221,7 +218,7 @@ class RelativeWindow(Similarity):
 
 
 @dataclass(frozen=True)
-class RangeWindow(Similarity):
+class RangeWindow(WholeTableWindow):
     """|x_i - x_t| <= r * (max - min): the paper's Titanic choice with r = 0.1."""
 
     fraction: float
@@ -235,15 +232,6 @@ class RangeWindow(Similarity):
         spread = f"CAST(coalesce(max({value}) - min({value}), 0) AS DOUBLE)"
         return {"delta": f"{dialect.number(self.fraction)} * {spread}"}
 
-    def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
-        return _window(subject, target, parameters["delta"])
-
-    def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
-        return _window_interval(target, parameters["delta"])
-
-    def pair_test(self, parameters: ParameterValues) -> PairTest:
-        return _window_test(parameters)
-
     def narrower(self) -> Similarity:
         return replace(self, fraction=self.fraction / 2)
 
@@ -252,7 +240,7 @@ class RangeWindow(Similarity):
 
 
 @dataclass(frozen=True)
-class QuantileWindow(Similarity):
+class QuantileWindow(WholeTableWindow):
     """|x_i - x_t| <= r * (q_{1-p} - q_p), linear-interpolated quantiles: the paper's Boston choice."""
 
     fraction: float
@@ -274,15 +262,6 @@ class QuantileWindow(Similarity):
         )
         spread = f"{high} - {low}"
         return {"delta": f"{dialect.number(self.fraction)} * coalesce({spread}, CAST(0 AS DOUBLE))"}
-
-    def predicate(self, subject: str, target: str, parameters: ParameterSql, dialect: Dialect) -> str:
-        return _window(subject, target, parameters["delta"])
-
-    def interval(self, target: float, parameters: ParameterValues) -> tuple[float, float]:
-        return _window_interval(target, parameters["delta"])
-
-    def pair_test(self, parameters: ParameterValues) -> PairTest:
-        return _window_test(parameters)
 
     def narrower(self) -> Similarity:
         return replace(self, fraction=self.fraction / 2)
