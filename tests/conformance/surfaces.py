@@ -238,6 +238,35 @@ def report(case: Case, context: Context) -> pl.DataFrame:
     return _values(result)
 
 
+def effects_report(case: Case, context: Context) -> pl.DataFrame:
+    """The Shapley effects' own HTML report, under a configured engine: written, every feature named
+    in it; the values are those of the same configured engine."""
+    options = dict(prediction=case.prediction, similarity=case.similarity, id=ID, engine=cohortsql.DuckDB())
+    effects = cohortsql.shapley_effects(case.frame(), **options)
+    path = context.tmp_path / "effects.html"
+    effects.report(path)
+    import html
+
+    text = path.read_text()
+    assert all(html.escape(feature) in text for feature in effects.effects["feature"].to_list())
+    return _values(cohortsql.cohort_shapley(case.frame(), **options))
+
+
+INCLUDED = 3
+"""The ids the include surface asks for beside a sample of one row."""
+
+
+def include(case: Case, context: Context) -> pl.DataFrame:
+    """Chosen ids explained beside a random sample of one row (``include=``): the chosen ids' values."""
+    frame = case.frame()
+    chosen = frame[ID].head(INCLUDED).to_list() or [0]  # a table of no rows is refused for having none
+    result = cohortsql.cohort_shapley(
+        frame, prediction=case.prediction, similarity=case.similarity, id=ID, sample=1, seed=1, include=chosen
+    )
+    assert set(chosen) <= set(result.ids.to_list()) and int(result.in_sample.sum()) == 1
+    return _values(result).filter(pl.col(ID).is_in(chosen))
+
+
 def integrated(case: Case, context: Context) -> pl.DataFrame:
     """Integrated gradient cohort Shapley (``method="integrated"``) of the case's first rows."""
     frame = case.frame()
@@ -330,6 +359,8 @@ SURFACES: dict[str, Surface] = {
     "integrated": integrated,
     "insertion_deletion": insertion_deletion,
     "fairness": fairness,
+    "effects_report": effects_report,
+    "include": include,
 }
 """Every surface, by name: the matrix's columns."""
 

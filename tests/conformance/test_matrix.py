@@ -25,7 +25,16 @@ from surfaces import SURFACES, Context
 import cohortsql
 from cohortsql.errors import CohortError
 
+
+def brute_force_included(case: Case, kinds: dict[str, str]) -> pl.DataFrame:
+    """The brute-force values of the ids the include surface asks for."""
+    from surfaces import INCLUDED
+
+    return brute_force(case, kinds).filter(pl.col(ID).is_in(case.frame()[ID].head(INCLUDED).to_list()))
+
+
 ORACLES = {
+    "include": brute_force_included,
     "integrated": brute_force_integrated,
     "insertion_deletion": brute_force_curves,
     "fairness": brute_force_fairness,
@@ -86,7 +95,8 @@ def check_groups(found, case: Case, expected: pl.DataFrame) -> None:
     phi = expected.filter(pl.col("feature") == attribute).sort(ID)["shapley"].to_numpy()
     groups = found.groups.filter(pl.col("protected") == attribute)
     assert groups["label"].n_unique() == groups.height, groups["label"].to_list()  # every group told apart
-    assert groups["count"].sum() == frame.height
+    assert groups["count"].sum() == groups["rows"].sum() == frame.height
+    y = frame[case.prediction].cast(pl.Float64).to_numpy()
     missing = [index for index, key in enumerate(keys) if key is None]
     missing_rows = groups.filter(pl.col("level").is_null())
     assert missing_rows.height == (1 if missing else 0)
@@ -103,5 +113,7 @@ def check_groups(found, case: Case, expected: pl.DataFrame) -> None:
     for key, rows in members.items():
         row = groups.filter(pl.col("level") == level_text(key))
         assert row.height == 1, (key, groups["level"].to_list())
-        assert row["count"][0] == len(rows)
+        assert row["count"][0] == row["rows"][0] == len(rows)
         assert row["value"][0] == pytest.approx(np.mean(phi[rows]), abs=1e-9 * prediction_scale(case))
+        # the gap over every row: the group's mean prediction less the mean
+        assert row["gap"][0] == pytest.approx(np.mean(y[rows]) - np.mean(y), abs=1e-9 * prediction_scale(case))

@@ -113,3 +113,21 @@ def test_the_fairness_tables_never_replace_the_data(files, read, written):
     )
     assert code == 2 and "it is an input of this run" in output, output
     assert source.read_bytes() == before
+
+
+def test_the_effects_report_never_replaces_an_input_or_its_tables(files):
+    """``cohortsql effects --report``: over the data a query reads, or over the effects table the same
+    run writes, it is refused before any work."""
+    tmp_path, data, _ = files
+    before = data.read_bytes()
+    query = f"SELECT * FROM read_csv('{data}')"
+    common = ["effects", query, "--prediction", "denial", "--features", "zip,income"]
+    code, output = run([*common, "--report", str(data)])
+    assert code == 2 and "it is an input of this run" in output, output
+    assert data.read_bytes() == before
+    out, report = tmp_path / "effects.csv", tmp_path / "effects.html"
+    out.write_text("kept\n")
+    report.symlink_to(out)
+    code, output = run([*common, "--out", str(out), "--report", str(report)])
+    assert code == 2 and "two outputs of this run name the same file" in output, output
+    assert out.read_text() == "kept\n"
