@@ -22,7 +22,7 @@ from cohortsql.interrupts import interruptible_call
 from cohortsql.request.arguments import check_bins_named, check_decisions, protected_names
 from cohortsql.request.options import AUDIT_REPLICATES, checked_options
 from cohortsql.request.similarity import SimilarityArgument
-from cohortsql.results.audit import QUANTILE_GROUPS, AuditResult, LevelSums, audit_tables, grouping
+from cohortsql.results.audit import QUANTILE_GROUPS, AuditResult, LevelSums, audit_tables, targets_grouping
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.fairness import FairnessResult
@@ -128,7 +128,7 @@ def audit(
     if not isinstance(result, CohortShapleyResult):  # one prediction, checked above: one result
         raise TypeError(f"cohort_shapley returned {type(result).__name__} for one prediction column")
     bins = checked.auditing.protected_bins
-    groupings = {name: grouping(result.targets[name], bins.get(name, QUANTILE_GROUPS)) for name in names}
+    groupings = {name: targets_grouping(result, name, bins.get(name, QUANTILE_GROUPS)) for name in names}
     attributes, groups, proxies = audit_tables(result, names, groupings, sums)
     if model is not None:
         contrast = _model_contrast(data, model, prediction, result, names, options, checked.modelling.model_targets)

@@ -130,6 +130,15 @@ def grouping(
     return replace(made, number=made.assign(values))
 
 
+def targets_grouping(result: CohortShapleyResult, name: str, groups: int | tuple[float, ...]) -> Grouping:
+    """The groups of attribute `name` among the run's targets that count in its averages (a sample's,
+    not the ids included beside it), with every target's group (-1 for an included target whose value
+    is in none of them)."""
+    values = result.targets[name]
+    made = grouping(values.filter(pl.Series(result.in_sample)), groups)
+    return replace(made, number=made.assign(values))
+
+
 def _binned(keys: pl.Series, edges: np.ndarray, missing: np.ndarray) -> Grouping:
     """The targets' groups between the caller's `edges` e_1 < ... < e_k: x < e_1, e_i <= x < e_i+1,
     x >= e_k (infinities in the first and last); groups no target falls in are left out (the group of
@@ -379,14 +388,14 @@ def _group_tables(
     assert result.interactions is not None
     index = result.features.index(name)
     count = len(groups.levels)
-    weights = result.target_weights
-    number = groups.number
+    kept = groups.number >= 0  # an id included beside a sample, of no group of it, weighs 0 anyway
+    weights, number, interactions = result.target_weights[kept], groups.number[kept], result.interactions[kept]
 
     def means(values: np.ndarray) -> np.ndarray:  # (targets, k) -> (groups, k)
         return bootstrap_module.group_means(values[:, None, :], weights[:, None], number, count)[:, 0]
 
-    value = means(result.shapley[:, [index]])[:, 0]
-    alone = means(result.interactions[:, index, [index]])[:, 0]
+    value = means(result.shapley[kept][:, [index]])[:, 0]
+    alone = means(interactions[:, index, [index]])[:, 0]
     rows, gaps = every_row_gaps(groups, every_row)
     gap = gaps[:, 0]
     sizes = np.bincount(number, weights=weights > 0, minlength=count).astype(np.int64)  # include= ids weigh 0
@@ -411,7 +420,7 @@ def _group_tables(
     share_interval: dict[str, np.ndarray] = {}
     if replicates is not None and replicates.shapley is not None:
         estimates = bootstrap_module.group_means(
-            replicates.shapley[:, :, [index]], replicates.target_weights, number, count
+            replicates.shapley[kept][:, :, [index]], replicates.target_weights[kept], number, count
         )  # (groups, B, 1)
         low, high = bias_corrected_interval(estimates[:, :, 0], value, replicates.confidence, 1)
         table |= {"value_ci_low": low, "value_ci_high": high}
@@ -436,7 +445,7 @@ def _group_tables(
         low, high = bootstrap_module.paired_differences(estimates, value[:, None], reference, replicates.confidence)
         table |= {"difference_ci_low": low[:, 0], "difference_ci_high": high[:, 0]}
     others = [position for position in range(len(result.features)) if position != index]
-    interactions = means(result.interactions[:, index, others])  # (groups, others)
+    interactions = means(interactions[:, index, others])  # (groups, others)
     with np.errstate(divide="ignore", invalid="ignore"):
         shares = np.where(np.abs(value[:, None]) > ROUNDING * scale, interactions / value[:, None], np.nan)
     order = np.argsort(-np.abs(interactions), axis=1, kind="stable")  # the strongest first, within each group

@@ -106,3 +106,27 @@ def test_include_refuses_in_words(titanic, options, message):
 def test_effects_take_no_include(titanic):
     with pytest.raises(cohortsql.CohortError, match="unknown argument 'include'"):
         cohortsql.shapley_effects(titanic, prediction="prediction", similarity=SIMILARITY, sample=10, include=CHOSEN)
+
+
+def test_an_included_id_of_a_level_the_sample_lacks_makes_no_group(titanic):
+    """Passenger 957 is the only one with 8 siblings aboard; included beside a sample that did not draw
+    it, it gets its values but no group of its own (a group of no sampled target has no mean), and the
+    quantile groups of a number are the sample's: the audit's tables are the sample-only audit's."""
+    frame = titanic.with_columns(pl.col("sibsp").cast(pl.String))
+    assert frame.filter(pl.col("sibsp") == "8")["id"].to_list() == [957]
+    options = dict(
+        prediction="prediction",
+        protected=["sibsp", "age"],
+        similarity={"pclass": "exact", "sex": "exact"},
+        id="id",
+        sample=50,
+        seed=3,
+        bootstrap=10,
+    )
+    sampled = quietly(cohortsql.audit, frame, **options)
+    assert 957 not in sampled.cohort.ids.to_list()
+    both = quietly(cohortsql.audit, frame, **options, include=[957])
+    assert 957 in both.cohort.ids.to_list()
+    assert_frame_equal(both.groups, sampled.groups, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
+    assert_frame_equal(both.proxies, sampled.proxies, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
+    assert any(line.startswith("  sibsp = '4'") for line in both.summary())
