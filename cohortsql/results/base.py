@@ -150,9 +150,12 @@ class TargetValues:
     def by(self, column: str) -> pl.DataFrame:
         """Per group of `column` (any column of the data, a feature or not) and feature: the number of
         targets and the weighted mean and standard error of each value column (the group's targets
-        treated as a sample), e.g. the mean attribution to a protected attribute among women and men."""
-        groups, number = target_groups(self.targets, column)
-        return group_table(column, groups, number, self.features, self.target_weights, self.group_arrays())
+        treated as a sample), e.g. the mean attribution to a protected attribute among women and men.
+        The targets are those that count in averages: ids included beside a sample are not."""
+        kept = self.in_sample
+        groups, number = target_groups(self.targets.filter(pl.Series(kept)), column)
+        arrays = {name: array[kept] for name, array in self.group_arrays().items()}
+        return group_table(column, groups, number, self.features, self.target_weights[kept], arrays)
 
     def to_arrow(self) -> pa.Table:
         """The long table `local` as Arrow."""

@@ -316,7 +316,7 @@ class CohortShapleyResult(TargetValues):
         table = super().by(column)
         if self.bootstrap is None:
             return table
-        groups, number = target_groups(self.targets, column)
+        groups, number = target_groups(self.targets.filter(pl.Series(self.in_sample)), column)
         return table.join(
             self._group_intervals(column, groups, number, reference),
             on=[column, "feature"],
@@ -351,14 +351,17 @@ class CohortShapleyResult(TargetValues):
             column: groups[column].gather(np.repeat(np.arange(count), d)),
             "feature": pl.Series(list(self.features) * count, dtype=pl.String),
         }
-        confidence = replicates.confidence
+        confidence, kept = replicates.confidence, self.in_sample  # the targets that count in averages
+        weights = replicates.target_weights[kept]
         for name, estimates in (("shapley", replicates.shapley), ("shapley_squared", replicates.shapley_squared)):
-            means = bootstrap_module.group_means(estimates, replicates.target_weights, number, count)
+            means = bootstrap_module.group_means(estimates[kept], weights, number, count)
             low, high = percentile_interval(means, confidence, 1)
             columns[f"{name}_ci_low"], columns[f"{name}_ci_high"] = low.reshape(-1), high.reshape(-1)
-        main = bootstrap_module.group_means(self.shapley[:, None, :], self.target_weights[:, None], number, count)[:, 0]
+        main = bootstrap_module.group_means(
+            self.shapley[kept][:, None, :], self.target_weights[kept][:, None], number, count
+        )[:, 0]
         columns["shapley_difference"] = (main - main[position]).reshape(-1)
-        means = bootstrap_module.group_means(replicates.shapley, replicates.target_weights, number, count)
+        means = bootstrap_module.group_means(replicates.shapley[kept], weights, number, count)
         low, high = bootstrap_module.paired_differences(means, main, position, confidence)
         columns["shapley_difference_ci_low"], columns["shapley_difference_ci_high"] = low.reshape(-1), high.reshape(-1)
         return pl.DataFrame(columns)

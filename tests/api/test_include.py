@@ -130,3 +130,14 @@ def test_an_included_id_of_a_level_the_sample_lacks_makes_no_group(titanic):
     assert_frame_equal(both.groups, sampled.groups, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
     assert_frame_equal(both.proxies, sampled.proxies, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
     assert any(line.startswith("  sibsp = '4'") for line in both.summary())
+
+
+def test_by_groups_the_sampled_targets_only(titanic):
+    """`by` averages over the targets that count: passenger 957 (8 siblings aboard), included beside a
+    sample that did not draw it, makes no group of its own, and every group is the sample-only run's."""
+    frame = titanic.with_columns(pl.col("sibsp").cast(pl.String))
+    options = dict(prediction="prediction", similarity={"pclass": "exact", "sex": "exact"}, id="id", sample=50, seed=3)
+    sampled = quietly(cohortsql.cohort_shapley, frame, **options, bootstrap=10)
+    both = quietly(cohortsql.cohort_shapley, frame, **options, bootstrap=10, include=[957])
+    assert "8" not in both.by("sibsp")["sibsp"].to_list()
+    assert_frame_equal(both.by("sibsp"), sampled.by("sibsp"), check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
