@@ -335,9 +335,13 @@ def _standard_error(error: float | None) -> str:
 
 
 def _drivers(tables: ReportTables, colours: dict[str, str]) -> str:
-    """Each feature's mean |value| over the run's targets, said to be theirs when they were chosen."""
+    """Each feature's mean |value| over the run's targets that count in averages (not the ids included
+    beside a sample), said to be theirs when they were chosen."""
+    local = tables.local
+    if "in_sample" in tables.totals.columns:
+        local = local.join(tables.totals.filter(pl.col("in_sample")).select("id"), on="id", how="semi")
     table = (
-        tables.local.group_by("feature", maintain_order=True)
+        local.group_by("feature", maintain_order=True)
         .agg(
             mean_abs=pl.col("shapley").abs().mean(),
             raised=(pl.col("shapley") > 0).mean(),
@@ -351,12 +355,12 @@ def _drivers(tables: ReportTables, colours: dict[str, str]) -> str:
         f" raises it for {row['raised']:.0%} of the targets</li>"
         for row in table.head(5).iter_rows(named=True)
     )
-    count = tables.totals.height
+    count = sampled_targets(tables)
     chosen = _over_whom(tables)[1]
     over = (
         f" over this run's {count:,} chosen target{'' if count == 1 else 's'} only"
         if chosen
-        else f" over the {count:,} targets"
+        else f" over the {count:,} targets" + (" of the sample" if count < tables.totals.height else "")
     )
     return f"<p>Mean |cohort Shapley value| per feature{over}.</p>" + chart + f"<ul>{notes}</ul>"
 

@@ -53,6 +53,7 @@ def test_included_ids_are_explained_and_count_in_no_average(titanic, tmp_path):
     both.report(tmp_path / "r.html", targets=CHOSEN)
     page = (tmp_path / "r.html").read_text()
     assert "estimated from a random sample of 120 targets (with its standard error); 3 more asked for" in page
+    assert "Mean |cohort Shapley value| per feature over the 120 targets of the sample." in page
     assert all(f'id="target-{value}"' in page for value in CHOSEN)
 
 
