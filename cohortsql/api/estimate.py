@@ -18,7 +18,15 @@ from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.run import readouts
 from cohortsql.run.baseline_exact import Model
 from cohortsql.run.integrated import IntegratedBatch
-from cohortsql.run.pace import CALIBRATION_FACTOR, ComparisonPlan, ModelGamePlan, PilotScale, Plan, fitted_costs
+from cohortsql.run.pace import (
+    CALIBRATION_FACTOR,
+    SCALED_PILOT,
+    ComparisonPlan,
+    ModelGamePlan,
+    PilotScale,
+    Plan,
+    fitted_costs,
+)
 from cohortsql.run.progress import Silent
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_method_and_path, local_batches, make_pacer
@@ -61,7 +69,7 @@ def estimate(
     outcomes = explained_columns(prediction)
     piloted, scale = pilot_options(asked)
     with open_session(data, piloted, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
-        return cohort_plan(session, session.select()).scaled(scale)
+        return cohort_plan(session, session.select(), scale).scaled(scale)
 
 
 @interruptible_call
@@ -108,7 +116,7 @@ def estimate_compare(
     ) as session:
         chosen = session.select()
         check_model(session, chosen, model)
-        cohort = cohort_plan(session, chosen).scaled(scale)
+        cohort = cohort_plan(session, chosen, scale).scaled(scale)
         estimation = choose_method(asked.estimation.method, session.prepared.players, "baseline")
         quiet = replace(session, options=replace(piloted, where=replace(piloted.where, progress=False)))
         games = tuple(
@@ -196,13 +204,18 @@ def _model_game_plan(
     )
 
 
-def cohort_plan(session: Session, chosen: TargetSet) -> Plan:
+def cohort_plan(session: Session, chosen: TargetSet, scale: PilotScale) -> Plan:
     """Cohort Shapley's plan for the `chosen` targets of the session: its method and path, and one
-    pilot and one calibration batch timed (`cohortsql.run.pace.Pacer`)."""
+    pilot and one calibration batch timed (`cohortsql.run.pace.Pacer`), and more while they are small;
+    over every target when the pilot is `scale`d down from the run (`SCALED_PILOT`)."""
     running, prepared, asked = session.engine, session.prepared, session.options
     estimation = asked.estimation
     chosen_method, chosen_path = choose_method_and_path(estimation.method, estimation.path, prepared, chosen.count)
-    pacer = make_pacer(running, prepared, chosen, chosen_method, chosen_path, Silent(), pilot_only=True)
+    scaled = scale.replicates * (scale.permutations if chosen_method == "permutation" else 1.0)
+    share = 1.0 if scaled >= SCALED_PILOT else 0.5  # a scaled-down pilot may time every target
+    pacer = make_pacer(
+        running, prepared, chosen, chosen_method, chosen_path, Silent(), pilot_only=True, pilot_share=share
+    )
     batches = local_batches(
         running,
         prepared,

@@ -63,6 +63,13 @@ class PilotScale:
     asked_replicates: int
 
 
+SCALED_PILOT = 4.0
+"""A dry run whose pilot costs a target at most 1 / this of what the run will (it computes fewer
+replicates or permutations, `cohortsql.api.estimate.pilot_options`) may time every target: the
+estimate multiplies its timing by that scale, noise included (a batch 0.3 s slow in 0.6 s read as a
+run 1.5 times longer), and timing them all still costs at most a quarter of the run."""
+
+
 @dataclass(frozen=True)
 class Plan:
     """What a run will do and how long it should take, measured on its first two batches (``--dry-run``)."""
@@ -243,6 +250,9 @@ class Pacer:
     """False where a batch costs about the same whatever its size (the lattice walk): memory sizes it."""
     pilot_only: bool = False
     """Stop after the pilot batch (a dry run)."""
+    pilot_share: float = 0.5
+    """A dry run grows its batches over at most this share of the targets: half, lest it be the run;
+    all of them for a pilot scaled down from the run (`SCALED_PILOT`), whose noise the scale multiplies."""
     unit: str = "targets"
     """What the progress counts: targets, or distinct targets when identical ones are computed once."""
     cells_per_target: int = 0
@@ -298,7 +308,8 @@ class Pacer:
         size = CALIBRATION_FACTOR * self.timed[-1][0]
         work = size * self.pairs_per_target * self.sums_per_pair
         cells = not self.cells_per_target or size * self.cells_per_target <= CALIBRATION_FACTOR * PILOT_CELLS
-        return work <= DRY_RUN_PAIR_SUMS and cells and size <= self.memory_batch and done + size <= self.total // 2
+        within = done + size <= int(self.total * self.pilot_share)
+        return work <= DRY_RUN_PAIR_SUMS and cells and size <= self.memory_batch and within
 
     def _fit(self) -> None:
         self.seconds_per_target, self.seconds_per_batch_fixed = fitted_costs(self.timed[0], self.timed[-1])

@@ -108,6 +108,7 @@ def make_pacer(
     path: str,
     report: Reporter,
     pilot_only: bool = False,
+    pilot_share: float = 0.5,
 ) -> Pacer:
     """Batches of targets for a computation: bounded by memory, paced by time (not the lattice walk)."""
     memory = (
@@ -128,6 +129,7 @@ def make_pacer(
         seconds_per_batch=WIDE_BATCH_SECONDS if measures.replicates else SECONDS_PER_BATCH,
         paced=path != "grouping_sets",
         pilot_only=pilot_only,
+        pilot_share=pilot_share,
         cells_per_target=(max(1, measures.games) << prepared.players) if method == "exact" else 0,
         unit="targets" if distinct == targets.count else f"distinct targets of {targets.count:,}",
     )

@@ -389,3 +389,19 @@ def test_a_dry_run_times_the_second_passes_it_plans(monkeypatch):
     )
     cohortsql.estimate(frame, prediction="y", similarity=similarity, method="permutation", interactions=True, seed=1)
     assert asked == [True]
+
+
+def test_a_scaled_down_pilot_may_time_every_target():
+    """A dry run's pilot of fewer permutations (or replicates) than the run times more targets: the
+    scale multiplies its timing's noise, and the pilot still costs a fraction of the run. Unscaled,
+    it times at most half of the targets."""
+    rng = np.random.default_rng(5)
+    frame = pl.DataFrame({f"x{j}": rng.uniform(0, 3, 400) for j in range(3)}).with_columns(
+        y=pl.Series(rng.normal(size=400))
+    )
+    similarity = {f"x{j}": "abs:1" for j in range(3)}
+    exact = cohortsql.estimate(frame, prediction="y", similarity=similarity)
+    assert exact.scale == 1 and exact.pilot_targets <= exact.distinct_targets // 2
+    permutation = cohortsql.estimate(frame, prediction="y", similarity=similarity, method="permutation", seed=1)
+    assert permutation.scale >= pace.SCALED_PILOT
+    assert permutation.pilot_targets > permutation.distinct_targets // 2 >= exact.pilot_targets
