@@ -10,6 +10,7 @@ from typing import Any, Unpack, cast
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql._typing import EVERY_OTHER, AuditOptions, BaselineOptions, ShapleyOptions
@@ -113,6 +114,8 @@ def audit(
     check_decisions(threshold, observed)  # before the run, not after it
     checked = checked_options(options, AuditOptions, bootstrap=AUDIT_REPLICATES)
     asked = checked_options(run, ShapleyOptions)
+    if model is not None and isinstance(data, pa.RecordBatchReader):
+        data = data.read_all()  # the model's games read the rows again, and a stream is read once
 
     def every_row(session: Session) -> tuple[dict[str, LevelSums], FairnessResult | None]:
         """In the run's own session (its data read once, its draws): each attribute's rows per value,

@@ -491,3 +491,14 @@ def test_an_audit_reads_a_stream_once(table):
     assert_frame_equal(streamed.groups, direct.groups, check_exact=False, rel_tol=1e-12, abs_tol=1e-14)
     assert streamed.fairness is not None and direct.fairness is not None
     assert_frame_equal(streamed.fairness.groups, direct.fairness.groups, check_exact=False, rel_tol=1e-12)
+
+
+def test_an_audit_with_a_model_reads_a_stream_too(table):
+    """With a model, the model's baseline games read the rows again: a stream is read into memory once."""
+    import pyarrow as pa
+
+    options = dict(AUDIT, bootstrap=4, seed=2, model=cohortsql.datasets.redlining_model, model_input="polars")
+    arrow = table.to_arrow()
+    streamed = cohortsql.audit(pa.RecordBatchReader.from_batches(arrow.schema, arrow.to_batches()), **options)
+    direct = cohortsql.audit(table, **options)
+    assert_frame_equal(streamed.attributes, direct.attributes, check_exact=False, rel_tol=1e-12, abs_tol=1e-14)
