@@ -142,3 +142,17 @@ def test_by_groups_the_sampled_targets_only(titanic):
     both = quietly(cohortsql.cohort_shapley, frame, **options, bootstrap=10, include=[957])
     assert "8" not in both.by("sibsp")["sibsp"].to_list()
     assert_frame_equal(both.by("sibsp"), sampled.by("sibsp"), check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
+
+
+def test_include_on_every_engine(engine, titanic):
+    """Every engine draws the same sample, reads the included ids beside it and gives them weight 0:
+    values, effects and their intervals equal DuckDB's."""
+    options = dict(
+        prediction="prediction", similarity=SIMILARITY, id="id", sample=60, seed=4, bootstrap=8, include=CHOSEN
+    )
+    found = quietly(cohortsql.cohort_shapley, titanic, **options, **engine.options)
+    reference = quietly(cohortsql.cohort_shapley, titanic, **options)
+    assert found.ids.to_list() == reference.ids.to_list() and set(CHOSEN) <= set(found.ids.to_list())
+    np.testing.assert_allclose(found.shapley, reference.shapley, atol=1e-9)
+    assert found.totals["in_sample"].to_list() == reference.totals["in_sample"].to_list()
+    assert_frame_equal(found.global_, reference.global_, check_exact=False, rel_tol=1e-9, abs_tol=1e-12)
