@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, overload
 
@@ -54,6 +55,13 @@ def optional_text(name: str, value: object) -> str | None:
     """None, or text."""
     if value is not None and not isinstance(value, str):
         raise CohortError(f"{name} must be text, got {value!r}")
+    return value
+
+
+def optional_path(name: str, value: object) -> str | os.PathLike[str] | None:
+    """None, or a path (text or an `os.PathLike`)."""
+    if value is not None and not isinstance(value, (str, os.PathLike)):
+        raise CohortError(f"{name} must be a path (text), got {value!r}")
     return value
 
 

@@ -187,6 +187,7 @@ _CHECKS: dict[str, Callable[[str, Any], object]] = {
     "id": arguments.optional_text,
     "weight": arguments.optional_text,
     "memory_limit": arguments.optional_text,
+    "temp_directory": arguments.optional_path,
     "spark_master": arguments.optional_text,
     "seed": lambda _, value: arguments.seed(value),
     "method": lambda name, value: _choice(name, value, METHODS),

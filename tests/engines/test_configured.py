@@ -2,6 +2,8 @@
 ``cohortsql.Spark(master=...)`` stand for the engine's name and its settings, from every surface
 that takes ``engine=``; a setting given twice, or an engine that does not exist, is refused in words."""
 
+import re
+
 import pytest
 
 import cohortsql
@@ -55,6 +57,8 @@ def test_a_configured_spark_names_its_master():
             "memory_limit is given twice, as memory_limit= and in engine=DuckDB",
         ),
         ({"engine": "oracle"}, "engine must be one of duckdb, spark, adbc or a configured engine"),
+        ({"engine": cohortsql.DuckDB(temp_directory=123)}, "temp_directory must be a path (text), got 123"),
+        ({"temp_directory": 123}, "temp_directory must be a path (text), got 123"),
         ({"engine": 3}, "engine must be one of duckdb, spark, adbc or a configured engine"),
         (
             {"engine": cohortsql.Spark(master="local[1]"), "memory_limit": "1GB"},
@@ -63,7 +67,7 @@ def test_a_configured_spark_names_its_master():
     ],
 )
 def test_a_configured_engine_refuses_in_words(options, message):
-    with pytest.raises(cohortsql.CohortError, match=message.replace("[", r"\[").replace("(", r"\(")):
+    with pytest.raises(cohortsql.CohortError, match=re.escape(message)):
         cohortsql.cohort_shapley(FRAME, **ARGUMENTS, **options)
 
 
