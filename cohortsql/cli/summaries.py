@@ -69,8 +69,14 @@ def shapley_summary(
     by_square = importance.sort("shapley_effect", descending=True).head(top)
     shown = marked(result.features, warned)
     width = max(len(name) for name in shown.values())
+    sampled = int(result.in_sample.sum())
+    beside = (
+        f" ({sampled:,} of a random sample, averaged; {len(result.ids) - sampled:,} more asked for beside it)"
+        if sampled < len(result.ids)
+        else ""
+    )
     lines = [
-        f"{len(result.ids)} targets x {len(result.features)} features, {result.subjects} subjects,"
+        f"{len(result.ids)} targets{beside} x {len(result.features)} features, {result.subjects} subjects,"
         f" mean {result.mean:.6g}, method {result.method}",
         *default_kinds_in_words(result.settings),
         *diagnostics_in_words(result.diagnostics),

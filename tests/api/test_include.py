@@ -85,6 +85,7 @@ def test_the_command_line_takes_target_ids_beside_a_sample(titanic, tmp_path):
     assert result.exit_code == 0, result.output
     written = pl.read_parquet(tmp_path / "v.parquet")
     assert set(CHOSEN) <= set(written["id"].to_list()) and written["id"].n_unique() == 50 + len(CHOSEN)
+    assert "53 targets (50 of a random sample, averaged; 3 more asked for beside it) x 3 features" in result.output
     refused = CliRunner().invoke(app, ["effects", *common, *sample])
     assert refused.exit_code != 0 and "only commands that show each target's values do" in refused.output
 
