@@ -60,13 +60,21 @@ class EngineEntry(NamedTuple):
     """The URI schemes that the command line's ``--engine`` opens a connection of it with."""
 
 
+ADBC_DRIVERS: dict[str, tuple[str, str]] = {
+    "postgresql": ("adbc_driver_postgresql", "postgres"),
+    "postgres": ("adbc_driver_postgresql", "postgres"),
+    "snowflake": ("adbc_driver_snowflake", "snowflake"),
+    "bigquery": ("adbc_driver_bigquery", "bigquery"),
+    "grpc": ("adbc_driver_flightsql", "flightsql"),
+    "grpc+tls": ("adbc_driver_flightsql", "flightsql"),
+}
+"""The adbc engine's URI schemes -> (the ADBC driver's module, the cohortsql extra that installs it)."""
+
 EngineName = Literal["duckdb", "spark", "adbc"]
 ENGINES: dict[str, EngineEntry] = {
     "duckdb": EngineEntry("duckdb", ""),
     "spark": EngineEntry("pyspark", "spark"),
-    "adbc": EngineEntry(
-        "adbc_driver_manager", "postgres", ("postgresql", "postgres", "snowflake", "bigquery", "grpc", "grpc+tls")
-    ),
+    "adbc": EngineEntry("adbc_driver_manager", "postgres", tuple(ADBC_DRIVERS)),
 }
 """The engines by name, each the module ``cohortsql/engines/<name>.py``: the one registry of engines."""
 

@@ -44,6 +44,7 @@ from typing import Any, Self
 import adbc_driver_manager
 import pyarrow as pa
 
+from cohortsql._typing import ADBC_DRIVERS
 from cohortsql.dialects import NATIVE_DIALECTS, TRANSPILED_DIALECTS, Dialect, TranspiledDialect
 from cohortsql.dialects.transpile import transpile
 from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, NamedRelations, Select, Sources
@@ -55,16 +56,6 @@ from cohortsql.request.user_sql import is_query, query_text
 VENDOR_DIALECTS = {"postgresql": "postgres", "snowflake": "snowflake", "bigquery": "bigquery", "duckdb": "duckdb"}
 """The server an ADBC driver names (``adbc_get_info()['vendor_name']``, from its start, in any case)
 -> the dialect cohortsql renders for it. A Flight SQL server names its own engine."""
-
-DRIVERS = {
-    "postgresql": ("adbc_driver_postgresql", "postgres"),
-    "postgres": ("adbc_driver_postgresql", "postgres"),
-    "snowflake": ("adbc_driver_snowflake", "snowflake"),
-    "bigquery": ("adbc_driver_bigquery", "bigquery"),
-    "grpc": ("adbc_driver_flightsql", "flightsql"),
-    "grpc+tls": ("adbc_driver_flightsql", "flightsql"),
-}
-"""URI scheme -> (the ADBC driver's module, the cohortsql extra that installs it)."""
 
 EXACT_DOUBLE_INTEGERS = 2**53
 """Every whole number up to this is a DOUBLE exactly; beyond it, NUMERIC values are refused, not rounded."""
@@ -99,7 +90,7 @@ class AdbcEngine(NamedRelations, Engine):
         password the URI's own syntax cannot hold (an unencoded ``/``, ``?``, ``#`` or ``@``) is refused
         before the driver reads it (libpq read such a password's first part as a port, and said so)."""
         parts = uri_parts(uri)
-        module_name, extra = DRIVERS[parts.scheme.lower()]
+        module_name, extra = ADBC_DRIVERS[parts.scheme.lower()]
         try:
             module = __import__(f"{module_name}.dbapi", fromlist=["connect"])
         except ImportError:
