@@ -72,3 +72,14 @@ def test_the_layers_of_the_design_hold():
 
     # its report of a broken contract goes to stdout, which pytest shows when the test fails
     assert lint_imports(config_filename=str(PACKAGE.parent / "pyproject.toml"), no_cache=True, no_logo=True) == 0
+
+
+def test_the_registries_name_what_they_hold():
+    """The dialect names the signatures and the command line offer (`_typing.DIALECTS`) are the
+    dialects' registry's own, each dialect under its own name."""
+    from cohortsql._typing import DIALECTS
+    from cohortsql.dialects import NATIVE_DIALECTS, TRANSPILED_DIALECTS
+
+    registry = {**NATIVE_DIALECTS, **TRANSPILED_DIALECTS}
+    assert set(DIALECTS) == set(registry)
+    assert all(dialect.name == name for name, dialect in registry.items())
