@@ -21,7 +21,7 @@ from cohortsql.api.local import cohort_shapley_and
 from cohortsql.errors import CohortError
 from cohortsql.interrupts import interruptible_call
 from cohortsql.request.arguments import check_bins_named, check_decisions, protected_names
-from cohortsql.request.options import AUDIT_REPLICATES, checked_options
+from cohortsql.request.options import AUDIT_REPLICATES, Options, checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.audit import QUANTILE_GROUPS, AuditResult, LevelSums, audit_tables, targets_grouping
 from cohortsql.results.baseline import BaselineShapleyResult
@@ -110,9 +110,8 @@ def audit(
     >>> found.attributes["protected"].to_list()
     ['region']
     """
-    names, run = _cohort_run(prediction, protected, options)
+    names, run, checked = _cohort_run(prediction, protected, options)
     check_decisions(threshold, observed)  # before the run, not after it
-    checked = checked_options(options, AuditOptions, bootstrap=AUDIT_REPLICATES)
     asked = checked_options(run, ShapleyOptions)
     if model is not None and isinstance(data, pa.RecordBatchReader):
         data = data.read_all()  # the model's games read the rows again, and a stream is read once
@@ -123,7 +122,7 @@ def audit(
         sums = {name: _level_sums(session, name) for name in names}
         if threshold is None and observed is None:
             return sums, None
-        fair = fairness_in(session, names, prediction, threshold, observed, checked.with_seed(asked.selection.seed))
+        fair = fairness_in(session, names, prediction, threshold, observed, checked)
         return sums, fair
 
     similarity = _with_protected(similarity, names)
@@ -174,15 +173,16 @@ def estimate_audit(
     >>> plan.features, plan.replicates
     (2, 200)
     """
-    names, run = _cohort_run(prediction, protected, options)
+    names, run, _ = _cohort_run(prediction, protected, options)
     return estimate(data, prediction=prediction, similarity=_with_protected(similarity, names), **run)
 
 
 def _cohort_run(
     prediction: object, protected: object, options: Mapping[str, Any]
-) -> tuple[tuple[str, ...], ShapleyOptions]:
-    """The protected attributes' names and the options of the audit's cohort Shapley run: the caller's,
-    with interaction values and the audit's replicates (`AUDIT_REPLICATES` by default)."""
+) -> tuple[tuple[str, ...], ShapleyOptions, Options]:
+    """The protected attributes' names, the options of the audit's cohort Shapley run (the caller's,
+    with interaction values and the audit's replicates, `AUDIT_REPLICATES` by default) and the audit's
+    own checked options, whose seed (drawn when not given) the run's options carry."""
     names = protected_names(protected)
     if not isinstance(prediction, str):
         raise CohortError(
@@ -195,7 +195,7 @@ def _cohort_run(
         ShapleyOptions,
         given | {"interactions": True, "bootstrap": checked.weighting.bootstrap, "seed": checked.selection.seed},
     )
-    return names, run
+    return names, run, checked
 
 
 def _with_protected(similarity: SimilarityArgument, names: tuple[str, ...]) -> SimilarityArgument:

@@ -56,12 +56,7 @@ def audit_section(audit: Audited, whose: tuple[str, bool], targets: int) -> str:
     rows = []
     for row, start, end in zip(groups.iter_rows(named=True), low, high):
         interval = f"{start:+.4g} to {end:+.4g}" if _finite(start) and _finite(end) else "–"
-        gap = f"{row['gap']:+.4g}"
-        if _finite(row.get("gap_ci_low")) and _finite(row.get("gap_ci_high")):
-            gap += f" ({row['gap_ci_low']:+.4g} to {row['gap_ci_high']:+.4g})"
-        share = "–" if not _finite(row["share_of_gap"]) else f"{row['share_of_gap']:.1%}"
-        if _finite(row.get("share_of_gap_ci_low")) and _finite(row.get("share_of_gap_ci_high")):
-            share += f" ({row['share_of_gap_ci_low']:.1%} to {row['share_of_gap_ci_high']:.1%})"
+        gap, share = _with_interval(row, "gap", "+.4g"), _with_interval(row, "share_of_gap", ".1%")
         few = " (few)" if row["count"] < SMALL_GROUP else ""
         rows.append(
             f"<tr><td>{escape(row['protected'])}</td><td>{escape(row['label'])}</td>"
@@ -122,16 +117,10 @@ def _fairness(fair: Fair) -> str:
     """The decisions' group fairness metrics over every row: each group's rates with their intervals,
     and the metrics between groups, in fairlearn's names."""
 
-    def rate(row: dict[str, Any], name: str) -> str:
-        value, low, high = row.get(name), row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
-        if not _finite(value):
-            return "–"
-        return f"{value:.1%}" + (f" ({low:.1%} to {high:.1%})" if _finite(low) and _finite(high) else "")
-
     shown = [name for name in FAIRNESS_RATES if name in fair.groups.columns]
     rows = "".join(
         f'<tr><td>{escape(group_name(row["protected"], row["label"]))}</td><td class="num">{row["rows"]:,}</td>'
-        + "".join(f'<td class="num">{rate(row, name)}</td>' for name in shown)
+        + "".join(f'<td class="num">{_with_interval(row, name, ".1%")}</td>' for name in shown)
         + "</tr>"
         for row in fair.groups.iter_rows(named=True)
     )
@@ -160,3 +149,12 @@ def _fairness(fair: Fair) -> str:
 def _finite(value: object) -> bool:
     """A number to show (not None, NaN or infinite)."""
     return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _with_interval(row: dict[str, Any], name: str, form: str) -> str:
+    """Column `name` of `row` in `form`, with its interval (``<name>_ci_low`` .. ``_high``) when both
+    ends are numbers; a dash when the value is none."""
+    value, low, high = row.get(name), row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
+    if not _finite(value):
+        return "–"
+    return format(value, form) + (f" ({low:{form}} to {high:{form}})" if _finite(low) and _finite(high) else "")

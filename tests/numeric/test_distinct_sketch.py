@@ -30,7 +30,7 @@ def test_a_part_keeps_the_smallest_distinct_hashes_of_a_full_sort_whatever_their
         np.testing.assert_array_equal(smallest_hashes(values), reference(values))
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(
     values=st.lists(st.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max), max_size=300),
     cuts=st.lists(st.integers(0, 300), max_size=4),

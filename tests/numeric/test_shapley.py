@@ -5,7 +5,7 @@ import math
 import numpy as np
 import oracles
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -36,17 +36,20 @@ def definition(game: np.ndarray) -> np.ndarray:
     return phi
 
 
+@settings(deadline=None)
 @given(games())
 def test_matches_the_definition(game):
     expected = np.array([definition(g) for g in game])
     np.testing.assert_allclose(shapley.shapley_values(game), expected, atol=1e-9, rtol=1e-12)
 
 
+@settings(deadline=None)
 @given(games())
 def test_efficiency(game):
     np.testing.assert_allclose(shapley.shapley_values(game).sum(axis=-1), game[:, -1] - game[:, 0], atol=1e-9)
 
 
+@settings(deadline=None)
 @given(games(), st.data())
 def test_symmetry(game, data):
     """Players i and j that are interchangeable in v get equal values."""
@@ -60,6 +63,7 @@ def test_symmetry(game, data):
     np.testing.assert_allclose(phi[:, i], phi[:, j], atol=1e-9)
 
 
+@settings(deadline=None)
 @given(games(), st.data())
 def test_dummy_player_gets_zero(game, data):
     """A player whose addition never changes v gets phi = 0."""
@@ -70,6 +74,7 @@ def test_dummy_player_gets_zero(game, data):
     np.testing.assert_allclose(shapley.shapley_values(dummy)[:, j], 0.0, atol=1e-9)
 
 
+@settings(deadline=None)
 @given(games(batch=1), st.floats(-3, 3))
 def test_linearity(game, scale):
     other = np.random.default_rng(0).normal(size=game.shape)
@@ -79,6 +84,7 @@ def test_linearity(game, scale):
     np.testing.assert_allclose(combined, separate, atol=1e-8)
 
 
+@settings(deadline=None)
 @given(games())
 def test_anchored_decomposition_equals_weighted_marginals(game):
     np.testing.assert_allclose(
@@ -86,6 +92,7 @@ def test_anchored_decomposition_equals_weighted_marginals(game):
     )
 
 
+@settings(deadline=None)
 @given(arrays(np.float64, (3, 1 << 4), elements=values))
 def test_superset_sums_by_brute_force(histogram):
     expected = np.array([[sum(row[m] for m in range(16) if m & u == u) for u in range(16)] for row in histogram])
@@ -153,6 +160,7 @@ def test_chunks_on_every_core_equal_one_row_at_a_time_and_repeat_exactly(monkeyp
     np.testing.assert_array_equal(chunked.squared_games, again.squared_games)
 
 
+@settings(deadline=None)
 @given(games(max_d=7), st.integers(0, 3))
 def test_blocks_of_sets_give_the_definition(game, bits):
     """Beyond 2^BLOCK_BITS sets the values are summed a block of sets at a time (so that d = 24 holds
