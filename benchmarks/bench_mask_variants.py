@@ -36,7 +36,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).parent))
 from common import compiled_histogram_kernel, machine, median_time  # noqa: E402
 
-from cohortsql.engines.duckdb import PERFECT_HASH_BITS
+from cohortsql.engines.duckdb_settings import PERFECT_HASH_BITS
 
 D = 12
 DELTA = 0.1

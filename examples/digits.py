@@ -26,6 +26,7 @@ from sklearn.datasets import load_digits  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 import cohortsql  # noqa: E402
+import cohortsql.plot  # noqa: E402
 from cohortsql import plot  # noqa: E402
 
 FIGURES = Path(__file__).parent / "figures"
@@ -90,7 +91,9 @@ def main() -> None:
     figure.tight_layout()
     figure.savefig(FIGURES / "digits_igcs.png", dpi=100)
     plot.grid(integrated, shown[0], shape=(8, 8)).savefig(FIGURES / "digits_grid.png", dpi=100)
-    tested["IGCS"].plot(shown[0]).savefig(FIGURES / "digits_insertion_deletion.png", dpi=100)
+    cohortsql.plot.insertion_deletion(tested["IGCS"], shown[0]).savefig(
+        FIGURES / "digits_insertion_deletion.png", dpi=100
+    )
     print(f"wrote {FIGURES / 'digits_igcs.png'}")
 
 

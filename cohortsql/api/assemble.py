@@ -22,6 +22,8 @@ import pyarrow as pa
 from cohortsql import queries
 from cohortsql._typing import METHODS, Method
 from cohortsql.errors import CohortError, check_choice
+from cohortsql.formats.files import read_frame
+from cohortsql.formats.tables import run_settings
 from cohortsql.games.cohort import exact_values, permutation_values, target_generators
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import permutation, shapley
@@ -29,8 +31,6 @@ from cohortsql.request import arguments
 from cohortsql.request.measures import Measures
 from cohortsql.request.similarity import Similarity, SimilarityArgument, as_similarity
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
-from cohortsql.results.files import read_frame
-from cohortsql.results.tables import run_settings
 from cohortsql.run.grouping_sets import Cells, values_of_cells
 from cohortsql.run.preparation import BATCH_MEMORY_BYTES
 from cohortsql.run.strategy import choose_method

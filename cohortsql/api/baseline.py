@@ -24,6 +24,7 @@ from cohortsql._typing import (
 )
 from cohortsql.engines import Engine
 from cohortsql.errors import CohortError, check_choice
+from cohortsql.formats.tables import run_settings
 from cohortsql.games.baseline.models import check_reproduces, model_function, predict
 from cohortsql.games.baseline.points import encode_points
 from cohortsql.games.baseline.realism import subject_bitsets
@@ -33,7 +34,6 @@ from cohortsql.request.arguments import drawn_seed
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.baseline import BaselineShapleyResult
-from cohortsql.results.tables import run_settings
 from cohortsql.run.baseline_exact import Model, baseline_totals, run_baseline_shapley
 from cohortsql.run.baseline_permutation import estimate_baseline_shapley
 from cohortsql.run.preparation import Prepared

@@ -11,13 +11,13 @@ import pyarrow as pa
 
 from cohortsql._typing import CalibrationOptions
 from cohortsql.errors import CohortError
+from cohortsql.formats.tables import run_settings
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric.realism import holdout_shares, marginal_shares
 from cohortsql.request import arguments
 from cohortsql.request.arguments import drawn_seed
 from cohortsql.request.options import checked_options
 from cohortsql.results.calibration import Calibration
-from cohortsql.results.tables import run_settings
 from cohortsql.run.preparation import prepare
 from cohortsql.run.session import opened_engine
 from cohortsql.run.targets import every_row

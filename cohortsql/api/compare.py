@@ -11,13 +11,13 @@ from cohortsql._typing import CompareOptions
 from cohortsql.api.baseline import check_model, explain_with_model
 from cohortsql.api.local import explain_targets
 from cohortsql.errors import CohortError
+from cohortsql.formats.tables import warn_about_cohorts
 from cohortsql.games.baseline.models import model_function
 from cohortsql.interrupts import interruptible_call
 from cohortsql.request.arguments import drawn_seed
 from cohortsql.request.options import Options, checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.comparison import Comparison
-from cohortsql.results.tables import warn_about_cohorts
 from cohortsql.run.baseline_exact import Model
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_FEATURES, choose_method

@@ -14,6 +14,7 @@ import polars as pl
 from cohortsql._typing import EffectsOptions, Prediction
 from cohortsql.api.integrated import check_integrated, integrated_fields
 from cohortsql.errors import CohortError
+from cohortsql.formats.tables import diagnostics, warn_about_cohorts
 from cohortsql.games.cohort import CohortGame
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import bootstrap as bootstrap_module
@@ -24,7 +25,6 @@ from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.copies import COPY_CHECK_ROWS, warn_about_copies
 from cohortsql.results.effects import ShapleyEffects, owen_effects_table
 from cohortsql.results.outcomes import ShapleyEffectsResults
-from cohortsql.results.tables import diagnostics, warn_about_cohorts
 from cohortsql.run import readouts
 from cohortsql.run.grouping_sets import variance_game
 from cohortsql.run.session import Session, feature_kinds, open_session

@@ -15,6 +15,7 @@ import pyarrow as pa
 from cohortsql import queries
 from cohortsql._typing import FairnessOptions
 from cohortsql.errors import CohortError, CohortWarning
+from cohortsql.formats.tables import run_settings
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import fairness as metrics_module
 from cohortsql.numeric.bootstrap import bias_corrected_interval
@@ -23,7 +24,6 @@ from cohortsql.request.features import described_type, is_numeric, require_colum
 from cohortsql.request.options import AUDIT_REPLICATES, Options, checked_options
 from cohortsql.results.audit import QUANTILE_GROUPS, grouping
 from cohortsql.results.fairness import FairnessResult
-from cohortsql.results.tables import run_settings
 from cohortsql.run.session import Session, open_session
 
 

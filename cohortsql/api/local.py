@@ -14,6 +14,7 @@ from cohortsql._typing import (
 )
 from cohortsql.api.integrated import check_integrated, explain_integrated
 from cohortsql.errors import CohortError
+from cohortsql.formats.tables import warn_about_cohorts
 from cohortsql.games.cohort import CohortGame
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import bootstrap as bootstrap_module
@@ -24,7 +25,6 @@ from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.copies import COPY_CHECK_ROWS, warn_about_copies
 from cohortsql.results.outcomes import CohortShapleyResults
-from cohortsql.results.tables import warn_about_cohorts
 from cohortsql.run import readouts
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session

@@ -148,6 +148,7 @@ def histogram_sql(*arguments: Any, **options: Any) -> str:
     >>> import cohortsql
     >>> loans = cohortsql.datasets.loans()
     >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
     ...     old = cohortsql.histogram_sql(loans, prediction="score", similarity=["income"], table="loans")
     >>> old == cohortsql.sql_query(loans, prediction="score", similarity=["income"], table="loans")
     True

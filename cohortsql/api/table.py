@@ -11,7 +11,8 @@ from typing import Any, Unpack
 from cohortsql import queries
 from cohortsql._typing import TableOptions
 from cohortsql.api.register import histogram_values_checked
-from cohortsql.engines.base import Engine, Select
+from cohortsql.engines.base import Engine
+from cohortsql.engines.tables import Select
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric.shapley import targets_per_batch
 from cohortsql.request.arguments import explained_columns

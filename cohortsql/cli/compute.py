@@ -279,7 +279,7 @@ def insertion_deletion(options: Flags) -> None:
     (deletion), and each curve's area against the straight line between its ends (ABC: larger is better)."""
     from cohortsql.api.integrated import insertion_deletion as tested
     from cohortsql.cli.outputs import write
-    from cohortsql.results.files import read_frame
+    from cohortsql.formats.files import read_frame
 
     arguments = request(options, InsertionOptions)
     if arguments.pop("targets", None) is not None or arguments.pop("sample", None) is not None:

@@ -166,7 +166,7 @@ def plot(
 
 def _result_files(result: Path, *more: Path | None) -> list[Path]:
     """The files a command reads of a result: the table, the companions beside it, and `more`."""
-    from cohortsql.results.files import COMPANIONS, sibling_path
+    from cohortsql.formats.files import COMPANIONS, sibling_path
 
     return [result, *(sibling_path(result, label) for label in COMPANIONS), *(path for path in more if path)]
 

@@ -102,7 +102,7 @@ def request(
         check_table_free(options)
     outputs = [Path(str(options[name])) for name in ("report", "plot") if options.get(name)]
     if out_path:
-        from cohortsql.results.files import COMPANIONS, check_destination, sibling_path
+        from cohortsql.formats.files import COMPANIONS, check_destination, sibling_path
 
         out = check_destination(Path(out_path))  # before the work, not after it
         outputs = [out, *(sibling_path(out, label) for label in COMPANIONS), *outputs]

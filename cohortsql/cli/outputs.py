@@ -28,7 +28,7 @@ def write(options: Flags, tables: dict[str, pl.DataFrame], settings: dict[str, s
     from cohortsql.interrupts import check_not_interrupted
 
     check_not_interrupted()
-    from cohortsql.results.files import sibling_path, write_set
+    from cohortsql.formats.files import sibling_path, write_set
 
     name, database, out_path = options.get("into_table"), options.get("database"), options.get("out")
     if name:

@@ -9,9 +9,9 @@ import numpy as np
 import polars as pl
 
 from cohortsql._typing import Row
+from cohortsql.formats.tables import BIAS_CORRECTED, Diagnostics, default_kinds_in_words
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import ShapleyEffects, zero_errors_note
-from cohortsql.results.tables import BIAS_CORRECTED, Diagnostics, default_kinds_in_words
 
 if TYPE_CHECKING:
     from cohortsql.results.calibration import Calibration

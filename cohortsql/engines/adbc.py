@@ -36,8 +36,7 @@ import contextlib
 import decimal
 import re
 import urllib.parse
-import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Self
 
@@ -47,11 +46,11 @@ import pyarrow as pa
 from cohortsql._typing import ADBC_DRIVERS
 from cohortsql.dialects import NATIVE_DIALECTS, TRANSPILED_DIALECTS, Dialect, TranspiledDialect
 from cohortsql.dialects.transpile import transpile
-from cohortsql.engines.base import RUNS_TABLE, Engine, EngineSettings, NamedRelations, Select, Sources
+from cohortsql.engines.base import Engine, EngineSettings
 from cohortsql.engines.inputs import FILE_READERS, Input, as_arrow, sendable, with_positions, without_positions
 from cohortsql.errors import CohortError
 from cohortsql.redaction import scrubbed
-from cohortsql.request.user_sql import is_query, query_text
+from cohortsql.request.user_sql import is_query
 
 VENDOR_DIALECTS = {"postgresql": "postgres", "snowflake": "snowflake", "bigquery": "bigquery", "duckdb": "duckdb"}
 """The server an ADBC driver names (``adbc_get_info()['vendor_name']``, from its start, in any case)
@@ -64,7 +63,7 @@ _STATUS = re.compile(r"^(?:[A-Z_]+: )?(?:\[\w+\] )?")
 """What ADBC drivers put before a message of their own: a status code and the library (``[libpq]``)."""
 
 
-class AdbcEngine(NamedRelations, Engine):
+class AdbcEngine(Engine):
     """Runs cohortsql's SQL on an ADBC connection, in the dialect of the server behind it."""
 
     name = "adbc"
@@ -103,16 +102,17 @@ class AdbcEngine(NamedRelations, Engine):
         return connection
 
     def __init__(self, connection: Any) -> None:
+        super().__init__()
         info = connection.adbc_get_info()
-        self.vendor = str(info.get("vendor_name") or "")
-        self.dialect = _dialect(self.vendor)
+        self.server = str(info.get("vendor_name") or "")
+        self.dialect = _dialect(self.server)
         self._translated = isinstance(self.dialect, TranspiledDialect)
         autocommit = connection.adbc_connection.get_option("adbc.connection.autocommit")
         self._own_session = str(autocommit).lower() != "true"
         """Whether the caller's connection is in a transaction, so that cohortsql works in a session of its own."""
         if self.dialect.snapshot is None:
             raise CohortError(
-                f"cohortsql cannot read {self.vendor} in one snapshot (its transactions see other sessions' commits"
+                f"cohortsql cannot read {self.server} in one snapshot (its transactions see other sessions' commits"
                 " between statements), so one call's queries could read two states of the data: copy the table"
                 " into one of its own (a snapshot, e.g. CREATE TABLE ... CLONE) and explain that, or run on a"
                 " PostgreSQL or DuckDB connection"
@@ -120,9 +120,6 @@ class AdbcEngine(NamedRelations, Engine):
         self._caller = connection
         self.connection = connection.adbc_clone() if self._own_session else connection
         self._cursor = self.connection.cursor()
-        self._session = uuid.uuid4().hex[:8]
-        self._names = 0
-        self._created: list[tuple[str, str]] = []
         self._in_transaction = False
         """Whether the call's transaction has begun: at its first query, so that an engine that runs
         none leaves the caller's connection as it was."""
@@ -131,36 +128,11 @@ class AdbcEngine(NamedRelations, Engine):
 
     # -- the Engine methods --------------------------------------------------------------------
 
-    def check_query(self, text: str, role: str) -> str:
-        """sqlglot's parser for the server's dialect must read one query, with no statement that
-        writes inside it (a data-modifying CTE, ``SELECT ... INTO``); the server parses it again
-        when cohortsql makes it a view."""
-        query = query_text(text, role)
-        import sqlglot
-        from sqlglot import expressions
-
-        try:
-            statements = sqlglot.parse(query, read=self.dialect.name)
-        except sqlglot.errors.SqlglotError as error:
-            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            raise CohortError(f"{role} is not valid SQL for {self.vendor}: {first}") from None
-        trees = [statement for statement in statements if statement is not None]
-        if len(trees) != 1:
-            raise CohortError(f"{role} holds more than one statement; give one SELECT query")
-        tree = trees[0]
-        writes = (expressions.DML, expressions.Create, expressions.Drop, expressions.Alter, expressions.Command)
-        written = next((node for node in tree.walk() if isinstance(node, writes)), None)
-        if tree.find(expressions.Into) is not None:
-            raise CohortError(f"{role} may only read data, but it holds 'SELECT INTO' (which creates a table)")
-        if not isinstance(tree, expressions.Query) or written is not None:
-            raise CohortError(f"{role} may only read data, but it holds {type(written or tree).__name__.upper()!r}")
-        return query
-
     def register_input(self, data: Any, *, positions: bool) -> Input:
         if isinstance(data, str):
             if positions:
                 raise CohortError(
-                    f"{self.vendor} keeps no row order that a second scan would repeat, so rows have no stable"
+                    f"{self.server} keeps no row order that a second scan would repeat, so rows have no stable"
                     " position: pass id= naming a column that identifies rows (--id on the command line)"
                 )
             if is_query(data):
@@ -169,7 +141,7 @@ class AdbcEngine(NamedRelations, Engine):
                     self._check_resolved_alike(self.dialect.quote_path(named), named)
                 view = self._temporary_name("input")
                 self._created.append(("VIEW", view))
-                self._execute(f"CREATE TEMPORARY VIEW {self.dialect.quote(view)} AS {query}", "the data query")
+                self._execute(f"CREATE TEMPORARY VIEW {self.dialect.quote(view)} AS {query}", context="the data query")
                 relation = self.dialect.quote(view)
             else:
                 relation = self._table(data)
@@ -177,7 +149,7 @@ class AdbcEngine(NamedRelations, Engine):
         table = as_arrow(data)
         if table is None:
             raise CohortError(
-                f"cannot read data of type {type(data).__name__} on {self.vendor}: pass a table name, a SQL query,"
+                f"cannot read data of type {type(data).__name__} on {self.server}: pass a table name, a SQL query,"
                 " a pyarrow Table or a polars or pandas DataFrame"
             )
         relation = self.upload(with_positions(table) if positions else table, "input")
@@ -192,14 +164,14 @@ class AdbcEngine(NamedRelations, Engine):
         parts = self.dialect.name_parts(name)
         try:
             if parts is None:
-                raise CohortError(f"{name!r} is not a table name as {self.vendor} writes one")
+                raise CohortError(f"{name!r} is not a table name as {self.server} writes one")
             relation = ".".join(self.dialect.quote(part) for part in parts)
             self._described(relation, f"reading table {name!r}")
             self._check_resolved_alike(relation, name)
         except CohortError as error:
             if _looks_like_a_path(name):
                 raise CohortError(
-                    f"{name!r} looks like a file of this machine, but the {self.vendor} server reads its own"
+                    f"{name!r} looks like a file of this machine, but the {self.server} server reads its own"
                     " tables: load the file into a table first (or run on duckdb, which reads files)"
                 ) from None
             if self._own_session:
@@ -213,47 +185,17 @@ class AdbcEngine(NamedRelations, Engine):
 
     def upload(self, table: pa.Table, purpose: str) -> str:
         name = self._temporary_name(purpose)
-        ingested = sendable(table, self.vendor, large=False)
+        ingested = sendable(table, self.server, large=False)
         self._created.append(("TABLE", name))
         self._run(
             lambda: self._cursor.adbc_ingest(name, ingested, mode="create", temporary=True),
-            f"sending data to {self.vendor}",
+            f"sending data to {self.server}",
         )
         return self.dialect.quote(name)
-
-    def create(self, select: str, purpose: str, *, materialize: bool, context: str, snapshot: bool = False) -> str:
-        name = self._temporary_name(purpose)
-        kind = "TABLE" if materialize or snapshot else "VIEW"
-        self._created.append((kind, name))
-        self._execute(f"CREATE TEMPORARY {kind} {self.dialect.quote(name)} AS {self._rendered(select)}", context)
-        return self.dialect.quote(name)
-
-    def sources(self, data: str) -> Sources:
-        """The tables a query names (sqlglot's reading of the server's dialect), or the table a name is."""
-        if not is_query(data):
-            return Sources((), (data,))
-        import sqlglot
-        from sqlglot import expressions
-
-        try:
-            tree = sqlglot.parse_one(data, read=self.dialect.name)
-        except sqlglot.errors.SqlglotError:
-            return Sources((), ())
-        ctes = {cte.alias_or_name for cte in tree.find_all(expressions.CTE)}
-        tables = [
-            ".".join(part.name for part in table.parts)
-            for table in tree.find_all(expressions.Table)
-            if table.name not in ctes
-        ]
-        return Sources((), tuple(tables))
 
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
         sql = self._rendered(select)
         return _plain(self._run(lambda: self._fetch(sql), context))
-
-    @property
-    def memory_budget(self) -> int | None:
-        return None
 
     def interrupt(self) -> None:
         """Ask the server to cancel the running statement (``adbc_cancel``)."""
@@ -262,39 +204,17 @@ class AdbcEngine(NamedRelations, Engine):
         except adbc_driver_manager.NotSupportedError:  # a driver without cancel: the statement runs on
             pass
 
-    def _has_table(self, name: str) -> bool:
-        quoted = self.dialect.quote_path(name)
-        try:
-            self._run(lambda: self._fetch(f"SELECT * FROM {quoted} LIMIT 0"), f"looking for table {name!r}")
-        except CohortError:
-            return False
-        return True
-
-    def _store_tables(self, tables: Mapping[str, object], record: str) -> None:
-        """Write in the call's transaction, which then commits: every table or none."""
-        for name, table in tables.items():
-            quoted = self.dialect.quote_path(name)
-            self._execute(f"DROP TABLE IF EXISTS {quoted}", f"replacing table {name!r}")
-            if isinstance(table, Select):
-                self._execute(f"CREATE TABLE {quoted} AS {self._rendered(table.sql)}", f"writing table {name!r}")
-            elif isinstance(table, pa.Table):
-                self._ingest(name, table, "create")
-            else:
-                raise TypeError(f"{self.vendor} writes Arrow tables and queries, not {type(table).__name__}")
-        run = pa.table(
-            {
-                "written_at": pa.array([_now()], pa.timestamp("us", tz="UTC")),
-                "tables": [", ".join(tables)],
-                "settings": [record],
-            }
-        )
-        self._ingest(RUNS_TABLE, run, "create_append")
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Write in the call's transaction, which then commits: every table or none (a failure leaves
+        the transaction to `close`, which rolls it back)."""
+        yield
         self._commit()
 
     def keep(self) -> None:
         """Commit the call's relations (TEMPORARY: the session's), so that they outlive its transaction."""
         self._commit()
-        self._created.clear()
+        super().keep()
 
     def close(self) -> None:
         """Roll the call's transaction back (its TEMPORARY relations go with it), then drop what an
@@ -305,9 +225,7 @@ class AdbcEngine(NamedRelations, Engine):
                 with contextlib.suppress(adbc_driver_manager.Error):
                     adbc.rollback()
                 if self._committed:  # relations a commit kept outlive the rollback
-                    for kind, name in reversed(self._created):
-                        with contextlib.suppress(CohortError):
-                            self._drop(kind, name)
+                    super().close()
                     with contextlib.suppress(adbc_driver_manager.Error):
                         adbc.commit()
                 adbc.set_autocommit(True)
@@ -330,14 +248,13 @@ class AdbcEngine(NamedRelations, Engine):
     # -- plumbing ------------------------------------------------------------------------------
 
     def _rendered(self, sql: str) -> str:
-        """cohortsql's SQL (DuckDB's syntax with the dialect's choices) in the server's own syntax."""
         return transpile(sql, self.dialect.name) if self._translated else sql
 
     def _fetch(self, sql: str) -> pa.Table:
         self._cursor.execute(sql)
         return self._cursor.fetch_arrow_table()
 
-    def _execute(self, sql: str, context: str) -> None:
+    def _execute(self, sql: str, *, context: str) -> None:
         self._run(lambda: self._cursor.execute(sql), context)
 
     def _begin(self) -> None:
@@ -376,17 +293,6 @@ class AdbcEngine(NamedRelations, Engine):
                 " session of its own because the connection is in a transaction: commit, or pass a connection in"
                 " autocommit mode, or qualify the name with its schema"
             )
-
-    def _ingest(self, name: str, table: pa.Table, mode: str) -> None:
-        parts = self.dialect.name_parts(name) or (name,)
-        *schema, table_name = parts
-        ingested = sendable(table, self.vendor, large=False)
-        self._run(
-            lambda: self._cursor.adbc_ingest(
-                table_name, ingested, mode=mode, db_schema_name=schema[-1] if schema else None
-            ),
-            f"writing table {name!r}",
-        )
 
     def _described(self, relation: str, context: str) -> pa.Schema:
         return self._run(lambda: self._fetch(f"SELECT * FROM {relation} LIMIT 0"), context).schema
@@ -432,13 +338,6 @@ class AdbcEngine(NamedRelations, Engine):
                     " TEMPORARY privilege on the database, in a transaction that is not read-only)"
                 ) from None
             raise
-
-    def _temporary_name(self, purpose: str) -> str:
-        self._names += 1
-        return f"cohortsql_{self._session}_{purpose}_{self._names}"
-
-    def _drop(self, kind: str, name: str) -> None:
-        self._execute(f"DROP {kind} IF EXISTS {self.dialect.quote(name)}", f"dropping {name!r}")
 
     def _failure_message(self, error: BaseException) -> str:
         return _message(error)
@@ -535,12 +434,6 @@ def _numbers(texts: list[str | None]) -> pa.Array:
     if whole and all(value is None or -(2**63) <= value < 2**63 for value in values):
         return pa.array([None if value is None else int(value) for value in values], pa.int64())
     return pa.array([None if value is None else float(value) for value in values], pa.float64())
-
-
-def _now() -> Any:
-    import datetime
-
-    return datetime.datetime.now(datetime.UTC)
 
 
 ENGINE = AdbcEngine

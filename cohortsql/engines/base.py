@@ -9,27 +9,28 @@ is reused). Only aggregates bounded per batch of targets come back to Python.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
+import datetime
 import json
-import threading
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple, Self, TypeVar
+from typing import Any, ClassVar, NamedTuple, Self, final
 
 import numpy as np
 import pyarrow as pa
 
 from cohortsql._typing import Row
 from cohortsql.dialects import Dialect
+from cohortsql.engines import read_by_sqlglot
 from cohortsql.engines.inputs import Input
+from cohortsql.engines.running import Result, interruptible
+from cohortsql.engines.tables import RUNS_TABLE, Select, check_writable, resolved_name
 from cohortsql.errors import CohortError
 from cohortsql.numeric.pair_tests import PairTest
-
-RUNS_TABLE = "cohortsql_runs"
-"""Where `Engine.write_tables` records each run that wrote tables: when, which tables, its settings (JSON)."""
+from cohortsql.request.user_sql import is_query, query_text
 
 
 @dataclass(frozen=True)
@@ -45,16 +46,6 @@ class EngineSettings:
     read_only: bool = False
     spark_master: str | None = None
     """Spark: the master URL of a session cohortsql starts (default ``local[*]``; ``SPARK_REMOTE`` means Spark Connect)."""
-
-
-Result = TypeVar("Result")
-
-
-class Select(NamedTuple):
-    """A query of the engine, as a table to write (`Engine.write_tables`): the engine runs it into the
-    table, and none of its rows pass through this process."""
-
-    sql: str
 
 
 class Sources(NamedTuple):
@@ -76,75 +67,21 @@ prediction, similarity, id, targets, weight, the table the SQL reads or None for
 keywords ``dialect`` and ``function``: the engine's dialect's name and the name of its function that
 finishes histograms) -> the SQL."""
 
-INTERRUPT_GRACE_SECONDS = 5.0
-"""After Ctrl-C, how long to wait for the interrupted query to stop before giving up on it."""
-
-
-_WORKERS = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="cohortsql-query")
-"""Threads that run queries, kept between queries: starting one per query cost ~1 ms each."""
-
-
-class NamedRelations:
-    """The bookkeeping of an engine whose SQL creates its temporary relations by name (DuckDB, a
-    warehouse): each is (kind, name) in `_created`, in order, and dropped with `_drop` when asked
-    (`drop`) or when the engine closes."""
-
-    _created: list[tuple[str, str]]
-    dialect: Dialect
-
-    def _drop(self, kind: str, name: str) -> None:
-        raise NotImplementedError
-
-    def drop(self, relation: str) -> None:
-        """Drop `relation` (quoted, as the engine returned it) if the engine created it."""
-        for index, (kind, name) in enumerate(self._created):
-            if self.dialect.quote(name) == relation:
-                self._drop(kind, name)
-                del self._created[index]
-                return
-
-
-def interruptible(action: Callable[[], Result], interrupt: Callable[[], None]) -> Result:
-    """Run `action` (a query) in a worker thread while this thread waits, so that Ctrl-C is noticed at
-    once: it calls `interrupt` (the engine stops the query) and re-raises KeyboardInterrupt.
-
-    A query running in C++ or the JVM does not return to Python until it finishes, so a signal that
-    arrives meanwhile would wait for it (34 s in one measured run); the waiting thread stays responsive."""
-    outcome: list[Any] = []
-    finished = threading.Event()  # not Thread.join: an interrupted join may return at once the next time
-
-    def work() -> None:
-        try:
-            outcome.append((True, action()))
-        except BaseException as error:  # handed to the waiting thread
-            outcome.append((False, error))
-        finally:
-            finished.set()
-
-    _WORKERS.submit(work)
-    try:
-        while not finished.wait(0.05):
-            pass
-    except KeyboardInterrupt:
-        interrupt()
-        finished.wait(INTERRUPT_GRACE_SECONDS)
-        raise
-    succeeded, value = outcome[0]
-    if not succeeded:
-        raise value
-    return value
-
 
 class Engine(ABC):
     """A SQL engine that runs cohortsql's queries: one subclass per backend.
 
     The core (prepare, pairwise, grouping sets, api) talks only to this class, never to DuckDB or
-    Spark directly, and never asks which engine it holds. It holds the bookkeeping every backend
-    shares: queries run so that Ctrl-C stops them (`interruptible`) and their failures read as one
-    `CohortError` line starting with what was being done; result tables are checked before any is
-    written. A backend sets `dialect` and `failures` (its own error types), implements the abstract
-    methods, and may override the hooks `_before_query`, `_after_query`, `_querying` and
-    `_failure_message`."""
+    Spark directly, and never asks which engine it holds. A backend implements six abstract members
+    (`open`, `register_input`, `upload`, `fetch_arrow`, `_execute`, `interrupt`) and sets `dialect` and
+    `failures` (its own error types). Everything else is a template this class holds, written for an
+    engine whose SQL names its temporary relations (DuckDB, a warehouse through ADBC): temporary names,
+    creating, dropping, keeping and closing them (`create`, `drop`, `keep`, `close`), queries that Ctrl-C
+    stops and whose failures read as one `CohortError` line starting with what was being done (`_run`),
+    the caller's SQL read by sqlglot (`check_query`, `sources`), and the writing of result tables, all or
+    none, checked first (`write_tables`). A backend overrides what its engine does otherwise, and the
+    hooks `_rendered`, `_writing`, `_write_table`, `_readable`, `_before_query`, `_after_query`,
+    `_querying` and `_failure_message`."""
 
     name: ClassVar[str]
     """Its name in the registry of engines (`cohortsql._typing.ENGINES`)."""
@@ -175,22 +112,21 @@ class Engine(ABC):
     """The setting without which tables written on an engine cohortsql opens itself are lost when it
     closes (DuckDB's ``database``: without it, the database is in memory)."""
 
+    def __init__(self) -> None:
+        self.server = self.name
+        """How messages name the server the engine runs on (a warehouse names its own)."""
+        self._session = uuid.uuid4().hex[:8]
+        self._names = 0
+        self._created: list[tuple[str, str]] = []
+        """The relations the engine created, as (kind, name), in order: dropped when asked or at `close`."""
+
+    # -- the abstract core ------------------------------------------------------------------------
+
     @classmethod
     @abstractmethod
     def open(cls, connection: Any, settings: EngineSettings, data: Any) -> Self:
         """An engine on `connection` (the caller's, of this engine's kind), else on one it opens
         under `settings`; `data` is the input, for backends whose data objects belong to a session."""
-
-    @classmethod
-    def connect(cls, uri: str) -> Any:
-        """A connection of this engine's kind to the database a URI names (``--engine URI`` on the
-        command line); the caller closes it. Engines reached by name have none."""
-        raise CohortError(f"the {cls.name} engine is chosen by name, not by a URI")
-
-    @abstractmethod
-    def check_query(self, text: str, role: str) -> str:
-        """`text` without a trailing ';' when the engine's own parser (or the closest one) reads it as
-        exactly one query that only reads data; else a `CohortError` that starts with `role`."""
 
     @abstractmethod
     def register_input(self, data: Any, *, positions: bool) -> Input:
@@ -202,10 +138,36 @@ class Engine(ABC):
         """Make a small Arrow table (targets, ids) readable as SQL; returns its quoted name."""
 
     @abstractmethod
+    def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
+        """Run a query and return its result; failures raise `CohortError` starting with `context`."""
+
+    @abstractmethod
+    def _execute(self, sql: str, *, context: str) -> None:
+        """Run a statement of cohortsql's own SQL (through `_run`); failures raise `CohortError` starting with `context`."""
+
+    @abstractmethod
+    def interrupt(self) -> None:
+        """Stop the running query (from another thread or a signal handler)."""
+
+    # -- templates: the bookkeeping of named relations ---------------------------------------------
+
+    @final
+    def _temporary_name(self, purpose: str) -> str:
+        """A name for a relation of this engine's, unique to it (the engine's session and a count)."""
+        self._names += 1
+        return f"cohortsql_{self._session}_{purpose}_{self._names}"
+
     def create(self, select: str, purpose: str, *, materialize: bool, context: str, snapshot: bool = False) -> str:
         """Name the result of `select` (stored when `materialize`, for results read many times); returns its
         quoted name. A `snapshot` is stored now and read as it is until the engine's session ends, even
         after `keep` (a lazy result reads it; the data it came from may change meanwhile)."""
+        name = self._temporary_name(purpose)
+        kind = "TABLE" if materialize or snapshot else "VIEW"
+        self._created.append((kind, name))
+        self._execute(
+            f"CREATE TEMPORARY {kind} {self.dialect.quote(name)} AS {self._rendered(select)}", context=context
+        )
+        return self.dialect.quote(name)
 
     @contextmanager
     def temporary(self, relation: str) -> Iterator[str]:
@@ -219,40 +181,63 @@ class Engine(ABC):
             raise
         self.drop(relation)
 
-    @abstractmethod
+    @final
     def drop(self, relation: str) -> None:
-        """Drop a relation this engine created or uploaded."""
+        """Drop `relation` (quoted, as the engine returned it) if the engine created or uploaded it."""
+        for index, (kind, name) in enumerate(self._created):
+            if self.dialect.quote(name) == relation:
+                self._drop(kind, name)
+                del self._created[index]
+                return
 
-    @abstractmethod
+    def _drop(self, kind: str, name: str) -> None:
+        """Drop one relation the engine created (`kind` as `_created` records it)."""
+        self._execute(f"DROP {kind} IF EXISTS {self.dialect.quote(name)}", context=f"dropping {name!r}")
+
+    def keep(self) -> None:
+        """Leave the relations created so far in place when the engine closes (a returned table reads
+        them), releasing only what holds memory (cached copies)."""
+        self._created.clear()
+
+    def close(self) -> None:
+        """Drop what the engine created (a drop that fails, the server gone, does not stop the others),
+        restore settings, release what it opened."""
+        for kind, name in reversed(self._created):
+            with contextlib.suppress(CohortError):
+                self._drop(kind, name)
+        self._created.clear()
+
+    # -- templates: what the engine reads ----------------------------------------------------------
+
+    def check_query(self, text: str, role: str) -> str:
+        """`text` without a trailing ';' when the engine's own parser (or the closest one) reads it as
+        exactly one query that only reads data; else a `CohortError` that starts with `role`. By
+        default sqlglot reads it in the engine's dialect (`cohortsql.engines.read_by_sqlglot`)."""
+        return read_by_sqlglot.checked_query(query_text(text, role), role, self.dialect.name, self.server)
+
     def sources(self, query: str) -> Sources:
-        """The files and tables `query` reads (so that no output is written over one of them)."""
-
-    @abstractmethod
-    def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
-        """Run a query and return its result; failures raise `CohortError` starting with `context`."""
+        """The files and tables `query` reads (so that no output is written over one of them). By
+        default the tables a query names (sqlglot's reading of the engine's dialect), or the table a name is."""
+        if not is_query(query):
+            return Sources((), (query,))
+        return Sources((), read_by_sqlglot.tables_named(query, self.dialect.name))
 
     @property
-    @abstractmethod
     def memory_budget(self) -> int | None:
         """Bytes the engine may use when the caller limited it, else None."""
+        return None
 
-    @abstractmethod
-    def interrupt(self) -> None:
-        """Stop the running query (from another thread or a signal handler)."""
+    def _rendered(self, sql: str) -> str:
+        """cohortsql's SQL (DuckDB's syntax with the dialect's choices) in the engine's own syntax."""
+        return sql
 
-    @abstractmethod
-    def _has_table(self, name: str) -> bool:
-        """Whether the database or catalog results are written to holds a table of this name."""
+    # -- optional capabilities -----------------------------------------------------------------------
 
-    @abstractmethod
-    def _store_tables(self, tables: Mapping[str, object], record: str) -> None:
-        """Write the checked tables (Arrow tables, `Select`s of the engine's own SQL, and the engine's
-        own lazy tables: a DuckDB relation, a Spark DataFrame, which its executors write) and record
-        the run (its settings as JSON) in `RUNS_TABLE`."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """Drop what the engine created, restore settings, release what it opened."""
+    @classmethod
+    def connect(cls, uri: str) -> Any:
+        """A connection of this engine's kind to the database a URI names (``--engine URI`` on the
+        command line); the caller closes it. Engines reached by name have none."""
+        raise CohortError(f"the {cls.name} engine is chosen by name, not by a URI")
 
     def lazy(self, select: str) -> Any:
         """`select` as a table of the engine that runs when it is read or written (a DuckDB relation, a
@@ -304,11 +289,6 @@ class Engine(ABC):
         `keep` them. Only engines that `runs_python` have it."""
         raise CohortError(f"the {self.name} engine runs no Python beside its data to finish histograms with")
 
-    @abstractmethod
-    def keep(self) -> None:
-        """Leave the relations created so far in place when the engine closes (a returned table reads
-        them), releasing only what holds memory (cached copies)."""
-
     def register_functions(self, values: ValuesOfHistograms, query: QueryOfArguments) -> None:
         """Add cohortsql's SQL functions to the engine's connection or session (`cohortsql.register`):
         the finishing of histograms by `values`, and where the engine allows, a table function whose
@@ -324,6 +304,8 @@ class Engine(ABC):
     def expect_aggregates(self, sums: int) -> None:  # noqa: B027 (an optional hook)
         """The next queries' GROUP BY will carry `sums` aggregates per group: an engine that sizes
         its group tables before it sees the data (DuckDB's perfect hash) bounds them by it."""
+
+    # -- templates: running a query ------------------------------------------------------------------
 
     def _before_query(self) -> None:  # noqa: B027 (an optional hook: most backends need nothing here)
         """Run in the worker thread before each query (Spark: join this engine's job group)."""
@@ -356,6 +338,9 @@ class Engine(ABC):
             except self.failures as error:
                 raise CohortError(f"{context}: {self._failure_message(error)}") from None
 
+    # -- templates: result tables --------------------------------------------------------------------
+
+    @final
     def write_tables(
         self,
         tables: Mapping[str, object],
@@ -365,9 +350,49 @@ class Engine(ABC):
         settings: Mapping[str, str] | None = None,
     ) -> None:
         """Store result tables by name, all or none; refuse existing names unless `replace`, and `protected`
-        always; record the run's `settings` as a row of `RUNS_TABLE`."""
+        always; record the run's `settings` (JSON) as a row of `RUNS_TABLE`. Each table is an Arrow table,
+        a `Select` of the engine's own SQL, or the engine's own lazy table (`lazy`), which it writes."""
         self.check_writable(list(tables), replace=replace, protected=protected)
-        self._store_tables(tables, json.dumps(dict(settings or {})))
+        record = json.dumps(dict(settings or {}))
+        run = pa.table(
+            {
+                "written_at": pa.array([datetime.datetime.now(datetime.UTC)], pa.timestamp("us", tz="UTC")),
+                "tables": [", ".join(tables)],
+                "settings": [record],
+            }
+        )
+        with self._writing():
+            for name, table in tables.items():
+                self._write_table(name, table, record=record, append=False)
+            self._write_table(RUNS_TABLE, run, record=record, append=True)
+
+    def _writing(self) -> AbstractContextManager[object]:
+        """Held while result tables are written: the transaction that makes them all or none."""
+        return nullcontext()
+
+    def _write_table(self, name: str, table: object, *, record: str, append: bool) -> None:
+        """Write one table `name` (its rows added to an existing one when `append`): by default in the
+        engine's SQL, an Arrow table first made readable (`_readable`). `record` is the run's settings."""
+        quoted = self.dialect.quote_path(name)
+        if isinstance(table, pa.Table):
+            source = self._readable(table)
+            select = f"SELECT * FROM {source}"
+        elif isinstance(table, Select):
+            source, select = None, self._rendered(table.sql)
+        else:
+            raise TypeError(f"{self.server} writes Arrow tables and queries, not {type(table).__name__}")
+        if append:
+            self._execute(f"CREATE TABLE IF NOT EXISTS {quoted} AS {select} LIMIT 0", context=f"writing table {name!r}")
+            self._execute(f"INSERT INTO {quoted} {select}", context=f"writing table {name!r}")
+        else:
+            self._execute(f"DROP TABLE IF EXISTS {quoted}", context=f"replacing table {name!r}")
+            self._execute(f"CREATE TABLE {quoted} AS {select}", context=f"writing table {name!r}")
+        if source is not None:
+            self.drop(source)
+
+    def _readable(self, table: pa.Table) -> str:
+        """An Arrow table readable by the engine's SQL while a result table is written from it."""
+        return self.upload(table, "output")
 
     def check_writable(self, names: list[str], *, replace: bool, protected: tuple[str, ...] = ()) -> None:
         """Refuse to write tables `names` where one exists (unless `replace`) or is `protected` (the run's
@@ -384,33 +409,23 @@ class Engine(ABC):
         """The relation that table name `name` is to the engine (None when it names none): by default the
         name as DuckDB and Spark resolve one (any case, the default schema implied); a server overrides it
         with its own identity of the object (PostgreSQL's oid)."""
-        return _resolved(name) if self._has_table(name) else None
+        return resolved_name(name) if self._has_table(name) else None
+
+    def _has_table(self, name: str) -> bool:
+        """Whether the database or catalog results are written to holds a table of this name: by
+        default, whether selecting from it succeeds."""
+        quoted = self.dialect.quote_path(name)
+        try:
+            self.fetch_arrow(f"SELECT * FROM {quoted} LIMIT 0", context=f"looking for table {name!r}")
+        except CohortError:
+            return False
+        return True
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def check_writable(names: list[str], existing: list[str], *, replace: bool, protected: tuple[str, ...]) -> None:
-    """Refuse to write over the run's input, the runs record, or (without `replace`) any existing table.
-    Names are compared as the engines resolve them: in any case, with or without the default schema."""
-    kept = {_resolved(name) for name in protected}
-    refused = [name for name in names if _resolved(name) in kept | {RUNS_TABLE}]
-    if refused:
-        reason = "it is this run's input" if _resolved(refused[0]) in kept else "it records cohortsql's runs"
-        raise CohortError(f"will not write over table {refused[0]!r}: {reason}")
-    if existing and not replace:
-        raise CohortError(f"table {existing[0]!r} already exists; pass --replace to replace it, or choose another name")
-
-
-def _resolved(name: str) -> str:
-    """A table name as DuckDB and Spark resolve it by default: case-insensitive, ``main.`` / ``default.`` implied."""
-    plain = name.strip().strip('"`').lower()
-    for schema in ("main.", "default.", "spark_catalog.default."):
-        plain = plain.removeprefix(schema)
-    return plain
 
 
 def fetch_numpy(engine: Engine, select: str, *, context: str) -> dict[str, np.ndarray]:

@@ -8,12 +8,10 @@ column, a Parquet file's come from its own row numbers, and anything else is cop
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import glob
 import json
-import os
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -22,14 +20,21 @@ import pyarrow as pa
 
 from cohortsql.dialects import DUCKDB
 from cohortsql.engines.base import (
-    RUNS_TABLE,
     Engine,
     EngineSettings,
-    NamedRelations,
     QueryOfArguments,
     Select,
     Sources,
     ValuesOfHistograms,
+)
+from cohortsql.engines.duckdb_settings import (
+    PERFECT_HASH_BITS,
+    callers_limit,
+    connect_file,
+    in_parallel_batches,
+    memory_limit_bytes,
+    perfect_hash_bits,
+    shared_database,
 )
 from cohortsql.engines.inputs import (
     POSITION_COLUMN,
@@ -45,75 +50,9 @@ from cohortsql.request.user_sql import is_query, query_text
 
 _GLOB_CHARACTERS = set("*?[")
 _READER_FUNCTIONS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json"}
-PERFECT_HASH_BITS = 20
-"""GROUP BY keys spanning up to 2^20 values (target x mask) get DuckDB's perfect hash aggregate, whose
-table then takes up to ~32 MB per thread with two sums; the default, 12 bits, misses every histogram
-of d >= 6. With more sums per group, fewer bits (`perfect_hash_bits`)."""
-
-PERFECT_HASH_BYTES = 2**25
-"""The most a perfect hash table may take per thread: DuckDB allocates it whole for every value the
-keys' ranges span (2^bits slots, about 16 bytes per sum each), before it sees a row."""
 
 
-def perfect_hash_bits(sums: int) -> int:
-    """The widest key range, in bits, whose perfect hash table of `sums` aggregates fits
-    `PERFECT_HASH_BYTES`: 20 for two sums, 17 for ten, 5 for 40,000 (bootstrap replicates)."""
-    slots = PERFECT_HASH_BYTES // (16 * max(1, sums))
-    return max(0, min(PERFECT_HASH_BITS, slots.bit_length() - 1))
-
-
-_BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
-"""Units of DuckDB's display of memory_limit (e.g. '953.6 MiB')."""
-
-
-MINIMUM_MEMORY_LIMIT = 4_000_000
-"""The smallest memory_limit accepted: below a few MB DuckDB cannot run even the statement that lifts
-the limit again (RESET failed to allocate 4 KiB under 1 KB, at random), so a caller's connection would
-be left unusable."""
-
-
-@functools.cache
-def _default_memory_limit() -> str:
-    """A new in-memory database's memory_limit (DuckDB's default: most of this machine's memory)."""
-    with duckdb.connect() as probe:
-        return str(probe.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
-
-
-def _callers_limit(connection: duckdb.DuckDBPyConnection) -> int | None:
-    """The memory limit the caller set on their connection, in bytes, or None when it is DuckDB's
-    default: a call on such a connection plans for it as for one it was given (its ids' check and
-    quantiles spill rather than hold every value: a connection limited to 50 MB failed on 2,000,000 ids)."""
-    (shown,) = connection.execute("SELECT current_setting('memory_limit')").fetchall()[0]
-    if str(shown) == _default_memory_limit():
-        return None
-    try:
-        return memory_limit_bytes(str(shown))
-    except CohortError:
-        return None
-
-
-def memory_limit_bytes(limit: str) -> int:
-    """A memory_limit as DuckDB reads it (e.g. ``"1GB"``, ``"500MiB"``), in bytes; a `CohortError` for
-    text DuckDB does not read, or a limit below `MINIMUM_MEMORY_LIMIT`."""
-    with duckdb.connect() as probe:
-        try:
-            probe.execute(f"SET memory_limit = {DUCKDB.string(str(limit))}")
-            (shown,) = probe.execute("SELECT current_setting('memory_limit')").fetchall()[0]
-        except duckdb.OutOfMemoryException:  # too small to read back
-            shown = "0 bytes"
-        except duckdb.Error:
-            raise CohortError(f"memory_limit {limit!r} is not a size DuckDB reads, e.g. '1GB' or '500MB'") from None
-    number, _, unit = str(shown).partition(" ")
-    size = int(float(number) * _BINARY_UNITS.get(unit, 1))
-    if size < MINIMUM_MEMORY_LIMIT:
-        raise CohortError(
-            f"memory_limit {limit!r} is below the 4 MB DuckDB needs to run any query;"
-            " give at least '4MB' (DuckDB spills to its temp_directory what does not fit)"
-        )
-    return size
-
-
-class DuckDBEngine(NamedRelations, Engine):
+class DuckDBEngine(Engine):
     """Runs cohortsql's SQL on a DuckDB connection: the caller's, or one it opens (in memory or on a file)."""
 
     name = "duckdb"
@@ -142,30 +81,28 @@ class DuckDBEngine(NamedRelations, Engine):
         A memory limit or spill directory is a setting of the whole database, so a call that asks for
         one gets an in-memory database of its own: the shared one, which other calls and threads use,
         never runs under another call's limit."""
+        super().__init__()
         self._owns_connection = connection is None
         self._in_memory = connection is None and settings.database is None
         """Whether the engine's database is one it opened in memory, whose tables nobody else can read."""
         shared = False
         if connection is None:
             if settings.database is not None:
-                connection = _connect(settings.database, settings.read_only)
+                connection = connect_file(settings.database, settings.read_only)
             elif settings.memory_limit is not None or settings.temp_directory is not None:
                 connection = duckdb.connect()
             else:
-                connection, shared = _shared_database().cursor(), True
+                connection, shared = shared_database().cursor(), True
         self.connection = connection
-        self._functions_connection = _shared_database() if shared else connection
+        self._functions_connection = shared_database() if shared else connection
         """Where the functions this engine adds are registered: DuckDB's catalog is the database's, and a
         function works only while the connection that added it is open, so on the process's shared
         database they belong to its own connection, which lasts as long as the process."""
-        self._session = uuid.uuid4().hex[:8]
-        self._created: list[tuple[str, str]] = []
-        self._names = 0
         self._previous_settings: dict[str, str] = {}
         self._kept = False
         self._limit = None if settings.memory_limit is None else memory_limit_bytes(settings.memory_limit)
         if self._limit is None and not self._owns_connection:
-            self._limit = _callers_limit(connection)
+            self._limit = callers_limit(connection)
         self._locked = self._setting("lock_configuration").lower() == "true"
         self._files_visible = self._setting("enable_external_access").lower() == "true"
         """Whether the connection may read files: where it may not, cohortsql does not look at the file
@@ -240,13 +177,6 @@ class DuckDBEngine(NamedRelations, Engine):
         self.drop(view)
         return stored
 
-    def create(self, select: str, purpose: str, *, materialize: bool, context: str, snapshot: bool = False) -> str:
-        name = self._temporary_name(purpose)
-        kind = "TABLE" if materialize or snapshot else "VIEW"
-        self._created.append((kind, name))
-        self._execute(f"CREATE TEMP {kind} {self.dialect.quote(name)} AS {select}", context=context)
-        return self.dialect.quote(name)
-
     def sources(self, data: str) -> Sources:
         """A query's from DuckDB's own parse of it (``json_serialize_sql``): every string constant a table
         function is given (``read_parquet('a.parquet')``, lists and globs included) is a file, and every
@@ -300,39 +230,36 @@ class DuckDBEngine(NamedRelations, Engine):
     def interrupt(self) -> None:
         self.connection.interrupt()
 
-    def _store_tables(self, tables: Mapping[str, object], record: str) -> None:
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One transaction for every table a run writes, on a database that outlives the call."""
         if self._in_memory:
             raise CohortError(
                 "tables written into a DuckDB database cohortsql opened in memory are lost when the call ends:"
                 " pass connection= a DuckDB connection (on the command line: --database FILE.duckdb)"
             )
-        runs = self.dialect.quote(RUNS_TABLE)
+        self._execute("BEGIN TRANSACTION", context="writing the result tables")
         try:
-            self.connection.execute("BEGIN TRANSACTION")
-            for name, table in tables.items():
-                quoted = self.dialect.quote(name)
-                if isinstance(table, duckdb.DuckDBPyRelation):  # a lazy result of this connection
-                    table = Select(table.sql_query())
-                if isinstance(table, Select):
-                    self.connection.execute(f"CREATE OR REPLACE TABLE {quoted} AS {table.sql}")
-                else:
-                    view = self._temporary_name("output")
-                    self.connection.register(view, table)
-                    self.connection.execute(
-                        f"CREATE OR REPLACE TABLE {quoted} AS SELECT * FROM {self.dialect.quote(view)}"
-                    )
-                    self.connection.unregister(view)
-                self.connection.execute(f"COMMENT ON TABLE {quoted} IS {self.dialect.string(record)}")
-            self.connection.execute(
-                f"CREATE TABLE IF NOT EXISTS {runs} (written_at TIMESTAMP, tables VARCHAR, settings VARCHAR)"
-            )
-            self.connection.execute(f"INSERT INTO {runs} VALUES (current_timestamp, ?, ?)", [", ".join(tables), record])
-            self.connection.execute("COMMIT")
-        except BaseException as error:
+            yield
+        except BaseException:
             self.connection.execute("ROLLBACK")
-            if isinstance(error, duckdb.Error):
-                raise CohortError(f"writing the result tables: {self._failure_message(error)}") from None
             raise
+        self._execute("COMMIT", context="writing the result tables")
+
+    def _write_table(self, name: str, table: object, *, record: str, append: bool) -> None:
+        """As any SQL engine writes one (a lazy result of this connection as its query), the run's
+        settings then its comment."""
+        if isinstance(table, duckdb.DuckDBPyRelation):
+            table = Select(table.sql_query())
+        super()._write_table(name, table, record=record, append=append)
+        if not append:
+            quoted = self.dialect.quote_path(name)
+            self._execute(
+                f"COMMENT ON TABLE {quoted} IS {self.dialect.string(record)}", context=f"writing table {name!r}"
+            )
+
+    def _readable(self, table: pa.Table) -> str:
+        return self._temporary_relation(table)  # registered: read, not copied
 
     def finish_histograms(
         self, histogram: str, features: Sequence[str], targets: int, per_call: int, values: ValuesOfHistograms
@@ -352,7 +279,7 @@ class DuckDBEngine(NamedRelations, Engine):
         register_functions(self.connection, values=values, query=query)
 
     def keep(self) -> None:
-        self._created.clear()  # temporary views, tables and attached databases alike
+        super().keep()  # temporary views, tables and attached databases alike
         self._kept = True
 
     def close(self) -> None:
@@ -514,10 +441,6 @@ class DuckDBEngine(NamedRelations, Engine):
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    def _temporary_name(self, purpose: str) -> str:
-        self._names += 1
-        return f"cohortsql_{self._session}_{purpose}_{self._names}"
-
     def _execute(self, sql: str, *, context: str) -> None:
         self._run(lambda: self.connection.execute(sql), context)
 
@@ -563,42 +486,6 @@ def _nodes(tree: object) -> Iterator[dict[str, object]]:
     elif isinstance(tree, list):
         for value in tree:
             yield from _nodes(value)
-
-
-ARROW_TASK_ROWS = 122_880
-"""DuckDB scans an Arrow table in tasks of up to this many rows (one thread each)."""
-
-SMALL_TABLE_BATCH_ROWS = 16_384
-"""Record batch size of a table too small for two scan tasks: 100,000 rows x 20 targets x 12 windows
-took 40 ms in batches of this size against 72 ms in one batch (one thread); 2,048 and 8,192 did alike."""
-
-
-def in_parallel_batches(table: pa.Table) -> pa.Table:
-    """`table` cut into record batches every thread can scan when it is smaller than two scan tasks
-    (slices: nothing is copied); larger tables are split by DuckDB itself."""
-    if table.num_rows >= 2 * ARROW_TASK_ROWS:
-        return table
-    return pa.Table.from_batches(table.to_batches(max_chunksize=SMALL_TABLE_BATCH_ROWS), table.schema)
-
-
-_SHARED: list[duckdb.DuckDBPyConnection] = []
-
-
-def _shared_database() -> duckdb.DuckDBPyConnection:
-    """The process's in-memory database for engines opened without a connection."""
-    if not _SHARED:
-        _SHARED.append(duckdb.connect())
-    return _SHARED[0]
-
-
-def _connect(database: str | os.PathLike[str], read_only: bool) -> duckdb.DuckDBPyConnection:
-    if read_only and not Path(database).is_file():
-        raise CohortError(f"no DuckDB database file {str(database)!r}; check the path")
-    try:
-        return duckdb.connect(str(database), read_only=read_only)
-    except duckdb.Error as error:
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CohortError(f"cannot open DuckDB database {str(database)!r}: {message}") from None
 
 
 ENGINE = DuckDBEngine

@@ -12,15 +12,13 @@ path and the file's own row index. Otherwise the call asks for an ``id`` column.
 
 from __future__ import annotations
 
-import datetime
 import glob
 import re
 import threading
 import time
 import urllib.parse
-import uuid
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -34,8 +32,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cohortsql._typing import Row
 from cohortsql.dialects import SPARK
+from cohortsql.engines import read_by_sqlglot
 from cohortsql.engines.base import (
-    RUNS_TABLE,
     Engine,
     EngineSettings,
     QueryOfArguments,
@@ -131,10 +129,10 @@ class SparkEngine(Engine):
         return cls(connection)
 
     def __init__(self, session: SparkSession) -> None:
+        super().__init__()
         self.session = session
-        self._prefix = f"cohortsql_{uuid.uuid4().hex[:8]}"
+        self._job_group = f"cohortsql_{self._session}"
         self._remote = _is_connect(session)
-        self._views: list[str] = []
         self._cached: set[str] = set()
         self._running = 0
         """How many queries of this engine are in flight (a cancel is repeated until none is)."""
@@ -208,13 +206,6 @@ class SparkEngine(Engine):
             self._run(lambda: self.session.table(name).count(), context)
         return self.dialect.quote(name)
 
-    def drop(self, relation: str) -> None:
-        for name in self._views:
-            if self.dialect.quote(name) == relation:
-                self._drop(name)
-                self._views.remove(name)
-                return
-
     def sources(self, data: str) -> Sources:
         """The files Spark's plan of a query reads (``DataFrame.inputFiles``, tables stored as files
         included), and the tables it names (sqlglot's reading of Spark SQL: Spark's own plan is not
@@ -222,28 +213,16 @@ class SparkEngine(Engine):
         if not is_query(data):
             return Sources((), (data,)) if self._has_table(data) else Sources((data,), ())
         query = data
-        import sqlglot
-        from sqlglot import expressions
-
         frame = self._run(lambda: self.session.sql(query), "reading the data query")
         files = self._run(lambda: frame.inputFiles(), "reading the data query")
         paths = [
             urllib.parse.unquote(urllib.parse.urlparse(file).path) if file.startswith("file:") else file
             for file in files
         ]
-        try:
-            tree = sqlglot.parse_one(query, read="spark")
-        except sqlglot.errors.ParseError:
-            return Sources(tuple(paths), ())
-        tables = [".".join(part.name for part in table.parts) for table in tree.find_all(expressions.Table)]
-        return Sources(tuple(paths), tuple(tables))
+        return Sources(tuple(paths), read_by_sqlglot.tables_named(query, self.dialect.name))
 
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
         return self._run(lambda: self.session.sql(select).toArrow(), context)
-
-    @property
-    def memory_budget(self) -> int | None:
-        return None
 
     def interrupt(self) -> None:
         """Cancel this engine's queries, again and again until none is in flight: a query may submit
@@ -256,7 +235,7 @@ class SparkEngine(Engine):
         if self._remote:
             self.session.interruptAll()
         else:  # the job group of every query, with its running tasks interrupted (see _run)
-            self.session.sparkContext.cancelJobGroup(self._prefix)
+            self.session.sparkContext.cancelJobGroup(self._job_group)
 
     def _cancel_until_idle(self) -> None:
         deadline = time.monotonic() + CANCEL_SECONDS
@@ -359,24 +338,10 @@ class SparkEngine(Engine):
         for name in list(self._cached):  # the views stay; what they cached is released
             self.session.catalog.uncacheTable(name)
         self._cached.clear()
-        self._views.clear()
+        super().keep()
 
-    def _store_tables(self, tables: Mapping[str, object], record: str) -> None:
-        for name, table in tables.items():
-            self._save(table, name, "overwrite")
-        run = pa.table(
-            {
-                "written_at": [datetime.datetime.now(datetime.UTC)],
-                "tables": [", ".join(tables)],
-                "settings": [record],
-            }
-        )
-        self._save(run, RUNS_TABLE, "append")
-
-    def close(self) -> None:
-        for name in reversed(self._views):
-            self._drop(name)
-        self._views.clear()
+    def _write_table(self, name: str, table: object, *, record: str, append: bool) -> None:
+        self._save(table, name, "append" if append else "overwrite")
 
     def _save(self, table: object, name: str, mode: str) -> None:
         if isinstance(table, pa.Table):
@@ -449,16 +414,19 @@ class SparkEngine(Engine):
     # -- plumbing ------------------------------------------------------------------------------
 
     def _view(self, frame: DataFrame, purpose: str) -> str:
-        name = f"{self._prefix}_{purpose}_{uuid.uuid4().hex[:8]}"
+        name = self._temporary_name(purpose)
         frame.createOrReplaceTempView(name)
-        self._views.append(name)
+        self._created.append(("VIEW", name))
         return name
 
-    def _drop(self, name: str) -> None:
+    def _execute(self, sql: str, *, context: str) -> None:
+        self._run(lambda: self.session.sql(sql).collect(), context)
+
+    def _drop(self, kind: str, name: str) -> None:
         if name in self._cached:
             self.session.catalog.uncacheTable(name)
             self._cached.discard(name)
-        self.session.catalog.dropTempView(name)
+        super()._drop(kind, name)
 
     # A query runs so that `interrupt` stops it: a Spark Connect session interrupts its own operations;
     # on a classic session the query's jobs join this engine's job group, whose running tasks are
@@ -466,7 +434,7 @@ class SparkEngine(Engine):
 
     def _before_query(self) -> None:
         if not self._remote:
-            self.session.sparkContext.setJobGroup(self._prefix, "cohortsql", interruptOnCancel=True)
+            self.session.sparkContext.setJobGroup(self._job_group, "cohortsql", interruptOnCancel=True)
 
     def _after_query(self) -> None:
         self._count(-1)  # when the query ends, not when the caller stops waiting for it

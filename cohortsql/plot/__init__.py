@@ -2,7 +2,7 @@
 
 Every function returns a matplotlib Figure. Local plots take a result or the path of the long table
 that ``cohortsql shapley --out`` writes (its ``_totals`` and ``_paths`` files beside it); a feature has
-the same colour in every figure (`cohortsql.plot.colours`).
+the same colour in every figure (`cohortsql.formats.colours`).
 """
 
 from cohortsql.plot.comparison import calibration, compare_global, compare_stacked, compare_target

@@ -33,9 +33,9 @@ def insertion_deletion(result: Tested, id: Any) -> Figure:
     """Target `id`'s insertion curve (the cohort mean as its features are required similar, in the
     attribution's order) and deletion curve (as they stop being required), each with the straight line
     between its ends, whose area between is the test's ABC."""
-    curves = result.curves.filter(pl.col("id") == id)
-    if curves.is_empty():
+    if id not in result.abc["id"].to_list():  # any type of id: a filter would fail comparing text with numbers
         raise CohortError(f"target {id!r} is not a target of this test")
+    curves = result.curves.filter(pl.col("id") == id)
     abc = result.abc.filter(pl.col("id") == id).row(0, named=True)
     steps = curves["step"].to_numpy()
     plt = pyplot()

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from cohortsql.errors import CohortError
-from cohortsql.plot.colours import feature_colours, run_feature_order
+from cohortsql.formats.colours import feature_colours, run_feature_order
 from cohortsql.plot.tables import chosen_outcome, pyplot
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import ShapleyEffects

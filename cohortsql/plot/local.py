@@ -10,14 +10,14 @@ import polars as pl
 
 from cohortsql._typing import Row
 from cohortsql.errors import CohortError
-from cohortsql.plot.colours import feature_colours, level_colour, run_feature_order
+from cohortsql.formats.colours import feature_colours, level_colour, run_feature_order
+from cohortsql.formats.files import one_outcome, parquet_settings, read_frame
+from cohortsql.formats.tables import effects_of_tables, shown_value
 from cohortsql.plot.tables import Source, chosen_outcome, pyplot, read_tables
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import ShapleyEffects
-from cohortsql.results.files import one_outcome, parquet_settings, read_frame
 from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
-from cohortsql.results.tables import effects_of_tables, shown_value
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -75,7 +75,7 @@ def _binned(values: np.ndarray, line: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def stacked_bars(plt: Any, axes: Any, values: np.ndarray, features: list[str]) -> None:
     """Bars of (targets, features) values at x = 0, 1, ...: positive parts stacked up, negative down,
-    each feature in its colour (`cohortsql.plot.colours`); two filled step outlines per feature, so
+    each feature in its colour (`cohortsql.formats.colours`); two filled step outlines per feature, so
     drawing costs the same for 50 bars or 5,000."""
     colours = feature_colours(features)
     edges = np.arange(len(values) + 1) - 0.5

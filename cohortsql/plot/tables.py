@@ -9,9 +9,9 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from cohortsql.errors import CohortError
+from cohortsql.formats.files import one_outcome, read_frame, sibling_path
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
-from cohortsql.results.files import one_outcome, read_frame, sibling_path
 from cohortsql.results.outcomes import CohortShapleyResults
 
 Source = CohortShapleyResult | CohortShapleyResults | BaselineShapleyResult | str | os.PathLike[str]

@@ -23,11 +23,11 @@ import numpy as np
 import polars as pl
 
 from cohortsql.errors import CohortError
-from cohortsql.plot.colours import feature_colours
+from cohortsql.formats.colours import feature_colours
+from cohortsql.formats.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
+from cohortsql.formats.tables import BIAS_CORRECTED, effects_of_tables, reason, shown_value
 from cohortsql.report import svg
 from cohortsql.report.audit import Audited, audit_section
-from cohortsql.results.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
-from cohortsql.results.tables import BIAS_CORRECTED, effects_of_tables, reason, shown_value
 
 SHOWN_TARGETS = 3
 """Targets drawn in detail when none are chosen: the lowest, the median and the highest prediction."""

@@ -9,8 +9,8 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from cohortsql.formats.tables import BIAS_CORRECTED, SMALL_GROUP, group_name
 from cohortsql.report import svg
-from cohortsql.results.tables import BIAS_CORRECTED, SMALL_GROUP, group_name
 
 
 class Audited(Protocol):

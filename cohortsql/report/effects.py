@@ -11,9 +11,9 @@ from typing import Protocol
 
 import polars as pl
 
-from cohortsql.plot.colours import feature_colours
+from cohortsql.formats.colours import feature_colours
+from cohortsql.formats.files import write_text
 from cohortsql.report import _asset, _section, _setting, check_report_path, effects_section, over_whom
-from cohortsql.results.files import write_text
 
 
 class EffectsReported(Protocol):

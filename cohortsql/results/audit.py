@@ -20,11 +20,11 @@ import numpy as np
 import polars as pl
 
 from cohortsql.errors import CohortError
+from cohortsql.formats.tables import SMALL_GROUP, group_name
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.fairness import FairnessResult
-from cohortsql.results.tables import SMALL_GROUP, group_name
 
 QUANTILE_GROUPS = 4
 """A numeric protected attribute with more distinct values among the targets than this is read in

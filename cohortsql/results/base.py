@@ -21,8 +21,8 @@ import polars as pl
 import pyarrow as pa
 
 from cohortsql.errors import CohortError
-from cohortsql.results.files import write_frame
-from cohortsql.results.tables import feature_texts, group_table, target_groups
+from cohortsql.formats.files import write_frame
+from cohortsql.formats.tables import feature_texts, group_table, target_groups
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

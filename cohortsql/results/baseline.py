@@ -8,8 +8,8 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
+from cohortsql.formats.tables import by_importance
 from cohortsql.results.base import TargetValues
-from cohortsql.results.tables import by_importance
 
 VALUE_ARRAYS = ("shapley", "shapley_squared", "shapley_realistic", "shapley_squared_realistic")
 

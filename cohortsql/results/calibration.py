@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from cohortsql._typing import CalibrationKind
-from cohortsql.results.files import write_frame
+from cohortsql.formats.files import write_frame
 
 REALISTIC_SHARE = 0.95
 """The recommended threshold is the smallest at which this share of held-out rows is realistic (paper, Appendix 5)."""

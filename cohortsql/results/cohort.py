@@ -14,11 +14,7 @@ import numpy as np
 import polars as pl
 
 from cohortsql.errors import CohortError
-from cohortsql.numeric import bootstrap as bootstrap_module
-from cohortsql.numeric.bootstrap import Bootstrap, bias_corrected_interval, percentile_interval
-from cohortsql.request.similarity import Similarity
-from cohortsql.results.base import TargetValues
-from cohortsql.results.tables import (
+from cohortsql.formats.tables import (
     Diagnostics,
     anchored_table,
     by_importance,
@@ -28,6 +24,10 @@ from cohortsql.results.tables import (
     standard_error,
     target_groups,
 )
+from cohortsql.numeric import bootstrap as bootstrap_module
+from cohortsql.numeric.bootstrap import Bootstrap, bias_corrected_interval, percentile_interval
+from cohortsql.request.similarity import Similarity
+from cohortsql.results.base import TargetValues
 
 VALUE_FIELDS = ("cohort_size", "shapley", "shapley_squared", "path_order", "path_size", "feature_cohort_size")
 OPTIONAL_VALUE_FIELDS = ("shapley_se", "shapley_squared_se", "permutations", "interactions_se")

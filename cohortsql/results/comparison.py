@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from cohortsql.formats.files import write_set
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
-from cohortsql.results.files import write_set
 
 METHODS = ("CS", "CS2", "BS", "BS2", "ABS", "ABS2")
 """Cohort, baseline and all-baseline Shapley, each with its squared version."""

@@ -13,11 +13,11 @@ import numpy as np
 import polars as pl
 
 from cohortsql.errors import CohortError
+from cohortsql.formats.files import write_frame
+from cohortsql.formats.tables import Diagnostics, anchored_table, by_importance, effects_table, standard_error
 from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.numeric.dividends import anchored_terms, interaction_values
 from cohortsql.numeric.shapley import shapley_values
-from cohortsql.results.files import write_frame
-from cohortsql.results.tables import Diagnostics, anchored_table, by_importance, effects_table, standard_error
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from cohortsql.formats.tables import SMALL_GROUP, group_name
 from cohortsql.numeric.bootstrap import BIAS_CORRECTED
-from cohortsql.results.tables import SMALL_GROUP, group_name
 
 METRIC_WORDS = {
     "demographic_parity_difference": "demographic-parity difference",

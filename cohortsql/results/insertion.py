@@ -42,12 +42,6 @@ class InsertionDeletion:
     outcome: str
     settings: dict[str, str] = field(default_factory=dict)
 
-    def plot(self, id: Any) -> Any:
-        """A figure of target `id`'s insertion and deletion curves (`cohortsql.plot.insertion_deletion`)."""
-        from cohortsql.plot import insertion_deletion
-
-        return insertion_deletion(self, id)
-
     def __repr__(self) -> str:
         means = self.abc.select(pl.col("insertion_abc").mean(), pl.col("deletion_abc").mean()).row(0)
         return (

@@ -15,10 +15,10 @@ import polars as pl
 import pyarrow as pa
 
 from cohortsql.errors import CohortError
+from cohortsql.formats.files import write_frame
+from cohortsql.formats.tables import Diagnostics
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import ShapleyEffects
-from cohortsql.results.files import write_frame
-from cohortsql.results.tables import Diagnostics
 
 R = TypeVar("R", CohortShapleyResult, ShapleyEffects)
 

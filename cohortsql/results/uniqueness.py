@@ -15,8 +15,8 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
+from cohortsql.formats.tables import Diagnostics, by_importance, diagnostics
 from cohortsql.results.base import TargetValues
-from cohortsql.results.tables import Diagnostics, by_importance, diagnostics
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -63,7 +63,7 @@ class GameResult(TargetValues):
     @cached_property
     def diagnostics(self) -> Diagnostics:
         """``unique_share``: the share of targets alone in their cohort on every feature (identifiable from
-        them), with the cohort diagnostics of `cohortsql.results.tables.diagnostics`."""
+        them), with the cohort diagnostics of `cohortsql.formats.tables.diagnostics`."""
         n = float(self.subjects if self.total_weight is None else self.total_weight)
         checks = diagnostics(
             self.cohort_size, np.full((len(self.ids), len(self.features)), n), self.features, n, self.target_weights

@@ -17,10 +17,10 @@ import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql.engines.base import Engine
+from cohortsql.formats.tables import Diagnostics, diagnostics
 from cohortsql.games.base import Cohorts, DenseBatch, Game
 from cohortsql.numeric import lattice, shapley
 from cohortsql.request.measures import Measures
-from cohortsql.results.tables import Diagnostics, diagnostics
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, game_means
 from cohortsql.run.replicates import draw_groups, one_row_per_key

@@ -17,8 +17,8 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from cohortsql.formats.tables import default_kinds_in_words
 from cohortsql.interrupts import check_not_interrupted
-from cohortsql.results.tables import default_kinds_in_words
 from cohortsql.run.progress import Reporter, duration
 
 SECONDS_PER_BATCH = 2.0
@@ -100,7 +100,7 @@ class Plan:
     """Whether identical subjects are compared once, as one row of their total weight."""
     settings: Mapping[str, str] = field(default_factory=dict)
     """The run's settings as its results will record them: every feature's kind, the reason for each
-    default, each window's half-width (`cohortsql.results.tables.default_kinds_in_words`)."""
+    default, each window's half-width (`cohortsql.formats.tables.default_kinds_in_words`)."""
     second_passes: tuple[str, ...] = ()
     """What the run computes in a pass of its own after the values (interaction values, anchored
     terms, Owen values); `estimated_seconds` includes it."""

@@ -19,10 +19,10 @@ import polars as pl
 
 from cohortsql.engines import open_engine
 from cohortsql.engines.base import Engine, EngineSettings
+from cohortsql.formats.tables import run_settings
 from cohortsql.request.features import ResolvedFeature
 from cohortsql.request.options import Options, Where
 from cohortsql.request.similarity import Similarity, SimilarityArgument
-from cohortsql.results.tables import run_settings
 from cohortsql.run.preparation import Prepared, prepare
 from cohortsql.run.progress import Reporter, reporter
 from cohortsql.run.targets import TargetSet, about_rows, every_row, read_rows, read_target_data, select_targets

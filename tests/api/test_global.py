@@ -290,7 +290,7 @@ def test_targets_that_share_an_estimate_share_its_error():
 def test_tables_by_importance_keep_the_feature_order_within_rounding_noise():
     """Equal effects that differ by rounding noise (another engine) keep the features' order; a real
     difference reorders them; missing values come last."""
-    from cohortsql.results.tables import by_importance
+    from cohortsql.formats.tables import by_importance
 
     table = pl.DataFrame({"feature": list("abcde"), "effect": [0.5, 2.0, 2.0 * (1 + 1e-15), None, 3.0]})
     assert by_importance(table, "effect")["feature"].to_list() == ["e", "b", "c", "a", "d"]

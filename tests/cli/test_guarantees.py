@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 import cohortsql
 from cohortsql.cli import app
-from cohortsql.results import files as output
+from cohortsql.formats import files as output
 
 runner = CliRunner()
 
@@ -469,7 +469,7 @@ def test_a_ctrl_c_that_a_library_swallows_still_stops_the_command(scores, monkey
     import signal
 
     from cohortsql.api import local  # imported before the patch: it would import the patched function
-    from cohortsql.results import tables
+    from cohortsql.formats import tables
 
     original = tables.warn_about_cohorts
 

@@ -709,16 +709,16 @@ def test_the_tables_a_run_writes_land_all_or_none(scores, postgres, adbc_postgre
     commit and rollback: the DB-API's do nothing on a connection opened in autocommit mode)."""
     from cohortsql.engines.adbc import AdbcEngine
 
-    ingest = AdbcEngine._ingest
+    write = AdbcEngine._write_table
     calls = []
 
-    def failing_second(self, name, table, mode):
+    def failing_second(self, name, table, *, record, append):
         calls.append(name)
         if len(calls) == 2:
             raise cohortsql.CohortError("writing the second table failed")
-        return ingest(self, name, table, mode)
+        return write(self, name, table, record=record, append=append)
 
-    monkeypatch.setattr(AdbcEngine, "_ingest", failing_second)
+    monkeypatch.setattr(AdbcEngine, "_write_table", failing_second)
     for name in ("written_one", "written_two"):
         postgres.execute(f"DROP TABLE IF EXISTS {name}")
     engine = open_engine(connection=adbc_postgres)

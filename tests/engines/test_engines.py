@@ -287,7 +287,7 @@ def test_no_module_outside_the_engines_compares_an_engine_name():
 def test_small_arrow_tables_are_cut_into_batches_every_thread_can_scan():
     """DuckDB scans an Arrow table in tasks of 122,880 rows: a smaller one is cut into 16,384-row slices
     (same rows, no copy) so that every thread gets work; a large one is left to DuckDB."""
-    from cohortsql.engines import duckdb as duckdb_engine
+    from cohortsql.engines import duckdb_settings as duckdb_engine
 
     small = pa.table({"x": np.arange(100_000, dtype=np.float64)})
     cut = duckdb_engine.in_parallel_batches(small)
@@ -337,7 +337,7 @@ def test_a_calls_memory_limit_never_reaches_the_shared_database():
     """memory_limit is a setting of a whole DuckDB database: a call that sets one works in a database of
     its own, so other calls (and threads) on the shared one never run under it, even while it runs."""
     from cohortsql.engines import EngineSettings, open_engine
-    from cohortsql.engines.duckdb import _shared_database
+    from cohortsql.engines.duckdb_settings import shared_database as _shared_database
 
     def shared_limit():
         return _shared_database().execute("SELECT current_setting('memory_limit')").fetchall()
@@ -352,3 +352,26 @@ def test_a_calls_memory_limit_never_reaches_the_shared_database():
     frame = pl.DataFrame({"x": [1, 2, 3, 4], "y": [0.1, 0.5, 0.9, 0.3]})
     cohortsql.cohort_shapley(frame, prediction="y", similarity=["x"], memory_limit="20MB")
     assert shared_limit() == before
+
+
+def test_an_engine_implements_six_members_and_shares_the_rest():
+    """The abstract core is six members (open, register an input, upload, fetch Arrow, run a statement,
+    interrupt); the bookkeeping of named relations and of result tables is the base class's templates,
+    which DuckDB and ADBC use rather than define again (Spark keeps its own `create`, of DataFrames)."""
+    from cohortsql.engines.adbc import AdbcEngine
+    from cohortsql.engines.base import Engine
+    from cohortsql.engines.duckdb import DuckDBEngine
+    from cohortsql.engines.spark import SparkEngine
+
+    assert sorted(Engine.__abstractmethods__) == [
+        "_execute",
+        "fetch_arrow",
+        "interrupt",
+        "open",
+        "register_input",
+        "upload",
+    ]
+    templates = {"create", "drop", "_temporary_name", "write_tables", "check_writable", "temporary"}
+    for backend in (DuckDBEngine, AdbcEngine):
+        assert not templates & set(vars(backend)), backend.name
+    assert not (templates - {"create"}) & set(vars(SparkEngine))

@@ -296,7 +296,7 @@ def test_waterfall_beeswarm_and_effects_from_files(result, tmp_path):
 def test_a_feature_keeps_its_colour_in_every_figure(result):
     from matplotlib.colors import to_hex
 
-    from cohortsql.plot.colours import feature_colours
+    from cohortsql.formats.colours import feature_colours
 
     colours = feature_colours(list(result.features))
     stacked = plot.stacked(result)
@@ -462,3 +462,22 @@ def test_a_dependence_plot_draws_each_targets_value_against_its_feature(result, 
     assert imread(out).shape[0] > 100
     missing = CliRunner().invoke(app, ["plot", str(path), "--kind", "dependence", "--out", str(out)])
     assert missing.exit_code == 2 and "--kind dependence needs --feature" in missing.output
+
+
+def test_the_insertion_and_deletion_figure_draws_the_curves_it_was_given(data, result, tmp_path):
+    """Each panel's first line is the target's curve as `curves` holds it, the dashed line joins its ends,
+    and the legend states the ABC; the grid lays a target's values out on the shape asked for."""
+    tests = cohortsql.insertion_deletion(data, prediction="prediction", similarity=SIMILARITY, attributions=result)
+    target = tests.abc["id"][0]
+    figure = plot.insertion_deletion(tests, target)
+    assert_drawn(figure, tmp_path / "curves.png")
+    curves = tests.curves.filter(pl.col("id") == target)
+    abc = tests.abc.filter(pl.col("id") == target).row(0, named=True)
+    for axis, name in zip(figure.axes, ("insertion", "deletion"), strict=True):
+        curve, chord = axis.get_lines()[:2]
+        np.testing.assert_array_equal(curve.get_ydata(), curves[name].to_numpy())
+        np.testing.assert_array_equal(chord.get_ydata(), curves[name].to_numpy()[[0, -1]])
+        assert f"ABC {abc[f'{name}_abc']:+.4g}" in axis.get_legend().get_texts()[0].get_text()
+    with pytest.raises(cohortsql.CohortError, match="is not a target of this test"):
+        plot.insertion_deletion(tests, "no such target")
+    assert_drawn(plot.grid(result, result.local["id"][0], shape=(2, 2)), tmp_path / "grid.png")

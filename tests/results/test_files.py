@@ -6,7 +6,7 @@ import json
 import polars as pl
 import pytest
 
-from cohortsql.results import files
+from cohortsql.formats import files
 
 FRAME = pl.DataFrame({"id": [1, 2], "value": [0.5, -0.5]})
 
