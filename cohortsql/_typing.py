@@ -318,7 +318,7 @@ class AuditOptions(Selection, Inclusion, Weighting, Estimation, Modelling, RunOp
 
 class FairnessOptions(Weighting, RunOptions, total=False):
     """The options of `cohortsql.fairness`: case weights, the Bayesian-bootstrap replicates of the
-    intervals (200 by default) and their seed, and how numeric protected attributes are grouped."""
+    intervals (by default `cohortsql.request.options.AUDIT_REPLICATES`) and their seed, and how numeric protected attributes are grouped."""
 
     seed: int | None
     protected_bins: Mapping[str, int | Sequence[float]]

@@ -29,6 +29,7 @@ from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import permutation, shapley
 from cohortsql.request import arguments
 from cohortsql.request.measures import Measures
+from cohortsql.request.options import Estimation, documented
 from cohortsql.request.similarity import Similarity, SimilarityArgument, as_similarity
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.run.grouping_sets import Cells, values_of_cells
@@ -41,21 +42,22 @@ SINGLE = Measures(outcomes=1)
 """How assemble values the standalone query's sums: one outcome (``sum_y``), unweighted."""
 
 
+@documented
 @interruptible_call
 def assemble(
     histogram: str | os.PathLike[str] | pa.Table | pl.DataFrame | Any,
     *,
     similarity: SimilarityArgument,
-    method: Method = "auto",
+    method: Method = Estimation.method,
     seed: int | None = None,
-    max_permutations: int = 200,
+    max_permutations: int = Estimation.max_permutations,
     tolerance: float | None = None,
 ) -> CohortShapleyResult:
     """Cohort Shapley values from the output of `cohortsql.sql_query` (a file or a frame).
 
     `similarity` names the features in the order the query used (the same argument as there; its
-    kinds are recorded in the result). ``method`` applies to mask histograms: ``exact`` (d <= 24),
-    ``permutation`` or ``auto`` (exact up to d = 16); cells are always exact.
+    kinds are recorded in the result). ``method`` applies to mask histograms: ``exact`` (d <= 24, the
+    default, as for every method), ``permutation`` or ``auto`` (exact up to d = 16); cells are always exact.
 
     Parameters
     ----------
@@ -68,7 +70,7 @@ def assemble(
     seed
         Seeds the permutations.
     max_permutations
-        The permutations' budget per target.
+        The permutations' budget per target (default {default:max_permutations}).
     tolerance
         Stop a target's permutations once every standard error is at most this.
 

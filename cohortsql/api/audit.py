@@ -21,7 +21,7 @@ from cohortsql.api.local import cohort_shapley_and
 from cohortsql.errors import CohortError
 from cohortsql.interrupts import interruptible_call
 from cohortsql.request.arguments import check_bins_named, check_decisions, protected_names
-from cohortsql.request.options import AUDIT_REPLICATES, Options, checked_options
+from cohortsql.request.options import AUDIT_BASELINES, AUDIT_REPLICATES, Options, checked_options, documented
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.audit import QUANTILE_GROUPS, AuditResult, LevelSums, audit_tables, targets_grouping
 from cohortsql.results.baseline import BaselineShapleyResult
@@ -30,10 +30,8 @@ from cohortsql.results.fairness import FairnessResult
 from cohortsql.run.pace import Plan
 from cohortsql.run.session import Session
 
-BASELINES = 20
-"""Baselines drawn for the model's all-baseline Shapley unless `baseline_sample` says otherwise."""
 
-
+@documented
 @interruptible_call
 def audit(
     data: Any,
@@ -88,11 +86,11 @@ def audit(
     **options
         `cohort_shapley`'s options (``id``, ``targets``, ``sample``, ``include`` (ids explained beside
         the sample, weighing 0 in the groups' statistics), ``seed``, ``weight``,
-        ``bootstrap`` (default 200), ``confidence``, ``method``, ``tolerance``, ``max_permutations``,
+        ``bootstrap`` (default {default:audit_bootstrap}), ``confidence``, ``method``, ``tolerance``, ``max_permutations``,
         the `RunOptions`) and, with `model`, `baseline_shapley`'s (``model_input``, ``model_output``,
         ``model_tolerance``, ``batch_rows``), ``baseline_sample`` (baselines of all-baseline Shapley,
-        default 20) and ``model_targets`` (how many targets, a random sample, the model is explained
-        for; default 100); ``protected_bins`` groups a numeric attribute's targets: ``{"age": [30, 50]}``
+        default {default:audit_baseline_sample}) and ``model_targets`` (how many targets, a random sample, the model is explained
+        for; default {default:model_targets}); ``protected_bins`` groups a numeric attribute's targets: ``{"age": [30, 50]}``
         (under 30, 30 to 50, 50 and over) or ``{"age": 10}`` (deciles of the targets).
 
     Returns
@@ -138,6 +136,7 @@ def audit(
     return AuditResult(attributes, groups, proxies, result, names, fair)
 
 
+@documented
 @interruptible_call
 def estimate_audit(
     data: Any,
@@ -149,7 +148,7 @@ def estimate_audit(
 ) -> Plan:
     """What `audit` with these arguments would do and how long its cohort Shapley run should take
     (``audit --dry-run``): `estimate` of that run, with the protected attributes among the features,
-    interaction values, and the audit's replicates (200 unless `bootstrap` says otherwise). With a
+    interaction values, and the audit's replicates ({default:audit_bootstrap} unless `bootstrap` says otherwise). With a
     model, the model's baseline Shapley on `model_targets` targets comes on top
     (`estimate_compare` times it).
 
@@ -255,7 +254,8 @@ def _model_contrast(
     explain = partial(baseline_shapley, data, model=model, features=result.similarity, prediction=prediction)
     one = cast(BaselineOptions, passed | {"baseline": "mean"})
     every = cast(
-        BaselineOptions, passed | {"baseline": "all", "baseline_sample": options.get("baseline_sample") or BASELINES}
+        BaselineOptions,
+        passed | {"baseline": "all", "baseline_sample": options.get("baseline_sample") or AUDIT_BASELINES},
     )
     columns = {"baseline_mean_abs": mean_abs(explain(**one)), "all_baseline_mean_abs": mean_abs(explain(**every))}
     return pl.DataFrame({"protected": list(names), **columns})

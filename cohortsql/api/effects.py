@@ -255,6 +255,9 @@ def _estimated_effects(session: Session) -> dict[str, ShapleyEffects]:
                 "prediction": outcome,
                 "max_permutations": str(session.options.estimation.max_permutations),
             },
+            method="permutation",
+            replicate_effects=None,
+            confidence=session.options.weighting.confidence,
         )
     return _grouped(session, results)
 

@@ -21,12 +21,13 @@ from cohortsql.numeric import fairness as metrics_module
 from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.request.arguments import check_bins_named, check_decisions, protected_names
 from cohortsql.request.features import described_type, is_numeric, require_column
-from cohortsql.request.options import AUDIT_REPLICATES, Options, checked_options
+from cohortsql.request.options import AUDIT_REPLICATES, Options, checked_options, documented
 from cohortsql.results.audit import QUANTILE_GROUPS, grouping
 from cohortsql.results.fairness import FairnessResult
 from cohortsql.run.session import Session, open_session
 
 
+@documented
 @interruptible_call
 def fairness(
     data: Any,
@@ -65,7 +66,7 @@ def fairness(
     observed
         The column of observed outcomes (0/1 or booleans), for the true and false positive rates.
     **options
-        ``weight`` (case weights), ``bootstrap`` (replicates, default 200; 0 for none), ``confidence``,
+        ``weight`` (case weights), ``bootstrap`` (replicates, default {default:audit_bootstrap}; 0 for none), ``confidence``,
         ``seed``, ``protected_bins`` and the `RunOptions`.
 
     Returns

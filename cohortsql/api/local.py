@@ -20,7 +20,7 @@ from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
 from cohortsql.request.arguments import explained_columns
-from cohortsql.request.options import Options, checked_options
+from cohortsql.request.options import Options, checked_options, documented
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.copies import COPY_CHECK_ROWS, warn_about_copies
@@ -61,6 +61,7 @@ def cohort_shapley(
 ) -> CohortShapleyResults: ...
 
 
+@documented
 @interruptible_call
 def cohort_shapley(
     data: Any,
@@ -120,14 +121,14 @@ def cohort_shapley(
         (``res.local``), of the effects (``res.global_``) and paired intervals of group differences
         (``res.by``).
     confidence : float
-        The intervals' coverage (default 0.95).
+        The intervals' coverage (default {default:confidence}).
     method : {"exact", "permutation", "auto"}
         ``exact`` (d <= 24, the default), ``permutation`` (Monte Carlo over random orders of the
         predictors, d <= 128, with standard errors) or ``auto`` (exact up to d = 16).
     tolerance : float, optional
         Permutation method: stop a target once every standard error is at most this.
     max_permutations : int
-        Permutation method: the budget per target (antithetic pairs count twice; default 200).
+        Permutation method: the budget per target (antithetic pairs count twice; default {default:max_permutations}).
     path : {"auto", "pairwise", "grouping_sets"}
         How exact cohorts are found: joining targets with subjects (any kind), or the cells of
         ``exact`` and ``bins`` kinds with no join; ``auto`` chooses.

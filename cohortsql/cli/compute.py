@@ -157,8 +157,8 @@ def audit(options: Flags) -> None:
     """Does the prediction lean on protected attributes, model inputs or not? Each attribute's share of
     the variance explained, each group's mean value and its share of the group's gap, with bootstrap
     intervals, and the features it acts through (with --model, the model's own baseline Shapley beside).
-    Interaction values are always computed; by default 200 Bayesian-bootstrap replicates (--bootstrap)
-    and, with --model, 20 baselines (--baseline-sample); --dry-run estimates the time first. With
+    Interaction values are always computed; by default {default:audit_bootstrap} Bayesian-bootstrap replicates (--bootstrap)
+    and, with --model, {default:audit_baseline_sample} baselines (--baseline-sample); --dry-run estimates the time first. With
     --threshold or --observed, the decisions' fairness metrics over every row come after (as the
     fairness command gives them)."""
     from cohortsql.api.audit import audit as audit_prediction
@@ -313,8 +313,8 @@ def fairness(options: Flags) -> None:
     """Group fairness metrics of the decisions, over every row, in fairlearn's vocabulary: each group's
     selection rate (a score at or above --threshold is selected; without it --prediction holds 0/1
     decisions), with --observed its true and false positive rates, and between the groups the
-    demographic-parity difference and ratio and the equalized-odds difference, with 200
-    Bayesian-bootstrap replicates' intervals by default (--bootstrap)."""
+    demographic-parity difference and ratio and the equalized-odds difference, with
+    {default:audit_bootstrap} Bayesian-bootstrap replicates' intervals by default (--bootstrap)."""
     from cohortsql.api.fairness import fairness as fairness_metrics
     from cohortsql.cli.outputs import write
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, TypedDict
 import typer
 
 from cohortsql._typing import DIALECTS, ENGINES, METHODS, MODEL_INPUTS, MODEL_OUTPUTS, PATHS, VARIANTS
+from cohortsql.api.declared import with_declared_defaults
 
 Data = Annotated[
     str | None,
@@ -38,7 +39,9 @@ Bootstrap = Annotated[
     int | None,
     typer.Option(help="B Bayesian-bootstrap replicates, in the same pass: intervals of every value (try 200)."),
 ]
-Confidence = Annotated[float | None, typer.Option(help="The bootstrap intervals' coverage (default 0.95).")]
+Confidence = Annotated[
+    float | None, typer.Option(help="The bootstrap intervals' coverage (default {default:confidence}).")
+]
 Id = Annotated[
     str | None, typer.Option("--id", help="The column that identifies rows (default: 0-based row position).")
 ]
@@ -73,12 +76,14 @@ Sample = Annotated[
 Seed = Annotated[
     int | None, typer.Option(help="Seed for the sample of targets, the permutations and the bootstrap replicates.")
 ]
-MethodOption = Annotated[str | None, typer.Option("--method", help=f"{' | '.join(METHODS)} (default exact).")]
+MethodOption = Annotated[str | None, typer.Option("--method", help=f"{' | '.join(METHODS)}" " (default {default:method}).")]
 PathOption = Annotated[
-    str | None, typer.Option("--path", help=f"How exact cohorts are found: {' | '.join(PATHS)} (default auto).")
+    str | None, typer.Option("--path", help=f"How exact cohorts are found: {' | '.join(PATHS)}" " (default {default:path}).")
 ]
 Tolerance = Annotated[float | None, typer.Option(help="Permutation method: stop a target at this standard error.")]
-MaxPermutations = Annotated[int | None, typer.Option(help="Permutation method: budget per target (default 200).")]
+MaxPermutations = Annotated[
+    int | None, typer.Option(help="Permutation method: budget per target (default {default:max_permutations}).")
+]
 MemoryLimit = Annotated[
     str | None, typer.Option(help="DuckDB memory limit, e.g. 1GB; beyond it DuckDB spills to disk.")
 ]
@@ -114,7 +119,7 @@ SparkMaster = Annotated[
     typer.Option(help="Spark master URL (default local[*]; with SPARK_REMOTE set and no master: Spark Connect)."),
 ]
 Config = Annotated[Path | None, typer.Option(help="TOML file with any of these options; flags override it.")]
-Top = Annotated[int | None, typer.Option(help="How many features the summary lists (default 10).")]
+Top = Annotated[int | None, typer.Option(help="How many features the summary lists (default {top}).")]
 Protected = Annotated[
     list[str] | None,
     typer.Option(
@@ -148,7 +153,7 @@ ProtectedBins = Annotated[
 ModelTargets = Annotated[
     int | None,
     typer.Option(
-        help="With --model: how many targets (a random sample) the model's baseline Shapley covers (default 100)."
+        help="With --model: how many targets (a random sample) the model's baseline Shapley covers (default {default:model_targets})."
     ),
 ]
 ModelFile = Annotated[
@@ -161,7 +166,9 @@ ModelFile = Annotated[
 ]
 ModelInputOption = Annotated[
     str | None,
-    typer.Option("--model-input", help=f"How the model reads rows: {' | '.join(MODEL_INPUTS)} (default pandas)."),
+    typer.Option(
+        "--model-input", help=f"How the model reads rows: {' | '.join(MODEL_INPUTS)} (default {{default:model_input}})."
+    ),
 ]
 ModelOutputOption = Annotated[
     str | None,
@@ -171,7 +178,7 @@ ModelToleranceOption = Annotated[
     float | None,
     typer.Option(
         "--model-tolerance",
-        help="How far the model may differ from the --prediction column on the targets (relative; default 1e-6;"
+        help="How far the model may differ from the --prediction column on the targets (relative; default {default:model_tolerance};"
         " inf skips the check).",
     ),
 ]
@@ -179,19 +186,27 @@ BaselineSample = Annotated[
     int | None,
     typer.Option(
         help="All-baseline Shapley over this many rows drawn at random (default: every row for baseline;"
-        " 20 for the audit's model)."
+        " {default:audit_baseline_sample} for the audit's model)."
     ),
 ]
 Exact = Annotated[str | None, typer.Option(help="Comma-separated numeric features to compare exactly (not by window).")]
 CalibrationKindOption = Annotated[
-    str | None, typer.Option("--kind", help="range | quantile: the width a threshold is a share of (default range).")
+    str | None,
+    typer.Option("--kind", help="range | quantile: the width a threshold is a share of (default {default:kind})."),
 ]
-Thresholds = Annotated[str | None, typer.Option(help="Comma-separated thresholds (default 0.05, 0.10, ..., 1.00).")]
-Holdouts = Annotated[str | None, typer.Option(help="Comma-separated shares of rows held out (default 0.1,0.2,0.3).")]
-Runs = Annotated[int | None, typer.Option(help="Random splits (and marginal draws) per holdout share (default 100).")]
-MarginalSamples = Annotated[int | None, typer.Option(help="Points drawn from the marginals per run (default 1000).")]
+Thresholds = Annotated[str | None, typer.Option(help="Comma-separated thresholds (default {default:thresholds}).")]
+Holdouts = Annotated[
+    str | None, typer.Option(help="Comma-separated shares of rows held out (default {default:holdouts}).")
+]
+Runs = Annotated[
+    int | None, typer.Option(help="Random splits (and marginal draws) per holdout share (default {default:runs}).")
+]
+MarginalSamples = Annotated[
+    int | None, typer.Option(help="Points drawn from the marginals per run (default {default:marginal_samples}).")
+]
 MaxRows = Annotated[
-    int | None, typer.Option(help="Calibrate a larger table on a random sample of this many rows (default 20000).")
+    int | None,
+    typer.Option(help="Calibrate a larger table on a random sample of this many rows (default {default:max_rows})."),
 ]
 PlotOut = Annotated[Path | None, typer.Option("--plot", help="Save the calibration figure here (.png, .svg, .pdf).")]
 Attributions = Annotated[
@@ -405,6 +420,11 @@ class Flags(TypedDict, total=False):
 
 AFTER_CONFIG: Flags = {"top": 10, "replace": False}
 """The defaults of flags that neither the command line nor the config file gave."""
+
+for _annotation, _ in FLAGS.values():  # each help says the declared default, written once
+    for _declaration in getattr(_annotation, "__metadata__", ()):
+        if getattr(_declaration, "help", None):
+            _declaration.help = with_declared_defaults(_declaration.help).replace("{top}", str(AFTER_CONFIG["top"]))
 
 API_ONLY = frozenset({"connection", "batch_rows", "baseline", "include"})
 """API options with no flag of their own: a live connection, the model's batch size, baseline

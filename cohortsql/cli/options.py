@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cohortsql._typing import ENGINES, EVERY_OTHER
+from cohortsql.api.declared import with_declared_defaults
 from cohortsql.cli.config import merged_options
 from cohortsql.cli.failures import _reported_failures
 from cohortsql.cli.flags import API_ONLY, FLAGS, Flags
@@ -40,7 +41,8 @@ def command(*groups: tuple[str, ...] | type) -> Callable[[Callable[[Flags], None
 
         run.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
         run.__annotations__ = {name: FLAGS[name][0] for name in names} | {"return": None}
-        run.__name__, run.__qualname__, run.__doc__ = body.__name__, body.__qualname__, body.__doc__
+        run.__name__, run.__qualname__ = body.__name__, body.__qualname__
+        run.__doc__ = with_declared_defaults(body.__doc__ or "")
         run.__module__ = body.__module__
         return run
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, overload
-
-import numpy as np
 
 from cohortsql.errors import CohortError
 
@@ -128,7 +127,7 @@ def drawn_seed(seed: int | None, needed: bool = True) -> int | None:
     """`seed`, or a fresh one when the run draws random numbers (`needed`) and none was given: it is
     recorded with the results, so the run can be repeated."""
     if seed is None and needed:
-        return int(np.random.default_rng().integers(2**31))
+        return secrets.randbelow(2**31)  # from the operating system's entropy, as numpy's default_rng() draws
     return seed
 
 
@@ -154,7 +153,7 @@ def group_bins(name: str, value: object) -> dict[str, int | tuple[float, ...]]:
         if isinstance(bins, numbers.Integral) and not isinstance(bins, bool):
             checked[attribute] = whole_number(where, bins, minimum=2)
             continue
-        if isinstance(bins, str | bytes) or not isinstance(bins, Sequence | np.ndarray):
+        if isinstance(bins, str | bytes) or not (isinstance(bins, Sequence) or hasattr(bins, "__array__")):
             raise CohortError(f"{where} must be a number of quantile groups or a list of edges, got {bins!r}")
         edges = list(bins)
         if not edges or not all(isinstance(edge, numbers.Real) and not isinstance(edge, bool) for edge in edges):

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from cohortsql._typing import (
     BATCH_ROWS,
@@ -39,6 +40,10 @@ from cohortsql.request import arguments
 AUDIT_REPLICATES = 200
 """Bootstrap replicates `audit` and `fairness` draw unless ``bootstrap`` says otherwise: their intervals
 are part of what they report."""
+
+AUDIT_BASELINES = 20
+"""Baselines of the all-baseline Shapley `audit` computes with a model, unless ``baseline_sample`` says
+otherwise: a sample keeps the model's calls bounded."""
 
 
 @dataclass(frozen=True)
@@ -265,3 +270,39 @@ def checked_options(given: Mapping[str, object], allowed: Any, **defaults: objec
     options = Options(**{group: _GROUPS[group](**values) for group, values in by_group.items()})
     needs_seed = options.weighting.bootstrap > 0 or options.modelling.baseline_sample is not None
     return options.with_seed(arguments.drawn_seed(options.selection.seed, needs_seed))
+
+
+CALL_DEFAULTS = {"audit_bootstrap": AUDIT_REPLICATES, "audit_baseline_sample": AUDIT_BASELINES}
+"""Defaults of one public function's own, where it differs from the option's (by ``function_option``)."""
+
+_DEFAULT_MARK = re.compile(r"\{default:(\w+)\}")
+
+
+def declared_default(name: str) -> object:
+    """Option `name`'s default, as its concern's dataclass declares it (or a call's own, `CALL_DEFAULTS`)."""
+    if name in CALL_DEFAULTS:
+        return CALL_DEFAULTS[name]
+    declared = next(option for option in fields(_GROUPS[_GROUP_OF[name]]) if option.name == name)
+    return declared.default_factory() if callable(declared.default_factory) else declared.default
+
+
+def with_declared_defaults(text: str) -> str:
+    """`text` (a docstring, a flag's help) with each ``{default:name}`` replaced by option `name`'s
+    declared default, so that no default is written twice (the docs' pages are filled alike)."""
+    return _DEFAULT_MARK.sub(lambda mark: _shown(declared_default(mark[1])), text)
+
+
+Documented = TypeVar("Documented", bound=Callable[..., Any])
+
+
+def documented(function: Documented) -> Documented:
+    """`function` with its docstring's ``{default:name}`` marks filled in (`with_declared_defaults`)."""
+    function.__doc__ = with_declared_defaults(function.__doc__ or "")
+    return function
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, tuple | list):
+        shown = [_shown(item) for item in value]
+        return ", ".join(shown if len(shown) <= 4 else [*shown[:2], "...", shown[-1]])
+    return f"{value:g}" if isinstance(value, float) else str(value)

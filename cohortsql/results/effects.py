@@ -75,10 +75,10 @@ class ShapleyEffects:
         diagnostics: Diagnostics,
         settings: dict[str, str],
         target_weights: np.ndarray | None = None,
-        replicate_games: np.ndarray | None = None,
-        confidence: float = 0.95,
-        interactions: bool = False,
-        anchored: int = 0,
+        replicate_games: np.ndarray | None,
+        confidence: float,
+        interactions: bool,
+        anchored: int,
     ) -> ShapleyEffects:
         """Effects = Shapley values of the game v_var; standard errors from the targets' squared values
         (their mean equals the effects, by linearity), or 0 (None given) where v_var is exact over every
@@ -121,9 +121,9 @@ class ShapleyEffects:
         population: int | None,
         diagnostics: Diagnostics,
         settings: dict[str, str],
-        method: str = "permutation",
-        replicate_effects: np.ndarray | None = None,
-        confidence: float = 0.95,
+        method: str,
+        replicate_effects: np.ndarray | None,
+        confidence: float,
     ) -> ShapleyEffects:
         """Effects by the permutation method: the weighted mean over the targets of their estimated
         Shapley values of v_t(u)^2 (`squared_values`, targets x features), equal in expectation to the

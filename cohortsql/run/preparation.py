@@ -25,6 +25,7 @@ from cohortsql.errors import CohortError
 from cohortsql.request.features import ResolvedFeature, plan_features, resolve_feature
 from cohortsql.request.groups import FeatureGroups, plan_groups
 from cohortsql.request.measures import Measures
+from cohortsql.request.options import Grouping
 from cohortsql.request.similarity import SimilarityArgument, SqlPredicate
 from cohortsql.request.user_sql import check_expression
 from cohortsql.run.feature_statistics import count_distinct_values, known_quantiles, measure_tails
@@ -145,7 +146,7 @@ def prepare(
     replicates: int = 0,
     seed: int = 0,
     groups: Mapping[str, Sequence[str]] | None = None,
-    group_values: GroupValues = "players",
+    group_values: GroupValues = Grouping.group_values,
     snapshot: bool = False,
 ) -> Prepared:
     """Register `data`, check the request and its statistics, and define the subjects relations.

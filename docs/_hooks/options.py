@@ -106,3 +106,11 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     if MARKER not in markdown:
         return markdown
     return markdown.replace(MARKER, options_table())
+
+
+def on_page_content(html: str, page: Any, **_: Any) -> str:
+    """Every page's ``{default:name}`` marks (the API reference reads them from the docstrings) filled
+    with the options' declared defaults, as `cohortsql.request.options.documented` fills the docstrings."""
+    from cohortsql.request.options import with_declared_defaults
+
+    return with_declared_defaults(html)

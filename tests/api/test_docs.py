@@ -112,3 +112,55 @@ def test_the_options_page_lists_every_option_with_its_type_default_and_meaning()
     assert (
         hook.MARKER in page and hook.on_page_markdown(page, None).count("\n| ") == len(hook.options_rows()) + 2
     )  # the header, its rule, the rows
+
+
+def test_each_default_is_written_once():
+    """No option's default is written outside its declaration (`cohortsql.request.options`): the
+    docstrings, the flags' help and the commands' help say ``{default:name}``, filled from it (for
+    `help()`, ``--help`` and the site), and signatures read the declaration."""
+    import ast
+    import dataclasses
+    import re
+    from pathlib import Path
+
+    from cohortsql.request import options
+
+    package = Path(options.__file__).parents[1]
+    declared = {
+        option.name: option.default
+        for concern in vars(options).values()
+        if isinstance(concern, type) and dataclasses.is_dataclass(concern)
+        for option in dataclasses.fields(concern)
+        if isinstance(option.default, int | float | str) and not isinstance(option.default, bool) and option.default
+    } | options.CALL_DEFAULTS
+    written = []
+    for path in sorted(package.rglob("*.py")):
+        if path == Path(options.__file__):
+            continue
+        text = path.read_text()
+        for name, value in declared.items():
+            shown = re.escape(f"{value:g}" if isinstance(value, float) else str(value))
+            for said in (
+                rf"\(default:? {shown}\b",
+                rf"\bdefault {shown}\)",
+                rf"\b{shown} by default\b",
+                rf"by default {shown}\b",
+            ):
+                written += [f"{path.name}: {match[0]!r} ({name})" for match in re.finditer(said, text)]
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.arguments):
+                pairs = zip(
+                    node.args[len(node.args) - len(node.defaults) :] + node.kwonlyargs, node.defaults + node.kw_defaults
+                )
+                written += [
+                    f"{path.name}: {argument.arg}={default.value!r}"
+                    for argument, default in pairs
+                    if isinstance(default, ast.Constant)
+                    and argument.arg in declared
+                    and default.value == declared[argument.arg]
+                ]
+    assert written == []
+    import cohortsql
+
+    assert "{default:" not in (cohortsql.cohort_shapley.__doc__ or "")
+    assert f"default {options.Estimation.max_permutations})" in (cohortsql.cohort_shapley.__doc__ or "")
