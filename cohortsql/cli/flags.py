@@ -76,9 +76,12 @@ Sample = Annotated[
 Seed = Annotated[
     int | None, typer.Option(help="Seed for the sample of targets, the permutations and the bootstrap replicates.")
 ]
-MethodOption = Annotated[str | None, typer.Option("--method", help=f"{' | '.join(METHODS)}" " (default {default:method}).")]
+MethodOption = Annotated[
+    str | None, typer.Option("--method", help=f"{' | '.join(METHODS)} (default {{default:method}}).")
+]
 PathOption = Annotated[
-    str | None, typer.Option("--path", help=f"How exact cohorts are found: {' | '.join(PATHS)}" " (default {default:path}).")
+    str | None,
+    typer.Option("--path", help=f"How exact cohorts are found: {' | '.join(PATHS)} (default {{default:path}})."),
 ]
 Tolerance = Annotated[float | None, typer.Option(help="Permutation method: stop a target at this standard error.")]
 MaxPermutations = Annotated[
