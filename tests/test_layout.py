@@ -77,3 +77,30 @@ def test_the_registries_name_what_they_hold():
     registry = {**NATIVE_DIALECTS, **TRANSPILED_DIALECTS}
     assert set(DIALECTS) == set(registry)
     assert all(dialect.name == name for name, dialect in registry.items())
+
+
+def test_no_module_but_the_planner_compares_a_method_or_a_path():
+    """The method and path are resolved once, by the planner (`run/strategy.py`), into a typed `Route`
+    (`run/route.py`) that the rest asks what it allows: no other module compares them as strings. The
+    printed SQL's ``variant`` (which query is printed) and a similarity ``kind`` (``exact``) are words
+    of other vocabularies, and may."""
+    vocabulary = {"exact", "permutation", "integrated", "auto", "pairwise", "grouping_sets"}
+    planner = {PACKAGE / "run" / "strategy.py", PACKAGE / "run" / "route.py"}
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path in planner:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            operands = [node.left, *node.comparators]
+            named = [
+                item.value
+                for operand in operands
+                for item in ([operand] if isinstance(operand, ast.Constant) else getattr(operand, "elts", []))
+                if isinstance(item, ast.Constant) and item.value in vocabulary
+            ]
+            other = any(isinstance(operand, ast.Name) and operand.id in ("variant", "kind") for operand in operands)
+            if named and not other:
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {ast.unparse(node)}")
+    assert found == []

@@ -34,7 +34,7 @@ from cohortsql.request.similarity import Similarity, SimilarityArgument, as_simi
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.run.grouping_sets import Cells, values_of_cells
 from cohortsql.run.preparation import BATCH_MEMORY_BYTES
-from cohortsql.run.strategy import choose_method
+from cohortsql.run.strategy import histogram_route
 
 _SUMS = ("subjects", "sum_y", "sum_y2", "mean", "target", "prediction")
 
@@ -202,7 +202,7 @@ def _from_masks(
         raise CohortError("the histogram's targets do not all cover the same subjects; it is not one query's result")
     mean, centred_mean, variance, n = _moments(targets)
     numbered = frame.join(targets.select("target").with_row_index("__cohort_number"), on="target")
-    chosen = choose_method(method, d)
+    route = histogram_route(method, d)
     count = targets.height
     batch = shapley.targets_per_batch(d, BATCH_MEMORY_BYTES)
     generators = target_generators(count, seed)
@@ -216,7 +216,7 @@ def _from_masks(
             SINGLE.sum_name(0, 0): part["sum_y"].to_numpy(),
             **{word: part[word].to_numpy() for word in words},
         }
-        if chosen == "exact":
+        if route.exact:
             results.append(exact_values(histogram, rows, d, SINGLE, np.array([centred_mean]), np.ones((rows, 1))))
         else:
             results.extend(
@@ -231,14 +231,16 @@ def _from_masks(
                 )
             )
     fields = (
-        shapley.concatenate(results)._asdict() if chosen == "exact" else permutation.stack(results, np.arange(count))
+        shapley.local_values(shapley.concatenate(results))
+        if route.exact
+        else permutation.stack(results, np.arange(count))
     )
     return CohortShapleyResult(
         **_common(features, kinds, targets, mean, centred_mean, variance, n),
         **value_fields(fields, mean),  # the histogram's sums are of y - mean
-        method=chosen,
-        path="pairwise",
-        settings=run_settings(similarity=_described(kinds), method=chosen, path="pairwise", seed=seed),
+        method=route.method,
+        path=route.path,
+        settings=run_settings(similarity=_described(kinds), method=route.method, path=route.path, seed=seed),
     )
 
 
@@ -298,7 +300,7 @@ def _from_cells(
     return CohortShapleyResult(
         **_common(features, kinds, targets, mean, centred_mean, variance, n),
         # The cells' sums are of y - the query's mean, so cohort means are relative to it.
-        **value_fields(values._asdict(), mean),
+        **value_fields(shapley.local_values(values), mean),
         method="exact",
         path="grouping_sets",
         settings=run_settings(similarity=_described(kinds), method="exact", path="grouping_sets"),

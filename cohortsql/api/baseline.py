@@ -37,8 +37,9 @@ from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.run.baseline_exact import Model, baseline_totals, run_baseline_shapley
 from cohortsql.run.baseline_permutation import estimate_baseline_shapley
 from cohortsql.run.preparation import Prepared
+from cohortsql.run.route import Route
 from cohortsql.run.session import Session, open_session
-from cohortsql.run.strategy import MAX_FEATURES, choose_method
+from cohortsql.run.strategy import MAX_FEATURES, model_route
 from cohortsql.run.targets import TargetSet, every_row, read_rows, rows_by_id
 
 
@@ -126,13 +127,13 @@ def baseline_shapley(
         raise CohortError(f"prediction names the column of the model's stored predictions, got {prediction!r}")
     outcomes = () if prediction is None else (prediction,)
     with open_session(data, asked, outcomes=outcomes, similarity=features, max_features=MAX_FEATURES) as session:
-        estimation = choose_method(asked.estimation.method, session.prepared.players, "baseline")
-        seeded = asked.with_seed(drawn_seed(asked.selection.seed, estimation == "permutation"))
+        route = model_route(asked.estimation.method, session.prepared.players)
+        seeded = asked.with_seed(drawn_seed(asked.selection.seed, route.random))
         session = replace(session, options=seeded)
         chosen = session.select()
         if prediction is not None:
             check_model(session, chosen, model)
-        return explain_with_model(session, chosen, function, baseline=asked.modelling.baseline, estimation=estimation)
+        return explain_with_model(session, chosen, function, baseline=asked.modelling.baseline, route=route)
 
 
 def check_model(session: Session, chosen: TargetSet, model: Any) -> None:
@@ -153,10 +154,10 @@ def explain_with_model(
     function: Model,
     *,
     baseline: Baseline | Sequence[object],
-    estimation: str,
+    route: Route,
 ) -> BaselineShapleyResult:
     """Baseline or all-baseline Shapley of the model `function` for the `chosen` targets of the session,
-    from `baseline` by `estimation` (exact or permutation), under the call's options (realism, seed,
+    from `baseline` by the `route`'s method (exact or permutation), under the call's options (realism, seed,
     the permutations' budget, how the model is called), which the settings record."""
     running, prepared, options = session.engine, session.prepared, session.options
     modelling, seed = options.modelling, options.selection.seed
@@ -182,7 +183,7 @@ def explain_with_model(
 
     groups = prepared.groups
     owen = None
-    if estimation == "exact":
+    if route.exact:
         run = run_baseline_shapley(
             points,
             evaluate,
@@ -236,7 +237,7 @@ def explain_with_model(
         shapley_se=None if estimated is None else estimated.errors[:, 0],
         shapley_squared_se=None if estimated is None else estimated.errors[:, 1],
         permutations=None if estimated is None else estimated.permutations,
-        method=estimation,
+        method=route.method,
         similarity=kinds if realistic else {},
         population=chosen.population,
         settings=run_settings(
@@ -245,8 +246,8 @@ def explain_with_model(
             features=list(names),
             similarity=kinds if realistic else None,
             game=variant,
-            method=estimation,
-            max_permutations=max_permutations if estimation == "permutation" else None,
+            method=route.method,
+            max_permutations=max_permutations if route.random else None,
             tolerance=tolerance,
             baseline=baseline if isinstance(baseline, str) else f"{len(points.baseline_codes)} ids",
             baseline_sample=baseline_sample,

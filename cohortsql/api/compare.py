@@ -20,7 +20,7 @@ from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.comparison import Comparison
 from cohortsql.run.baseline_exact import Model
 from cohortsql.run.session import open_session
-from cohortsql.run.strategy import MAX_FEATURES, choose_method
+from cohortsql.run.strategy import MAX_FEATURES, may_draw, model_route
 
 
 @interruptible_call
@@ -82,9 +82,9 @@ def compare(
         chosen = session.select()  # one sample of targets for all three methods
         check_model(session, chosen, model)  # BS and ABS must explain the function CS explains
         (cohort,) = explain_targets(session, chosen).values()
-        estimation = choose_method(asked.estimation.method, session.prepared.players, "baseline")
-        baseline = explain_with_model(session, chosen, function, baseline="mean", estimation=estimation)
-        all_baseline = explain_with_model(session, chosen, function, baseline="all", estimation=estimation)
+        route = model_route(asked.estimation.method, session.prepared.players)
+        baseline = explain_with_model(session, chosen, function, baseline="mean", route=route)
+        all_baseline = explain_with_model(session, chosen, function, baseline="all", route=route)
     warn_about_cohorts(cohort.diagnostics, cohort.kinds)
     return Comparison(cohort=cohort, baseline=baseline, all_baseline=all_baseline)
 
@@ -97,5 +97,5 @@ def checked_comparison(options: Mapping[str, Any], prediction: object, model: An
     if not isinstance(prediction, str):
         raise CohortError(f"compare explains one prediction column (the model's), got {prediction!r}")
     function = model_function(model, asked.modelling.model_output)
-    random = asked.selection.sample is not None or asked.estimation.method != "exact"
+    random = asked.selection.sample is not None or may_draw(asked.estimation.method)
     return asked.with_seed(drawn_seed(asked.selection.seed, random)), function

@@ -27,12 +27,13 @@ from cohortsql.results.effects import ShapleyEffects, owen_effects_table
 from cohortsql.results.outcomes import ShapleyEffectsResults
 from cohortsql.run import readouts
 from cohortsql.run.grouping_sets import variance_game
+from cohortsql.run.route import Route
 from cohortsql.run.session import Session, feature_kinds, open_session
 from cohortsql.run.strategy import (
     check_interactions,
     check_owen,
-    choose_method,
-    choose_path,
+    choose_route,
+    exact_route,
     feature_limit,
     local_batches,
     make_pacer,
@@ -119,21 +120,22 @@ def shapley_effects(
     limit = feature_limit(asked.estimation.method)
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=limit) as session:
         kinds = feature_kinds(session.prepared)
-        method = choose_method(asked.estimation.method, session.prepared.players)
-        if method == "integrated":
-            check_integrated(asked.terms, session.prepared)
-        check_interactions(asked.terms, asked.estimation.method, method, session.prepared.players)
-        check_owen(method, session.prepared)
-        if method == "integrated":
-            results = _integrated_effects(session)
-        elif method == "permutation":
+        prepared = session.prepared
+        route = choose_route(asked.estimation.method, asked.estimation.path, prepared, prepared.subject_count)
+        if route.integrated:
+            check_integrated(asked.terms, prepared)
+        check_interactions(asked.terms, asked.estimation.method, route, prepared.players)
+        check_owen(route, prepared)
+        if route.integrated:
+            results = _integrated_effects(session, route)
+        elif route.random:
             if session.prepared.measures.replicates:
                 raise CohortError(
                     "bootstrap intervals need method='exact' (the permutation method has standard errors)"
                 )
             # the seed is recorded in the settings, so the run can be repeated
             session = replace(session, options=asked.with_seed(drawn_seed(asked.selection.seed)))
-            results = _estimated_effects(session)
+            results = _estimated_effects(session, route)
         else:
             results = _exact_effects(session)
         rows = session.sample_rows(COPY_CHECK_ROWS)
@@ -153,17 +155,18 @@ def _exact_effects(session: Session) -> dict[str, ShapleyEffects]:
     running, prepared = session.engine, session.prepared
     measures, outcomes = prepared.measures, prepared.outcomes
     features = prepared.player_names
-    settings = session.settings(None, method="exact", path=path)
-    if targets is None and sample is None and choose_path(path, prepared, prepared.subject_count) == "grouping_sets":
+    route = exact_route(path, prepared, prepared.subject_count)
+    settings = session.settings(None, method=route.method, path=path)
+    if targets is None and sample is None and route.by_cells:
         (games, checks), squared, target_weights = variance_game(running, prepared), None, None
-        count, population, chosen_path = prepared.subject_count, None, "grouping_sets"
+        count, population = prepared.subject_count, None
         variances = prepared.variances
     else:
         chosen = session.select()
         count, population = chosen.count, chosen.population
-        chosen_path = choose_path(path, prepared, count)
-        pacer = make_pacer(running, prepared, chosen, "exact", chosen_path, session.reporter())
-        batches = local_batches(running, prepared, chosen, "exact", chosen_path, pacer, seed, 2, None)
+        route = exact_route(path, prepared, count)
+        pacer = make_pacer(running, prepared, chosen, route, session.reporter())
+        batches = local_batches(running, prepared, chosen, route, pacer, seed, 2, None)
         collected = bootstrap_module.collect(batches, measures, confidence, keep=False, intervals=False).fanned_out(
             chosen.group
         )
@@ -188,9 +191,9 @@ def _exact_effects(session: Session) -> dict[str, ShapleyEffects]:
                 targets=count,
                 squared_values=None if squared is None else squared[index],
                 population=population,
-                path=chosen_path,
+                path=route.path,
                 diagnostics=checks,
-                settings={**settings, "prediction": outcome, "path": chosen_path},
+                settings={**settings, "prediction": outcome, "path": route.path},
                 target_weights=target_weights if prepared.weight is not None else None,
                 replicate_games=games[measures.game(index, 1) : measures.game(index + 1, 0)]
                 if measures.replicates
@@ -205,28 +208,27 @@ def _exact_effects(session: Session) -> dict[str, ShapleyEffects]:
     )
 
 
-def _estimated_effects(session: Session) -> dict[str, ShapleyEffects]:
+def _estimated_effects(session: Session, route: Route) -> dict[str, ShapleyEffects]:
     """Every explained column's effects by the permutation method: by linearity, the (weighted) mean
     over the targets of their estimated Shapley values of v_t(u)^2, whose mean over the targets is
     v_var(u); the standard errors add the permutations' error to the sampling of targets."""
     running, prepared = session.engine, session.prepared
     features = prepared.player_names
     chosen = session.select()
-    pacer = make_pacer(running, prepared, chosen, "permutation", "pairwise", session.reporter())
+    pacer = make_pacer(running, prepared, chosen, route, session.reporter())
     batches = list(
         local_batches(
             running,
             prepared,
             chosen,
-            "permutation",
-            "pairwise",
+            route,
             pacer,
             session.options.selection.seed,
             session.options.estimation.max_permutations,
             session.options.estimation.tolerance,
         )
     )
-    settings = session.settings(chosen, method="permutation", path="pairwise")
+    settings = session.settings(chosen, method=route.method, path=route.path)
     target_weights = chosen.weights[:, 0]
     variances = _target_variances(session, chosen)
     results = {}
@@ -234,15 +236,15 @@ def _estimated_effects(session: Session) -> dict[str, ShapleyEffects]:
         estimates = [estimate for batch in batches for estimate in batch[index]]
         stacked = permutation.stack(estimates, chosen.group)
         checks = diagnostics(
-            stacked["cohort_size"],
-            stacked["feature_cohort_size"],
+            stacked.cohort_size,
+            stacked.feature_cohort_size,
             features,
             prepared.total_weight,
             target_weights,
         )
         results[outcome] = ShapleyEffects.from_estimates(
             features=features,
-            squared_values=stacked["shapley_squared"],
+            squared_values=stacked.shapley_squared,
             distinct_errors=np.array([estimate.shapley_squared_se for estimate in estimates]),
             group=chosen.group,
             target_weights=target_weights,
@@ -255,23 +257,24 @@ def _estimated_effects(session: Session) -> dict[str, ShapleyEffects]:
                 "prediction": outcome,
                 "max_permutations": str(session.options.estimation.max_permutations),
             },
-            method="permutation",
+            method=route.method,
+            path=route.path,
             replicate_effects=None,
             confidence=session.options.weighting.confidence,
         )
     return _grouped(session, results)
 
 
-def _integrated_effects(session: Session) -> dict[str, ShapleyEffects]:
+def _integrated_effects(session: Session, route: Route) -> dict[str, ShapleyEffects]:
     """Every explained column's effects by the integrated method: the (weighted) mean over the targets
     of their integrated gradients of v_t(u)^2 (`cohortsql.numeric.integrated`), with bootstrap intervals
     from the same histograms' replicate sums."""
     running, prepared = session.engine, session.prepared
     chosen = session.select()
-    pacer = make_pacer(running, prepared, chosen, "integrated", "integrated", session.reporter())
-    batches = list(local_batches(running, prepared, chosen, "integrated", "integrated", pacer, None, 0, None))
+    pacer = make_pacer(running, prepared, chosen, route, session.reporter())
+    batches = list(local_batches(running, prepared, chosen, route, pacer, None, 0, None))
     fields, intervals, nodes = integrated_fields(session, chosen, batches)
-    settings = session.settings(chosen, method="integrated", path="integrated") | {"integration_nodes": str(nodes)}
+    settings = session.settings(chosen, method=route.method, path=route.path) | {"integration_nodes": str(nodes)}
     target_weights = chosen.weights[:, 0]
     variances = _target_variances(session, chosen)
     features = prepared.player_names
@@ -280,7 +283,7 @@ def _integrated_effects(session: Session) -> dict[str, ShapleyEffects]:
         values, replicates = fields[index], intervals[index]
         results[outcome] = ShapleyEffects.from_estimates(
             features=features,
-            squared_values=values["shapley_squared"],
+            squared_values=values.shapley_squared,
             distinct_errors=np.zeros(0),
             group=chosen.group,
             target_weights=target_weights,
@@ -288,10 +291,11 @@ def _integrated_effects(session: Session) -> dict[str, ShapleyEffects]:
             subjects=prepared.subject_count,
             population=chosen.population,
             diagnostics=diagnostics(
-                values["cohort_size"], values["feature_cohort_size"], features, prepared.total_weight, target_weights
+                values.cohort_size, values.feature_cohort_size, features, prepared.total_weight, target_weights
             ),
             settings={**settings, "prediction": outcome},
-            method="integrated",
+            method=route.method,
+            path=route.path,
             replicate_effects=None if replicates is None else replicates.effects,
             confidence=session.options.weighting.confidence,
         )

@@ -28,8 +28,9 @@ from cohortsql.run.pace import (
     fitted_costs,
 )
 from cohortsql.run.progress import Silent
+from cohortsql.run.route import Route
 from cohortsql.run.session import Session, open_session
-from cohortsql.run.strategy import MAX_FEATURES, choose_method, choose_method_and_path, local_batches, make_pacer
+from cohortsql.run.strategy import MAX_FEATURES, choose_route, local_batches, make_pacer, model_route
 from cohortsql.run.targets import TargetSet
 
 
@@ -117,10 +118,10 @@ def estimate_compare(
         chosen = session.select()
         check_model(session, chosen, model)
         cohort = cohort_plan(session, chosen, scale).scaled(scale)
-        estimation = choose_method(asked.estimation.method, session.prepared.players, "baseline")
+        route = model_route(asked.estimation.method, session.prepared.players)
         quiet = replace(session, options=replace(piloted, where=replace(piloted.where, progress=False)))
         games = tuple(
-            _model_game_plan(quiet, chosen, function, baseline, estimation, scale.permutations)
+            _model_game_plan(quiet, chosen, function, baseline, route, scale.permutations)
             for baseline in ("mean", "all")
         )
     return ComparisonPlan(cohort, games)
@@ -166,7 +167,7 @@ def _model_game_plan(
     chosen: TargetSet,
     function: Model,
     baseline: Literal["mean", "all"],
-    estimation: str,
+    route: Route,
     permutations: float,
 ) -> ModelGamePlan:
     """Baseline (`baseline="mean"`) or all-baseline Shapley's plan: the game run on its first targets
@@ -176,8 +177,8 @@ def _model_game_plan(
     baselines = (
         1 if baseline == "mean" else min(prepared.subject_count, modelling.baseline_sample or prepared.subject_count)
     )
-    scale = 1.0 if estimation == "exact" else permutations
-    if estimation == "exact":
+    scale = 1.0 if route.exact else permutations
+    if route.exact:
         per_target = baselines << prepared.players
     else:
         per_target = round(session.options.estimation.max_permutations * permutations) * (prepared.d + 1)
@@ -186,7 +187,7 @@ def _model_game_plan(
     size = max(1, min(distinct, PILOT_MODEL_POINTS // per_target))
     while True:
         began = time.perf_counter()
-        explain_with_model(session, chosen.first(size), function, baseline=baseline, estimation=estimation)
+        explain_with_model(session, chosen.first(size), function, baseline=baseline, route=route)
         timed.append((size, time.perf_counter() - began))
         if len(timed) == 2 or size == distinct or timed[0][1] >= CALIBRATION_BELOW_SECONDS:
             break
@@ -194,7 +195,7 @@ def _model_game_plan(
     per_target_seconds, fixed = fitted_costs(timed[0], timed[-1])
     return ModelGamePlan(
         game="baseline" if baseline == "mean" else "all-baseline",
-        method=estimation,
+        route=route,
         distinct_targets=distinct,
         baselines=baselines,
         points_per_target=per_target,
@@ -210,23 +211,20 @@ def cohort_plan(session: Session, chosen: TargetSet, scale: PilotScale) -> Plan:
     over every target when the pilot is `scale`d down from the run (`SCALED_PILOT`)."""
     running, prepared, asked = session.engine, session.prepared, session.options
     estimation = asked.estimation
-    chosen_method, chosen_path = choose_method_and_path(estimation.method, estimation.path, prepared, chosen.count)
-    scaled = scale.replicates * (scale.permutations if chosen_method == "permutation" else 1.0)
+    route = choose_route(estimation.method, estimation.path, prepared, chosen.count)
+    scaled = scale.replicates * (scale.permutations if route.random else 1.0)
     share = 1.0 if scaled >= SCALED_PILOT else 0.5  # a scaled-down pilot may time every target
-    pacer = make_pacer(
-        running, prepared, chosen, chosen_method, chosen_path, Silent(), pilot_only=True, pilot_share=share
-    )
+    pacer = make_pacer(running, prepared, chosen, route, Silent(), pilot_only=True, pilot_share=share)
     batches = local_batches(
         running,
         prepared,
         chosen,
-        chosen_method,
-        chosen_path,
+        route,
         pacer,
         asked.selection.seed,
         estimation.max_permutations,
         None,
-        interactions=asked.terms.interactions and chosen_method == "permutation",  # estimated with the values
+        interactions=asked.terms.interactions and route.random,  # estimated with the values
     )
     pilot = sum(
         batch.rows
@@ -236,7 +234,7 @@ def cohort_plan(session: Session, chosen: TargetSet, scale: PilotScale) -> Plan:
         else len(batch.shapley) // max(1, prepared.measures.games)
         for batch in batches
     )
-    passes = _second_passes(session, chosen, chosen_method)
+    passes = _second_passes(session, route)
     terms_seconds, terms_pilot = 0.0, 0
     if passes:
         sample = chosen.first(pilot)
@@ -251,8 +249,7 @@ def cohort_plan(session: Session, chosen: TargetSet, scale: PilotScale) -> Plan:
         subject_rows=prepared.subject_rows,
         features=prepared.d,
         players=prepared.players,
-        method=chosen_method,
-        path=chosen_path,
+        route=route,
         engine=running.dialect.name,
         pilot_targets=pilot,
         pilot_seconds=sum(seconds for _, seconds in pacer.timed),
@@ -262,14 +259,14 @@ def cohort_plan(session: Session, chosen: TargetSet, scale: PilotScale) -> Plan:
         second_pass_seconds=terms_seconds,
         second_pass_pilot=terms_pilot,
         rows_collapsed=prepared.compressed,
-        settings=session.settings(chosen, method=chosen_method, path=chosen_path),
+        settings=session.settings(chosen, method=route.method, path=route.path),
     )
 
 
-def _second_passes(session: Session, chosen: TargetSet, method: str) -> tuple[str, ...]:
+def _second_passes(session: Session, route: Route) -> tuple[str, ...]:
     """What an exact run computes in a pass of its own after the values (`explain_targets`):
     interaction values, anchored terms, Owen values."""
-    if method != "exact":
+    if not route.exact:
         return ()
     terms, groups = session.options.terms, session.prepared.groups
     passes: tuple[str, ...] = ("interaction values",) if terms.interactions else ()

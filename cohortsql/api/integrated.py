@@ -16,6 +16,7 @@ from cohortsql._typing import InsertionOptions, TableOptions
 from cohortsql.errors import CohortError
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import bootstrap as bootstrap_module
+from cohortsql.numeric.local_values import LocalValues
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import Terms, checked_options
 from cohortsql.request.similarity import SimilarityArgument
@@ -50,7 +51,7 @@ def check_integrated(terms: Terms, prepared: Prepared) -> None:
 
 def integrated_fields(
     session: Session, chosen: TargetSet, batches: list[IntegratedBatch]
-) -> tuple[list[dict[str, Any]], list[bootstrap_module.Bootstrap | None], int]:
+) -> tuple[list[LocalValues], list[bootstrap_module.Bootstrap | None], int]:
     """Per outcome, the result's value fields (IGCS and its squared variant, the full cohorts, each
     player's cohort alone, and the refinement path along each target's order of |IGCS|), its bootstrap
     replicates' intervals, and how many nodes the integration took (the most of any batch)."""
@@ -69,16 +70,16 @@ def integrated_fields(
     for outcome in range(measures.outcomes):
         own = measures.game(outcome, 0)
         fields.append(
-            {
-                "shapley": values[:, own][group],
-                "shapley_squared": squared[:, own][group],
-                "cohort_size": weights[:, 0, 0][group],
-                "cohort_mean": means[:, own][group],
-                "feature_cohort_size": weights[:, 0, 1:][group],
-                "path_order": order[:, outcome][group],
-                "path_size": path_weight[:, outcome][group],
-                "path_mean": path_mean[:, outcome][group],
-            }
+            LocalValues(
+                shapley=values[:, own][group],
+                shapley_squared=squared[:, own][group],
+                cohort_size=weights[:, 0, 0][group],
+                cohort_mean=means[:, own][group],
+                feature_cohort_size=weights[:, 0, 1:][group],
+                path_order=order[:, outcome][group],
+                path_size=path_weight[:, outcome][group],
+                path_mean=path_mean[:, outcome][group],
+            )
         )
         intervals.append(_replicates(session, chosen, values, squared, outcome))
     return fields, intervals, max(batch.values.nodes for batch in batches)

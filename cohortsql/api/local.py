@@ -19,6 +19,7 @@ from cohortsql.games.cohort import CohortGame
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
+from cohortsql.numeric import shapley as shapley_module
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import Options, checked_options, documented
 from cohortsql.request.similarity import SimilarityArgument
@@ -31,7 +32,7 @@ from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import (
     check_interactions,
     check_owen,
-    choose_method_and_path,
+    choose_route,
     feature_limit,
     local_batches,
     make_pacer,
@@ -206,24 +207,23 @@ def explain_targets(session: Session, chosen: TargetSet) -> dict[str, CohortShap
     estimation, seed, terms and the intervals' confidence), which the settings record."""
     prepared, estimation, terms = session.prepared, session.options.estimation, session.options.terms
     path, seed, confidence = estimation.path, session.options.selection.seed, session.options.weighting.confidence
-    chosen_method, chosen_path = choose_method_and_path(estimation.method, path, prepared, chosen.count)
-    if chosen_method == "integrated":
+    route = choose_route(estimation.method, path, prepared, chosen.count)
+    if route.integrated:
         check_integrated(terms, prepared)
-        pacer = make_pacer(session.engine, prepared, chosen, chosen_method, chosen_path, session.reporter())
-        batches = local_batches(session.engine, prepared, chosen, chosen_method, chosen_path, pacer, seed, 0, None)
+        pacer = make_pacer(session.engine, prepared, chosen, route, session.reporter())
+        batches = local_batches(session.engine, prepared, chosen, route, pacer, seed, 0, None)
         return explain_integrated(session, chosen, list(batches))
-    if prepared.measures.replicates and chosen_method != "exact":
+    if prepared.measures.replicates and not route.exact:
         raise CohortError("bootstrap intervals need method='exact' (the permutation method has standard errors)")
-    check_interactions(terms, estimation.method, chosen_method, prepared.players, estimated=True)
-    check_owen(chosen_method, prepared)
-    settings = session.settings(chosen, method=chosen_method, path=path)
-    pacer = make_pacer(session.engine, prepared, chosen, chosen_method, chosen_path, session.reporter())
+    check_interactions(terms, estimation.method, route, prepared.players, estimated=True)
+    check_owen(route, prepared)
+    settings = session.settings(chosen, method=route.method, path=path)
+    pacer = make_pacer(session.engine, prepared, chosen, route, session.reporter())
     batches = local_batches(
         session.engine,
         prepared,
         chosen,
-        chosen_method,
-        chosen_path,
+        route,
         pacer,
         seed,
         estimation.max_permutations,
@@ -231,7 +231,7 @@ def explain_targets(session: Session, chosen: TargetSet) -> dict[str, CohortShap
         interactions=terms.interactions,
     )
     intervals = None
-    if chosen_method == "permutation":
+    if route.random:
         estimates = list(batches)
         fields = [
             permutation.stack([estimate for batch in estimates for estimate in batch[outcome]], chosen.group)
@@ -240,23 +240,23 @@ def explain_targets(session: Session, chosen: TargetSet) -> dict[str, CohortShap
     else:
         keep = bootstrap_module.worth_keeping(chosen.count, prepared.players, prepared.measures, prepared.batch_bytes)
         intervals = bootstrap_module.collect(batches, prepared.measures, confidence, keep=keep).fanned_out(chosen.group)
-        fields = [values._asdict() for values in intervals.values]
+        fields = [shapley_module.local_values(values) for values in intervals.values]
     games = [CohortGame(outcome) for outcome in range(len(prepared.outcomes))]
-    exact_interactions = terms.interactions and chosen_method == "exact"
+    exact_interactions = terms.interactions and route.exact
     interactions, anchored = readouts.lattice_terms(
         session, chosen, games, interactions=exact_interactions, anchored=terms.anchored
     )
-    if chosen_method == "permutation" and terms.interactions:  # estimated with the values
-        interactions = np.stack([values["interactions"] for values in fields])
+    if route.random and terms.interactions:  # estimated with the values
+        interactions = np.stack([values.interactions for values in fields if values.interactions is not None])
     grouped = prepared.groups is not None and prepared.groups.values == "owen"
     owen = readouts.owen_values(session, chosen, games) if grouped else None
     return {
         outcome: CohortShapleyResult(
             **session.result_fields(chosen, index),
             **value_fields(fields[index], prepared.pilots[index], counted=prepared.weight is None),
-            method=chosen_method,
-            path=chosen_path,
-            settings={**settings, "prediction": outcome, "path": chosen_path},
+            method=route.method,
+            path=route.path,
+            settings={**settings, "prediction": outcome, "path": route.path},
             bootstrap=None if intervals is None else _bootstrap(intervals, prepared, chosen, index, confidence),
             interactions=None if interactions is None else interactions[index],
             anchored_terms=None if anchored is None else anchored[index],

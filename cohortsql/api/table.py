@@ -21,7 +21,7 @@ from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.run.grouping_sets import values_by_cell
 from cohortsql.run.preparation import Prepared, weigh_subjects
 from cohortsql.run.session import Session, open_session
-from cohortsql.run.strategy import MAX_EXACT_FEATURES, choose_path, exact_batch_size
+from cohortsql.run.strategy import MAX_EXACT_FEATURES, exact_batch_size, exact_route
 from cohortsql.run.targets import target_relation
 
 HISTOGRAM_ENTRY_BYTES = 32
@@ -101,12 +101,11 @@ def shapley_table(
         engine, prepared = session.engine, session.prepared
         selection = asked.selection
         relation, count = target_relation(engine, prepared, selection.targets, selection.seed, selection.sample)
-        path = choose_path("auto", prepared, count)
-        table = (
-            _by_cell(engine, prepared, relation) if path == "grouping_sets" else _by_histogram(session, relation, count)
-        )
+        route = exact_route("auto", prepared, count)
+        table = _by_cell(engine, prepared, relation) if route.by_cells else _by_histogram(session, relation, count)
         if into is not None:
-            settings = session.settings(None, method="exact", path=path) | {"written_by": "cohortsql.shapley_table"}
+            settings = session.settings(None, method=route.method, path=route.path)
+            settings |= {"written_by": "cohortsql.shapley_table"}
             protected = engine.sources(data).tables if isinstance(data, str) else ()
             engine.write_tables({into: table}, replace=replace, protected=protected, settings=settings)
             return None
@@ -120,7 +119,7 @@ def _by_cell(engine: Engine, prepared: Prepared, targets: str) -> Any:
     """The grouping-sets path (exact and bins kinds, as `cohort_shapley` takes it): every cell's values
     computed once here from the cells of the finest partition (no join of targets with subjects),
     uploaded, and joined to the targets by their keys, in the engine."""
-    values = engine.upload(values_by_cell(engine, prepared, exact_batch_size(prepared, "grouping_sets")), "cell_values")
+    values = engine.upload(values_by_cell(engine, prepared, exact_batch_size(prepared, by_cells=True)), "cell_values")
     return engine.lazy(queries.cells.values_by_cell(targets, values, prepared.features, engine.dialect))
 
 

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cohortsql.numeric.local_values import LocalValues
 from cohortsql.numeric.shapley import importance_order
 
 PAIRS_PER_ROUND = 8
@@ -214,13 +215,15 @@ def estimate(
     )
 
 
-def stack(estimates: list[PermutationEstimate], group: np.ndarray) -> dict[str, np.ndarray]:
+def stack(estimates: list[PermutationEstimate], group: np.ndarray) -> LocalValues:
     """The estimates of the distinct targets as arrays with a leading target axis, fanned out to every target."""
-    return {
-        name: np.array([getattr(estimate, name) for estimate in estimates])[group]
-        for name in PermutationEstimate._fields
-        if not estimates or getattr(estimates[0], name) is not None
-    }
+    return LocalValues(
+        **{
+            name: np.array([getattr(estimate, name) for estimate in estimates])[group]
+            for name in PermutationEstimate._fields
+            if not estimates or getattr(estimates[0], name) is not None
+        }
+    )
 
 
 def _standard_errors(squares: np.ndarray, pairs: int) -> np.ndarray:

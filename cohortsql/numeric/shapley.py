@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cohortsql.numeric.local_values import LocalValues
+
 
 def bit_halves(values: np.ndarray, bit: int) -> np.ndarray:
     """View of `values` (..., 2^d) as (rest, 2, 2^bit), where axis 1 is the value of `bit`."""
@@ -366,6 +368,11 @@ def _add_by_slot(totals: np.ndarray, first_row: int, values: np.ndarray) -> None
         count = min(len(values) - start, slots - slot)
         totals[slot : slot + count] += values[start : start + count]
         start, slot = start + count, 0
+
+
+def local_values(values: CohortShapley) -> LocalValues:
+    """The exact values of a batch whose game rows are its targets, as a result takes them."""
+    return LocalValues(**{name: getattr(values, name) for name in LocalValues._fields if name in CohortShapley._fields})
 
 
 def concatenate(parts: list[CohortShapley]) -> CohortShapley:

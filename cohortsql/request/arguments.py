@@ -77,24 +77,6 @@ def included_ids(name: str, value: object) -> tuple[Any, ...] | None:
     return ids
 
 
-def exact_or_permutation(method: str, d: int, *, auto_exact_up_to: int, exact_up_to: int, work: str) -> str:
-    """``exact`` or ``permutation`` for `d` features: ``auto`` is exact up to `auto_exact_up_to`; an
-    explicit ``exact`` beyond `exact_up_to` is refused, saying what grows as 2^d (`work`)."""
-    if method == "integrated":
-        raise CohortError(
-            "method='integrated' (integrated gradient cohort Shapley) values cohort Shapley's own games;"
-            " this method takes 'exact', 'permutation' or 'auto'"
-        )
-    if method == "auto":
-        return "exact" if d <= auto_exact_up_to else "permutation"
-    if method == "exact" and d > exact_up_to:
-        raise CohortError(
-            f"the exact method handles at most {exact_up_to} features ({work}); got {d}:"
-            " use method='permutation' (or 'auto'), or drop features"
-        )
-    return method
-
-
 def explained_columns(prediction: object, *, several: bool = True) -> tuple[str, ...]:
     """The explained columns: one name, or (where `several` are allowed) a non-empty list of names."""
     if isinstance(prediction, str):

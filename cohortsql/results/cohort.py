@@ -5,7 +5,6 @@ diagnostics that say how far to trust them."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
@@ -26,6 +25,7 @@ from cohortsql.formats.tables import (
 )
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import Bootstrap, bias_corrected_interval, percentile_interval
+from cohortsql.numeric.local_values import LocalValues
 from cohortsql.request.similarity import Similarity
 from cohortsql.results.base import TargetValues
 
@@ -39,16 +39,16 @@ FULL_COHORT_REST = "(rest of the full cohort)"
 """`to_shap(end="prediction")`'s last column: y_t minus the target's cohort mean over every feature."""
 
 
-def value_fields(values: Mapping[str, Any], offset: float, *, counted: bool = True) -> dict[str, Any]:
-    """Result fields from exact values (a `CohortShapley` as a dict) or stacked permutation estimates;
-    cohort means are stored relative to `offset` (the pilot value), which is added back here. Sizes are
-    whole numbers when `counted` (no case weights), else sums of weights."""
-    fields = {name: values[name] for name in VALUE_FIELDS}
-    fields.update({name: values[name] for name in OPTIONAL_VALUE_FIELDS if name in values})
+def value_fields(values: LocalValues, offset: float, *, counted: bool = True) -> dict[str, Any]:
+    """Result fields from a driver's values (exact, estimated or integrated); cohort means are stored
+    relative to `offset` (the pilot value), which is added back here. Sizes are whole numbers when
+    `counted` (no case weights), else sums of weights."""
+    fields: dict[str, Any] = {name: getattr(values, name) for name in VALUE_FIELDS}
+    fields.update({name: getattr(values, name) for name in OPTIONAL_VALUE_FIELDS if getattr(values, name) is not None})
     for name in SIZE_FIELDS:
         fields[name] = np.rint(fields[name]).astype(np.int64) if counted else np.asarray(fields[name], dtype=np.float64)
-    fields["cohort_mean"] = values["cohort_mean"] + offset
-    fields["path_mean"] = values["path_mean"] + offset
+    fields["cohort_mean"] = values.cohort_mean + offset
+    fields["path_mean"] = values.path_mean + offset
     return fields
 
 

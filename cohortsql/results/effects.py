@@ -122,6 +122,7 @@ class ShapleyEffects:
         diagnostics: Diagnostics,
         settings: dict[str, str],
         method: str,
+        path: str,
         replicate_effects: np.ndarray | None,
         confidence: float,
     ) -> ShapleyEffects:
@@ -152,7 +153,7 @@ class ShapleyEffects:
             variance=variance,
             subjects=subjects,
             targets=len(squared_values),
-            path="integrated" if method == "integrated" else "pairwise",
+            path=path,
             diagnostics=diagnostics,
             settings=settings,
             method=method,

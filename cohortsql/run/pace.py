@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from cohortsql.formats.tables import default_kinds_in_words
 from cohortsql.interrupts import check_not_interrupted
 from cohortsql.run.progress import Reporter, duration
+from cohortsql.run.route import ChosenMethod, ChosenPath, Route
 
 SECONDS_PER_BATCH = 2.0
 WIDE_BATCH_SECONDS = 10.0
@@ -81,8 +82,8 @@ class Plan:
     """Rows each target is compared with: the subjects, or with `rows_collapsed` the estimate of their
     distinct rows."""
     features: int
-    method: str
-    path: str
+    route: Route
+    """The method and path the run takes."""
     engine: str
     pilot_targets: int
     """Targets of the timed batches."""
@@ -109,10 +110,18 @@ class Plan:
     distinct targets over those."""
     second_pass_pilot: int = 0
 
+    @property
+    def method(self) -> ChosenMethod:
+        return self.route.method
+
+    @property
+    def path(self) -> ChosenPath:
+        return self.route.path
+
     def scaled(self, pilot: PilotScale) -> Plan:
         """This plan, measured with a pilot's fewer replicates and permutations, for the run asked (the
         second passes read no replicate and no permutation)."""
-        scale = pilot.replicates * (pilot.permutations if self.method == "permutation" else 1.0)
+        scale = pilot.replicates * (pilot.permutations if self.route.random else 1.0)
         values = (self.estimated_seconds - self.second_pass_seconds) * scale
         return replace(
             self,
@@ -145,18 +154,21 @@ class Plan:
     def __str__(self) -> str:
         pairs = self.distinct_targets * self.subject_rows
         players = self.features if self.players is None else self.players
-        cohorts = {
-            "exact": f"{2**players:,} cohorts",
-            "integrated": "one path through its softened cohorts, from a histogram by dissimilar players",
-        }.get(self.method, "random chains of cohorts")
+        cohorts = (
+            f"{2**players:,} cohorts"
+            if self.route.exact
+            else "one path through its softened cohorts, from a histogram by dissimilar players"
+            if self.route.integrated
+            else "random chains of cohorts"
+        )
         grouped = "" if players == self.features else f" in {players} groups"
         replicated = f", {self.replicates} bootstrap replicates" if self.replicates else ""
         values = self.estimated_seconds - self.second_pass_seconds
         return "\n".join(
             [
                 f"plan: {self.targets:,} targets ({self.distinct_targets:,} distinct) x {self.subjects:,} subjects"
-                f"{self._rows_compared()}, {self.features} features{grouped}, {self.method} method"
-                f" ({cohorts} per target){replicated}, {self.path} path, on {self.engine}",
+                f"{self._rows_compared()}, {self.features} features{grouped}, {self.route.method} method"
+                f" ({cohorts} per target){replicated}, {self.route.path} path, on {self.engine}",
                 f"work: {pairs:,} target-subject pairs",
                 f"estimate: about {duration(self.estimated_seconds)}"
                 + (f" in all; the values about {duration(values)}" if self.second_passes else "")
@@ -191,7 +203,8 @@ class ModelGamePlan:
 
     game: str
     """``baseline`` or ``all-baseline``."""
-    method: str
+    route: Route
+    """Its method, on the model's hybrid points."""
     distinct_targets: int
     baselines: int
     points_per_target: int
@@ -200,10 +213,14 @@ class ModelGamePlan:
     pilot_seconds: float
     estimated_seconds: float
 
+    @property
+    def method(self) -> ChosenMethod:
+        return self.route.method
+
     def __str__(self) -> str:
-        bound = "at most " if self.method == "permutation" else ""
+        bound = "at most " if self.route.random else ""
         return (
-            f"{self.game}: {self.distinct_targets:,} distinct targets x {self.baselines:,} baselines, {self.method}"
+            f"{self.game}: {self.distinct_targets:,} distinct targets x {self.baselines:,} baselines, {self.route.method}"
             f" method ({bound}{self.points_per_target:,} model evaluations per target); estimate: {bound}about"
             f" {duration(self.estimated_seconds)} (measured on {self.pilot_targets:,} of {self.distinct_targets:,}"
             f" targets in {self.pilot_seconds:.2f} s)"

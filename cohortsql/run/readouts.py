@@ -16,8 +16,9 @@ from cohortsql.games.base import DenseBatch, Game
 from cohortsql.numeric import dividends, players, shapley
 from cohortsql.results.uniqueness import GameResult
 from cohortsql.run import grouping_sets, pairwise
+from cohortsql.run.route import EXACT_PAIRWISE, Route
 from cohortsql.run.session import Session
-from cohortsql.run.strategy import check_owen, choose_path, make_pacer
+from cohortsql.run.strategy import check_owen, exact_route, make_pacer
 from cohortsql.run.targets import TargetSet
 
 Result = TypeVar("Result", bound=GameResult)
@@ -34,10 +35,10 @@ class GameValues(NamedTuple):
     """|C_{t,1:d}| (a sum of weights when weighted), (targets,)."""
 
 
-def shapley_values(session: Session, chosen: TargetSet, game: Game, path: str) -> GameValues:
-    """Exact Shapley values of `game` for the `chosen` targets, on `path` (``pairwise`` or ``grouping_sets``)."""
-    driver = grouping_sets.dense_games if path == "grouping_sets" else pairwise.dense_games
-    pacer = make_pacer(session.engine, session.prepared, chosen, "exact", path, session.reporter())
+def shapley_values(session: Session, chosen: TargetSet, game: Game, route: Route) -> GameValues:
+    """Exact Shapley values of `game` for the `chosen` targets, by the exact driver of the `route`'s path."""
+    driver = grouping_sets.dense_games if route.by_cells else pairwise.dense_games
+    pacer = make_pacer(session.engine, session.prepared, chosen, route, session.reporter())
     parts = [
         (shapley.shapley_values(batch.values[0]), batch.values[0][:, -1], batch.cohorts.weight[:, -1])
         for batch in driver(session.engine, session.prepared, chosen, pacer, [game])
@@ -55,12 +56,12 @@ def game_result(session: Session, game: Game, kind: type[Result]) -> Result:
     ask for them."""
     prepared, path = session.prepared, session.options.estimation.path
     chosen = session.select()
-    chosen_path = choose_path(path, prepared, chosen.count)
-    values = shapley_values(session, chosen, game, chosen_path)
+    route = exact_route(path, prepared, chosen.count)
+    values = shapley_values(session, chosen, game, route)
     owen = None
     if prepared.groups is not None and prepared.groups.values == "owen":
         owen = owen_values(session, chosen, [game])[0]
-    settings = session.settings(chosen, method="exact", path=chosen_path)
+    settings = session.settings(chosen, method=route.method, path=route.path)
     return kind(
         **session.result_fields(chosen, None),
         game=str(game),
@@ -69,7 +70,7 @@ def game_result(session: Session, game: Game, kind: type[Result]) -> Result:
         owen=owen,
         value=values.value,
         cohort_size=values.cohort_size if prepared.weight is not None else np.rint(values.cohort_size).astype(np.int64),
-        path=chosen_path,
+        path=route.path,
         settings={**settings, "game": str(game)},
     )
 
@@ -97,7 +98,7 @@ def lattice_terms(
     sets = dividends.sets_up_to(d, anchored) if anchored else None
     pairs = np.empty((len(games), rows, d, d)) if interactions else None
     terms = None if sets is None else np.empty((len(games), rows, len(sets)))
-    pacer = make_pacer(session.engine, prepared, chosen, "exact", "pairwise", session.reporter())
+    pacer = make_pacer(session.engine, prepared, chosen, EXACT_PAIRWISE, session.reporter())
     for batch in pairwise.dense_games(session.engine, prepared, chosen, pacer, games):
         rows_of_batch = slice(batch.start, batch.start + batch.rows)
         for index, game in enumerate(batch.values):
@@ -117,7 +118,7 @@ def owen_values(session: Session, chosen: TargetSet, games: Sequence[Game]) -> n
     prepared = session.prepared
     groups = prepared.groups
     assert groups is not None
-    check_owen("exact", prepared)
+    check_owen(EXACT_PAIRWISE, prepared)
     values = np.zeros((len(games), chosen.distinct.num_rows, prepared.d))
     for batch, reduced in _union_batches(session, chosen, games):
         rows = np.arange(batch.start, batch.start + batch.rows)[:, None]
@@ -153,7 +154,7 @@ def _union_batches(
     assert prepared.groups is not None
     unions = prepared.groups.members
     reduced = [players.union_game(unions, index) for index in range(len(unions))]
-    pacer = make_pacer(session.engine, prepared, chosen, "exact", "pairwise", session.reporter())
+    pacer = make_pacer(session.engine, prepared, chosen, EXACT_PAIRWISE, session.reporter())
     batches = pairwise.dense_games(
         session.engine, prepared, chosen, pacer, games, reductions=[union.players for union in reduced]
     )

@@ -15,7 +15,6 @@ from cohortsql import queries
 from cohortsql._typing import PATHS
 from cohortsql.engines.base import Engine
 from cohortsql.errors import CohortError, check_choice, warn
-from cohortsql.request import arguments
 from cohortsql.request.options import Terms
 from cohortsql.run.grouping_sets import grouping_sets_batches
 from cohortsql.run.integrated import integrated_batch_size, integrated_batches
@@ -23,6 +22,7 @@ from cohortsql.run.pace import SECONDS_PER_BATCH, WIDE_BATCH_SECONDS, Pacer
 from cohortsql.run.pairwise import pairwise_batches, permutation_batches
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.progress import Reporter
+from cohortsql.run.route import ChosenMethod, Route
 from cohortsql.run.targets import TargetSet
 
 ENGINE_GROUP_BYTES = 96
@@ -57,14 +57,14 @@ def long_replicates(prepared: Prepared) -> bool:
     return measures.replicates > 0 and sums * ENGINE_SUM_BYTES > prepared.engine_bytes
 
 
-def exact_batch_size(prepared: Prepared, path: str) -> int:
+def exact_batch_size(prepared: Prepared, *, by_cells: bool) -> int:
     """The most targets whose arrays fit the batch memory budget: on the pairwise path their histogram
     entries for every game (at most min(subject rows, 2^d) per target; the dense 2^d arrays are built
     a cache-sized chunk at a time) and the values of every game, on the lattice path their 2^d sizes
     and values of every game."""
     measures, d, players = prepared.measures, prepared.d, prepared.players
     games, weightings = max(1, measures.games), measures.weightings
-    if path == "grouping_sets":
+    if by_cells:
         per_target = 8 * ((weightings + 2 * games) << d)
     else:
         # The histogram's columns, twice (as fetched and sorted), and the engine's own copy while it
@@ -104,8 +104,7 @@ def make_pacer(
     engine: Engine,
     prepared: Prepared,
     targets: TargetSet,
-    method: str,
-    path: str,
+    route: Route,
     report: Reporter,
     pilot_only: bool = False,
     pilot_share: float = 0.5,
@@ -113,10 +112,10 @@ def make_pacer(
     """Batches of targets for a computation: bounded by memory, paced by time (not the lattice walk)."""
     memory = (
         permutation_batch_size(prepared)
-        if method == "permutation"
+        if route.random
         else integrated_batch_size(prepared)
-        if method == "integrated"
-        else exact_batch_size(prepared, path)
+        if route.integrated
+        else exact_batch_size(prepared, by_cells=route.by_cells)
     )
     measures = prepared.measures
     distinct = targets.distinct.num_rows
@@ -127,10 +126,10 @@ def make_pacer(
         reporter=report,
         sums_per_pair=(measures.weightings + measures.games + 1) / 3,
         seconds_per_batch=WIDE_BATCH_SECONDS if measures.replicates else SECONDS_PER_BATCH,
-        paced=path != "grouping_sets",
+        paced=not route.by_cells,
         pilot_only=pilot_only,
         pilot_share=pilot_share,
-        cells_per_target=(max(1, measures.games) << prepared.players) if method == "exact" else 0,
+        cells_per_target=(max(1, measures.games) << prepared.players) if route.exact else 0,
         unit="targets" if distinct == targets.count else f"distinct targets of {targets.count:,}",
     )
 
@@ -139,19 +138,18 @@ def local_batches(
     engine: Engine,
     prepared: Prepared,
     targets: TargetSet,
-    method: str,
-    path: str,
+    route: Route,
     pacer: Pacer,
     seed: int | None,
     max_permutations: int,
     tolerance: float | None,
     interactions: bool = False,
 ) -> Iterator[Any]:
-    """The batches of values of the chosen method and path (exact `CohortShapley`, lists of estimates,
-    with `interactions` each with its interaction values, or `IntegratedBatch`es)."""
-    if method == "integrated":
+    """The batches of values of the `route`'s driver (exact `CohortShapley`, lists of estimates, with
+    `interactions` each with its interaction values, or `IntegratedBatch`es)."""
+    if route.integrated:
         return integrated_batches(engine, prepared, targets, pacer)
-    if method == "permutation":
+    if route.random:
         return permutation_batches(
             engine,
             prepared,
@@ -162,18 +160,18 @@ def local_batches(
             tolerance=tolerance,
             interactions=interactions,
         )
-    if path == "grouping_sets":
+    if route.by_cells:
         return grouping_sets_batches(engine, prepared, targets, pacer)
     return pairwise_batches(engine, prepared, targets, pacer, long_replicates=long_replicates(prepared))
 
 
-def choose_method(method: str, d: int, game: Literal["cohort", "baseline"] = "cohort") -> str:
+def choose_method(method: str, d: int, game: Literal["cohort", "baseline"] = "cohort") -> ChosenMethod:
     """``exact``, ``permutation`` or (cohort Shapley's games) ``integrated`` for `d` features of `game`
     (``auto``: exact up to the game's automatic limit, permutation up to `MAX_FEATURES`, integrated
     beyond, said in a warning; an explicit method beyond its hard limit is refused)."""
     auto_exact_up_to, exact_up_to, work = _EXACT_LIMITS[game]
     if game == "cohort" and method == "integrated":
-        return method
+        return "integrated"
     if game == "cohort" and d > MAX_FEATURES and method in ("auto", "permutation"):
         if method == "permutation":
             raise CohortError(
@@ -187,36 +185,46 @@ def choose_method(method: str, d: int, game: Literal["cohort", "baseline"] = "co
             " otherwise; its values add up as cohort Shapley's do (method='integrated' says so without this warning)"
         )
         return "integrated"
-    return arguments.exact_or_permutation(
-        method, d, auto_exact_up_to=auto_exact_up_to, exact_up_to=exact_up_to, work=work
-    )
+    if method == "integrated":
+        raise CohortError(
+            "method='integrated' (integrated gradient cohort Shapley) values cohort Shapley's own games;"
+            " this method takes 'exact', 'permutation' or 'auto'"
+        )
+    if method == "auto":
+        return "exact" if d <= auto_exact_up_to else "permutation"
+    if method == "exact" and d > exact_up_to:
+        raise CohortError(
+            f"the exact method handles at most {exact_up_to} features ({work}); got {d}:"
+            " use method='permutation' (or 'auto'), or drop features"
+        )
+    return "permutation" if method == "permutation" else "exact"
 
 
-def check_interactions(terms: Terms, asked: str, method: str, d: int, *, estimated: bool = False) -> None:
+def check_interactions(terms: Terms, asked: str, route: Route, d: int, *, estimated: bool = False) -> None:
     """Interaction values come from each target's exact lattice of cohorts, or (`estimated`: a target's
     own values) from the permutations that estimate its values; the variance game's need the exact
-    `method` (chosen from the `asked` one). Anchored terms come from every cohort of the lattice."""
-    if terms.interactions and method != "exact" and not estimated:
+    method (the `route` chosen from the `asked` one). Anchored terms come from every cohort of the lattice."""
+    if terms.interactions and not route.exact and not estimated:
         raise CohortError(
             f"interactions=True for Shapley effects needs method='exact' (up to {MAX_EXACT_FEATURES} features);"
             f" with {d} features and method={asked!r} the effects are estimated by permutations:"
             " cohort_shapley(interactions=True) estimates each target's interaction values with them"
         )
-    if terms.anchored and method != "exact":
+    if terms.anchored and not route.exact:
         raise CohortError(
             f"anchored={terms.anchored} needs method='exact' (up to {MAX_EXACT_FEATURES} features): the"
             " anchored terms come from every cohort of the lattice"
         )
 
 
-def check_owen(method: str, prepared: Prepared) -> None:
+def check_owen(route: Route, prepared: Prepared) -> None:
     """Owen values come from each union's exact reduced game (every other group whole, the union's
     members alone): refused by permutations, or where a reduced game has more than
     `MAX_EXACT_FEATURES` players."""
     groups = prepared.groups
     if groups is None or groups.values != "owen":
         return
-    if method != "exact":
+    if not route.exact:
         raise CohortError(
             f"group_values=\"owen\" needs method='exact' ({prepared.players} players here); the permutation"
             ' method estimates the groups\' values (group_values="players")'
@@ -232,16 +240,39 @@ def check_owen(method: str, prepared: Prepared) -> None:
         )
 
 
-def choose_method_and_path(method: str, path: str, prepared: Prepared, targets: int) -> tuple[str, str]:
+def choose_route(method: str, path: str, prepared: Prepared, targets: int) -> Route:
     """Cohort Shapley's method, and the path its cohorts are found by (the permutation method joins; the
     integrated method counts each subject's dissimilar players: its own path)."""
     chosen = choose_method(method, prepared.players)
     if chosen == "integrated":
-        return chosen, "integrated"
-    return chosen, "pairwise" if chosen == "permutation" else choose_path(path, prepared, targets)
+        return Route(chosen, "integrated")
+    return Route(chosen, "pairwise" if chosen == "permutation" else choose_path(path, prepared, targets))
 
 
-def choose_path(path: str, prepared: Prepared, targets: int) -> str:
+def model_route(method: str, d: int) -> Route:
+    """A model-based game's method for `d` features (`choose_method`), on the model's hybrid points."""
+    return Route(choose_method(method, d, "baseline"), "model")
+
+
+def histogram_route(method: str, d: int) -> Route:
+    """The method for mask histograms computed elsewhere (`cohortsql.assemble`): exact or by permutations."""
+    chosen = choose_method(method, d)
+    if chosen == "integrated":
+        raise CohortError("method='integrated' reads the histogram by dissimilar players, not mask histograms")
+    return Route(chosen, "pairwise")
+
+
+def may_draw(method: str) -> bool:
+    """Whether a run asked for `method` may draw random orders of the players (``auto`` may)."""
+    return method != "exact"
+
+
+def exact_route(path: str, prepared: Prepared, targets: int) -> Route:
+    """The exact method on the path `path` resolves to (`choose_path`)."""
+    return Route("exact", choose_path(path, prepared, targets))
+
+
+def choose_path(path: str, prepared: Prepared, targets: int) -> Literal["pairwise", "grouping_sets"]:
     check_choice("path", path, PATHS)
     if prepared.groups is not None:
         if path == "grouping_sets":
@@ -257,7 +288,7 @@ def choose_path(path: str, prepared: Prepared, targets: int) -> str:
         )
     if path == "auto":
         return "grouping_sets" if not windows and targets >= 1 << (prepared.d - 1) else "pairwise"
-    return path
+    return "grouping_sets" if path == "grouping_sets" else "pairwise"
 
 
 MAX_EXACT_BASELINE_FEATURES = 20

@@ -266,7 +266,7 @@ def test_the_command_line_prints_the_audit_in_words_and_writes_its_report(table,
 def test_the_audit_has_a_dry_run_and_states_its_defaults(table, tmp_path):
     """``audit --dry-run`` plans the audit's own run (the protected attribute among the features,
     200 replicates unless told) and writes nothing; the help states the defaults it runs with."""
-    from cohortsql.api.audit import BASELINES
+    from cohortsql.request.options import AUDIT_BASELINES as BASELINES
     from cohortsql.request.options import AUDIT_REPLICATES as BOOTSTRAP
 
     data = tmp_path / "lending.parquet"

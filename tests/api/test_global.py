@@ -280,6 +280,10 @@ def test_targets_that_share_an_estimate_share_its_error():
         distinct_errors=np.array([[0.1], [0.3]]),
         group=np.array([0, 0, 1]),
         target_weights=np.ones(3),
+        method="permutation",
+        path="pairwise",
+        replicate_effects=None,
+        confidence=0.95,
         **common,
     )
     expected = np.sqrt((2 / 3 * 0.1) ** 2 + (1 / 3 * 0.3) ** 2)  # every row is a target: no sampling error

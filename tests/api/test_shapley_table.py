@@ -194,7 +194,7 @@ def test_the_cells_are_valued_a_memory_sized_batch_at_a_time(frame, monkeypatch)
     walked in batches the memory budget sizes; three cells a batch give the same table."""
     import cohortsql.api.table as table_module
 
-    monkeypatch.setattr(table_module, "exact_batch_size", lambda prepared, path: 3)
+    monkeypatch.setattr(table_module, "exact_batch_size", lambda prepared, by_cells: 3)
     options = {"prediction": "score", "similarity": EQUIVALENCES, "id": "loan"}
     values = collected(cohortsql.shapley_table(frame, **options))
     direct = cohortsql.cohort_shapley(frame, **options).local.sort("id", "feature")
