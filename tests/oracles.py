@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from cohortsql.numeric.dividends import dividends
+from cohortsql.numeric.local_values import LocalValues
 from cohortsql.numeric.shapley import CohortShapley, game_dimension, importance_order, set_sizes
 
 
@@ -66,7 +67,7 @@ def cohort_shapley(
     squared_games = np.zeros((slots, cells))
     for row in range(rows):
         squared_games[row % slots] += weights[row] * game[row] ** 2
-    return CohortShapley(
+    per_row = LocalValues(
         shapley=phi,
         shapley_squared=phi_squared,
         cohort_size=sizes[:, -1],
@@ -75,8 +76,14 @@ def cohort_shapley(
         path_size=sizes[index, path],
         path_mean=game[index, path] + means[:, None],
         feature_cohort_size=sizes[:, 1 << np.arange(d)],
-        squared_games=squared_games,
     )
+    return CohortShapley(per_row, squared_games)
+
+
+def flat(values: CohortShapley) -> dict[str, np.ndarray]:
+    """Every array of exact values by name: each row's fields, then the squared games."""
+    arrays = {name: array for name, array in values.per_row._asdict().items() if array is not None}
+    return arrays | {"squared_games": values.squared_games}
 
 
 def scatter_histograms(

@@ -230,11 +230,7 @@ def _from_masks(
                     tolerance=tolerance,
                 )
             )
-    fields = (
-        shapley.local_values(shapley.concatenate(results))
-        if route.exact
-        else permutation.stack(results, np.arange(count))
-    )
+    fields = shapley.concatenate(results).per_row if route.exact else permutation.stack(results, np.arange(count))
     return CohortShapleyResult(
         **_common(features, kinds, targets, mean, centred_mean, variance, n),
         **value_fields(fields, mean),  # the histogram's sums are of y - mean
@@ -300,7 +296,7 @@ def _from_cells(
     return CohortShapleyResult(
         **_common(features, kinds, targets, mean, centred_mean, variance, n),
         # The cells' sums are of y - the query's mean, so cohort means are relative to it.
-        **value_fields(shapley.local_values(values), mean),
+        **value_fields(values.per_row, mean),
         method="exact",
         path="grouping_sets",
         settings=run_settings(similarity=_described(kinds), method="exact", path="grouping_sets"),

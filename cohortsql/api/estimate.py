@@ -231,7 +231,7 @@ def cohort_plan(session: Session, chosen: TargetSet, scale: PilotScale) -> Plan:
         if isinstance(batch, IntegratedBatch)
         else len(batch[0])
         if isinstance(batch, list)
-        else len(batch.shapley) // max(1, prepared.measures.games)
+        else len(batch.per_row.shapley) // max(1, prepared.measures.games)
         for batch in batches
     )
     passes = _second_passes(session, route)

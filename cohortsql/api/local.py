@@ -19,7 +19,6 @@ from cohortsql.games.cohort import CohortGame
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric import permutation
-from cohortsql.numeric import shapley as shapley_module
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import Options, checked_options, documented
 from cohortsql.request.similarity import SimilarityArgument
@@ -240,7 +239,7 @@ def explain_targets(session: Session, chosen: TargetSet) -> dict[str, CohortShap
     else:
         keep = bootstrap_module.worth_keeping(chosen.count, prepared.players, prepared.measures, prepared.batch_bytes)
         intervals = bootstrap_module.collect(batches, prepared.measures, confidence, keep=keep).fanned_out(chosen.group)
-        fields = [shapley_module.local_values(values) for values in intervals.values]
+        fields = intervals.values
     games = [CohortGame(outcome) for outcome in range(len(prepared.outcomes))]
     exact_interactions = terms.interactions and route.exact
     interactions, anchored = readouts.lattice_terms(

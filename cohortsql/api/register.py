@@ -85,7 +85,7 @@ def histogram_values_checked(
             " every feature): pass the whole mask histogram of each target"
         )
     values = histogram_values(row, mask.astype(np.int64), weight, sums, rows, d)
-    return values.shapley, values.shapley_squared
+    return values.per_row.shapley, values.per_row.shapley_squared
 
 
 def _function_query(

@@ -10,13 +10,15 @@ between outcomes are paired: their intervals come from the replicates' differenc
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from cohortsql.numeric.shapley import CohortShapley, concatenate, fan_out, shapley_values
+from cohortsql.numeric.local_values import LocalValues
+from cohortsql.numeric.shapley import CohortShapley, shapley_values
 
 
 class GameRows(Protocol):
@@ -104,7 +106,7 @@ class Bootstrap:
 class Collected:
     """The values of every game of the distinct targets, gathered from the batches."""
 
-    values: list[CohortShapley]
+    values: list[LocalValues]
     """Per outcome, the values of its game under the data's own weighting."""
     intervals: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     """Per outcome (with replicates), the low and high ends for phi and phi^2, each (targets, d)."""
@@ -116,7 +118,7 @@ class Collected:
     def fanned_out(self, group: np.ndarray) -> Collected:
         """Per-target arrays for every target from those of the distinct targets."""
         return Collected(
-            [fan_out(values, group) for values in self.values],
+            [values.map(lambda array: array[group]) for values in self.values],
             [tuple(array[group] for array in interval) for interval in self.intervals],
             [None if kept is None else (kept[0][group], kept[1][group]) for kept in self.replicate_values],
             self.squared_games,
@@ -133,30 +135,38 @@ def worth_keeping(targets: int, d: int, measures: GameRows, budget: int) -> bool
     return kept_bytes(targets, d, measures) <= min(KEEP_REPLICATES_BYTES, budget)
 
 
+def _by_game(array: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
+    """A batch's array of game rows as (targets, outcomes, weightings, ...)."""
+    return array.reshape(*shape, *array.shape[1:])
+
+
+def _own_weighting(array: np.ndarray, outcome: int) -> np.ndarray:
+    """An outcome's rows under the data's own weighting, copied: a view would keep every replicate alive."""
+    return array[:, outcome, 0].copy()
+
+
 def collect(
     batches: Iterable[CohortShapley], measures: GameRows, confidence: float, *, keep: bool, intervals: bool = True
 ) -> Collected:
     """Split each batch's game rows (target-major, `measures`' game order) into outcomes and
     weightings; reduce the replicates to `intervals` batch by batch, and `keep` them (float32) if asked."""
     outcomes, weightings = measures.outcomes, measures.weightings
-    parts: list[list[CohortShapley]] = [[] for _ in range(outcomes)]
+    parts: list[list[LocalValues]] = [[] for _ in range(outcomes)]
     bounds: list[list[tuple[np.ndarray, ...]]] = [[] for _ in range(outcomes)]
     kept: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(outcomes)]
     total = None  # a running sum: a (games, 2^d) array kept per batch would add up to hundreds of MB
     for batch in batches:
-        *per_row, squared_games = batch
         if total is None:
-            total = np.array(squared_games, dtype=np.float64)
+            total = np.array(batch.squared_games, dtype=np.float64)
         else:
-            total += squared_games
-        rows = len(batch.cohort_size) // measures.games
-        split = [array.reshape(rows, outcomes, weightings, *array.shape[1:]) for array in per_row]
+            total += batch.squared_games
+        rows = len(batch.per_row.cohort_size) // measures.games
+        split = batch.per_row.map(functools.partial(_by_game, shape=(rows, outcomes, weightings)))
         for outcome in range(outcomes):
-            # copies, not views: a view would keep the batch's every replicate alive
-            parts[outcome].append(CohortShapley._make([array[:, outcome, 0].copy() for array in split] + [np.zeros(0)]))
+            parts[outcome].append(split.map(functools.partial(_own_weighting, outcome=outcome)))
             if measures.replicates and (intervals or keep):
-                phi = batch.shapley.reshape(rows, outcomes, weightings, -1)[:, outcome, 1:]
-                phi2 = batch.shapley_squared.reshape(rows, outcomes, weightings, -1)[:, outcome, 1:]
+                phi = split.shapley[:, outcome, 1:]
+                phi2 = split.shapley_squared[:, outcome, 1:]
                 if intervals:
                     bounds[outcome].append(
                         (*percentile_interval(phi, confidence, 1), *percentile_interval(phi2, confidence, 1))
@@ -164,7 +174,7 @@ def collect(
                 if keep:
                     kept[outcome].append((phi.astype(np.float32), phi2.astype(np.float32)))
     return Collected(
-        [concatenate(outcome_parts)._replace(squared_games=np.zeros(0)) for outcome_parts in parts],
+        [LocalValues.joined(outcome_parts) for outcome_parts in parts],
         [tuple(np.concatenate(ends) for ends in zip(*outcome_bounds)) for outcome_bounds in bounds if outcome_bounds],  # type: ignore[misc]
         [
             (np.concatenate([a for a, _ in outcome_kept]), np.concatenate([b for _, b in outcome_kept]))

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from cohortsql.numeric.local_values import LocalValues
 from cohortsql.numeric.shapley import TIE_TOLERANCE, CohortShapley, GameBatch, shapley_weights
 
 COMPILE_WORTH_CELLS = 200_000_000
@@ -73,8 +74,8 @@ def exact_values(batch: GameBatch) -> CohortShapley:
     # Each group of targets holds two 2^d work arrays and its own squared games: bound them by memory.
     per_group = (2 + batch.slots) * 8 << d
     groups = max(1, min(rows, 64, KERNEL_MEMORY_BYTES // per_group))
-    values = CohortShapley(  # the kernel returns CohortShapley's fields in order
-        *_kernel()(
+    *per_row, squared_games = (
+        _kernel()(  # the kernel returns LocalValues' first fields in order, then the squared games
             starts,
             batch.mask[order].astype(np.int64),
             batch.subjects[order].astype(np.float64),
@@ -89,6 +90,7 @@ def exact_values(batch: GameBatch) -> CohortShapley:
             TIE_TOLERANCE,
         )
     )
-    if np.any(values.cohort_size <= 0):
+    values = CohortShapley(LocalValues(*per_row), squared_games)
+    if np.any(values.per_row.cohort_size <= 0):
         raise ValueError("a target is missing from its own cohort: similarity masks are not reflexive")
     return values

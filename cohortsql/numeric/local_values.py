@@ -1,40 +1,50 @@
-"""The one carrier of values from a driver to a result: every target's values of one explained column,
-whichever method computed them (`LocalValues`). Pure numpy."""
+"""The one carrier of values from a driver to a result: the values of game rows (or targets) of one
+kind, whichever method computed them (`LocalValues`). Pure numpy."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 
 class LocalValues(NamedTuple):
-    """Every target's cohort Shapley values of one explained column, and its cohorts' statistics:
-    exact (`cohortsql.numeric.shapley.CohortShapley`), estimated by permutations
-    (`cohortsql.numeric.permutation.stack`, with standard errors) or integrated
-    (`cohortsql.api.integrated.integrated_fields`). Leading axis: the targets."""
+    """Cohort Shapley values and their cohorts' statistics, with a leading axis of game rows (a row is
+    one target's game for one outcome and weighting, `cohortsql.request.measures`) or, once a result
+    takes them, of targets: exact (`cohortsql.numeric.shapley.CohortShapley`), estimated by
+    permutations (`cohortsql.numeric.permutation.stack`, with standard errors) or integrated
+    (`cohortsql.api.integrated.integrated_fields`). Sizes are sums of weights (counts unweighted)."""
 
     shapley: np.ndarray
-    """phi_j of v_CS(t, u) = ybar_{t,u} - ybar, (targets, players)."""
+    """phi_j of v_CS(t, u) = ybar_{t,u} - ybar, shape (rows, d)."""
     shapley_squared: np.ndarray
-    """phi_j of the squared game v_CS(t, u)^2 (never phi_j^2), (targets, players)."""
+    """phi_j of the squared game v_CS2(t, u) = (ybar_{t,u} - ybar)^2 (never phi_j^2), shape (rows, d)."""
     cohort_size: np.ndarray
-    """|C_{t,1:d}| (a sum of weights when weighted), (targets,)."""
+    """|C_{t,1:d}|, shape (rows,)."""
     cohort_mean: np.ndarray
-    """ybar_{t,1:d} relative to the run's offset (the pilot value), (targets,)."""
+    """ybar_{t,1:d} (relative to the run's offset, the pilot value), shape (rows,)."""
     path_order: np.ndarray
-    """Each target's players by decreasing |phi_j| (its refinement path), (targets, players)."""
+    """Each row's features by decreasing |phi_j|, shape (rows, d)."""
     path_size: np.ndarray
-    """Cohort sizes along the refinement path, (targets, players)."""
+    """|C_{t,u_k}| for u_k = the k + 1 most important features (the refinement path), shape (rows, d)."""
     path_mean: np.ndarray
-    """Cohort means along the refinement path, relative to the offset, (targets, players)."""
+    """ybar_{t,u_k} along the refinement path, shape (rows, d)."""
     feature_cohort_size: np.ndarray
-    """|C_{t,{j}}|, (targets, players)."""
+    """|C_{t,{j}}|: the subjects similar to the target on feature j alone, shape (rows, d)."""
     shapley_se: np.ndarray | None = None
-    """Standard errors of `shapley` (permutation method), else None (exact)."""
+    """The permutation method's standard errors (None: exact or integrated)."""
     shapley_squared_se: np.ndarray | None = None
     permutations: np.ndarray | None = None
-    """Random orders each target's estimate drew (permutation method)."""
     interactions: np.ndarray | None = None
-    """Interaction values estimated with the values (permutation method), (targets, players, players)."""
+    """Interaction values the permutations estimated with the values, (rows, d, d)."""
     interactions_se: np.ndarray | None = None
+
+    def map(self, function: Callable[[np.ndarray], np.ndarray]) -> LocalValues:
+        """Each array through `function` (a selection of rows, a reshape); None stays None."""
+        return LocalValues._make(None if array is None else function(array) for array in self)
+
+    @classmethod
+    def joined(cls, parts: Sequence[LocalValues]) -> LocalValues:
+        """The rows of consecutive parts, in order."""
+        return cls._make(None if arrays[0] is None else np.concatenate(arrays) for arrays in zip(*parts, strict=True))

@@ -116,27 +116,10 @@ def _sums_over_sets_containing(values: np.ndarray) -> np.ndarray:
 
 
 class CohortShapley(NamedTuple):
-    """Exact cohort Shapley values of a batch of games (arrays have a leading axis of game rows).
+    """Exact cohort Shapley values of a batch of games: each game row's values, and its squared games."""
 
-    A game row is one target's game for one outcome and weighting (see `cohortsql.request.measures`); with
-    one outcome and no replicates, game rows are targets. Sizes are sums of weights (counts unweighted)."""
-
-    shapley: np.ndarray
-    """phi_j of v_CS(t, u) = ybar_{t,u} - ybar, shape (rows, d)."""
-    shapley_squared: np.ndarray
-    """phi_j of v_CS2(t, u) = (ybar_{t,u} - ybar)^2, shape (rows, d)."""
-    cohort_size: np.ndarray
-    """|C_{t,1:d}|, shape (rows,)."""
-    cohort_mean: np.ndarray
-    """ybar_{t,1:d}, shape (rows,)."""
-    path_order: np.ndarray
-    """Each row's features by decreasing |phi_j|, shape (rows, d)."""
-    path_size: np.ndarray
-    """|C_{t,u_k}| for u_k = the k + 1 most important features (the refinement path), shape (rows, d)."""
-    path_mean: np.ndarray
-    """ybar_{t,u_k} along the refinement path, shape (rows, d)."""
-    feature_cohort_size: np.ndarray
-    """|C_{t,{j}}|: the subjects similar to the target on feature j alone, shape (rows, d)."""
+    per_row: LocalValues
+    """Each game row's values (exact: no standard errors)."""
     squared_games: np.ndarray
     """For each of the `slots` games per target, the weighted sum over the batch's targets of
     v_CS(t, u)^2, shape (slots, 2^d): the targets' total of v_var."""
@@ -272,7 +255,7 @@ def cohort_shapley_of_games(
 
 
 def _of_games(sizes: np.ndarray, pair: np.ndarray, means: np.ndarray) -> list[np.ndarray]:
-    """The per-row fields of `CohortShapley` (all but `squared_games`) from the sizes and (v_CS, v_CS^2)."""
+    """The per-row fields of `CohortShapley` (its `LocalValues`) from the sizes and (v_CS, v_CS^2)."""
     game = pair[0]
     phi, phi_squared = shapley_values(pair)
     order = importance_order(phi)
@@ -354,7 +337,7 @@ def _in_chunks(
     for start, (fields, squared) in zip(starts, results):
         _add_by_slot(squared_games, start, squared)
         parts.append(fields)
-    return CohortShapley._make([*(np.concatenate(arrays) for arrays in zip(*parts)), squared_games])
+    return CohortShapley(LocalValues(*(np.concatenate(arrays) for arrays in zip(*parts))), squared_games)
 
 
 def _add_by_slot(totals: np.ndarray, first_row: int, values: np.ndarray) -> None:
@@ -370,21 +353,11 @@ def _add_by_slot(totals: np.ndarray, first_row: int, values: np.ndarray) -> None
         start, slot = start + count, 0
 
 
-def local_values(values: CohortShapley) -> LocalValues:
-    """The exact values of a batch whose game rows are its targets, as a result takes them."""
-    return LocalValues(**{name: getattr(values, name) for name in LocalValues._fields if name in CohortShapley._fields})
-
-
 def concatenate(parts: list[CohortShapley]) -> CohortShapley:
     """Join the results of consecutive batches of game rows (their squared games add up)."""
-    *per_target, squared_games = zip(*parts)
-    return CohortShapley._make([*(np.concatenate(arrays) for arrays in per_target), np.sum(squared_games, axis=0)])
-
-
-def fan_out(values: CohortShapley, group: np.ndarray) -> CohortShapley:
-    """Per-target values for every target from those of the distinct targets (`group` indexes them)."""
-    *per_target, squared_games = values
-    return CohortShapley._make([*(array[group] for array in per_target), squared_games])
+    return CohortShapley(
+        LocalValues.joined([part.per_row for part in parts]), np.sum([part.squared_games for part in parts], axis=0)
+    )
 
 
 def game_dimension(values: np.ndarray) -> int:

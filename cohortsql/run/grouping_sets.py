@@ -158,8 +158,8 @@ def values_by_cell(engine: Engine, prepared: Prepared, cells_per_batch: int) -> 
         parts.append(
             cells.keys[np.repeat(chosen, prepared.d)].with_columns(
                 feature=pl.Series(names * len(chosen), dtype=pl.String),
-                shapley=values.shapley[:: measures.games].reshape(-1),  # game rows: per cell, every game in turn
-                shapley_squared=values.shapley_squared[:: measures.games].reshape(-1),
+                shapley=values.per_row.shapley[:: measures.games].reshape(-1),  # game rows: per cell, every game
+                shapley_squared=values.per_row.shapley_squared[:: measures.games].reshape(-1),
             )
         )
     return pl.concat(parts).to_arrow()

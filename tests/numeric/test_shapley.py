@@ -121,10 +121,10 @@ def test_cohort_shapley_from_a_histogram():
     result = oracles.cohort_shapley(counts, sums, mean, np.array([3.0]))
     # cohorts: {} all five (mean 3), {0} masks 01,11 (14/3), {1} masks 10,11 (5), {0,1} mask 11 (10)
     game = np.array([0.0, 14 / 3 - 3, 5 - 3, 10 - 3])
-    np.testing.assert_allclose(result.shapley[0], definition(game))
-    np.testing.assert_allclose(result.shapley_squared[0], definition(game**2))
-    assert result.cohort_size[0] == 1
-    assert result.cohort_mean[0] == pytest.approx(10.0)
+    np.testing.assert_allclose(result.per_row.shapley[0], definition(game))
+    np.testing.assert_allclose(result.per_row.shapley_squared[0], definition(game**2))
+    assert result.per_row.cohort_size[0] == 1
+    assert result.per_row.cohort_mean[0] == pytest.approx(10.0)
     np.testing.assert_allclose(result.squared_games[0], 3 * game**2)  # the target stands for three
 
 
@@ -153,8 +153,9 @@ def test_chunks_on_every_core_equal_one_row_at_a_time_and_repeat_exactly(monkeyp
     chunked = shapley.cohort_shapley_of_histograms(batch)
     again = shapley.cohort_shapley_of_histograms(batch)
     for field in ("shapley", "shapley_squared", "cohort_size", "path_mean"):
-        np.testing.assert_allclose(getattr(chunked, field), np.concatenate([getattr(one, field) for one in alone]))
-        np.testing.assert_array_equal(getattr(chunked, field), getattr(again, field))
+        whole = getattr(chunked.per_row, field)
+        np.testing.assert_allclose(whole, np.concatenate([getattr(one.per_row, field) for one in alone]))
+        np.testing.assert_array_equal(whole, getattr(again.per_row, field))
     by_slot = [sum(alone[r].squared_games[0] for r in range(slot, rows, slots)) for slot in range(slots)]
     np.testing.assert_allclose(chunked.squared_games, np.array(by_slot), rtol=1e-12)
     np.testing.assert_array_equal(chunked.squared_games, again.squared_games)

@@ -1,0 +1,88 @@
+"""Time two checkouts of cohortsql on the same workloads, alternated, to say whether a change made them slower.
+
+Each round runs every workload once under each tree, old then new, each in a fresh process (imports
+and the first DuckDB connection outside the timing; one warm-up call first): the machine's load
+drifts, and alternating gives both trees the same drift. Workloads: Boston, all 506 targets, exact
+cohort Shapley on the 13 predictors (`quantile:0.1`, the shipped model's predictions), and Shapley
+effects of 1,000,000 rows x 10 binned predictors (`bins:10`, every row a target: the grouping-sets
+path), as `bench_exact.py` and `bench_global.py` time them.
+
+    git worktree add /tmp/old <commit>
+    python benchmarks/bench_alternate.py --old /tmp/old [--new .] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import machine  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WORKLOADS = {
+    "Boston, 506 targets x 13 features, exact": f"""
+import polars as pl
+frame = pl.read_parquet({str(ROOT / "examples" / "data" / "boston_predictions.parquet")!r})
+features = [name for name in frame.columns if name not in ("medv", "prediction")]
+def run():
+    return cohortsql.cohort_shapley(frame, prediction="prediction", similarity={{f: "quantile:0.1" for f in features}})
+""",
+    "effects, 1,000,000 rows x 10 bins:10": """
+import numpy as np, polars as pl
+rng = np.random.default_rng(2026)
+x = rng.uniform(size=(1_000_000, 10))
+frame = pl.DataFrame({f"x{j}": x[:, j] for j in range(10)} | {"y": x @ np.linspace(1, 0.1, 10) + x[:, 0] * x[:, 1]})
+def run():
+    return cohortsql.shapley_effects(frame, prediction="y", similarity={f"x{j}": "bins:10" for j in range(10)})
+""",
+}
+
+TIMED = """
+import time, warnings
+warnings.simplefilter("ignore")
+import cohortsql
+{setup}
+run()
+began = time.perf_counter()
+run()
+print(time.perf_counter() - began)
+"""
+
+
+def timed(tree: Path, setup: str) -> float:
+    """One timed call of a workload under the package of `tree`, in a fresh process."""
+    environment = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(
+        [sys.executable, "-c", TIMED.format(setup=setup)], env=environment, capture_output=True, text=True, check=True
+    )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def main(old: Path, new: Path, rounds: int) -> None:
+    print(machine())
+    for name, setup in WORKLOADS.items():
+        times: dict[str, list[float]] = {"old": [], "new": []}
+        for _ in range(rounds):
+            times["old"].append(timed(old, setup))
+            times["new"].append(timed(new, setup))
+        medians = {tree: statistics.median(values) for tree, values in times.items()}
+        print(
+            f"{name}: old {medians['old']:.3f} s, new {medians['new']:.3f} s (medians of {rounds}, alternated);"
+            f" new / old = {medians['new'] / medians['old']:.3f}"
+        )
+        print(f"    old {', '.join(f'{t:.3f}' for t in times['old'])}; new {', '.join(f'{t:.3f}' for t in times['new'])}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--old", type=Path, required=True, help="the checkout to compare with (e.g. a git worktree)")
+    parser.add_argument("--new", type=Path, default=ROOT)
+    parser.add_argument("--rounds", type=int, default=5)
+    options = parser.parse_args()
+    main(options.old.resolve(), options.new.resolve(), options.rounds)
