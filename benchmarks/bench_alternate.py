@@ -76,7 +76,9 @@ def main(old: Path, new: Path, rounds: int) -> None:
             f"{name}: old {medians['old']:.3f} s, new {medians['new']:.3f} s (medians of {rounds}, alternated);"
             f" new / old = {medians['new'] / medians['old']:.3f}"
         )
-        print(f"    old {', '.join(f'{t:.3f}' for t in times['old'])}; new {', '.join(f'{t:.3f}' for t in times['new'])}")
+        print(
+            f"    old {', '.join(f'{t:.3f}' for t in times['old'])}; new {', '.join(f'{t:.3f}' for t in times['new'])}"
+        )
 
 
 if __name__ == "__main__":
