@@ -72,17 +72,20 @@ def outcome_copies(targets: pl.DataFrame, features: Sequence[str], explained: np
     finite = np.isfinite(y)
     if finite.sum() < COPY_MIN_ROWS or np.var(y[finite]) == 0:
         return {}
+    present = [name for name in features if name in targets.columns]
+    rows, y = targets.select(present).filter(pl.Series(finite)), y[finite]
+    levels = _level_codes(rows)
+    spread, mean = float(np.var(y)), float(np.mean(y))
     found = {}
-    for name in features:
-        if name not in targets.columns:
-            continue
-        frame = pl.DataFrame({"x": targets[name], "y": y}).filter(pl.col("y").is_finite())
-        if frame["x"].n_unique() <= frame.height // FEW_LEVELS:
-            means = frame.group_by("x").agg(mean=pl.col("y").mean(), count=pl.len())
-            spread = float(np.var(frame["y"].to_numpy()))
-            between = (means["count"] * (means["mean"] - frame["y"].mean()) ** 2).sum() / frame.height
-            share = float(between) / spread
-        elif frame["x"].dtype.is_numeric():
+    for name in present:
+        codes = levels[name]
+        counts = np.bincount(codes)
+        held = counts > 0
+        if np.count_nonzero(held) <= len(y) // FEW_LEVELS:
+            level_means = np.bincount(codes, weights=y)[held] / counts[held]
+            share = float((counts[held] * (level_means - mean) ** 2).sum() / len(y)) / spread
+        elif rows[name].dtype.is_numeric():
+            frame = pl.DataFrame({"x": rows[name], "y": y})
             ranked = frame.filter(pl.col("x").is_not_null() & pl.col("x").cast(pl.Float64).is_finite())
             if ranked.height < COPY_MIN_ROWS or ranked["x"].n_unique() < 2:
                 continue
@@ -93,6 +96,28 @@ def outcome_copies(targets: pl.DataFrame, features: Sequence[str], explained: np
         if np.isfinite(share) and share >= COPY_SHARE:
             found[name] = share
     return found
+
+
+_NARROW_INTEGERS = (pl.Boolean, pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16, pl.UInt32)
+
+
+def _level_codes(rows: pl.DataFrame) -> dict[str, np.ndarray]:
+    """Each column's levels as codes 0, 1, ..., one per distinct value as a GROUP BY groups them (null
+    one level, -0.0 with 0.0, NaN apart): a narrow integer or boolean column without nulls whose values
+    span fewer than its rows is its values less their minimum; the others are ranked, all in one
+    parallel query (a query per feature cost ~2 ms: 2 s for 1,024 features)."""
+    codes: dict[str, np.ndarray] = {}
+    for name in rows.columns:
+        column = rows[name]
+        if column.dtype in _NARROW_INTEGERS and column.null_count() == 0 and len(column):
+            values = column.to_numpy().astype(np.int64)
+            if int(values.max()) - int(values.min()) < len(values):
+                codes[name] = values - values.min()
+    ranked = [name for name in rows.columns if name not in codes]
+    if ranked:
+        dense = rows.select(pl.col(ranked).rank("dense").fill_null(0).cast(pl.Int64))
+        codes |= {name: dense[name].to_numpy() for name in ranked}
+    return codes
 
 
 def fitted_label(rows: pl.DataFrame, features: Sequence[str], explained: np.ndarray) -> FittedLabel | None:

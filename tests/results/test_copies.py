@@ -117,3 +117,61 @@ def test_a_few_targets_prove_no_copy():
     assert len(found) == 1 and found[0].startswith("'medv' alone accounts for"), found
     three = pl.DataFrame({"id": [1, 2, 3], "a": [1.0, 2.0, 3.0], "b": ["x", "y", "z"], "p": [0.1, 0.5, 0.9]})
     assert _copy_warnings(cohortsql.cohort_shapley, three, prediction="p", similarity=["a", "b"], id="id") == []
+
+
+def _shares_by_definition(frame: pl.DataFrame, y: np.ndarray) -> dict[str, float]:
+    """Each feature's share of y's variation by its definition, one polars query per feature: eta^2
+    between its levels (null a level) for few levels, else the squared Spearman correlation."""
+    shares = {}
+    for name in frame.columns:
+        pair = pl.DataFrame({"x": frame[name], "y": y}).filter(pl.col("y").is_finite())
+        if pair["x"].n_unique() <= pair.height // 5:
+            means = pair.group_by("x").agg(mean=pl.col("y").mean(), count=pl.len())
+            between = (means["count"] * (means["mean"] - pair["y"].mean()) ** 2).sum() / pair.height
+            shares[name] = float(between) / float(np.var(pair["y"].to_numpy()))
+        elif pair["x"].dtype.is_numeric():
+            ranked = pair.filter(pl.col("x").is_not_null() & pl.col("x").cast(pl.Float64).is_finite())
+            shares[name] = float(np.corrcoef(ranked["x"].rank().to_numpy(), ranked["y"].rank().to_numpy())[0, 1] ** 2)
+    return shares
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_copies_are_found_by_every_features_share_as_defined(seed, monkeypatch):
+    """The shares the copy check compares with `COPY_SHARE` (every feature's levels coded in one query)
+    are each feature's eta^2 or squared rank correlation by definition, for floats with NaN, -0.0 and
+    nulls, text with the text 'null' beside nulls, booleans and narrow integers (coded by value),
+    integers with nulls or a wide range, dates, decimals and uint64 (ranked); a rescaled copy of y is
+    named and the others are not."""
+    import datetime
+    import decimal
+
+    from cohortsql.results import copies
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    y = rng.normal(size=n)
+    y[:3] = np.nan  # rows the check leaves out
+    text = [None if row in (5, 6) else str(value) for row, value in enumerate(rng.choice(["a", "b", "null"], size=n))]
+    frame = pl.DataFrame(
+        {
+            "noise": np.where(rng.random(n) < 0.1, np.nan, rng.normal(size=n)),
+            "signed_zero": rng.choice([0.0, -0.0, 1.0], size=n),
+            "text": text,
+            "flag": rng.random(n) < 0.5,
+            "small": pl.Series(rng.integers(-3, 4, n), dtype=pl.Int16),
+            "with_nulls": pl.Series([None if k == 0 else int(k) for k in rng.integers(0, 6, n)], dtype=pl.Int32),
+            "wide_range": pl.Series(rng.integers(-(2**30), 2**30, n), dtype=pl.Int32),
+            "day": [datetime.date(2020, 1, 1 + int(k)) for k in rng.integers(0, 20, n)],
+            "money": pl.Series([decimal.Decimal(int(k)) / 4 for k in rng.integers(0, 10, n)], dtype=pl.Decimal(10, 2)),
+            "big": pl.Series(rng.integers(0, 8, n).astype(np.uint64) + np.uint64(2**63)),
+            "band": [f"level {k}" for k in np.digitize(y, [-1.0, 0.0, 1.0])],
+            "rescaled": np.nan_to_num(y, nan=0.0) * 1e9,
+        }
+    )
+    expected = _shares_by_definition(frame, y)
+    assert set(copies.outcome_copies(frame, frame.columns, y)) == {"rescaled"}
+    monkeypatch.setattr(copies, "COPY_SHARE", -np.inf)  # every feature's share, not only the copies'
+    every = copies.outcome_copies(frame, frame.columns, y)
+    assert every.keys() == expected.keys() == set(frame.columns)
+    for name, share in every.items():
+        assert share == pytest.approx(expected[name], rel=1e-12, abs=1e-15), name
