@@ -72,7 +72,9 @@ def outcome_copies(targets: pl.DataFrame, features: Sequence[str], explained: np
     finite = np.isfinite(y)
     if finite.sum() < COPY_MIN_ROWS or np.var(y[finite]) == 0:
         return {}
-    present = [name for name in features if name in targets.columns]
+    present = [name for name in features if name in targets.columns]  # groups of features are no column
+    if not present:
+        return {}
     rows, y = targets.select(present).filter(pl.Series(finite)), y[finite]
     levels = _level_codes(rows)
     spread, mean = float(np.var(y)), float(np.mean(y))

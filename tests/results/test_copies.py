@@ -170,6 +170,7 @@ def test_copies_are_found_by_every_features_share_as_defined(seed, monkeypatch):
     )
     expected = _shares_by_definition(frame, y)
     assert set(copies.outcome_copies(frame, frame.columns, y)) == {"rescaled"}
+    assert copies.outcome_copies(frame, ["a group of features"], y) == {}  # players that are no column
     monkeypatch.setattr(copies, "COPY_SHARE", -np.inf)  # every feature's share, not only the copies'
     every = copies.outcome_copies(frame, frame.columns, y)
     assert every.keys() == expected.keys() == set(frame.columns)
