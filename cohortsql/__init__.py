@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from cohortsql.api.estimate import estimate as estimate
     from cohortsql.api.estimate import estimate_compare as estimate_compare
     from cohortsql.api.fairness import fairness as fairness
+    from cohortsql.api.games import game_shapley as game_shapley
     from cohortsql.api.local import cohort_shapley as cohort_shapley
     from cohortsql.api.printed import histogram_sql as histogram_sql
     from cohortsql.api.printed import sql_query as sql_query
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from cohortsql.api.uniqueness import uniqueness_shapley as uniqueness_shapley
     from cohortsql.errors import CohortError as CohortError
     from cohortsql.errors import CohortWarning as CohortWarning
+    from cohortsql.games.base import Cohorts as Cohorts
+    from cohortsql.games.base import Game as Game
     from cohortsql.request.similarity import AbsoluteWindow as AbsoluteWindow
     from cohortsql.request.similarity import Bins as Bins
     from cohortsql.request.similarity import Exact as Exact
@@ -67,6 +70,7 @@ _PUBLIC = {
     "variance_shapley": "cohortsql.api.effects",
     "uniqueness_shapley": "cohortsql.api.uniqueness",
     "kanonymity_shapley": "cohortsql.api.anonymity",
+    "game_shapley": "cohortsql.api.games",
     "baseline_shapley": "cohortsql.api.baseline",
     "compare": "cohortsql.api.compare",
     "audit": "cohortsql.api.audit",
@@ -94,6 +98,9 @@ _PUBLIC = {
     "FairnessResult": "cohortsql.results.fairness",
     "InsertionDeletion": "cohortsql.results.insertion",
     "Calibration": "cohortsql.results.calibration",
+    # games of cohorts (game_shapley(game=...))
+    "Game": "cohortsql.games.base",
+    "Cohorts": "cohortsql.games.base",
     # similarity kinds
     "AbsoluteWindow": "cohortsql.request.similarity",
     "Bins": "cohortsql.request.similarity",

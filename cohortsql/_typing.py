@@ -250,11 +250,16 @@ class EffectsOptions(Selection, Weighting, Estimation, Interactions, Groups, Run
     path: CohortPath
 
 
-class UniquenessOptions(Selection, Groups, RunOptions, total=False):
-    """The options of `cohortsql.uniqueness_shapley`."""
+class GameOptions(Selection, Weighting, Estimation, Groups, RunOptions, total=False):
+    """The options of `cohortsql.game_shapley`, `cohortsql.uniqueness_shapley` and `cohortsql.kanonymity_shapley`."""
 
-    weight: str | None
+    interactions: bool
+    """Pairwise Shapley interaction values of the game (exact method) beside its Shapley values."""
     path: CohortPath
+
+
+class UniquenessOptions(GameOptions, total=False):
+    """The options of `cohortsql.uniqueness_shapley` and `cohortsql.kanonymity_shapley`: those of `game_shapley`."""
 
 
 class CompareOptions(Selection, Estimation, Modelling, Groups, RunOptions, total=False):

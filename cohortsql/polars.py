@@ -28,13 +28,14 @@ from cohortsql._typing import (
     CompareOptions,
     EffectsOptions,
     FairnessOptions,
+    GameOptions,
     InsertionOptions,
     ShapleyOptions,
     UniquenessOptions,
 )
 
 if TYPE_CHECKING:
-    from cohortsql.api.surfaces import ComparisonPlan, Plan, SimilarityArgument
+    from cohortsql.api.surfaces import ComparisonPlan, Game, Plan, SimilarityArgument
     from cohortsql.results.audit import AuditResult
     from cohortsql.results.baseline import BaselineShapleyResult
     from cohortsql.results.calibration import Calibration
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from cohortsql.results.fairness import FairnessResult
     from cohortsql.results.insertion import InsertionDeletion
     from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
-    from cohortsql.results.uniqueness import UniquenessResult
+    from cohortsql.results.uniqueness import GameResult, UniquenessResult
 
 
 OptionsT = TypeVar("OptionsT", bound=Mapping[str, object])
@@ -142,6 +143,52 @@ class CohortNamespace:
         from cohortsql.api.uniqueness import uniqueness_shapley
 
         return uniqueness_shapley(self._frame, similarity=similarity, **self._chosen(options))
+
+    def game(
+        self,
+        *,
+        game: str | Game,
+        similarity: SimilarityArgument,
+        prediction: str | None = None,
+        **options: Unpack[GameOptions],
+    ) -> GameResult:
+        """Shapley values of any game of cohorts, by name or given (`cohortsql.game_shapley`).
+
+        Examples
+        --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
+        >>> exposed = loans.cohort.game(game="k-anonymity:2", similarity={"income": "abs:15", "region": "exact"})
+        >>> exposed.value[:4].tolist()
+        [1.0, 0.0, 0.0, 1.0]
+        """
+        from cohortsql.api.games import game_shapley
+
+        return game_shapley(
+            self._frame, game=game, similarity=similarity, prediction=prediction, **self._chosen(options)
+        )
+
+    def kanonymity(
+        self,
+        *,
+        similarity: SimilarityArgument,
+        k: int | None = None,
+        **options: Unpack[UniquenessOptions],
+    ) -> GameResult:
+        """k-anonymity Shapley: which predictors expose each row (`cohortsql.kanonymity_shapley`; `k`
+        as it defaults there when None).
+
+        Examples
+        --------
+        >>> import cohortsql
+        >>> loans = cohortsql.datasets.loans()
+        >>> loans.cohort.kanonymity(similarity={"income": "abs:15", "region": "exact"}, k=2).shapley[0].tolist()
+        [0.5, 0.5]
+        """
+        from cohortsql.api.anonymity import kanonymity_shapley
+
+        chosen = {} if k is None else {"k": k}
+        return kanonymity_shapley(self._frame, similarity=similarity, **chosen, **self._chosen(options))
 
     def estimate(
         self,

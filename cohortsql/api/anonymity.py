@@ -5,14 +5,11 @@ from __future__ import annotations
 from typing import Any, Unpack
 
 from cohortsql._typing import UniquenessOptions
-from cohortsql.games.anonymity import KAnonymityGame
+from cohortsql.api.games import game_shapley
+from cohortsql.games.anonymity import DEFAULT_K, KAnonymityGame
 from cohortsql.interrupts import interruptible_call
-from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.uniqueness import GameResult
-from cohortsql.run.readouts import game_result
-from cohortsql.run.session import open_session
-from cohortsql.run.strategy import MAX_EXACT_FEATURES
 
 
 @interruptible_call
@@ -20,7 +17,7 @@ def kanonymity_shapley(
     data: Any,
     *,
     similarity: SimilarityArgument,
-    k: int = 5,
+    k: int = DEFAULT_K,
     **options: Unpack[UniquenessOptions],
 ) -> GameResult:
     """k-anonymity Shapley: which predictors expose each row, one that at most `k` rows share.
@@ -29,8 +26,9 @@ def kanonymity_shapley(
     every predictor of u) holds at most `k` rows, itself included: k-anonymity fails for it there. The
     game v_k(t, u) = 1[|C_{t,u}| <= k] - 1[n <= k] is 0 for u = {}; its Shapley values split the
     target's exposure on all of its predictors, ``value`` = v_k(t, 1:d) (1 or 0), among them. With
-    case weights, a cohort's size is its sum of weights. Other arguments are those of
-    `uniqueness_shapley` (exact method; ``groups=`` and Owen values alike).
+    case weights, a cohort's size is its sum of weights. Every method and option of `game_shapley`
+    (``game="k-anonymity:K"``) applies: permutation estimates, bootstrap intervals, interaction
+    values, groups and Owen values.
 
     Parameters
     ----------
@@ -41,8 +39,7 @@ def kanonymity_shapley(
     k
         The largest number of rows sharing a target's values that still exposes it.
     **options
-        Those of `uniqueness_shapley`: ``id``, ``targets``, ``sample``, ``seed``, ``weight``, ``path``,
-        ``groups``, ``group_values`` and where it runs.
+        Those of `game_shapley`.
 
     Returns
     -------
@@ -59,7 +56,4 @@ def kanonymity_shapley(
     >>> exposed.shapley[0].round(3).tolist()  # neither alone exposes target 0: both together do
     [0.5, 0.5]
     """
-    asked = checked_options(options, UniquenessOptions)
-    game = KAnonymityGame(k)
-    with open_session(data, asked, outcomes=(), similarity=similarity, max_features=MAX_EXACT_FEATURES) as session:
-        return game_result(session, game, GameResult)
+    return game_shapley(data, game=KAnonymityGame(k), similarity=similarity, **options)

@@ -19,6 +19,7 @@ from cohortsql.engines import open_engine as open_engine
 from cohortsql.engines.base import Engine as Engine
 from cohortsql.engines.base import Sources as Sources
 from cohortsql.engines.inputs import database_table as database_table
+from cohortsql.games.base import Game as Game
 from cohortsql.games.baseline.models import load_model as load_model
 from cohortsql.request.similarity import SimilarityArgument as SimilarityArgument
 from cohortsql.request.user_sql import is_query as is_query

@@ -5,14 +5,11 @@ from __future__ import annotations
 from typing import Any, Unpack
 
 from cohortsql._typing import UniquenessOptions
+from cohortsql.api.games import game_shapley
 from cohortsql.games.uniqueness import UniquenessGame
 from cohortsql.interrupts import interruptible_call
-from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.uniqueness import UniquenessResult
-from cohortsql.run.readouts import game_result
-from cohortsql.run.session import open_session
-from cohortsql.run.strategy import MAX_EXACT_FEATURES
 
 
 @interruptible_call
@@ -30,7 +27,8 @@ def uniqueness_shapley(
     `cohort_shapley`, with no explained column. With case weights, sizes are sums of weights. With
     ``groups=`` each group is one player, and ``group_values="owen"`` adds each feature's Owen value
     (``owen``, ``owen_table``).
-    Other arguments are those of `cohort_shapley` (exact method).
+    Every method and option of `game_shapley` (``game="uniqueness"``) applies: permutation estimates,
+    bootstrap intervals, interaction values.
 
     Parameters
     ----------
@@ -39,8 +37,7 @@ def uniqueness_shapley(
     similarity
         Feature -> similarity kind, or a list of features with default kinds (as for `cohort_shapley`).
     **options
-        Which rows, case weights, the path, groups and where it runs (`UniquenessOptions`; the options of `cohort_shapley` with the same names mean the same):
-        ``id``, ``targets``, ``sample``, ``seed``, ``weight``, ``path``, ``groups``, ``group_values`` and the `RunOptions`.
+        Those of `game_shapley` (`UniquenessOptions`; the options of `cohort_shapley` with the same names mean the same).
 
     Returns
     -------
@@ -56,6 +53,6 @@ def uniqueness_shapley(
     >>> privacy.shapley[0].round(4).tolist(), round(float(privacy.value[0]), 4)  # log(12): target 0 is unique
     ([1.4452, 1.0397], 2.4849)
     """
-    asked = checked_options(options, UniquenessOptions)
-    with open_session(data, asked, outcomes=(), similarity=similarity, max_features=MAX_EXACT_FEATURES) as session:
-        return game_result(session, UniquenessGame(), UniquenessResult)
+    result = game_shapley(data, game=UniquenessGame(), similarity=similarity, **options)
+    assert isinstance(result, UniquenessResult)
+    return result

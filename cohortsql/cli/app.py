@@ -1,7 +1,7 @@
 """The `cohortsql` command line: the typer app and its commands' registration.
 
 The commands live by what they do: `cohortsql.cli.compute` computes (shapley, effects, uniqueness,
-compare, audit, fairness, calibrate) and `cohortsql.cli.files` turns files into files (sql, assemble, plot, report).
+game, compare, audit, fairness, calibrate) and `cohortsql.cli.files` turns files into files (sql, assemble, plot, report).
 The vocabulary is the Python API's: `shapley` is `cohortsql.cohort_shapley` (local values), `effects`
 is `cohortsql.shapley_effects` (global). `run` and `global` are the earlier names of the same commands.
 """
@@ -18,6 +18,7 @@ from cohortsql.cli.compute import (
     COMPARE_EPILOG,
     EFFECTS_EPILOG,
     FAIRNESS_EPILOG,
+    GAME_EPILOG,
     INSERTION_EPILOG,
     SHAPLEY_EPILOG,
     UNIQUENESS_EPILOG,
@@ -26,6 +27,7 @@ from cohortsql.cli.compute import (
     compare,
     effects,
     fairness,
+    game,
     insertion_deletion,
     shapley,
     uniqueness,
@@ -58,6 +60,7 @@ def cohortsql() -> None:
 app.command("shapley", epilog=SHAPLEY_EPILOG)(shapley)
 app.command("effects", epilog=EFFECTS_EPILOG)(effects)
 app.command("uniqueness", epilog=UNIQUENESS_EPILOG)(uniqueness)
+app.command("game", epilog=GAME_EPILOG)(game)
 app.command("compare", epilog=COMPARE_EPILOG)(compare)
 app.command("audit", epilog=AUDIT_EPILOG)(audit)
 app.command("fairness", epilog=FAIRNESS_EPILOG)(fairness)

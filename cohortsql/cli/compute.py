@@ -14,6 +14,7 @@ from cohortsql._typing import (
     CompareOptions,
     EffectsOptions,
     FairnessOptions,
+    GameOptions,
     InsertionOptions,
     ShapleyOptions,
     UniquenessOptions,
@@ -115,6 +116,36 @@ def uniqueness(options: Flags) -> None:
     written = write(options, {"": result.local, "totals": result.totals}, result.settings)
     print_warnings_so_far()
     typer.echo(uniqueness_summary(result, options["top"]) + written)
+
+
+@command(("data", "game", *EXPLAINED[1:]), A_TABLE, GameOptions, OUTPUTS, ("top",))
+def game(options: Flags) -> None:
+    """Shapley values of any game of cohorts (--game): uniqueness, k-anonymity:K, cohort-variance (which
+    reads --prediction); prints the features by their mean value."""
+    from cohortsql.api.games import game_shapley, reads_a_column
+    from cohortsql.cli.outputs import write
+    from cohortsql.cli.summaries import game_summary
+
+    name = options.get("game")
+    if not isinstance(name, str) or not name:
+        raise CohortError("no --game given: name one, e.g. --game cohort-variance or --game k-anonymity:5")
+    explained = reads_a_column(name)
+    arguments = request(options, GameOptions, explained=explained)
+    if explained:
+        prediction = arguments["prediction"]
+        if not isinstance(prediction, str):
+            raise CohortError(f"--game {name} explains one --prediction column, got {len(prediction)}")
+    elif options.get("prediction"):
+        raise CohortError(f"--game {name} reads the cohorts' sizes alone: leave out --prediction")
+    result = game_shapley(options["data"], game=name, **arguments)
+    tables = {"": result.local, "totals": result.totals}
+    if arguments.get("interactions"):
+        tables["interactions"] = result.interaction_table
+    if arguments.get("group_values") == "owen":
+        tables["owen"] = result.owen_table
+    written = write(options, tables, result.settings)
+    print_warnings_so_far()
+    typer.echo(game_summary(result, options["top"]) + written)
 
 
 @command(EXPLAINED, A_TABLE, ("model",), CompareOptions, OUTPUTS, ("top", "dry_run"))
@@ -244,6 +275,14 @@ UNIQUENESS_EPILOG = (
     "Examples:\n\n"
     "  cohortsql uniqueness examples/data/titanic.csv --features sex,age,pclass --out uniqueness.parquet\n\n"
     "  cohortsql uniqueness patients.parquet --id patient --features zip,birth_year,sex --similar age=exact"
+)
+
+
+GAME_EPILOG = (
+    "Examples:\n\n"
+    "  cohortsql game loans.parquet --game cohort-variance --prediction score --features age,income,region\n\n"
+    "  cohortsql game patients.parquet --game k-anonymity:5 --id patient --features zip,birth_year,sex"
+    " --bootstrap 200 --seed 7 --out exposed.parquet"
 )
 
 

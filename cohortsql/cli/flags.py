@@ -122,6 +122,13 @@ SparkMaster = Annotated[
     typer.Option(help="Spark master URL (default local[*]; with SPARK_REMOTE set and no master: Spark Connect)."),
 ]
 Config = Annotated[Path | None, typer.Option(help="TOML file with any of these options; flags override it.")]
+GameName = Annotated[
+    str | None,
+    typer.Option(
+        "--game",
+        help="The game: NAME or NAME:PARAMETER, e.g. uniqueness, k-anonymity:5 or cohort-variance (cohortsql.game_shapley).",
+    ),
+]
 Top = Annotated[int | None, typer.Option(help="How many features the summary lists (default {top}).")]
 Protected = Annotated[
     list[str] | None,
@@ -288,6 +295,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "data": (Data, None),
     "histogram": (Histogram, None),
     "prediction": (Prediction, None),
+    "game": (GameName, None),
     "model": (ModelFile, None),
     "protected": (Protected, None),
     "protected_bins": (ProtectedBins, None),

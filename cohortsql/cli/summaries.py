@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from cohortsql.results.calibration import Calibration
     from cohortsql.results.comparison import Comparison
     from cohortsql.results.outcomes import CohortShapleyResults, ShapleyEffectsResults
-    from cohortsql.results.uniqueness import UniquenessResult
+    from cohortsql.results.uniqueness import GameResult, UniquenessResult
 
 REASONS_SHOWN = 5
 """How many targets' reasons the summary prints (all of them go to the _reasons file)."""
@@ -206,6 +206,22 @@ def uniqueness_summary(result: UniquenessResult, top: int) -> str:
     ]
     for row in ranked.iter_rows(named=True):
         lines.append(f"{row['feature']:<{width}}  {row['mean_shapley']:>22.4g}  {row['share']:>7.1%}")
+    return "\n".join(lines + _not_shown(len(result.features), top))
+
+
+def game_summary(result: GameResult, top: int) -> str:
+    """A game's targets and subjects, its mean value, and the features ranked by their mean value."""
+    ranked = result.global_.head(top)
+    width = max(len(feature) for feature in result.features)
+    mean = float(np.average(result.value, weights=result.target_weights))
+    lines = [
+        f"{result.game}: {len(result.ids)} targets x {len(result.features)} features, {result.subjects} subjects;"
+        f" mean value v(t, all features) = {mean:.4g}",
+        "",
+        f"{'feature':<{width}}  {'mean shapley':>12}  {'share':>7}",
+    ]
+    for row in ranked.iter_rows(named=True):
+        lines.append(f"{row['feature']:<{width}}  {row['mean_shapley']:>12.4g}  {row['share']:>7.1%}")
     return "\n".join(lines + _not_shown(len(result.features), top))
 
 

@@ -15,14 +15,17 @@ import numpy as np
 from cohortsql.errors import CohortError
 from cohortsql.games.base import Cohorts, Game
 
+DEFAULT_K = 5
+"""The k of ``k-anonymity`` named without one: at most five rows sharing a target's values expose it."""
+
 
 class KAnonymityGame(Game):
     """v_k(t, u) = 1 when at most `k` rows share the target's values on u (and the table has more)."""
 
     name = "k-anonymity"
-    reads_outcomes = False
+    powers = ()
 
-    def __init__(self, k: int) -> None:
+    def __init__(self, k: int = DEFAULT_K) -> None:
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise CohortError(f"k must be a whole number of rows >= 1, got {k!r}")
         self.k = int(k)
@@ -30,6 +33,15 @@ class KAnonymityGame(Game):
     def values(self, cohorts: Cohorts) -> np.ndarray:
         exposed = (cohorts.weight <= self.k).astype(np.float64)
         return exposed - exposed[..., :1]
+
+    @classmethod
+    def named(cls, parameter: str | None) -> KAnonymityGame:
+        """``k-anonymity`` (k = `DEFAULT_K`) or ``k-anonymity:K``."""
+        if parameter is None:
+            return cls()
+        if not parameter.strip().isdigit():
+            raise CohortError(f"k-anonymity:K takes a whole number of rows K >= 1, got {parameter!r}")
+        return cls(int(parameter))
 
     def __str__(self) -> str:
         return f"{self.name} (k = {self.k})"

@@ -12,6 +12,8 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
+from cohortsql.errors import CohortError
+
 
 class Cohorts(NamedTuple):
     """The cohorts of a batch of targets for every set u of players (the last axis, 2^p long; u = {}
@@ -20,21 +22,34 @@ class Cohorts(NamedTuple):
     weight: np.ndarray
     """W(C_{t,u}): the cohort's number of subjects, or its sum of case weights, (rows, 2^p)."""
     means: np.ndarray | None
-    """ybar_{t,u} - ybar for each explained column, (rows, outcomes, 2^p); None when the games read
-    no explained column (`Game.reads_outcomes`)."""
+    """The cohort's mean of each stored explained value less the whole table's, (rows, values, 2^p);
+    None when the games read no explained column (`Game.powers` empty). The values are each explained
+    column's powers in turn (`value`): y_k - pilot_k, (y_k - pilot_k)^2, ..."""
+    overall: np.ndarray | None = None
+    """The whole table's mean of each stored explained value, (rows, values): what `means` are centred by."""
+    powers: tuple[int, ...] = (1,)
+    """The powers of each explained column that the values hold, in their order."""
 
     @classmethod
-    def of_sums(cls, sums: np.ndarray) -> Cohorts:
-        """From the superset sums of a histogram's weight and of each explained column's (weighted) sum,
-        (1 + outcomes, rows, 2^p): each cohort's mean less the whole table's (the sums at u = {})."""
+    def of_sums(cls, sums: np.ndarray, powers: tuple[int, ...] = (1,)) -> Cohorts:
+        """From the superset sums of a histogram's weight and of each stored explained value's (weighted)
+        sum, (1 + values, rows, 2^p): each cohort's mean less the whole table's (the sums at u = {})."""
         weight = sums[0]
         if len(sums) == 1:
             return cls(weight, None)
         if np.any(weight[:, -1] <= 0):
             raise ValueError("a target is missing from its own cohort: similarity masks are not reflexive")
-        means = np.moveaxis(sums[1:] / weight - sums[1:, :, :1] / weight[:, :1], 0, 1)
+        overall = sums[1:, :, 0] / weight[:, 0]
+        means = np.moveaxis(sums[1:] / weight - overall[..., None], 0, 1)
         means[..., 0] = 0.0
-        return cls(weight, means)
+        return cls(weight, means, np.moveaxis(overall, 0, 1), powers)
+
+    def value(self, outcome: int, power: int) -> tuple[np.ndarray, np.ndarray]:
+        """The centred cohort means (rows, 2^p) and whole-table means (rows, 1) of (y_k - pilot_k)^power
+        for explained column number `outcome`."""
+        assert self.means is not None and self.overall is not None, "the game reads no explained column"
+        index = outcome * len(self.powers) + self.powers.index(power)
+        return self.means[:, index], self.overall[:, index, None]
 
 
 class DenseBatch(NamedTuple):
@@ -50,6 +65,8 @@ class DenseBatch(NamedTuple):
     """Each target's cohorts on every set of players."""
     values: list[np.ndarray]
     """One (rows, 2^players) array per game asked for."""
+    weighting: int = 0
+    """Which weighting the cohorts are of: 0 the data's own, b >= 1 bootstrap replicate b."""
 
 
 class Game(ABC):
@@ -58,12 +75,22 @@ class Game(ABC):
 
     name: ClassVar[str]
     """How results and settings name the game (``uniqueness``, ``k-anonymity``, ...)."""
-    reads_outcomes: ClassVar[bool] = True
-    """Whether the game needs the cohorts' means of an explained column, or their sizes only."""
+    powers: ClassVar[tuple[int, ...]] = (1,)
+    """Which powers of the explained column the game reads the cohorts' means of: (1,) for the mean,
+    (1, 2) for the mean and the mean square, () for a game of cohort sizes alone. Every engine and
+    path sums exactly those (`cohortsql.run.preparation.prepare`'s ``powers``)."""
 
     @abstractmethod
     def values(self, cohorts: Cohorts) -> np.ndarray:
         """v(u) of every row's game for every u, (rows, 2^p), with v({}) = 0."""
+
+    @classmethod
+    def named(cls, parameter: str | None) -> Game:
+        """The game a name calls for, ``NAME`` or ``NAME:PARAMETER`` (`cohortsql.games.registry`): this one
+        takes no parameter."""
+        if parameter is not None:
+            raise CohortError(f"the {cls.name} game takes no parameter, got {parameter!r}")
+        return cls()
 
     def __str__(self) -> str:
         return self.name

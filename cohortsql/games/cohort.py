@@ -7,6 +7,7 @@ permutations. Pure numpy (or the compiled kernel where it pays), no SQL.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -28,8 +29,7 @@ class CohortGame(Game):
         self.squared = squared
 
     def values(self, cohorts: Cohorts) -> np.ndarray:
-        assert cohorts.means is not None  # reads_outcomes
-        game = cohorts.means[:, self.outcome]
+        game = cohorts.value(self.outcome, 1)[0]
         return np.square(game) if self.squared else game.copy()
 
 
@@ -135,24 +135,33 @@ def permutation_values(
     """Monte Carlo estimates of a batch of `rows` targets from their mask histogram, target i with
     generator i; the outcome is the histogram's `sum_column` (weights are ``w0``); with `interactions`,
     each with its interaction values."""
-    order = np.argsort(histogram["target"], kind="stable")
-    words = [histogram[f"mask{index}"][order] for index in range(math.ceil(d / queries.histogram.MASK_WORD_BITS))]
-    bits = permutation.unpack_masks(words, d, queries.histogram.MASK_WORD_BITS)
-    counts, sums = histogram["w0"][order].astype(np.float64), histogram[sum_column][order]
-    bounds = np.searchsorted(histogram["target"][order], np.arange(rows + 1))
     return [
         permutation.estimate(
-            bits[:, low:high],
-            counts[low:high],
-            sums[low:high],
+            bits,
+            sums[0],
+            sums[1],
             centred_mean,
             generators[target],
             max_permutations=max_permutations,
             tolerance=tolerance,
             interactions=interactions,
         )
-        for target, (low, high) in enumerate(zip(bounds[:-1], bounds[1:]))
+        for target, bits, sums in targets_masks(histogram, rows, d, ["w0", sum_column])
     ]
+
+
+def targets_masks(
+    histogram: dict[str, np.ndarray], rows: int, d: int, columns: list[str]
+) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """Each of a batch's `rows` targets' distinct masks: (target, bits (d, masks), the histogram's
+    `columns` (columns, masks) as floats, the first of them the weight)."""
+    order = np.argsort(histogram["target"], kind="stable")
+    words = [histogram[f"mask{index}"][order] for index in range(math.ceil(d / queries.histogram.MASK_WORD_BITS))]
+    bits = permutation.unpack_masks(words, d, queries.histogram.MASK_WORD_BITS)
+    sums = np.stack([np.asarray(histogram[column], dtype=np.float64)[order] for column in columns])
+    bounds = np.searchsorted(histogram["target"][order], np.arange(rows + 1))
+    for target, (low, high) in enumerate(zip(bounds[:-1], bounds[1:])):
+        yield target, bits[:, low:high], sums[:, low:high]
 
 
 def target_generators(count: int, seed: int | None) -> list[np.random.Generator]:

@@ -14,7 +14,7 @@ class UniquenessGame(Game):
     sums of weights and n their total."""
 
     name = "uniqueness"
-    reads_outcomes = False
+    powers = ()
 
     def values(self, cohorts: Cohorts) -> np.ndarray:
         game = -np.log(cohorts.weight / cohorts.weight[..., :1])

@@ -19,6 +19,7 @@ s, so d / (2 (d - 1 - s)) (v(S + ij) - v(S + i) - v(S + j) + v(S)) is an unbiase
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -88,8 +89,7 @@ def prefix_lengths(bits: np.ndarray, complete: np.ndarray, order: np.ndarray) ->
 
 def chain_cohorts(lengths: np.ndarray, counts: np.ndarray, sums: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
     """|C_i| and the sum of y over C_i for i = 0 .. d: C_i holds the masks with prefix length >= i."""
-    sizes = np.bincount(lengths, weights=counts, minlength=d + 1)[::-1].cumsum()[::-1]
-    totals = np.bincount(lengths, weights=sums, minlength=d + 1)[::-1].cumsum()[::-1]
+    sizes, totals = _chain_sums(lengths, np.stack([counts, sums]), d)
     return sizes, totals
 
 
@@ -213,6 +213,70 @@ def estimate(
         interactions=mean_pair[2:] if interactions else None,
         interactions_se=errors[2:] if interactions else None,
     )
+
+
+class GameEstimate(NamedTuple):
+    """Estimated Shapley values of any game of one target, with their standard errors."""
+
+    shapley: np.ndarray
+    shapley_se: np.ndarray
+    permutations: int
+    value: float
+    """v(1:d): what every permutation's increments add up to."""
+    cohort_size: float
+    """The weight of the target's cohort on every player."""
+
+
+ChainValues = Callable[[np.ndarray], np.ndarray]
+"""A game's values along chains of cohorts: from the sums (1 + explained values, chains, d + 1) of
+each chain's cohorts C_0 (every subject) .. C_d, the values (chains, d + 1) with v(C_0) = 0."""
+
+
+def estimate_game(
+    bits: np.ndarray,
+    sums: np.ndarray,
+    chain_values: ChainValues,
+    rng: np.random.Generator,
+    *,
+    max_permutations: int,
+    tolerance: float | None,
+) -> GameEstimate:
+    """Permutation estimate of one target's Shapley values of any game of its cohorts' sums.
+
+    `bits` (d, masks) and `sums` (the weight, then each explained value's weighted sum, by mask) describe
+    the target's distinct similarity masks; each antithetic pair's chains are summed, valued by
+    `chain_values` and their increments averaged, as `estimate` does for the cohort game. Stops after
+    `max_permutations` permutations, or once every standard error is at most `tolerance`."""
+    d = bits.shape[0]
+    complete = np.asarray(bits.all(axis=0))
+    max_pairs = max(1, max_permutations // 2)
+    samples: list[np.ndarray] = []
+    values = np.zeros((1, d + 1))
+    while len(samples) < max_pairs:
+        orders = [rng.permutation(d) for _ in range(min(PAIRS_PER_ROUND, max_pairs - len(samples)))]
+        orders = [order for forward in orders for order in (forward, forward[::-1])]
+        chains = np.stack([_chain_sums(prefix_lengths(bits, complete, order), sums, d) for order in orders], axis=1)
+        values = chain_values(chains)
+        increments = np.empty((len(orders), d))
+        for row, order in enumerate(orders):
+            increments[row, order] = np.diff(values[row])
+        samples.extend((increments[0::2] + increments[1::2]) / 2)
+        if tolerance is not None and len(samples) >= MIN_PAIRS and np.nanmax(_errors_of(samples)) <= tolerance:
+            break
+    whole = float(sums[0, complete].sum())  # C_d: the masks with every player
+    return GameEstimate(np.mean(samples, axis=0), _errors_of(samples), 2 * len(samples), values[0, -1], whole)
+
+
+def _chain_sums(lengths: np.ndarray, sums: np.ndarray, d: int) -> np.ndarray:
+    """Every sum over the cohorts C_0 .. C_d of one chain, (sums, d + 1): C_i holds the masks with prefix length >= i."""
+    return np.stack([np.bincount(lengths, weights=row, minlength=d + 1)[::-1].cumsum()[::-1] for row in sums])
+
+
+def _errors_of(samples: list[np.ndarray]) -> np.ndarray:
+    """The standard error of the mean of the pairs' `samples`, (d,)."""
+    pairs = np.asarray(samples)
+    deviations = pairs - pairs.mean(axis=0)
+    return _standard_errors(np.square(deviations).sum(axis=0), len(pairs))
 
 
 def stack(estimates: list[PermutationEstimate], group: np.ndarray) -> LocalValues:

@@ -36,6 +36,11 @@ def centred(prediction: str, pilot_value: float | int, dialect: Dialect) -> str:
     return f"CAST({value} AS DOUBLE) - {dialect.number(pilot_value)}"
 
 
+def powered(value: str, power: int) -> str:
+    """The SQL of `value` (a DOUBLE) to a whole `power` >= 1, as a product (every dialect has it)."""
+    return value if power == 1 else " * ".join([f"({value})"] * power)
+
+
 def order_statistics(source: str, value: str, probabilities: Sequence[float], dialect: Dialect) -> str:
     """SELECT the ranks, values and count that linear-interpolated quantiles at `probabilities` need."""
     ranks = []

@@ -58,6 +58,13 @@ class TargetValues:
     """With ``group_values="owen"``: each feature's Owen value of the game under the groups, shape
     (targets, features of every group), the features as `groups` lists them (player after player); a
     group's members add up to its value in `shapley`; else None."""
+    interactions: np.ndarray | None = None
+    """With ``interactions=True``: Shapley interaction values of the game in shap's convention, shape
+    (targets, features, features); off the diagonal Phi_ij = Phi_ji = I_ij / 2, on it
+    Phi_ii = phi_i - sum over j != i of Phi_ij (`cohortsql.numeric.dividends`), else None."""
+    interactions_se: np.ndarray | None = None
+    """With ``interactions=True`` by the permutation method: the Monte Carlo standard error of each
+    interaction value, shape (targets, features, features); None when exact."""
     asked: tuple[Any, ...] | None = None
     """With ``targets=`` a list of ids: those ids in the order given (`ids` holds them in table order),
     which views made for the caller keep (`CohortShapleyResult.to_shap`); else None."""
@@ -156,6 +163,26 @@ class TargetValues:
         groups, number = target_groups(self.targets.filter(pl.Series(kept)), column)
         arrays = {name: array[kept] for name, array in self.group_arrays().items()}
         return group_table(column, groups, number, self.features, self.target_weights[kept], arrays)
+
+    @cached_property
+    def interaction_table(self) -> pl.DataFrame:
+        """With ``interactions=True``, one row per target and ordered pair of features: ``id``,
+        ``feature``, ``other`` and ``interaction`` (Phi of the pair; the main effect Phi_ii where
+        ``other`` is ``feature``), and by the permutation method its standard error ``interaction_se``.
+        Each target's rows of one feature add up to its Shapley value."""
+        if self.interactions is None:
+            raise CohortError("this result has no interaction values: run it again with interactions=True")
+        targets, d = len(self.ids), len(self.features)
+        names = np.array(self.features, dtype=object)
+        columns = {
+            "id": self.ids.gather(np.repeat(np.arange(targets), d * d)),
+            "feature": pl.Series(np.tile(np.repeat(names, d), targets).tolist(), dtype=pl.String),
+            "other": pl.Series(np.tile(names, d * targets).tolist(), dtype=pl.String),
+            "interaction": self.interactions.reshape(-1),
+        }
+        if self.interactions_se is not None:
+            columns["interaction_se"] = self.interactions_se.reshape(-1)
+        return pl.DataFrame(columns)
 
     def to_arrow(self) -> pa.Table:
         """The long table `local` as Arrow."""

@@ -105,13 +105,6 @@ class CohortShapleyResult(TargetValues):
     """The subjects' total case weight, n of a weighted table (None: unweighted, n = `subjects`)."""
     bootstrap: Bootstrap | None = None
     """Bayesian-bootstrap replicates and intervals (``bootstrap=B``), else None."""
-    interactions: np.ndarray | None = None
-    """With ``interactions=True``: Shapley interaction values of v_CS in shap's convention, shape
-    (targets, features, features); off the diagonal Phi_ij = Phi_ji = I_ij / 2, on it
-    Phi_ii = phi_i - sum over j != i of Phi_ij (`cohortsql.numeric.dividends`), else None."""
-    interactions_se: np.ndarray | None = None
-    """With ``interactions=True`` by the permutation method: the Monte Carlo standard error of each
-    interaction value, shape (targets, features, features); None when exact."""
     anchored_terms: np.ndarray | None = None
     """With ``anchored=K``: the paper's anchored terms (Theorem 1) of v_CS, the Harsanyi dividends g_T of
     every set T of 1..K features, shape (targets, sets) in `anchored`'s order; else None."""
@@ -230,26 +223,6 @@ class CohortShapleyResult(TargetValues):
                 "cohort_mean": means.reshape(-1),
             }
         )
-
-    @cached_property
-    def interaction_table(self) -> pl.DataFrame:
-        """With ``interactions=True``, one row per target and ordered pair of features: ``id``,
-        ``feature``, ``other`` and ``interaction`` (Phi of the pair; the main effect Phi_ii where
-        ``other`` is ``feature``), and by the permutation method its standard error ``interaction_se``.
-        Each target's rows of one feature add up to its Shapley value."""
-        if self.interactions is None:
-            raise CohortError("this result has no interaction values: run cohort_shapley(..., interactions=True)")
-        targets, d = len(self.ids), len(self.features)
-        names = np.array(self.features, dtype=object)
-        columns = {
-            "id": self.ids.gather(np.repeat(np.arange(targets), d * d)),
-            "feature": pl.Series(np.tile(np.repeat(names, d), targets).tolist(), dtype=pl.String),
-            "other": pl.Series(np.tile(names, d * targets).tolist(), dtype=pl.String),
-            "interaction": self.interactions.reshape(-1),
-        }
-        if self.interactions_se is not None:
-            columns["interaction_se"] = self.interactions_se.reshape(-1)
-        return pl.DataFrame(columns)
 
     def anchored(self, max_order: int | None = None) -> pl.DataFrame:
         """With ``anchored=K``, each target's anchored terms g_T for the sets T of at most `max_order`

@@ -1,5 +1,5 @@
-"""The result of a game of each target's cohort sizes (`cohortsql.games.base.Game` that reads no
-explained column): uniqueness Shapley, k-anonymity Shapley, and any game added in that shape.
+"""The result of any game of cohorts (`cohortsql.games.base.Game`) that `cohortsql.game_shapley` values:
+uniqueness Shapley, k-anonymity Shapley, the cohort variance game, and any game added in that shape.
 
 Uniqueness Shapley (Seiler, Mase & Owen): v_U(t, u) = -log(|C_{t,u}| / n) measures, in nats, how much
 knowing the target's values on the predictors in u narrows down which row it is: 0 for u = {} (every
@@ -21,11 +21,16 @@ from cohortsql.results.base import TargetValues
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class GameResult(TargetValues):
-    """Shapley values phi_j(t) of a game of cohort sizes for every target and feature (``shapley``;
-    there is no squared game). For every target the values add up to ``value`` = v(t, 1:d) (efficiency)."""
+    """Shapley values phi_j(t) of a game of cohorts for every target and feature (``shapley``; there is
+    no squared game). For every target the values add up to ``value`` = v(t, 1:d) (efficiency)."""
 
     game: str = "uniqueness"
-    """Which game: ``uniqueness``, ``k-anonymity (k = 5)``, ..."""
+    """Which game: ``uniqueness``, ``k-anonymity (k = 5)``, ``variance``, ..."""
+    shapley_ci_low: np.ndarray | None = None
+    """With ``bootstrap=B``: the low end of each value's percentile interval over the replicates'
+    games (each subject reweighted by an Exp(1) draw), (targets, features); else None."""
+    shapley_ci_high: np.ndarray | None = None
+    """With ``bootstrap=B``: the high end of the same interval."""
     similarity: dict[str, str]
     """Each feature's similarity kind in text form, defaults filled in."""
     subjects: int
@@ -38,6 +43,17 @@ class GameResult(TargetValues):
     total_weight: float | None = None
     """The subjects' total case weight (None: unweighted, n = `subjects`)."""
 
+    def value_arrays(self) -> dict[str, np.ndarray]:
+        arrays = {"shapley": self.shapley}
+        if self.shapley_se is not None:
+            arrays["shapley_se"] = self.shapley_se
+        if self.shapley_ci_low is not None and self.shapley_ci_high is not None:
+            arrays |= {"shapley_ci_low": self.shapley_ci_low, "shapley_ci_high": self.shapley_ci_high}
+        return arrays
+
+    def group_arrays(self) -> dict[str, np.ndarray]:
+        return {"shapley": self.shapley}
+
     @cached_property
     def totals(self) -> pl.DataFrame:
         """One row per target: ``id``, ``cohort_size`` and ``value`` = v(t, 1:d) (uniqueness: -log(cohort_size / n))."""
@@ -45,7 +61,8 @@ class GameResult(TargetValues):
 
     @cached_property
     def global_(self) -> pl.DataFrame:
-        """Per feature, the largest first: ``mean_shapley`` (the targets' weighted mean of phi_j) and its
+        """Per feature, the largest in size first (a game may be negative, as the cohort variance game is):
+        ``mean_shapley`` (the targets' weighted mean of phi_j) and its
         ``share`` of the targets' mean ``value``; ``unique_share`` in `diagnostics` says how many targets
         are alone."""
         weights = self.target_weights
@@ -55,10 +72,11 @@ class GameResult(TargetValues):
             {
                 "feature": list(self.features),
                 "mean_shapley": means,
-                "share": means / total if total > 0 else np.full(len(means), np.nan),
+                "share": means / total if total != 0 else np.full(len(means), np.nan),
             }
         )
-        return by_importance(table, "mean_shapley")
+        ranked = by_importance(table.with_columns(magnitude=pl.col("mean_shapley").abs()), "magnitude")
+        return ranked.drop("magnitude")
 
     @cached_property
     def diagnostics(self) -> Diagnostics:

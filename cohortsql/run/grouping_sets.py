@@ -191,13 +191,21 @@ def grouping_sets_batches(
 
 
 def dense_games(
-    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer, games: Sequence[Game]
+    engine: Engine,
+    prepared: Prepared,
+    targets: TargetSet,
+    pacer: Pacer,
+    games: Sequence[Game],
+    *,
+    replicates: bool = False,
 ) -> Iterator[DenseBatch]:
     """The exact driver of the grouping-sets path for any `games`: each batch of targets' dense games,
-    from the lattice of cells."""
+    from the lattice of cells; with `replicates`, those of every bootstrap weighting in turn."""
     measures = prepared.measures
-    main = [measures.game(outcome, 0) for outcome in range(measures.outcomes)]
-    for start, rows, cells, target_cells, _ in _batches_of_cells(engine, prepared, targets, pacer):
+    for start, rows, cells, target_cells, means in _batches_of_cells(engine, prepared, targets, pacer):
         lattice = cells.cohorts(measures, target_cells)
-        cohorts = Cohorts(lattice.sizes[:, 0], lattice.game[:, main] if main else None)
-        yield DenseBatch(start, rows, 0, cohorts, [game.values(cohorts) for game in games])
+        for weighting in range(measures.weightings if replicates else 1):
+            own = [measures.game(outcome, weighting) for outcome in range(measures.outcomes)]
+            overall = np.broadcast_to(means[own], (rows, len(own)))
+            cohorts = Cohorts(lattice.sizes[:, weighting], lattice.game[:, own], overall, prepared.powers)
+            yield DenseBatch(start, rows, 0, cohorts, [game.values(cohorts) for game in games], weighting)

@@ -19,7 +19,13 @@ from threadpoolctl import threadpool_limits
 from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_numpy
 from cohortsql.games.base import Cohorts, DenseBatch, Game
-from cohortsql.games.cohort import GAME_ENTRY_BYTES, exact_values, permutation_values, target_generators
+from cohortsql.games.cohort import (
+    GAME_ENTRY_BYTES,
+    exact_values,
+    permutation_values,
+    target_generators,
+    targets_masks,
+)
 from cohortsql.numeric import pair_masks, permutation, shapley
 from cohortsql.numeric.pair_tests import EQUAL, PairTest
 from cohortsql.numeric.players import histogram_of_players
@@ -150,29 +156,38 @@ def dense_games(
     games: Sequence[Game],
     *,
     reductions: Sequence[Sequence[int]] | None = None,
+    replicates: bool = False,
 ) -> Iterator[DenseBatch]:
     """The exact driver of the pairwise path for any `games` (`cohortsql.games.base.Game`): each batch
     of distinct targets' mask histogram, scattered into dense arrays a cache-sized chunk of targets at
-    a time and superset-summed into every cohort's weight (and means, where a game reads them), then
-    valued by each game. With `reductions` (each a list of players as sets of features, e.g. every
-    union's reduced game for Owen values), the games of each reduction of one histogram in turn."""
+    a time and superset-summed into every cohort's weight (and the means of the explained values a
+    game reads), then valued by each game. With `reductions` (each a list of players as sets of
+    features, e.g. every union's reduced game for Owen values), the games of each reduction of one
+    histogram in turn; with `replicates`, those of every bootstrap weighting in turn."""
     measures = prepared.measures
     weighted = weigh_subjects(engine, prepared)
-    columns = [measures.weight_name(0)]
-    if any(game.reads_outcomes for game in games):
-        columns += [measures.sum_name(outcome, 0) for outcome in range(measures.outcomes)]
+    reads = any(game.powers for game in games)
+    weightings = range(measures.weightings if replicates else 1)
+    columns = [
+        [measures.weight_name(weighting)]
+        + ([measures.sum_name(outcome, weighting) for outcome in range(measures.outcomes)] if reads else [])
+        for weighting in weightings
+    ]
     for start, rows, histogram in _histograms(
         engine, prepared, weighted, targets, pacer, of_players=reductions is None
     ):
         for reduction, players in enumerate(reductions or [None]):
             part = histogram if players is None else histogram_of_players(histogram, players, MASK_WORD_BITS)
             size = prepared.players if players is None else len(players)
-            sums = [np.asarray(part[column], dtype=np.float64) for column in columns]
+            sums = [np.asarray(part[column], dtype=np.float64) for names in columns for column in names]
             with threadpool_limits(limits=1, user_api="blas"):
                 for low, high, dense in shapley.dense_chunks(part["target"], part["mask0"], sums, rows, size):
-                    cohorts = Cohorts.of_sums(shapley.superset_sums(dense))
-                    values = [game.values(cohorts) for game in games]
-                    yield DenseBatch(start + low, high - low, reduction, cohorts, values)
+                    every = shapley.superset_sums(dense)
+                    for weighting, names in zip(weightings, columns):
+                        own = every[weighting * len(names) : (weighting + 1) * len(names)]
+                        cohorts = Cohorts.of_sums(own, prepared.powers)
+                        values = [game.values(cohorts) for game in games]
+                        yield DenseBatch(start + low, high - low, reduction, cohorts, values, weighting)
 
 
 def permutation_batches(
@@ -206,4 +221,42 @@ def permutation_batches(
                 interactions=interactions,
             )
             for outcome in range(measures.outcomes)
+        ]
+
+
+def game_permutations(
+    engine: Engine,
+    prepared: Prepared,
+    targets: TargetSet,
+    pacer: Pacer,
+    game: Game,
+    *,
+    seed: int | None,
+    max_permutations: int,
+    tolerance: float | None,
+) -> Iterator[list[permutation.GameEstimate]]:
+    """Monte Carlo estimates of any `game`, one batch of distinct targets at a time: each target's
+    chains of cohorts summed from its mask histogram (the weight and the explained values the game
+    reads) and valued by the game (`cohortsql.numeric.permutation.estimate_game`)."""
+    measures = prepared.measures
+    generators = target_generators(targets.distinct.num_rows, seed)
+    weighted = weigh_subjects(engine, prepared)
+    columns = [measures.weight_name(0)]
+    if game.powers:
+        columns += [measures.sum_name(outcome, 0) for outcome in range(measures.outcomes)]
+
+    def chain_values(sums: np.ndarray) -> np.ndarray:
+        return game.values(Cohorts.of_sums(sums, prepared.powers))
+
+    for start, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
+        yield [
+            permutation.estimate_game(
+                bits,
+                sums,
+                chain_values,
+                generators[start + target],
+                max_permutations=max_permutations,
+                tolerance=tolerance,
+            )
+            for target, bits, sums in targets_masks(histogram, rows, prepared.players, columns)
         ]

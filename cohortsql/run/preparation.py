@@ -54,12 +54,17 @@ class Prepared:
     """SQL of each row's id in the data: the id column, or the position column."""
     outcomes: tuple[str, ...]
     """The explained columns y_k (none for uniqueness Shapley)."""
+    powers: tuple[int, ...]
+    """The powers of each y_k - pilot_k stored and summed (`cohortsql.games.base.Game.powers`): the
+    explained values are every column's powers in turn, and `statistics`, `pilots` and `measures`
+    count those values."""
     weight: str | None
     """The case-weight column (None: every row weighs 1)."""
     features: tuple[ResolvedFeature, ...]
     statistics: TableStatistics
     pilots: tuple[float, ...]
-    """Each y_k is stored as y_k - pilot_k, so its sums keep their digits (see ``sql/pilot.sql``)."""
+    """Each y_k is stored as y_k - pilot_k, so its sums keep their digits (see ``sql/pilot.sql``); a
+    higher power of it has pilot 0."""
     subjects: str
     """The subjects relation (see ``sql/subjects.sql``)."""
     subjects_with_data: str | None
@@ -142,6 +147,7 @@ def prepare(
     id: str | None,
     target_predicate: str | None,
     max_features: int,
+    powers: tuple[int, ...] = (1,),
     weight: str | None = None,
     replicates: int = 0,
     seed: int = 0,
@@ -154,7 +160,8 @@ def prepare(
     With a `weight` column, rows of weight zero are left out everywhere (as if dropped) and every
     statistic is weighted; `replicates` Bayesian-bootstrap weightings are drawn with `seed`; `groups`
     (checked before any row is read) makes each group one player (`cohortsql.request.groups`). With
-    `snapshot`, the subjects are stored as they are now (`Engine.create`), for a result read later."""
+    `snapshot`, the subjects are stored as they are now (`Engine.create`), for a result read later.
+    Each explained column is stored as the `powers` of y_k - pilot_k its games read."""
     dialect = engine.dialect
     if target_predicate is not None:
         target_predicate = check_expression(target_predicate, "targets")
@@ -177,15 +184,21 @@ def prepare(
     relation = source.relation if weight is None else _positive_rows(engine, source.relation, weight, id_sql, id)
     known = known_quantiles(engine, relation, features, weight)
     integers = [pa.types.is_integer(source.schema.field(outcome).type) for outcome in outcomes]
-    pilots = tuple(_pilot(engine, relation, outcome, exact) for outcome, exact in zip(outcomes, integers))
-    centred_values = [queries.statistics.centred(outcome, pilot, dialect) for outcome, pilot in zip(outcomes, pilots)]
+    own_pilots = [_pilot(engine, relation, outcome, exact) for outcome, exact in zip(outcomes, integers)]
+    explained = [outcome for outcome in outcomes for _ in powers]
+    pilots = tuple(pilot if power == 1 else 0.0 for pilot in own_pilots for power in powers)
+    centred_values = [
+        queries.statistics.powered(queries.statistics.centred(outcome, pilot, dialect), power)
+        for outcome, pilot in zip(outcomes, own_pilots)
+        for power in powers
+    ]
     # sql: predicates may read any column of a row: rows can only be merged when none is used.
     mergeable = not any(isinstance(feature.kind, SqlPredicate) for feature in features)
     in_place = engine.memory_budget is None and engine.counts_distinct_beside_aggregates
     ids_apart = id is not None and not in_place  # repeated ids counted by a grouped query of their own
     aggregates = queries.statistics.statistics_aggregates(
         features,
-        outcomes,
+        explained,
         id_sql,
         centred_values,
         weight,
@@ -206,15 +219,15 @@ def prepare(
             rows=row["subjects"],
             context=context,
         ) or fetch_record(engine, queries.statistics.duplicate_ids(relation, id_sql, dialect, hashed), context=context)
-    _check_table(row, outcomes, id)
-    statistics = TableStatistics.parse(row, len(outcomes), len(features), weighted=weight is not None)
+    _check_table(row, explained, id)
+    statistics = TableStatistics.parse(row, len(explained), len(features), weighted=weight is not None)
     _check_finite(statistics, outcomes, weight)
     count_distinct_values(engine, relation, features, statistics)
     n = statistics.subjects
     measure_tails(engine, relation, features, statistics, weight)
     resolved = tuple(resolve_feature(feature, statistics.features[feature.index], n) for feature in features)
     compress = mergeable and statistics.distinct_rows is not None and statistics.distinct_rows <= COMPRESS_BELOW * n
-    measures = Measures(len(outcomes), weighted=weight is not None, replicates=replicates, seed=seed)
+    measures = Measures(len(explained), weighted=weight is not None, replicates=replicates, seed=seed)
     values = queries.subjects.explained_values(centred_values, weight, dialect)
 
     def subjects_select(keep_data_columns: bool) -> str:
@@ -235,6 +248,7 @@ def prepare(
         id=id,
         id_sql=id_sql,
         outcomes=tuple(outcomes),
+        powers=tuple(powers),
         weight=weight,
         features=resolved,
         statistics=statistics,

@@ -13,12 +13,12 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 
 from cohortsql.games.base import DenseBatch, Game
-from cohortsql.numeric import dividends, players, shapley
+from cohortsql.numeric import bootstrap, dividends, players, shapley
 from cohortsql.results.uniqueness import GameResult
 from cohortsql.run import grouping_sets, pairwise
 from cohortsql.run.route import EXACT_PAIRWISE, Route
 from cohortsql.run.session import Session
-from cohortsql.run.strategy import check_owen, exact_route, make_pacer
+from cohortsql.run.strategy import check_owen, game_route, make_pacer
 from cohortsql.run.targets import TargetSet
 
 Result = TypeVar("Result", bound=GameResult)
@@ -33,43 +33,94 @@ class GameValues(NamedTuple):
     """v(t, every player): what the values add up to, (targets,)."""
     cohort_size: np.ndarray
     """|C_{t,1:d}| (a sum of weights when weighted), (targets,)."""
+    replicates: np.ndarray | None = None
+    """phi_j(t) of every bootstrap replicate's game, (replicates, targets, players); None without."""
+    shapley_se: np.ndarray | None = None
+    """The permutation method's standard errors, (targets, players); None when exact."""
+    permutations: np.ndarray | None = None
+    """The permutation method's number of permutations per target; None when exact."""
 
 
-def shapley_values(session: Session, chosen: TargetSet, game: Game, route: Route) -> GameValues:
-    """Exact Shapley values of `game` for the `chosen` targets, by the exact driver of the `route`'s path."""
+def shapley_values(
+    session: Session, chosen: TargetSet, game: Game, route: Route, *, replicates: bool = False
+) -> GameValues:
+    """Exact Shapley values of `game` for the `chosen` targets, by the exact driver of the `route`'s
+    path, and with `replicates` those of every bootstrap replicate's game."""
     driver = grouping_sets.dense_games if route.by_cells else pairwise.dense_games
     pacer = make_pacer(session.engine, session.prepared, chosen, route, session.reporter())
-    parts = [
-        (shapley.shapley_values(batch.values[0]), batch.values[0][:, -1], batch.cohorts.weight[:, -1])
-        for batch in driver(session.engine, session.prepared, chosen, pacer, [game])
+    measures, rows, d = session.prepared.measures, chosen.distinct.num_rows, session.prepared.players
+    phi = np.zeros((measures.weightings if replicates else 1, rows, d))
+    value, size = np.zeros(rows), np.zeros(rows)
+    for batch in driver(session.engine, session.prepared, chosen, pacer, [game], replicates=replicates):
+        span = slice(batch.start, batch.start + batch.rows)
+        phi[batch.weighting, span] = shapley.shapley_values(batch.values[0])
+        if batch.weighting == 0:
+            value[span], size[span] = batch.values[0][:, -1], batch.cohorts.weight[:, -1]
+    group = chosen.group
+    return GameValues(phi[0, group], value[group], size[group], phi[1:, group] if replicates else None)
+
+
+def estimated_values(session: Session, chosen: TargetSet, game: Game, route: Route) -> GameValues:
+    """Permutation estimates of `game`'s Shapley values for the `chosen` targets (`pairwise.game_permutations`)."""
+    prepared, estimation = session.prepared, session.options.estimation
+    pacer = make_pacer(session.engine, prepared, chosen, route, session.reporter())
+    estimates = [
+        estimate
+        for batch in pairwise.game_permutations(
+            session.engine,
+            prepared,
+            chosen,
+            pacer,
+            game,
+            seed=session.options.selection.seed,
+            max_permutations=estimation.max_permutations,
+            tolerance=estimation.tolerance,
+        )
+        for estimate in batch
     ]
-    d = session.prepared.players
-    phi, value, size = (
-        (np.concatenate(arrays) for arrays in zip(*parts)) if parts else (np.empty((0, d)), np.empty(0), np.empty(0))
-    )
-    return GameValues(phi[chosen.group], value[chosen.group], size[chosen.group])
+    d, group = prepared.players, chosen.group
+    phi = np.array([estimate.shapley for estimate in estimates]).reshape(-1, d)
+    errors = np.array([estimate.shapley_se for estimate in estimates]).reshape(-1, d)
+    counts = np.array([estimate.permutations for estimate in estimates], dtype=np.int64)
+    value = np.array([estimate.value for estimate in estimates])
+    size = np.array([estimate.cohort_size for estimate in estimates])
+    return GameValues(phi[group], value[group], size[group], None, errors[group], counts[group])
 
 
 def game_result(session: Session, game: Game, kind: type[Result]) -> Result:
-    """The result (`kind`, a `GameResult`) of a game of cohort sizes for the session's targets: exact
-    Shapley values on the path the strategy picks, and each feature's Owen value when the run's groups
-    ask for them."""
-    prepared, path = session.prepared, session.options.estimation.path
+    """The result (`kind`, a `GameResult`) of any game of cohorts for the session's targets: exact
+    Shapley values on the path the strategy picks or permutation estimates, bootstrap intervals,
+    interaction values and, when the run's groups ask for them, each feature's Owen value."""
+    prepared, options = session.prepared, session.options
+    estimation, weighting, terms = options.estimation, options.weighting, options.terms
     chosen = session.select()
-    route = exact_route(path, prepared, chosen.count)
-    values = shapley_values(session, chosen, game, route)
+    route = game_route(estimation.method, estimation.path, prepared, chosen.count, terms)
+    if route.random:
+        values = estimated_values(session, chosen, game, route)
+    else:
+        values = shapley_values(session, chosen, game, route, replicates=weighting.bootstrap > 0)
     owen = None
     if prepared.groups is not None and prepared.groups.values == "owen":
         owen = owen_values(session, chosen, [game])[0]
+    interactions = lattice_terms(session, chosen, [game], interactions=terms.interactions, anchored=0).interactions
+    low, high = (None, None)
+    if values.replicates is not None:
+        low, high = bootstrap.percentile_interval(values.replicates, weighting.confidence, 0)
     settings = session.settings(chosen, method=route.method, path=route.path)
     return kind(
         **session.result_fields(chosen, None),
         game=str(game),
         total_weight=prepared.total_weight if prepared.weight is not None else None,
         shapley=values.shapley,
+        shapley_se=values.shapley_se,
+        permutations=values.permutations,
+        shapley_ci_low=low,
+        shapley_ci_high=high,
         owen=owen,
+        interactions=None if interactions is None else interactions[0],
         value=values.value,
         cohort_size=values.cohort_size if prepared.weight is not None else np.rint(values.cohort_size).astype(np.int64),
+        method=route.method,
         path=route.path,
         settings={**settings, "game": str(game)},
     )

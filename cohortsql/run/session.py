@@ -154,6 +154,7 @@ def open_session(
     outcomes: Sequence[str],
     similarity: SimilarityArgument,
     max_features: int,
+    powers: tuple[int, ...] = (1,),
     snapshot: bool = False,
 ) -> Iterator[Session]:
     """Open the engine, register `data` and prepare it once (`cohortsql.run.preparation.prepare`) under
@@ -171,6 +172,7 @@ def open_session(
             weight=options.weighting.weight,
             target_predicate=targets if isinstance(targets, str) else None,
             max_features=max_features,
+            powers=powers,
             replicates=options.weighting.bootstrap,
             seed=options.selection.seed or 0,
             groups=options.grouping.groups,

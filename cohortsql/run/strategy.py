@@ -165,7 +165,7 @@ def local_batches(
     return pairwise_batches(engine, prepared, targets, pacer, long_replicates=long_replicates(prepared))
 
 
-def choose_method(method: str, d: int, game: Literal["cohort", "baseline"] = "cohort") -> ChosenMethod:
+def choose_method(method: str, d: int, game: Literal["cohort", "baseline", "game"] = "cohort") -> ChosenMethod:
     """``exact``, ``permutation`` or (cohort Shapley's games) ``integrated`` for `d` features of `game`
     (``auto``: exact up to the game's automatic limit, permutation up to `MAX_FEATURES`, integrated
     beyond, said in a warning; an explicit method beyond its hard limit is refused)."""
@@ -249,6 +249,23 @@ def choose_route(method: str, path: str, prepared: Prepared, targets: int) -> Ro
     return Route(chosen, "pairwise" if chosen == "permutation" else choose_path(path, prepared, targets))
 
 
+def game_route(method: str, path: str, prepared: Prepared, targets: int, terms: Terms) -> Route:
+    """The method and path of any game of cohorts (`cohortsql.games.base.Game`), with what it may give
+    checked here: bootstrap intervals and interaction values come from every cohort of the lattice
+    (exact), Owen values from each union's exact reduced game (`check_owen`)."""
+    chosen = choose_method(method, prepared.players, "game")
+    route = Route(chosen, "pairwise" if chosen == "permutation" else choose_path(path, prepared, targets))
+    if prepared.measures.replicates and not route.exact:
+        raise CohortError("bootstrap intervals need method='exact' (the permutation method has standard errors)")
+    if terms.interactions and not route.exact:
+        raise CohortError(
+            f"interactions=True for this game needs method='exact' (up to {MAX_EXACT_FEATURES} players; got"
+            f" {prepared.players} with method={method!r}): its interaction values come from every cohort"
+        )
+    check_owen(route, prepared)
+    return route
+
+
 def model_route(method: str, d: int) -> Route:
     """A model-based game's method for `d` features (`choose_method`), on the model's hybrid points."""
     return Route(choose_method(method, d, "baseline"), "model")
@@ -301,6 +318,7 @@ AUTO_EXACT_BASELINE_FEATURES = 12
 
 _EXACT_LIMITS = {
     "cohort": (AUTO_EXACT_FEATURES, MAX_EXACT_FEATURES, "2^d cohorts per target"),
+    "game": (AUTO_EXACT_FEATURES, MAX_EXACT_FEATURES, "2^d cohorts per target"),
     "baseline": (
         AUTO_EXACT_BASELINE_FEATURES,
         MAX_EXACT_BASELINE_FEATURES,
