@@ -195,33 +195,28 @@ def _standard_error(row: Row) -> str:
 def uniqueness_summary(result: UniquenessResult, top: int) -> str:
     """How many targets are unique, and the features ranked by how much they identify."""
     checks = result.diagnostics
-    ranked = result.global_.sort("mean_shapley", descending=True).head(top)
-    width = max(len(feature) for feature in result.features)
-    lines = [
+    heading = (
         f"{len(result.ids)} targets x {len(result.features)} features, {result.subjects} subjects;"
         f" {checks['unique_share']:.1%} of the targets are unique on every feature"
-        f" (median cohort {checks['median_cohort_size']:,.0f})",
-        "",
-        f"{'feature':<{width}}  {'mean uniqueness (nats)':>22}  {'share':>7}",
-    ]
-    for row in ranked.iter_rows(named=True):
-        lines.append(f"{row['feature']:<{width}}  {row['mean_shapley']:>22.4g}  {row['share']:>7.1%}")
-    return "\n".join(lines + _not_shown(len(result.features), top))
+        f" (median cohort {checks['median_cohort_size']:,.0f})"
+    )
+    return game_summary(result, top, heading=heading, column="mean uniqueness (nats)")
 
 
-def game_summary(result: GameResult, top: int) -> str:
-    """A game's targets and subjects, its mean value, and the features ranked by their mean value."""
-    ranked = result.global_.head(top)
+def game_summary(result: GameResult, top: int, *, heading: str | None = None, column: str = "mean shapley") -> str:
+    """A game's targets, subjects and mean value (or `heading`), and the features ranked by the size
+    of their mean value (`column` names it)."""
+    if heading is None:
+        mean = float(np.average(result.value, weights=result.target_weights))
+        heading = (
+            f"{result.game}: {len(result.ids)} targets x {len(result.features)} features, {result.subjects} subjects;"
+            f" mean value v(t, all features) = {mean:.4g}"
+        )
     width = max(len(feature) for feature in result.features)
-    mean = float(np.average(result.value, weights=result.target_weights))
-    lines = [
-        f"{result.game}: {len(result.ids)} targets x {len(result.features)} features, {result.subjects} subjects;"
-        f" mean value v(t, all features) = {mean:.4g}",
-        "",
-        f"{'feature':<{width}}  {'mean shapley':>12}  {'share':>7}",
-    ]
-    for row in ranked.iter_rows(named=True):
-        lines.append(f"{row['feature']:<{width}}  {row['mean_shapley']:>12.4g}  {row['share']:>7.1%}")
+    size = max(len(column), 12)
+    lines = [heading, "", f"{'feature':<{width}}  {column:>{size}}  {'share':>7}"]
+    for row in result.global_.head(top).iter_rows(named=True):
+        lines.append(f"{row['feature']:<{width}}  {row['mean_shapley']:>{size}.4g}  {row['share']:>7.1%}")
     return "\n".join(lines + _not_shown(len(result.features), top))
 
 

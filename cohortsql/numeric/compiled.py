@@ -245,7 +245,12 @@ def _bin(offset, width, bins):
     return float(bins - 1) if number > bins - 1 else number
 
 
-@njit(cache=True, nogil=True)
+DISSIMILAR_BLOCK = 256
+"""Subjects whose dissimilar players one target's loop holds at once, subject by subject (256 x 1,024
+players of float64 is 2 MB: in the cache beside the sums they are added to)."""
+
+
+@njit(cache=True, nogil=True, parallel=True)
 def dissimilar_histogram(
     s_floats,
     s_ints,
@@ -268,17 +273,19 @@ def dissimilar_histogram(
     """`cohortsql.numeric.dissimilar.DissimilarHistogram.add`: for each target, each subject's players it
     is not similar on (a player is dissimilar when any of its features is, by the tests of
     `pair_histogram`, the same arithmetic), then its measures added to the cell of its count k of them:
-    in total at totals[t, m, k, 0] and, for each dissimilar player p, at totals[t, m, k, 1 + p] (one
-    contiguous loop over the players a subject and sum: vectorised). With `ranks` (one row per target,
-    one rank per player, not empty), to the cell of its smallest dissimilar rank instead (totals[t, m,
-    rank, 0] alone; players + 1 when it is similar on every player)."""
+    in total at totals[t, m, k, 0] and, for each dissimilar player p, at totals[t, m, k, 1 + p]. With
+    `ranks` (one row per target, one rank per player, not empty), to the cell of its smallest
+    dissimilar rank instead (totals[t, m, rank, 0] alone; players + 1 when it is similar on every player).
+
+    Targets run in parallel. Subjects go in blocks of `DISSIMILAR_BLOCK`: each feature's test is one
+    tight loop over the block, its dissimilar players are laid out subject by subject, and each
+    subject's measures are added to the row of its k over every player at once (one contiguous,
+    vectorised loop, into a (k, player) array added to `totals` at the end). The previous layout added
+    each (player, subject) to the cell of the subject's k, one indirect store after another."""
     d, rows = s_floats.shape
     sums = measures.shape[1]
     ranked = ranks.shape[0] > 0
     players = ranks.shape[1] if ranked else totals.shape[2] - 1
-    hit = np.zeros(rows, dtype=np.int64)
-    flags = np.zeros((players, rows), dtype=np.float64)  # 1.0 where the subject is not similar on the player
-    cell = np.zeros(rows, dtype=np.int64)
     by_sum = np.ascontiguousarray(measures.T)
     holes = np.zeros(d, dtype=np.bool_)
     for j in range(d):
@@ -286,60 +293,88 @@ def dissimilar_histogram(
             if s_missing[j, s]:
                 holes[j] = True
                 break
-    for t in range(t_floats.shape[0]):
-        flags[:, :] = 0.0
-        for j in range(d):
-            hit[:] = 0
-            if t_missing[t, j]:
-                for s in range(rows):
-                    if s_missing[j, s]:
-                        hit[s] = 1
-            else:
-                if code[j] == 0 and integer[j]:
-                    _equal_ints(s_ints[j], t_ints[t, j], hit, 1)
-                elif code[j] == 0:
-                    _equal_floats(s_floats[j], t_floats[t, j], hit, 1)
-                elif code[j] == 3 and not width[j] > 0:
-                    hit[:] = 1
-                elif code[j] == 3 and integer[j]:
-                    _same_bin_ints(s_ints[j], t_ints[t, j], low_int[j], width[j], bins[j], hit, 1)
-                elif code[j] == 3:
-                    _same_bin_floats(s_floats[j], t_floats[t, j], low_float[j], width[j], bins[j], hit, 1)
+    for t in prange(t_floats.shape[0]):
+        hit = np.zeros(DISSIMILAR_BLOCK, dtype=np.int64)
+        flags = np.zeros((DISSIMILAR_BLOCK, players))
+        cell = np.zeros(DISSIMILAR_BLOCK, dtype=np.int64)
+        spread = np.zeros((0 if ranked else sums, players + 2, players))  # [m, k, p]
+        for low in range(0, rows, DISSIMILAR_BLOCK):
+            size = min(DISSIMILAR_BLOCK, rows - low)
+            flags[:size] = 0.0
+            for j in range(d):
+                _similar_subjects(
+                    j, t, low, size, hit, s_floats, s_ints, s_missing, t_floats, t_ints, t_missing,
+                    code, integer, delta, low_float, low_int, width, bins, holes,
+                )  # fmt: skip
+                player = player_of[j]
+                for s in range(size):
+                    if hit[s] == 0:
+                        flags[s, player] = 1.0
+            for s in range(size):
+                line = flags[s]
+                if ranked:
+                    smallest = players + 1
+                    for p in range(players):
+                        if line[p] > 0 and ranks[t, p] < smallest:
+                            smallest = ranks[t, p]
+                    cell[s] = smallest
                 else:
-                    if integer[j]:
-                        limit = delta[j] * float(abs(t_ints[t, j])) if code[j] == 2 else delta[j]
-                        _near_ints(s_ints[j], t_ints[t, j], limit, hit, 1)
-                    else:
-                        limit = delta[j] * abs(t_floats[t, j]) if code[j] == 2 else delta[j]
-                        _near_floats(s_floats[j], t_floats[t, j], limit, hit, 1)
-                if holes[j]:
-                    for s in range(rows):
-                        if s_missing[j, s]:
-                            hit[s] = 0
-            line = flags[player_of[j]]
-            for s in range(rows):
-                if hit[s] == 0:
-                    line[s] = 1.0
-        if ranked:
-            cell[:] = players + 1
-            for p in range(players):
-                rank, line = ranks[t, p], flags[p]
-                for s in range(rows):
-                    if line[s] > 0 and rank < cell[s]:
-                        cell[s] = rank
-        else:
-            cell[:] = 0
-            for p in range(players):
-                line = flags[p]
-                for s in range(rows):
-                    cell[s] += int(line[s])
-        for m in range(sums):
-            column = by_sum[m]
-            total = totals[t, m, 0]
-            for s in range(rows):
-                total[cell[s]] += column[s]
-            if not ranked:
-                for p in range(players):  # a player's cells (one short vector) stay in the cache
-                    line, sums_of_p = flags[p], totals[t, m, 1 + p]
-                    for s in range(rows):
-                        sums_of_p[cell[s]] += line[s] * column[s]
+                    count = 0.0
+                    for p in range(players):
+                        count += line[p]
+                    cell[s] = int(count)
+            for m in range(sums):
+                column = by_sum[m]
+                total = totals[t, m, 0]
+                for s in range(size):
+                    total[cell[s]] += column[low + s]
+                if not ranked:
+                    for s in range(size):
+                        weight, line, row = column[low + s], flags[s], spread[m, cell[s]]
+                        for p in range(players):
+                            row[p] += weight * line[p]
+        if not ranked:
+            for m in range(sums):
+                for p in range(players):
+                    sums_of_p = totals[t, m, 1 + p]
+                    for k in range(players + 2):
+                        sums_of_p[k] += spread[m, k, p]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _similar_subjects(
+    j, t, low, size, hit, s_floats, s_ints, s_missing, t_floats, t_ints, t_missing,
+    code, integer, delta, low_float, low_int, width, bins, holes,
+):  # fmt: skip
+    """hit[s] = 1 where subject low + s (of `size`) is similar to target t on feature j, else 0: the
+    tests of `pair_histogram`, one tight loop over the subjects."""
+    high = low + size
+    hits = hit[:size]
+    hits[:] = 0
+    if t_missing[t, j]:  # a missing target value: similar to missing values alone
+        missing = s_missing[j, low:high]
+        for s in range(size):
+            if missing[s]:
+                hits[s] = 1
+        return
+    if code[j] == 0 and integer[j]:
+        _equal_ints(s_ints[j, low:high], t_ints[t, j], hits, 1)
+    elif code[j] == 0:
+        _equal_floats(s_floats[j, low:high], t_floats[t, j], hits, 1)
+    elif code[j] == 3 and not width[j] > 0:  # BINS of a constant column: one bin
+        hits[:] = 1
+    elif code[j] == 3 and integer[j]:
+        _same_bin_ints(s_ints[j, low:high], t_ints[t, j], low_int[j], width[j], bins[j], hits, 1)
+    elif code[j] == 3:
+        _same_bin_floats(s_floats[j, low:high], t_floats[t, j], low_float[j], width[j], bins[j], hits, 1)
+    elif integer[j]:  # WINDOW (1) and RELATIVE (2): |x_s - x_t| <= limit
+        limit = delta[j] * float(abs(t_ints[t, j])) if code[j] == 2 else delta[j]
+        _near_ints(s_ints[j, low:high], t_ints[t, j], limit, hits, 1)
+    else:
+        limit = delta[j] * abs(t_floats[t, j]) if code[j] == 2 else delta[j]
+        _near_floats(s_floats[j, low:high], t_floats[t, j], limit, hits, 1)
+    if holes[j]:  # a missing subject value is not similar to a present one
+        missing = s_missing[j, low:high]
+        for s in range(size):
+            if missing[s]:
+                hits[s] = 0

@@ -3,16 +3,16 @@ method, path, engine and surface against brute-force evaluations of its definiti
 v_V(t, u) = Var_{C_{t,u}}(y) - Var(y), with each cohort found row by row."""
 
 import itertools
-import subprocess
-import sys
 
 import numpy as np
 import polars as pl
 import pytest
 import reference
 from draws import draws
+from typer.testing import CliRunner
 
 import cohortsql
+from cohortsql.cli.app import app
 from cohortsql.games.base import Cohorts, Game
 
 SIMILARITY = {"zip": "exact", "age": "abs:6", "sex": "exact"}
@@ -188,7 +188,7 @@ def test_every_surface_gives_the_same_values(tmp_path):
     np.testing.assert_array_equal(framed.shapley, direct.shapley)
     path, out = tmp_path / "records.parquet", tmp_path / "spread.parquet"
     data.write_parquet(path)
-    command = [sys.executable, "-m", "cohortsql", "game", str(path), "--game", "cohort-variance"]
+    command = ["game", str(path), "--game", "cohort-variance"]
     command += [
         "--prediction",
         "score",
@@ -201,9 +201,9 @@ def test_every_surface_gives_the_same_values(tmp_path):
         "--out",
         str(out),
     ]
-    printed = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert printed.returncode == 0, printed.stderr
-    assert "cohort-variance: 24 targets x 3 features" in printed.stdout
+    printed = CliRunner().invoke(app, command)
+    assert printed.exit_code == 0, printed.output
+    assert "cohort-variance: 24 targets x 3 features" in printed.output
     table = pl.read_parquet(out).sort("id", "feature")
     expected = direct.local.sort("id", "feature")
     np.testing.assert_allclose(table["shapley"].to_numpy(), expected["shapley"].to_numpy(), atol=1e-12)
@@ -245,11 +245,11 @@ def test_kanonymity_gains_permutations_bootstrap_the_frame_and_the_command_line(
     assert np.all(framed.shapley_ci_low <= framed.shapley_ci_high)
     path = tmp_path / "records.parquet"
     data.write_parquet(path)
-    command = [sys.executable, "-m", "cohortsql", "game", str(path), "--game", "k-anonymity:3", "--id", "id"]
+    command = ["game", str(path), "--game", "k-anonymity:3", "--id", "id"]
     command += ["--features", "zip,sex", "--similar", "age=abs:6", "--method", "permutation", "--seed", "4"]
-    printed = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert printed.returncode == 0, printed.stderr
-    assert printed.stdout.startswith("k-anonymity (k = 3): 24 targets x 3 features")
+    printed = CliRunner().invoke(app, command)
+    assert printed.exit_code == 0, printed.output
+    assert printed.output.startswith("k-anonymity (k = 3): 24 targets x 3 features")
 
 
 @pytest.mark.parametrize(
