@@ -294,87 +294,100 @@ def dissimilar_histogram(
                 holes[j] = True
                 break
     for t in prange(t_floats.shape[0]):
-        hit = np.zeros(DISSIMILAR_BLOCK, dtype=np.int64)
-        flags = np.zeros((DISSIMILAR_BLOCK, players))
-        cell = np.zeros(DISSIMILAR_BLOCK, dtype=np.int64)
-        spread = np.zeros((0 if ranked else sums, players + 2, players))  # [m, k, p]
+        hit = np.zeros(rows, dtype=np.int64)
+        by_player = np.zeros((players, rows), dtype=np.uint8)  # written feature by feature
+        cell = np.zeros(rows, dtype=np.int64)  # k, or the smallest dissimilar rank
+        if ranked:
+            cell[:] = players + 1
+        for j in range(d):
+            _similar_subjects(
+                j, t, hit, s_floats, s_ints, s_missing, t_floats, t_ints, t_missing,
+                code, integer, delta, low_float, low_int, width, bins, holes,
+            )  # fmt: skip
+            player = player_of[j]
+            line = by_player[player]
+            if ranked:
+                rank = ranks[t, player]
+                for s in range(rows):
+                    if hit[s] == 0 and rank < cell[s]:
+                        cell[s] = rank
+            else:
+                for s in range(rows):
+                    fresh = (hit[s] == 0) & (line[s] == 0)  # the player's first dissimilar feature
+                    line[s] |= fresh
+                    cell[s] += fresh
+        for m in range(sums):
+            column, total = by_sum[m], totals[t, m, 0]
+            for s in range(rows):
+                total[cell[s]] += column[s]
+        if ranked:
+            continue
+        flags = np.zeros((DISSIMILAR_BLOCK, players), dtype=np.uint8)  # read subject by subject
+        spread = np.zeros((sums, players + 2, players))  # [m, k, p]
         for low in range(0, rows, DISSIMILAR_BLOCK):
             size = min(DISSIMILAR_BLOCK, rows - low)
-            flags[:size] = 0.0
-            for j in range(d):
-                _similar_subjects(
-                    j, t, low, size, hit, s_floats, s_ints, s_missing, t_floats, t_ints, t_missing,
-                    code, integer, delta, low_float, low_int, width, bins, holes,
-                )  # fmt: skip
-                player = player_of[j]
-                for s in range(size):
-                    if hit[s] == 0:
-                        flags[s, player] = 1.0
-            for s in range(size):
-                line = flags[s]
-                if ranked:
-                    smallest = players + 1
-                    for p in range(players):
-                        if line[p] > 0 and ranks[t, p] < smallest:
-                            smallest = ranks[t, p]
-                    cell[s] = smallest
-                else:
-                    count = 0.0
-                    for p in range(players):
-                        count += line[p]
-                    cell[s] = int(count)
+            _transposed(by_player, flags, low, size)
             for m in range(sums):
                 column = by_sum[m]
-                total = totals[t, m, 0]
                 for s in range(size):
-                    total[cell[s]] += column[low + s]
-                if not ranked:
-                    for s in range(size):
-                        weight, line, row = column[low + s], flags[s], spread[m, cell[s]]
-                        for p in range(players):
-                            row[p] += weight * line[p]
-        if not ranked:
-            for m in range(sums):
-                for p in range(players):
-                    sums_of_p = totals[t, m, 1 + p]
-                    for k in range(players + 2):
-                        sums_of_p[k] += spread[m, k, p]
+                    weight, line, row = column[low + s], flags[s], spread[m, cell[low + s]]
+                    for p in range(players):
+                        row[p] += weight * line[p]
+        for m in range(sums):
+            for p in range(players):
+                sums_of_p = totals[t, m, 1 + p]
+                for k in range(players + 2):
+                    sums_of_p[k] += spread[m, k, p]
+
+
+TRANSPOSE_TILE = 32
+"""The side of the square tiles a block of flags is transposed by (each tile's rows and columns in the cache)."""
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _transposed(by_player, flags, low, size):
+    """flags[s, p] = by_player[p, low + s] for `size` subjects, tile by tile."""
+    players = by_player.shape[0]
+    for p0 in range(0, players, TRANSPOSE_TILE):
+        p1 = min(players, p0 + TRANSPOSE_TILE)
+        for s0 in range(0, size, TRANSPOSE_TILE):
+            s1 = min(size, s0 + TRANSPOSE_TILE)
+            for s in range(s0, s1):
+                row = flags[s]
+                for p in range(p0, p1):
+                    row[p] = by_player[p, low + s]
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _similar_subjects(
-    j, t, low, size, hit, s_floats, s_ints, s_missing, t_floats, t_ints, t_missing,
+    j, t, hit, s_floats, s_ints, s_missing, t_floats, t_ints, t_missing,
     code, integer, delta, low_float, low_int, width, bins, holes,
 ):  # fmt: skip
-    """hit[s] = 1 where subject low + s (of `size`) is similar to target t on feature j, else 0: the
-    tests of `pair_histogram`, one tight loop over the subjects."""
-    high = low + size
-    hits = hit[:size]
-    hits[:] = 0
+    """hit[s] = 1 where subject s is similar to target t on feature j, else 0: the tests of
+    `pair_histogram`, one tight loop over the subjects."""
+    hit[:] = 0
     if t_missing[t, j]:  # a missing target value: similar to missing values alone
-        missing = s_missing[j, low:high]
-        for s in range(size):
-            if missing[s]:
-                hits[s] = 1
+        for s in range(hit.shape[0]):
+            if s_missing[j, s]:
+                hit[s] = 1
         return
     if code[j] == 0 and integer[j]:
-        _equal_ints(s_ints[j, low:high], t_ints[t, j], hits, 1)
+        _equal_ints(s_ints[j], t_ints[t, j], hit, 1)
     elif code[j] == 0:
-        _equal_floats(s_floats[j, low:high], t_floats[t, j], hits, 1)
+        _equal_floats(s_floats[j], t_floats[t, j], hit, 1)
     elif code[j] == 3 and not width[j] > 0:  # BINS of a constant column: one bin
-        hits[:] = 1
+        hit[:] = 1
     elif code[j] == 3 and integer[j]:
-        _same_bin_ints(s_ints[j, low:high], t_ints[t, j], low_int[j], width[j], bins[j], hits, 1)
+        _same_bin_ints(s_ints[j], t_ints[t, j], low_int[j], width[j], bins[j], hit, 1)
     elif code[j] == 3:
-        _same_bin_floats(s_floats[j, low:high], t_floats[t, j], low_float[j], width[j], bins[j], hits, 1)
+        _same_bin_floats(s_floats[j], t_floats[t, j], low_float[j], width[j], bins[j], hit, 1)
     elif integer[j]:  # WINDOW (1) and RELATIVE (2): |x_s - x_t| <= limit
         limit = delta[j] * float(abs(t_ints[t, j])) if code[j] == 2 else delta[j]
-        _near_ints(s_ints[j, low:high], t_ints[t, j], limit, hits, 1)
+        _near_ints(s_ints[j], t_ints[t, j], limit, hit, 1)
     else:
         limit = delta[j] * abs(t_floats[t, j]) if code[j] == 2 else delta[j]
-        _near_floats(s_floats[j, low:high], t_floats[t, j], limit, hits, 1)
+        _near_floats(s_floats[j], t_floats[t, j], limit, hit, 1)
     if holes[j]:  # a missing subject value is not similar to a present one
-        missing = s_missing[j, low:high]
-        for s in range(size):
-            if missing[s]:
-                hits[s] = 0
+        for s in range(hit.shape[0]):
+            if s_missing[j, s]:
+                hit[s] = 0

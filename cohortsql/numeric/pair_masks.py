@@ -57,15 +57,19 @@ class Columns:
         missing = np.zeros((len(columns), rows), dtype=np.bool_)
         for j, (column, test, words) in enumerate(zip(columns, tests, vocabulary)):
             column = _array(column)
-            missing[j] = column.is_null().to_numpy(zero_copy_only=False)
+            gaps = column.null_count > 0  # most columns have none: no flags to copy, no nulls to fill
+            if gaps:
+                missing[j] = column.is_null().to_numpy(zero_copy_only=False)
             if test.text:
                 assert words is not None, "text is coded against the targets' values"
                 codes = pc.index_in(column, value_set=words)
                 ints[j] = codes.fill_null(-1).to_numpy(zero_copy_only=False)
             elif test.integer:
-                ints[j] = column.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+                values = column.cast(pa.int64())
+                ints[j] = (values.fill_null(0) if gaps else values).to_numpy(zero_copy_only=False)
             else:
-                floats[j] = column.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
+                doubles = column.cast(pa.float64())
+                floats[j] = (doubles.fill_null(0.0) if gaps else doubles).to_numpy(zero_copy_only=False)
         return cls(floats, ints, missing)
 
 
