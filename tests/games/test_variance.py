@@ -88,6 +88,13 @@ def test_permutations_of_two_players_are_the_exact_values_and_every_estimate_add
         data, game="cohort-variance", prediction="score", similarity=two, id="id", method="permutation", seed=1
     )
     np.testing.assert_allclose(drawn.shapley, exact.shapley, atol=1e-12)  # an antithetic pair is both orders
+    in_groups = {"groups": {"place": ["zip", "age"]}, "similarity": SIMILARITY, "id": "id"}
+    grouped = cohortsql.game_shapley(data, game="cohort-variance", prediction="score", **in_groups)
+    drawn_in_groups = cohortsql.game_shapley(
+        data, game="cohort-variance", prediction="score", method="permutation", seed=1, **in_groups
+    )
+    assert drawn_in_groups.features == ("place", "sex")
+    np.testing.assert_allclose(drawn_in_groups.shapley, grouped.shapley, atol=1e-12)
     wide = cohortsql.game_shapley(
         data,
         game="cohort-variance",
