@@ -43,8 +43,11 @@ def write(options: Flags, tables: dict[str, pl.DataFrame], settings: dict[str, s
         refuse_inputs([sibling_path(out, label) if label else out for label in tables], options)
         written.extend(str(path) for path in write_set(out, tables, settings))
     if name:
-        named = {f"{name}_{label}" if label else name: frame.to_arrow() for label, frame in tables.items()}
         target = run_engine(options, database=True)
+        named = {
+            target.dialect.companion_name(name, label) if label else name: frame.to_arrow()
+            for label, frame in tables.items()
+        }
         try:
             target.write_tables(
                 named, replace=bool(options.get("replace")), protected=_input_tables(options), settings=settings

@@ -75,6 +75,13 @@ class Dialect:
             )
         return ".".join(self.quote(part) for part in parts)
 
+    def companion_name(self, name: str, label: str) -> str:
+        """The table written beside table `name` for `label` (``scores`` -> ``scores_totals``): ``_label``
+        appended to the name's last part, inside its quotes when that part is quoted (``"we""ird"`` ->
+        ``"we""ird_totals"``), so that the companion is a name as SQL writes one whenever `name` is."""
+        mark = self.identifier_quote
+        return f"{name[:-1]}_{label}{mark}" if name.endswith(mark) else f"{name}_{label}"
+
     def fold(self, bare: str) -> str:
         """An unquoted name part as the engine stores it: DuckDB and Spark compare names in any case,
         PostgreSQL folds them to lower case, Snowflake to upper case."""

@@ -41,6 +41,12 @@ def powered(value: str, power: int) -> str:
     return value if power == 1 else " * ".join([f"({value})"] * power)
 
 
+def largest_magnitudes(source: str, values: Sequence[str]) -> str:
+    """SELECT the largest |value| of each of `values` (SQL over `source`'s rows) as ``largest_<index>``."""
+    columns = ", ".join(f"max(abs({value})) AS largest_{index}" for index, value in enumerate(values))
+    return f"SELECT {columns} FROM {source}"
+
+
 def order_statistics(source: str, value: str, probabilities: Sequence[float], dialect: Dialect) -> str:
     """SELECT the ranks, values and count that linear-interpolated quantiles at `probabilities` need."""
     ranks = []

@@ -187,11 +187,10 @@ def prepare(
     own_pilots = [_pilot(engine, relation, outcome, exact) for outcome, exact in zip(outcomes, integers)]
     explained = [outcome for outcome in outcomes for _ in powers]
     pilots = tuple(pilot if power == 1 else 0.0 for pilot in own_pilots for power in powers)
-    centred_values = [
-        queries.statistics.powered(queries.statistics.centred(outcome, pilot, dialect), power)
-        for outcome, pilot in zip(outcomes, own_pilots)
-        for power in powers
+    centred_firsts = [
+        queries.statistics.centred(outcome, pilot, dialect) for outcome, pilot in zip(outcomes, own_pilots)
     ]
+    centred_values = [queries.statistics.powered(first, power) for first in centred_firsts for power in powers]
     # sql: predicates may read any column of a row: rows can only be merged when none is used.
     mergeable = not any(isinstance(feature.kind, SqlPredicate) for feature in features)
     in_place = engine.memory_budget is None and engine.counts_distinct_beside_aggregates
@@ -221,7 +220,8 @@ def prepare(
         ) or fetch_record(engine, queries.statistics.duplicate_ids(relation, id_sql, dialect, hashed), context=context)
     _check_table(row, explained, id)
     statistics = TableStatistics.parse(row, len(explained), len(features), weighted=weight is not None)
-    _check_finite(statistics, outcomes, weight)
+    _check_finite(statistics, outcomes, weight, powers)
+    _check_powers_keep_their_digits(engine, relation, outcomes, centred_firsts, powers)
     count_distinct_values(engine, relation, features, statistics)
     n = statistics.subjects
     measure_tails(engine, relation, features, statistics, weight)
@@ -329,10 +329,40 @@ def _check_not_empty(engine: Engine, relation: str) -> None:
         raise CohortError("the data has no rows; cohort Shapley needs at least one subject")
 
 
-def _check_finite(statistics: TableStatistics, outcomes: Sequence[str], weight: str | None) -> None:
+SMALLEST_POWERED_VALUE = 1e-140
+"""Below this, the largest |y - pilot| of an explained column, its squares come near DOUBLE's smallest
+normal numbers (2.2e-308) and lose their digits (or vanish): a game that reads them refuses."""
+
+
+def _check_powers_keep_their_digits(
+    engine: Engine, relation: str, outcomes: Sequence[str], centred_firsts: Sequence[str], powers: Sequence[int]
+) -> None:
+    """Refuse an explained column so small in spread that the powers a game reads of it underflow
+    (cohort Shapley reads the first power alone, which keeps its digits down to DOUBLE's limit), by
+    each column's largest |y - pilot| (`centred_firsts`: their SQL)."""
+    if max(powers, default=1) <= 1 or not outcomes:
+        return
+    row = fetch_record(
+        engine,
+        queries.statistics.largest_magnitudes(relation, centred_firsts),
+        context="measuring the explained columns",
+    )
+    for index, outcome in enumerate(outcomes):
+        largest = row[f"largest_{index}"]
+        if largest is not None and 0 < float(largest) < SMALLEST_POWERED_VALUE:
+            raise CohortError(
+                f"the explained column {outcome!r} varies by about {float(largest):.1g}: its squares underflow a"
+                " DOUBLE and lose their digits; rescale it (multiply it by a power of ten) for this game"
+            )
+
+
+def _check_finite(
+    statistics: TableStatistics, outcomes: Sequence[str], weight: str | None, powers: Sequence[int]
+) -> None:
     """Refuse sums that overflowed a DOUBLE (weights near 1e308, or their products with y^2) rather
-    than explain with NaN."""
-    sums = [statistics.total_weight, *statistics.centred_means, *statistics.variances]
+    than explain with NaN. A higher power's own variance (a sum of y^4) is never used: it may overflow."""
+    variances = [variance for index, variance in enumerate(statistics.variances) if powers[index % len(powers)] == 1]
+    sums = [statistics.total_weight, *statistics.centred_means, *variances]
     if all(np.isfinite(sums)):
         return
     if weight is not None:

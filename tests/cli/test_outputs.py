@@ -105,3 +105,25 @@ def test_a_failed_set_brings_back_the_companions_it_would_have_removed(folder, m
     result = invoke(*arguments)
     assert result.exit_code == 2 and "No space left" in result.output
     assert {path.name: path.read_bytes() for path in folder.glob("res*")} == before
+
+
+@pytest.mark.parametrize("name", ['"we""ird; DROP"', '"my schema".scores', "scores"])
+def test_the_tables_beside_a_quoted_table_name_are_names_too(folder, name):
+    """--into-table's companions (``NAME_totals``, ...) take the label inside the last part's quotes:
+    ``"we""ird"`` writes ``"we""ird_totals"``, not the unreadable ``"we""ird"_totals``."""
+    import duckdb
+
+    if name.startswith('"my schema"'):
+        with duckdb.connect(str(folder / "out.duckdb")) as connection:
+            connection.execute('CREATE SCHEMA "my schema"')
+    done = invoke("shapley", "in.parquet", "--prediction", "y", "--features", "a,b", "--id", "k")
+    assert done.exit_code == 0, done.output
+    done = invoke(
+        "shapley", "in.parquet", "--prediction", "y", "--features", "a,b", "--id", "k",
+        "--into-table", name, "--database", "out.duckdb",
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    with duckdb.connect(str(folder / "out.duckdb")) as connection:
+        tables = {row[0] for row in connection.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    last = name.rsplit(".", 1)[-1].strip('"').replace('""', '"')
+    assert {last, f"{last}_totals", f"{last}_paths"} <= tables

@@ -11,6 +11,7 @@ definition), on the values as the library defines its comparisons:
 from __future__ import annotations
 
 import functools
+import itertools
 
 import numpy as np
 import polars as pl
@@ -54,6 +55,28 @@ def _brute_force(name: str, kinds: tuple[tuple[str, str], ...]) -> pl.DataFrame:
     frame, features, columns, tests, y = _reference_inputs(name, kinds)
     phi, phi2 = reference.cohort_shapley(columns, tests, y, range(frame.height))
     return _long_values(frame[ID].to_list(), features, shapley=phi, shapley_squared=phi2)
+
+
+def brute_force_variance(case: Case, kinds: dict[str, str]) -> pl.DataFrame:
+    """Every row's Shapley values of the cohort variance game v(t, u) = Var_{C_{t,u}}(y) - Var(y) (each
+    variance about its own cohort's mean, as numpy takes it), every cohort found row by row."""
+    return _brute_force_variance(case.name, tuple(kinds.items()))
+
+
+@functools.cache
+def _brute_force_variance(name: str, kinds: tuple[tuple[str, str], ...]) -> pl.DataFrame:
+    frame, features, columns, tests, y = _reference_inputs(name, kinds)
+    d = len(features)
+    phi = np.zeros((frame.height, d))
+    for target in range(frame.height):
+        similar = reference.similar_matrix(columns, tests, target).astype(bool)
+        value = {
+            frozenset(u): float(np.var(y[similar[:, list(u)].all(axis=1)]) - np.var(y))
+            for size in range(d + 1)
+            for u in itertools.combinations(range(d), size)
+        }
+        phi[target] = reference.shapley(value, d)
+    return _long_values(frame[ID].to_list(), features, shapley=phi)
 
 
 def brute_force_integrated(case: Case, kinds: dict[str, str]) -> pl.DataFrame:

@@ -61,16 +61,35 @@ def polars_namespace(case: Case, context: Context) -> pl.DataFrame:
 
 def cli(case: Case, context: Context) -> pl.DataFrame:
     """`cohortsql shapley --config` (a TOML file holds any name, whatever it contains) to Parquet."""
+    return _configured_command(case, context, "shapley")
+
+
+def game(case: Case, context: Context) -> pl.DataFrame:
+    """`cohortsql.game_shapley` of the cohort variance game: v(t, u) = Var_{C_{t,u}}(y) - Var(y)."""
+    result = cohortsql.game_shapley(
+        case.frame(), game="cohort-variance", prediction=case.prediction, similarity=case.similarity, id=ID
+    )
+    return _values(result)
+
+
+def game_cli(case: Case, context: Context) -> pl.DataFrame:
+    """`cohortsql game --config` of the cohort variance game (named in the TOML file) to Parquet."""
+    return _configured_command(case, context, "game", ['game = "cohort-variance"'])
+
+
+def _configured_command(case: Case, context: Context, command: str, settings: list[str] | None = None) -> pl.DataFrame:
+    """`cohortsql COMMAND --config` with the case's data, prediction, id and kinds (and `settings`), to Parquet."""
     data, out, config = (context.tmp_path / name for name in ("data.parquet", "out.parquet", "run.toml"))
     case.frame().write_parquet(data)
     defaulted = [name for name, kind in case.similarity.items() if kind is None]
     lines = [f"data = {json.dumps(str(data))}", f"prediction = {json.dumps(case.prediction)}", f'id = "{ID}"']
+    lines += settings or []
     lines += [f"features = {json.dumps(defaulted)}"] if defaulted else []
     lines += ["[similar]"] + [
         f"{json.dumps(name)} = {json.dumps(kind)}" for name, kind in case.similarity.items() if kind
     ]
     config.write_text("\n".join(lines) + "\n")
-    result = CliRunner().invoke(app, ["shapley", "--config", str(config), "--out", str(out)])
+    result = CliRunner().invoke(app, [command, "--config", str(config), "--out", str(out)])
     if result.exit_code == 2:
         raise CohortError(result.output.strip().removeprefix("cohortsql: error: "))
     assert result.exit_code == 0, result.output
@@ -361,6 +380,8 @@ SURFACES: dict[str, Surface] = {
     "fairness": fairness,
     "effects_report": effects_report,
     "include": include,
+    "game": game,
+    "game_cli": game_cli,
 }
 """Every surface, by name: the matrix's columns."""
 

@@ -18,6 +18,7 @@ from oracle import (
     brute_force_curves,
     brute_force_fairness,
     brute_force_integrated,
+    brute_force_variance,
     prediction_scale,
 )
 from surfaces import SURFACES, Context
@@ -38,8 +39,13 @@ ORACLES = {
     "integrated": brute_force_integrated,
     "insertion_deletion": brute_force_curves,
     "fairness": brute_force_fairness,
+    "game": brute_force_variance,
+    "game_cli": brute_force_variance,
 }
 """Surfaces whose values are not cohort Shapley's own: the definition each is held to."""
+
+SQUARED = ("game", "game_cli")
+"""Surfaces whose values are in the prediction's squared units (variances): compared at its scale squared."""
 
 COMPARES_NOTHING = ("fairness",)
 """Surfaces that compare no rows (their oracles read no similarity kinds)."""
@@ -69,7 +75,8 @@ def test_every_case_on_every_surface(case: Case, surface: str, tmp_path, request
         return
     found = run(case, context)
     expected = ORACLES.get(surface, brute_force)(case, {} if surface in COMPARES_NOTHING else resolved_kinds(case))
-    assert_values_equal(found, expected, prediction_scale(case))
+    scale = prediction_scale(case)
+    assert_values_equal(found, expected, scale**2 if surface in SQUARED else scale)
     if surface == "audit":
         check_groups(context.audit, case, expected)  # type: ignore[attr-defined]
 

@@ -131,3 +131,21 @@ def test_the_effects_report_never_replaces_an_input_or_its_tables(files):
     code, output = run([*common, "--out", str(out), "--report", str(report)])
     assert code == 2 and "two outputs of this run name the same file" in output, output
     assert out.read_text() == "kept\n"
+
+
+def test_the_game_command_never_replaces_its_data(files):
+    """``cohortsql game``: its --out (and the totals beside it) over the data its query reads is refused
+    before any work, the data untouched."""
+    tmp_path, data, _ = files
+    scores, totals = tmp_path / "scores.csv", tmp_path / "scores_totals.csv"  # --out and the totals beside it
+    for path in (scores, totals):
+        path.write_bytes(data.read_bytes())
+    before = {path: path.read_bytes() for path in (scores, totals)}
+    for read in (scores, totals):
+        query = f"SELECT * FROM read_csv('{read}')"
+        code, output = run(
+            ["game", query, "--game", "cohort-variance", "--prediction", "denial", "--features", "zip,income"]
+            + ["--out", str(scores)]
+        )
+        assert code == 2 and "it is an input of this run" in output, output
+    assert {path: path.read_bytes() for path in (scores, totals)} == before

@@ -92,3 +92,19 @@ def test_the_fairness_command_never_prints_a_password(shape, tmp_path):
     )
     assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
     assert all(piece not in result.output.replace("analyst", "") for piece in pieces(secret)), result.output
+
+
+@pytest.mark.parametrize("shape", SHAPES[:3])
+@pytest.mark.parametrize("game", ["cohort-variance", "k-anonymity:3"])
+def test_the_game_command_never_prints_a_password(shape, game, tmp_path):
+    data = tmp_path / "scores.csv"
+    data.write_text("id,x,p\n1,0,0.5\n2,1,0.7\n")
+    secret = "Zq9xTk7/Rm2Wv5@Hp4Ls"
+    explained = ["--prediction", "p"] if game == "cohort-variance" else []
+    result = CliRunner().invoke(
+        app, ["game", "scores", "--game", game, "--engine", shape.format(secret=secret), *explained, "--features", "x"]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1, result.output
+    for piece in pieces(secret):
+        assert piece not in result.output.replace("analyst", "").replace("localhost", ""), (piece, result.output)
