@@ -287,3 +287,30 @@ def test_a_bad_request_is_one_error_that_says_what_to_do(arguments, message):
         cohortsql.CohortError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
     ):
         cohortsql.game_shapley(records(12), similarity=SIMILARITY, id="id", **arguments)
+
+
+@pytest.mark.parametrize("scale", [1e-120, 1e100])
+def test_scales_whose_squares_fit_a_double_give_the_definition(scale):
+    data = records(13).with_columns(score=pl.col("score") * scale)
+    result = cohortsql.game_shapley(data, game="cohort-variance", prediction="score", similarity=SIMILARITY, id="id")
+    for t in range(0, data.height, 5):
+        truth = reference.shapley(variance_values(data, KINDS, t), 3)
+        np.testing.assert_allclose(result.shapley[t], truth, rtol=1e-9, atol=1e-12 * scale**2)
+
+
+@pytest.mark.parametrize(
+    "scale, message",
+    [
+        (1e-170, "its squares underflow a DOUBLE and lose their digits; rescale it"),
+        (1e160, "overflow a DOUBLE in their sums of squares; rescale them"),
+    ],
+)
+def test_scales_whose_squares_do_not_fit_a_double_are_refused(scale, message):
+    data = records(14).with_columns(score=pl.col("score") * scale)
+    with pytest.raises(cohortsql.CohortError, match=message):
+        cohortsql.game_shapley(data, game="cohort-variance", prediction="score", similarity=SIMILARITY, id="id")
+    if scale < 1:  # cohort Shapley reads the first power alone, which keeps its digits
+        assert cohortsql.cohort_shapley(data, prediction="score", similarity=SIMILARITY, id="id").shapley.shape == (
+            24,
+            3,
+        )
