@@ -329,9 +329,10 @@ def _check_not_empty(engine: Engine, relation: str) -> None:
         raise CohortError("the data has no rows; cohort Shapley needs at least one subject")
 
 
-SMALLEST_POWERED_VALUE = 1e-140
-"""Below this, the largest |y - pilot| of an explained column, its squares come near DOUBLE's smallest
-normal numbers (2.2e-308) and lose their digits (or vanish): a game that reads them refuses."""
+SMALLEST_POWER = 1e-280
+"""A game's highest power of |y - pilot| must reach this at the column's largest |y - pilot|: nearer
+DOUBLE's smallest normal numbers (2.2e-308) its powers lose their digits (or vanish), and the game
+refuses (squares: |y - pilot| below 1e-140)."""
 
 
 def _check_powers_keep_their_digits(
@@ -347,11 +348,13 @@ def _check_powers_keep_their_digits(
         queries.statistics.largest_magnitudes(relation, centred_firsts),
         context="measuring the explained columns",
     )
+    highest = max(powers)
     for index, outcome in enumerate(outcomes):
         largest = row[f"largest_{index}"]
-        if largest is not None and 0 < float(largest) < SMALLEST_POWERED_VALUE:
+        if largest is not None and 0 < float(largest) < SMALLEST_POWER ** (1 / highest):
+            name = "squares" if highest == 2 else f"powers of {highest}"
             raise CohortError(
-                f"the explained column {outcome!r} varies by about {float(largest):.1g}: its squares underflow a"
+                f"the explained column {outcome!r} varies by about {float(largest):.1g}: its {name} underflow a"
                 " DOUBLE and lose their digits; rescale it (multiply it by a power of ten) for this game"
             )
 

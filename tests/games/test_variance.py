@@ -314,3 +314,23 @@ def test_scales_whose_squares_do_not_fit_a_double_are_refused(scale, message):
             24,
             3,
         )
+
+
+def test_bootstrap_intervals_are_the_same_on_both_paths():
+    data = records(15)
+    runs = [
+        cohortsql.game_shapley(
+            data,
+            game="cohort-variance",
+            prediction="score",
+            similarity=BINNED,
+            id="id",
+            bootstrap=12,
+            seed=4,
+            path=path,
+        )
+        for path in ("grouping_sets", "pairwise")
+    ]
+    assert [run.path for run in runs] == ["grouping_sets", "pairwise"]
+    np.testing.assert_allclose(runs[0].shapley_ci_low, runs[1].shapley_ci_low, atol=1e-12)
+    np.testing.assert_allclose(runs[0].shapley_ci_high, runs[1].shapley_ci_high, atol=1e-12)
