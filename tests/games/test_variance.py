@@ -57,14 +57,18 @@ def variance_values(data: pl.DataFrame, kinds, t: int, weights: np.ndarray | Non
     return value
 
 
+def variance_game(data: pl.DataFrame, **options):
+    """`game_shapley` of the cohort variance game of the records' score (their kinds and ids unless given)."""
+    options = {"similarity": SIMILARITY, "id": "id", **options}
+    return cohortsql.game_shapley(data, game="cohort-variance", prediction="score", **options)
+
+
 @pytest.mark.parametrize("path, weighted", [("pairwise", False), ("pairwise", True), ("grouping_sets", False)])
 def test_cohort_variance_values_equal_the_definition(engine, path, weighted):
     data = records(3, offset=1e6)  # scores near 10^6: the squares are summed about a pilot, not about 0
     similarity, kinds = (BINNED, BINNED_KINDS) if path == "grouping_sets" else (SIMILARITY, KINDS)
-    result = cohortsql.game_shapley(
+    result = variance_game(
         data,
-        game="cohort-variance",
-        prediction="score",
         similarity=similarity,
         id="id",
         path=path,
@@ -83,24 +87,16 @@ def test_cohort_variance_values_equal_the_definition(engine, path, weighted):
 def test_permutations_of_two_players_are_the_exact_values_and_every_estimate_adds_up():
     data = records(5)
     two = {"zip": "exact", "age": "abs:6"}
-    exact = cohortsql.game_shapley(data, game="cohort-variance", prediction="score", similarity=two, id="id")
-    drawn = cohortsql.game_shapley(
-        data, game="cohort-variance", prediction="score", similarity=two, id="id", method="permutation", seed=1
-    )
+    exact = variance_game(data, similarity=two, id="id")
+    drawn = variance_game(data, similarity=two, id="id", method="permutation", seed=1)
     np.testing.assert_allclose(drawn.shapley, exact.shapley, atol=1e-12)  # an antithetic pair is both orders
     in_groups = {"groups": {"place": ["zip", "age"]}, "similarity": SIMILARITY, "id": "id"}
-    grouped = cohortsql.game_shapley(data, game="cohort-variance", prediction="score", **in_groups)
-    drawn_in_groups = cohortsql.game_shapley(
-        data, game="cohort-variance", prediction="score", method="permutation", seed=1, **in_groups
-    )
+    grouped = variance_game(data, **in_groups)
+    drawn_in_groups = variance_game(data, method="permutation", seed=1, **in_groups)
     assert drawn_in_groups.features == ("place", "sex")
     np.testing.assert_allclose(drawn_in_groups.shapley, grouped.shapley, atol=1e-12)
-    wide = cohortsql.game_shapley(
+    wide = variance_game(
         data,
-        game="cohort-variance",
-        prediction="score",
-        similarity=SIMILARITY,
-        id="id",
         method="permutation",
         max_permutations=400,
         seed=2,
@@ -117,12 +113,8 @@ def test_permutations_of_two_players_are_the_exact_values_and_every_estimate_add
 
 def test_permutations_stop_at_the_tolerance():
     data = records(6)
-    result = cohortsql.game_shapley(
+    result = variance_game(
         data,
-        game="cohort-variance",
-        prediction="score",
-        similarity=SIMILARITY,
-        id="id",
         method="permutation",
         tolerance=1e9,
         seed=3,
@@ -132,12 +124,8 @@ def test_permutations_stop_at_the_tolerance():
 
 def test_bootstrap_intervals_are_the_reweighted_runs_percentiles(engine):
     data = records(7)
-    result = cohortsql.game_shapley(
+    result = variance_game(
         data,
-        game="cohort-variance",
-        prediction="score",
-        similarity=SIMILARITY,
-        id="id",
         weight="w",
         bootstrap=4,
         confidence=0.5,
@@ -162,15 +150,9 @@ def test_bootstrap_intervals_are_the_reweighted_runs_percentiles(engine):
 
 def test_interactions_owen_values_and_groups_equal_their_definitions():
     data = records(8)
-    result = cohortsql.game_shapley(
-        data, game="cohort-variance", prediction="score", similarity=SIMILARITY, id="id", interactions=True
-    )
-    grouped = cohortsql.game_shapley(
+    result = variance_game(data, interactions=True)
+    grouped = variance_game(
         data,
-        game="cohort-variance",
-        prediction="score",
-        similarity=SIMILARITY,
-        id="id",
         groups={"place": ["zip", "age"]},
         group_values="owen",
     )
@@ -190,7 +172,7 @@ def test_interactions_owen_values_and_groups_equal_their_definitions():
 
 def test_every_surface_gives_the_same_values(tmp_path):
     data = records(9)
-    direct = cohortsql.game_shapley(data, game="cohort-variance", prediction="score", similarity=SIMILARITY, id="id")
+    direct = variance_game(data)
     framed = data.lazy().cohort.game(game="cohort-variance", prediction="score", similarity=SIMILARITY, id="id")
     np.testing.assert_array_equal(framed.shapley, direct.shapley)
     path, out = tmp_path / "records.parquet", tmp_path / "spread.parquet"
@@ -292,7 +274,7 @@ def test_a_bad_request_is_one_error_that_says_what_to_do(arguments, message):
 @pytest.mark.parametrize("scale", [1e-120, 1e100])
 def test_scales_whose_squares_fit_a_double_give_the_definition(scale):
     data = records(13).with_columns(score=pl.col("score") * scale)
-    result = cohortsql.game_shapley(data, game="cohort-variance", prediction="score", similarity=SIMILARITY, id="id")
+    result = variance_game(data)
     for t in range(0, data.height, 5):
         truth = reference.shapley(variance_values(data, KINDS, t), 3)
         np.testing.assert_allclose(result.shapley[t], truth, rtol=1e-9, atol=1e-12 * scale**2)
@@ -308,7 +290,7 @@ def test_scales_whose_squares_fit_a_double_give_the_definition(scale):
 def test_scales_whose_squares_do_not_fit_a_double_are_refused(scale, message):
     data = records(14).with_columns(score=pl.col("score") * scale)
     with pytest.raises(cohortsql.CohortError, match=message):
-        cohortsql.game_shapley(data, game="cohort-variance", prediction="score", similarity=SIMILARITY, id="id")
+        variance_game(data)
     if scale < 1:  # cohort Shapley reads the first power alone, which keeps its digits
         assert cohortsql.cohort_shapley(data, prediction="score", similarity=SIMILARITY, id="id").shapley.shape == (
             24,
@@ -319,10 +301,8 @@ def test_scales_whose_squares_do_not_fit_a_double_are_refused(scale, message):
 def test_bootstrap_intervals_are_the_same_on_both_paths():
     data = records(15)
     runs = [
-        cohortsql.game_shapley(
+        variance_game(
             data,
-            game="cohort-variance",
-            prediction="score",
             similarity=BINNED,
             id="id",
             bootstrap=12,
