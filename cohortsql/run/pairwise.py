@@ -179,13 +179,11 @@ def dense_games(
         for reduction, players in enumerate(reductions or [None]):
             part = histogram if players is None else histogram_of_players(histogram, players, MASK_WORD_BITS)
             size = prepared.players if players is None else len(players)
-            sums = [np.asarray(part[column], dtype=np.float64) for names in columns for column in names]
-            with threadpool_limits(limits=1, user_api="blas"):
-                for low, high, dense in shapley.dense_chunks(part["target"], part["mask0"], sums, rows, size):
-                    every = shapley.superset_sums(dense)
-                    for weighting, names in zip(weightings, columns):
-                        own = every[weighting * len(names) : (weighting + 1) * len(names)]
-                        cohorts = Cohorts.of_sums(own, prepared.powers)
+            for weighting, names in zip(weightings, columns):  # one weighting's cells at a time: bounded memory
+                sums = [np.asarray(part[column], dtype=np.float64) for column in names]
+                with threadpool_limits(limits=1, user_api="blas"):
+                    for low, high, dense in shapley.dense_chunks(part["target"], part["mask0"], sums, rows, size):
+                        cohorts = Cohorts.of_sums(shapley.superset_sums(dense), prepared.powers)
                         values = [game.values(cohorts) for game in games]
                         yield DenseBatch(start + low, high - low, reduction, cohorts, values, weighting)
 

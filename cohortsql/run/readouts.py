@@ -1,8 +1,11 @@
 """Readouts of any game over a call's chosen targets: what a target's dense game v(u) gives through
-linear maps of its Harsanyi dividends (`cohortsql.numeric.dividends`): Shapley values, interaction
-values, the paper's anchored terms and Owen values under the run's groups. Each runs the exact driver
-of its path (`cohortsql.run.pairwise.dense_games`, `cohortsql.run.grouping_sets.dense_games`) once,
-for every game asked for, and returns arrays of every chosen target (distinct targets fanned out).
+linear maps of its Harsanyi dividends (`cohortsql.numeric.dividends`): Shapley values (of the data's
+own weighting and of every bootstrap replicate's), interaction values, the paper's anchored terms and
+Owen values under the run's groups. Each runs the exact driver of its path
+(`cohortsql.run.pairwise.dense_games`, `cohortsql.run.grouping_sets.dense_games`) once, for every game
+asked for, and returns arrays of every chosen target (distinct targets fanned out); `estimated_values`
+runs the permutation driver (`cohortsql.run.pairwise.game_permutations`) instead, and `game_result`
+makes any game's result from them.
 """
 
 from __future__ import annotations
@@ -33,8 +36,11 @@ class GameValues(NamedTuple):
     """v(t, every player): what the values add up to, (targets,)."""
     cohort_size: np.ndarray
     """|C_{t,1:d}| (a sum of weights when weighted), (targets,)."""
-    replicates: np.ndarray | None = None
-    """phi_j(t) of every bootstrap replicate's game, (replicates, targets, players); None without."""
+    shapley_ci_low: np.ndarray | None = None
+    """With bootstrap replicates: the low end of each value's percentile interval over the replicates'
+    games, (targets, players); else None."""
+    shapley_ci_high: np.ndarray | None = None
+    """With bootstrap replicates: the high end of the same interval."""
     shapley_se: np.ndarray | None = None
     """The permutation method's standard errors, (targets, players); None when exact."""
     permutations: np.ndarray | None = None
@@ -42,22 +48,39 @@ class GameValues(NamedTuple):
 
 
 def shapley_values(
-    session: Session, chosen: TargetSet, game: Game, route: Route, *, replicates: bool = False
+    session: Session, chosen: TargetSet, game: Game, route: Route, *, confidence: float | None = None
 ) -> GameValues:
     """Exact Shapley values of `game` for the `chosen` targets, by the exact driver of the `route`'s
-    path, and with `replicates` those of every bootstrap replicate's game."""
+    path, and with a `confidence` their percentile intervals over every bootstrap replicate's game. A
+    batch's replicate values are held until its last replicate comes, then reduced to the intervals:
+    memory stays that of a batch, whatever the targets."""
     driver = grouping_sets.dense_games if route.by_cells else pairwise.dense_games
     pacer = make_pacer(session.engine, session.prepared, chosen, route, session.reporter())
     measures, rows, d = session.prepared.measures, chosen.distinct.num_rows, session.prepared.players
-    phi = np.zeros((measures.weightings if replicates else 1, rows, d))
-    value, size = np.zeros(rows), np.zeros(rows)
+    replicates = confidence is not None and measures.replicates > 0
+    phi, value, size = np.zeros((rows, d)), np.zeros(rows), np.zeros(rows)
+    low, high = (np.zeros((rows, d)), np.zeros((rows, d))) if replicates else (None, None)
+    pending: dict[tuple[int, int], dict[int, np.ndarray]] = {}  # a chunk's replicate values so far
     for batch in driver(session.engine, session.prepared, chosen, pacer, [game], replicates=replicates):
         span = slice(batch.start, batch.start + batch.rows)
-        phi[batch.weighting, span] = shapley.shapley_values(batch.values[0])
+        values = shapley.shapley_values(batch.values[0])
         if batch.weighting == 0:
-            value[span], size[span] = batch.values[0][:, -1], batch.cohorts.weight[:, -1]
+            phi[span], value[span], size[span] = values, batch.values[0][:, -1], batch.cohorts.weight[:, -1]
+            continue
+        held = pending.setdefault((batch.start, batch.rows), {})
+        held[batch.weighting] = values
+        if len(held) == measures.replicates:  # the chunk's last replicate: its intervals
+            assert low is not None and high is not None and confidence is not None
+            low[span], high[span] = bootstrap.percentile_interval(np.stack(list(held.values())), confidence, 0)
+            del pending[(batch.start, batch.rows)]
     group = chosen.group
-    return GameValues(phi[0, group], value[group], size[group], phi[1:, group] if replicates else None)
+    return GameValues(
+        phi[group],
+        value[group],
+        size[group],
+        None if low is None else low[group],
+        None if high is None else high[group],
+    )
 
 
 def estimated_values(session: Session, chosen: TargetSet, game: Game, route: Route) -> GameValues:
@@ -84,7 +107,7 @@ def estimated_values(session: Session, chosen: TargetSet, game: Game, route: Rou
     counts = np.array([estimate.permutations for estimate in estimates], dtype=np.int64)
     value = np.array([estimate.value for estimate in estimates])
     size = np.array([estimate.cohort_size for estimate in estimates])
-    return GameValues(phi[group], value[group], size[group], None, errors[group], counts[group])
+    return GameValues(phi[group], value[group], size[group], None, None, errors[group], counts[group])
 
 
 def game_result(session: Session, game: Game, kind: type[Result]) -> Result:
@@ -98,14 +121,11 @@ def game_result(session: Session, game: Game, kind: type[Result]) -> Result:
     if route.random:
         values = estimated_values(session, chosen, game, route)
     else:
-        values = shapley_values(session, chosen, game, route, replicates=weighting.bootstrap > 0)
+        values = shapley_values(session, chosen, game, route, confidence=weighting.confidence)
     owen = None
     if prepared.groups is not None and prepared.groups.values == "owen":
         owen = owen_values(session, chosen, [game])[0]
     interactions = lattice_terms(session, chosen, [game], interactions=terms.interactions, anchored=0).interactions
-    low, high = (None, None)
-    if values.replicates is not None:
-        low, high = bootstrap.percentile_interval(values.replicates, weighting.confidence, 0)
     settings = session.settings(chosen, method=route.method, path=route.path)
     return kind(
         **session.result_fields(chosen, None),
@@ -114,8 +134,8 @@ def game_result(session: Session, game: Game, kind: type[Result]) -> Result:
         shapley=values.shapley,
         shapley_se=values.shapley_se,
         permutations=values.permutations,
-        shapley_ci_low=low,
-        shapley_ci_high=high,
+        shapley_ci_low=values.shapley_ci_low,
+        shapley_ci_high=values.shapley_ci_high,
         owen=owen,
         interactions=None if interactions is None else interactions[0],
         value=values.value,
