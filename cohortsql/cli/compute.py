@@ -96,7 +96,7 @@ def effects(options: Flags) -> None:
 
 def _lattice_tables(arguments: dict[str, Any], result: Any) -> dict[str, Any]:
     """The tables beside --out that --interactions, --anchored and --group-values owen ask for, by label
-    (of a `cohort_shapley` or a `shapley_effects` result: both name them alike)."""
+    (of a `cohort_shapley`, `shapley_effects` or any game's result: they name them alike)."""
     asked = {
         "interactions": (arguments.get("interactions"), lambda: result.interaction_table),
         "anchored": (arguments.get("anchored"), lambda: result.anchored()),
@@ -112,8 +112,10 @@ def uniqueness(options: Flags) -> None:
     from cohortsql.cli.outputs import write
     from cohortsql.cli.summaries import uniqueness_summary
 
-    result = uniqueness_shapley(options["data"], **request(options, UniquenessOptions, explained=False))
-    written = write(options, {"": result.local, "totals": result.totals}, result.settings)
+    arguments = request(options, UniquenessOptions, explained=False)
+    result = uniqueness_shapley(options["data"], **arguments)
+    tables = {"": result.local, "totals": result.totals} | _lattice_tables(arguments, result)
+    written = write(options, tables, result.settings)
     print_warnings_so_far()
     typer.echo(uniqueness_summary(result, options["top"]) + written)
 
@@ -138,11 +140,7 @@ def game(options: Flags) -> None:
     elif options.get("prediction"):
         raise CohortError(f"--game {name} reads the cohorts' sizes alone: leave out --prediction")
     result = game_shapley(options["data"], game=name, **arguments)
-    tables = {"": result.local, "totals": result.totals}
-    if arguments.get("interactions"):
-        tables["interactions"] = result.interaction_table
-    if arguments.get("group_values") == "owen":
-        tables["owen"] = result.owen_table
+    tables = {"": result.local, "totals": result.totals} | _lattice_tables(arguments, result)
     written = write(options, tables, result.settings)
     print_warnings_so_far()
     typer.echo(game_summary(result, options["top"]) + written)

@@ -314,3 +314,18 @@ def test_bootstrap_intervals_are_the_same_on_both_paths():
     assert [run.path for run in runs] == ["grouping_sets", "pairwise"]
     np.testing.assert_allclose(runs[0].shapley_ci_low, runs[1].shapley_ci_low, atol=1e-12)
     np.testing.assert_allclose(runs[0].shapley_ci_high, runs[1].shapley_ci_high, atol=1e-12)
+
+
+def test_the_uniqueness_command_writes_the_tables_its_new_options_ask_for(tmp_path):
+    data = records(16)
+    path, out = tmp_path / "records.parquet", tmp_path / "privacy.parquet"
+    data.write_parquet(path)
+    command = ["uniqueness", str(path), "--id", "id", "--features", "zip,sex", "--similar", "age=abs:6"]
+    command += ["--interactions", "--bootstrap", "8", "--seed", "3", "--out", str(out)]
+    printed = CliRunner().invoke(app, command)
+    assert printed.exit_code == 0, printed.output
+    direct = cohortsql.uniqueness_shapley(data, similarity=SIMILARITY, id="id", interactions=True, bootstrap=8, seed=3)
+    written = pl.read_parquet(tmp_path / "privacy_interactions.parquet").sort("id", "feature", "other")
+    expected = direct.interaction_table.sort("id", "feature", "other")
+    np.testing.assert_allclose(written["interaction"].to_numpy(), expected["interaction"].to_numpy(), atol=1e-12)
+    assert {"shapley_ci_low", "shapley_ci_high"} <= set(pl.read_parquet(out).columns)
