@@ -22,9 +22,9 @@ CELL_BYTES = 256 * 2**20
 
 class DissimilarHistogram:
     """The (target, k) histogram of `targets` against the subjects `add`ed so far, each measure m's sum in
-    total (``totals[t, m, 0, k]``) and over the subjects not similar on each player p (``totals[t, m,
-    1 + p, k]``); with `ranks`, instead, the (target, smallest dissimilar rank) histogram (``totals[t,
-    m, 0, rank]``)."""
+    total (``totals[t, m, k, 0]``) and over the subjects not similar on each player p (``totals[t, m, k,
+    1 + p]``: a k's players side by side, as the kernel adds a subject to them); with `ranks`, instead,
+    the (target, smallest dissimilar rank) histogram (``totals[t, m, rank, 0]``)."""
 
     def __init__(
         self,
@@ -39,7 +39,7 @@ class DissimilarHistogram:
         self.targets, self.parameters, self.player_of = targets, _parameters(tests), player_of.astype(np.int64)
         self.ranks = np.zeros((0, players), dtype=np.int64) if ranks is None else ranks.astype(np.int64)
         rows = 1 if ranks is not None else players + 1
-        self.totals = np.zeros((count, sums, rows, players + 2))
+        self.totals = np.zeros((count, sums, players + 2, rows))
 
     def add(self, subjects: Columns, measures: np.ndarray) -> None:
         """Add subjects (`measures`: one row of sums each) to every target's cells."""
@@ -59,7 +59,7 @@ class DissimilarHistogram:
             self._add_in_numpy(subjects, measures)
 
     def _add_in_numpy(self, subjects: Columns, measures: np.ndarray) -> None:
-        players = self.totals.shape[3] - 2
+        players = self.totals.shape[2] - 2
         cells = players + 2
         for t in range(self.targets.floats.shape[1]):
             flags = np.zeros((players, len(measures)), dtype=np.bool_)
@@ -70,12 +70,12 @@ class DissimilarHistogram:
             else:
                 cell = flags.sum(axis=0)
             for m in range(measures.shape[1]):
-                self.totals[t, m, 0] += np.bincount(cell, weights=measures[:, m], minlength=cells)
+                self.totals[t, m, :, 0] += np.bincount(cell, weights=measures[:, m], minlength=cells)
                 if not self.ranks.shape[0]:
                     for p in range(players):
                         chosen = flags[p]
                         weights = measures[chosen, m]
-                        self.totals[t, m, 1 + p] += np.bincount(cell[chosen], weights=weights, minlength=cells)
+                        self.totals[t, m, :, 1 + p] += np.bincount(cell[chosen], weights=weights, minlength=cells)
 
 
 def targets_per_pass(players: int, sums: int) -> int:

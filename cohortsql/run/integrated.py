@@ -185,16 +185,16 @@ def _kernel_histogram(
             subjects = pair_masks.Columns.of([rows.column(name) for name in columns], tests, vocabulary)
             values = np.column_stack([rows.column(every[index]).fill_null(0.0).to_numpy() for index in chosen])
             histogram.add(subjects, values)
-        totals = histogram.totals  # (targets, sums, 1 or players + 1, cells)
-        target, cell = np.nonzero(totals[:, 0, 0] > 0)  # the cells some subject reached (weights are > 0)
+        totals = histogram.totals  # (targets, sums, cells, 1 or players + 1)
+        target, cell = np.nonzero(totals[:, 0, :, 0] > 0)  # the cells some subject reached (weights are > 0)
         parts["target"].append(first + target)
         parts[key].append(cell)
         for index, name in enumerate(names):
-            parts.setdefault(name, []).append(totals[target, index, 0, cell])
+            parts.setdefault(name, []).append(totals[target, index, cell, 0])
             if ranks is None:
                 for player in range(len(players)):
                     named = queries.integrated.player_name(name, player)
-                    parts.setdefault(named, []).append(totals[target, index, 1 + player, cell])
+                    parts.setdefault(named, []).append(totals[target, index, cell, 1 + player])
     return {name: np.concatenate(arrays) for name, arrays in parts.items()}
 
 
