@@ -25,7 +25,7 @@ class GameResult(TargetValues):
     no squared game). For every target the values add up to ``value`` = v(t, 1:d) (efficiency)."""
 
     game: str = "uniqueness"
-    """Which game: ``uniqueness``, ``k-anonymity (k = 5)``, ``variance``, ..."""
+    """Which game: ``uniqueness``, ``k-anonymity (k = 5)``, ``cohort-variance``, ..."""
     shapley_ci_low: np.ndarray | None = None
     """With ``bootstrap=B``: the low end of each value's percentile interval over the replicates'
     games (each subject reweighted by an Exp(1) draw), (targets, features); else None."""
