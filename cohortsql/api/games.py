@@ -8,12 +8,11 @@ from cohortsql._typing import GameOptions
 from cohortsql.errors import CohortError
 from cohortsql.games.base import Game
 from cohortsql.games.registry import game_of
-from cohortsql.games.uniqueness import UniquenessGame
 from cohortsql.interrupts import interruptible_call
 from cohortsql.request.arguments import drawn_seed
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
-from cohortsql.results.uniqueness import GameResult, UniquenessResult
+from cohortsql.results.uniqueness import GameResult
 from cohortsql.run.readouts import game_result
 from cohortsql.run.session import open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, MAX_FEATURES, may_draw
@@ -93,7 +92,7 @@ def game_shapley(
         max_features=MAX_FEATURES if random else MAX_EXACT_FEATURES,
         powers=chosen.powers,
     ) as session:
-        return game_result(session, chosen, UniquenessResult if isinstance(chosen, UniquenessGame) else GameResult)
+        return game_result(session, chosen)
 
 
 def reads_a_column(game: str | Game) -> bool:

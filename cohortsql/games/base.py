@@ -13,6 +13,7 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from cohortsql.errors import CohortError
+from cohortsql.results.uniqueness import GameResult
 
 
 class Cohorts(NamedTuple):
@@ -75,6 +76,8 @@ class Game(ABC):
 
     name: ClassVar[str]
     """How results and settings name the game (``uniqueness``, ``k-anonymity``, ...)."""
+    result: ClassVar[type[GameResult]] = GameResult
+    """The result its values are given in (a game with tables of its own names a subclass)."""
     powers: ClassVar[tuple[int, ...]] = (1,)
     """Which powers of the explained column the game reads the cohorts' means of: (1,) for the mean,
     (1, 2) for the mean and the mean square, () for a game of cohort sizes alone. Every engine and

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from cohortsql.games.base import Cohorts, Game
+from cohortsql.results.uniqueness import UniquenessResult
 
 
 class UniquenessGame(Game):
@@ -14,6 +15,7 @@ class UniquenessGame(Game):
     sums of weights and n their total."""
 
     name = "uniqueness"
+    result = UniquenessResult
     powers = ()
 
     def values(self, cohorts: Cohorts) -> np.ndarray:

@@ -41,10 +41,9 @@ def powered(value: str, power: int) -> str:
     return value if power == 1 else " * ".join([f"({value})"] * power)
 
 
-def largest_magnitudes(source: str, values: Sequence[str]) -> str:
-    """SELECT the largest |value| of each of `values` (SQL over `source`'s rows) as ``largest_<index>``."""
-    columns = ", ".join(f"max(abs({value})) AS largest_{index}" for index, value in enumerate(values))
-    return f"SELECT {columns} FROM {source}"
+def largest_magnitude(value: str) -> str:
+    """The aggregate of the largest |value| over the rows (`value`: the SQL of a DOUBLE)."""
+    return f"max(abs({value}))"
 
 
 def order_statistics(source: str, value: str, probabilities: Sequence[float], dialect: Dialect) -> str:

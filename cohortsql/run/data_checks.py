@@ -43,22 +43,16 @@ DOUBLE's smallest normal numbers (2.2e-308) its powers lose their digits (or van
 refuses (squares: |y - pilot| below 1e-140)."""
 
 
-def check_powers_keep_their_digits(
-    engine: Engine, relation: str, outcomes: Sequence[str], centred_firsts: Sequence[str], powers: Sequence[int]
-) -> None:
+def check_powers_keep_their_digits(statistics: Row, outcomes: Sequence[str], powers: Sequence[int]) -> None:
     """Refuse an explained column so small in spread that the powers a game reads of it underflow
     (cohort Shapley reads the first power alone, which keeps its digits down to DOUBLE's limit), by
-    each column's largest |y - pilot| (`centred_firsts`: their SQL)."""
-    if max(powers, default=1) <= 1 or not outcomes:
+    each column's largest |y - pilot| (``largest:<index>`` of the statistics row, there when a game
+    reads a power above the first)."""
+    if max(powers, default=1) <= 1:
         return
-    row = fetch_record(
-        engine,
-        queries.statistics.largest_magnitudes(relation, centred_firsts),
-        context="measuring the explained columns",
-    )
     highest = max(powers)
     for index, outcome in enumerate(outcomes):
-        largest = row[f"largest_{index}"]
+        largest = statistics[f"largest:{index}"]
         if largest is not None and 0 < float(largest) < SMALLEST_POWER ** (1 / highest):
             name = "squares" if highest == 2 else f"powers of {highest}"
             raise CohortError(

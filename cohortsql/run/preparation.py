@@ -214,6 +214,11 @@ def prepare(
         distinct_rows=mergeable and not ids_apart,
         known=known,
     )
+    if max(powers, default=1) > 1:  # a game of squares: how small each y - pilot gets, in the same pass
+        aggregates |= {
+            f"largest:{index}": queries.statistics.largest_magnitude(first)
+            for index, first in enumerate(centred_firsts)
+        }
     row = fetch_record(
         engine, queries.statistics.table_statistics(relation, aggregates, dialect), context="computing table statistics"
     )
@@ -228,7 +233,7 @@ def prepare(
     check_table(row, explained, id)
     statistics = TableStatistics.parse(row, len(explained), len(features), weighted=weight is not None)
     check_finite(statistics, outcomes, weight, powers)
-    check_powers_keep_their_digits(engine, relation, outcomes, centred_firsts, powers)
+    check_powers_keep_their_digits(row, outcomes, powers)
     count_distinct_values(engine, relation, features, statistics)
     n = statistics.subjects
     measure_tails(engine, relation, features, statistics, weight)

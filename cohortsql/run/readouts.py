@@ -11,7 +11,7 @@ makes any game's result from them.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,8 +23,6 @@ from cohortsql.run.route import EXACT_PAIRWISE, Route
 from cohortsql.run.session import Session
 from cohortsql.run.strategy import check_owen, game_route, make_pacer
 from cohortsql.run.targets import TargetSet
-
-Result = TypeVar("Result", bound=GameResult)
 
 
 class GameValues(NamedTuple):
@@ -110,9 +108,9 @@ def estimated_values(session: Session, chosen: TargetSet, game: Game, route: Rou
     return GameValues(phi[group], value[group], size[group], None, None, errors[group], counts[group])
 
 
-def game_result(session: Session, game: Game, kind: type[Result]) -> Result:
-    """The result (`kind`, a `GameResult`) of any game of cohorts for the session's targets: exact
-    Shapley values on the path the strategy picks or permutation estimates, bootstrap intervals,
+def game_result(session: Session, game: Game) -> GameResult:
+    """The result (in the game's `result` class) of any game of cohorts for the session's targets:
+    exact Shapley values on the path the strategy picks or permutation estimates, bootstrap intervals,
     interaction values and, when the run's groups ask for them, each feature's Owen value."""
     prepared, options = session.prepared, session.options
     estimation, weighting, terms = options.estimation, options.weighting, options.terms
@@ -127,7 +125,7 @@ def game_result(session: Session, game: Game, kind: type[Result]) -> Result:
         owen = owen_values(session, chosen, [game])[0]
     interactions = lattice_terms(session, chosen, [game], interactions=terms.interactions, anchored=0).interactions
     settings = session.settings(chosen, method=route.method, path=route.path)
-    return kind(
+    return game.result(
         **session.result_fields(chosen, None),
         game=str(game),
         total_weight=prepared.total_weight if prepared.weight is not None else None,
