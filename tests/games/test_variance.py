@@ -95,12 +95,7 @@ def test_permutations_of_two_players_are_the_exact_values_and_every_estimate_add
     drawn_in_groups = variance_game(data, method="permutation", seed=1, **in_groups)
     assert drawn_in_groups.features == ("place", "sex")
     np.testing.assert_allclose(drawn_in_groups.shapley, grouped.shapley, atol=1e-12)
-    wide = variance_game(
-        data,
-        method="permutation",
-        max_permutations=400,
-        seed=2,
-    )
+    wide = variance_game(data, method="permutation", max_permutations=400, seed=2)
     assert wide.method == "permutation" and (wide.permutations == 400).all() and wide.settings["seed"] == "2"
     np.testing.assert_allclose(wide.shapley.sum(axis=1), wide.value, atol=1e-12)  # each permutation adds up
     for t in range(data.height):
@@ -113,25 +108,13 @@ def test_permutations_of_two_players_are_the_exact_values_and_every_estimate_add
 
 def test_permutations_stop_at_the_tolerance():
     data = records(6)
-    result = variance_game(
-        data,
-        method="permutation",
-        tolerance=1e9,
-        seed=3,
-    )
+    result = variance_game(data, method="permutation", tolerance=1e9, seed=3)
     assert (result.permutations == 16).all()  # MIN_PAIRS antithetic pairs, then the first check stops
 
 
 def test_bootstrap_intervals_are_the_reweighted_runs_percentiles(engine):
     data = records(7)
-    result = variance_game(
-        data,
-        weight="w",
-        bootstrap=4,
-        confidence=0.5,
-        seed=9,
-        **engine.options,
-    )
+    result = variance_game(data, weight="w", bootstrap=4, confidence=0.5, seed=9, **engine.options)
     drawn = draws(engine, range(data.height), range(1, 5), seed=9)
     replicates = np.array(
         [
