@@ -120,78 +120,41 @@ def fused(starts, masks, counts, sums, d, means, with_j, without_j, groups, weig
 
 
 @njit(cache=True, nogil=True)
-def pair_histogram(
-    s_floats,
-    s_ints,
-    s_missing,
-    measures,
-    t_floats,
-    t_ints,
-    t_missing,
-    code,
-    integer,
-    delta,
-    low_float,
-    low_int,
-    width,
-    bins,
-    totals,
-    reached,
-):
+def pair_histogram(subjects, measures, targets, parameters, totals, reached):
     """`cohortsql.numeric.pair_masks.PartialHistogram.add`: each target's mask of
     every subject, by the tests of `cohortsql.numeric.pair_masks.similar` (the same arithmetic), and
     the subject's measures added to its cell. Features are (d, rows): for each target and feature one
-    tight loop over the subjects, its test chosen outside it, and one loop over them per sum (each
-    sum's values contiguous). A missing subject value's bit is cleared only for features the batch has
-    missing values of. These took 500,000 subjects x 100 targets x 12 windows (no value missing, two
+    tight loop over the subjects (`_similar_subjects`), its test chosen outside it, and one loop over
+    them per sum (each sum's values contiguous). These took 500,000 subjects x 100 targets x 12 windows (no value missing, two
     sums, batches of 10,000) from 0.30-0.32 s to 0.20-0.21 s (medians of 9 alternated, several runs); a
     loop over the sums inside the subjects' loop was most of the difference, 32-bit masks none."""
-    d, rows = s_floats.shape
+    d, rows = subjects[0].shape
     sums = measures.shape[1]
     masks = np.zeros(rows, dtype=np.int64)
     by_sum = np.ascontiguousarray(measures.T)  # each sum's values contiguous
-    holes = np.zeros(d, dtype=np.bool_)  # features some subject of the batch misses
-    for j in range(d):
-        for s in range(rows):
-            if s_missing[j, s]:
-                holes[j] = True
-                break
-    for t in range(t_floats.shape[0]):
+    holes = _holes(subjects[2])
+    for t in range(targets[0].shape[0]):
         masks[:] = 0
         for j in range(d):
-            bit = 1 << j
-            if t_missing[t, j]:  # a missing target value: similar to missing values alone
-                for s in range(rows):
-                    if s_missing[j, s]:
-                        masks[s] |= bit
-                continue
-            if code[j] == 0 and integer[j]:
-                _equal_ints(s_ints[j], t_ints[t, j], masks, bit)
-            elif code[j] == 0:
-                _equal_floats(s_floats[j], t_floats[t, j], masks, bit)
-            elif code[j] == 3 and not width[j] > 0:  # BINS of a constant column: one bin
-                masks |= bit
-            elif code[j] == 3 and integer[j]:
-                _same_bin_ints(s_ints[j], t_ints[t, j], low_int[j], width[j], bins[j], masks, bit)
-            elif code[j] == 3:
-                _same_bin_floats(s_floats[j], t_floats[t, j], low_float[j], width[j], bins[j], masks, bit)
-            else:  # WINDOW (1) and RELATIVE (2): |x_s - x_t| <= limit
-                if integer[j]:
-                    limit = delta[j] * float(abs(t_ints[t, j])) if code[j] == 2 else delta[j]
-                    _near_ints(s_ints[j], t_ints[t, j], limit, masks, bit)
-                else:
-                    limit = delta[j] * abs(t_floats[t, j]) if code[j] == 2 else delta[j]
-                    _near_floats(s_floats[j], t_floats[t, j], limit, masks, bit)
-            if holes[j]:  # a missing subject value is not similar to a present one
-                for s in range(rows):
-                    if s_missing[j, s]:
-                        masks[s] &= ~bit
+            _similar_subjects(j, t, masks, 1 << j, subjects, targets, parameters, holes)
         for s in range(rows):
             reached[t, masks[s]] = True
         for k in range(sums):  # one sum at a time: a loop of known shape
             column = by_sum[k]
             for s in range(rows):
                 totals[t, masks[s], k] += column[s]
+
+
+@njit(cache=True, nogil=True)
+def _holes(missing):
+    """The features (rows of `missing`) some subject of the batch misses."""
+    holes = np.zeros(missing.shape[0], dtype=np.bool_)
+    for j in range(missing.shape[0]):
+        for s in range(missing.shape[1]):
+            if missing[j, s]:
+                holes[j] = True
+                break
+    return holes
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -251,25 +214,7 @@ players of one byte is 256 KB: in the cache beside the sums they are added to)."
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def dissimilar_histogram(
-    s_floats,
-    s_ints,
-    s_missing,
-    measures,
-    t_floats,
-    t_ints,
-    t_missing,
-    code,
-    integer,
-    delta,
-    low_float,
-    low_int,
-    width,
-    bins,
-    player_of,
-    ranks,
-    totals,
-):
+def dissimilar_histogram(subjects, measures, targets, parameters, player_of, ranks, totals):
     """`cohortsql.numeric.dissimilar.DissimilarHistogram.add`: for each target, each subject's players it
     is not similar on (a player is dissimilar when any of its features is, by the tests of
     `pair_histogram`, the same arithmetic), then its measures added to the cell of its count k of them:
@@ -282,28 +227,21 @@ def dissimilar_histogram(
     so that each subject's measures are added to its k's row over every player at once (one contiguous,
     vectorised loop), not one indirect store per (player, subject): 0.98 s -> 0.27 s on 8,192 subjects
     x 15 targets x 1,024 binary features (2 cores, medians of 5 alternated with the earlier kernel)."""
-    d, rows = s_floats.shape
+    d, rows = subjects[0].shape
     sums = measures.shape[1]
     ranked = ranks.shape[0] > 0
     players = ranks.shape[1] if ranked else totals.shape[3] - 1
     by_sum = np.ascontiguousarray(measures.T)
-    holes = np.zeros(d, dtype=np.bool_)
-    for j in range(d):
-        for s in range(rows):
-            if s_missing[j, s]:
-                holes[j] = True
-                break
-    for t in prange(t_floats.shape[0]):
+    holes = _holes(subjects[2])
+    for t in prange(targets[0].shape[0]):
         hit = np.zeros(rows, dtype=np.int64)
         by_player = np.zeros((players, rows), dtype=np.uint8)  # written feature by feature
         cell = np.zeros(rows, dtype=np.int64)  # k, or the smallest dissimilar rank
         if ranked:
             cell[:] = players + 1
         for j in range(d):
-            _similar_subjects(
-                j, t, hit, s_floats, s_ints, s_missing, t_floats, t_ints, t_missing,
-                code, integer, delta, low_float, low_int, width, bins, holes,
-            )  # fmt: skip
+            hit[:] = 0
+            _similar_subjects(j, t, hit, 1, subjects, targets, parameters, holes)
             player = player_of[j]
             line = by_player[player]
             if ranked:
@@ -353,35 +291,37 @@ def _transposed(by_player, flags, low, size):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _similar_subjects(
-    j, t, hit, s_floats, s_ints, s_missing, t_floats, t_ints, t_missing,
-    code, integer, delta, low_float, low_int, width, bins, holes,
-):  # fmt: skip
-    """hit[s] = 1 where subject s is similar to target t on feature j, else 0: the tests of
-    `pair_histogram`, one tight loop over the subjects."""
-    hit[:] = 0
+def _similar_subjects(j, t, masks, bit, subjects, targets, parameters, holes):
+    """Sets `bit` of masks[s] where subject s is similar to target t on feature j, clears it where a
+    missing value makes it dissimilar and leaves it elsewhere (by the tests of
+    `cohortsql.numeric.pair_masks.similar`, the same arithmetic), one tight loop over the subjects.
+    `subjects` are (d, rows) and `targets` (targets, d) arrays of doubles, integers and missing flags;
+    a missing subject value is cleared only for the features in `holes`."""
+    s_floats, s_ints, s_missing = subjects
+    t_floats, t_ints, t_missing = targets
+    code, integer, delta, low_float, low_int, width, bins = parameters
     if t_missing[t, j]:  # a missing target value: similar to missing values alone
-        for s in range(hit.shape[0]):
+        for s in range(masks.shape[0]):
             if s_missing[j, s]:
-                hit[s] = 1
+                masks[s] |= bit
         return
     if code[j] == 0 and integer[j]:
-        _equal_ints(s_ints[j], t_ints[t, j], hit, 1)
+        _equal_ints(s_ints[j], t_ints[t, j], masks, bit)
     elif code[j] == 0:
-        _equal_floats(s_floats[j], t_floats[t, j], hit, 1)
+        _equal_floats(s_floats[j], t_floats[t, j], masks, bit)
     elif code[j] == 3 and not width[j] > 0:  # BINS of a constant column: one bin
-        hit[:] = 1
+        masks |= bit
     elif code[j] == 3 and integer[j]:
-        _same_bin_ints(s_ints[j], t_ints[t, j], low_int[j], width[j], bins[j], hit, 1)
+        _same_bin_ints(s_ints[j], t_ints[t, j], low_int[j], width[j], bins[j], masks, bit)
     elif code[j] == 3:
-        _same_bin_floats(s_floats[j], t_floats[t, j], low_float[j], width[j], bins[j], hit, 1)
+        _same_bin_floats(s_floats[j], t_floats[t, j], low_float[j], width[j], bins[j], masks, bit)
     elif integer[j]:  # WINDOW (1) and RELATIVE (2): |x_s - x_t| <= limit
         limit = delta[j] * float(abs(t_ints[t, j])) if code[j] == 2 else delta[j]
-        _near_ints(s_ints[j], t_ints[t, j], limit, hit, 1)
+        _near_ints(s_ints[j], t_ints[t, j], limit, masks, bit)
     else:
         limit = delta[j] * abs(t_floats[t, j]) if code[j] == 2 else delta[j]
-        _near_floats(s_floats[j], t_floats[t, j], limit, hit, 1)
+        _near_floats(s_floats[j], t_floats[t, j], limit, masks, bit)
     if holes[j]:  # a missing subject value is not similar to a present one
-        for s in range(hit.shape[0]):
+        for s in range(masks.shape[0]):
             if s_missing[j, s]:
-                hit[s] = 0
+                masks[s] &= ~bit

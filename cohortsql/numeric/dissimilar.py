@@ -35,7 +35,7 @@ class DissimilarHistogram:
         ranks: np.ndarray | None = None,
     ) -> None:
         count, players = targets.floats.shape[1], int(player_of.max(initial=-1)) + 1
-        self.by_target = [np.ascontiguousarray(array.T) for array in (targets.floats, targets.ints, targets.missing)]
+        self.by_target = tuple(np.ascontiguousarray(array.T) for array in targets.arrays)
         self.targets, self.parameters, self.player_of = targets, _parameters(tests), player_of.astype(np.int64)
         self.ranks = np.zeros((0, players), dtype=np.int64) if ranks is None else ranks.astype(np.int64)
         rows = 1 if ranks is not None else players + 1
@@ -45,12 +45,10 @@ class DissimilarHistogram:
         """Add subjects (`measures`: one row of sums each) to every target's cells."""
         if kernels.available():
             kernels.compiled_function("dissimilar_histogram")(
-                subjects.floats,
-                subjects.ints,
-                subjects.missing,
+                subjects.arrays,
                 measures,
-                *self.by_target,
-                *self.parameters,
+                self.by_target,
+                self.parameters,
                 self.player_of,
                 self.ranks,
                 self.totals,

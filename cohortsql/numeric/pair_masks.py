@@ -42,6 +42,11 @@ class Columns:
     ints: np.ndarray
     missing: np.ndarray
 
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(floats, ints, missing), as the compiled kernels take them."""
+        return self.floats, self.ints, self.missing
+
     @classmethod
     def of(
         cls,
@@ -98,7 +103,7 @@ class PartialHistogram:
         count, cells = targets.floats.shape[1], 1 << len(tests)
         if count > targets_per_pass(len(tests), sums):
             raise ValueError(f"{count} targets' dense histograms exceed {CELL_BYTES} bytes; pass fewer at once")
-        self.by_target = [np.ascontiguousarray(array.T) for array in (targets.floats, targets.ints, targets.missing)]
+        self.by_target = tuple(np.ascontiguousarray(array.T) for array in targets.arrays)
         self.targets, self.parameters = targets, _parameters(tests)
         self.totals = np.zeros((count, cells, sums))
         self.reached = np.zeros((count, cells), dtype=np.bool_)
@@ -107,12 +112,10 @@ class PartialHistogram:
         """Add subjects (`measures`: one row of sums each) to every target's cells."""
         if kernels.available():
             kernels.compiled_function("pair_histogram")(
-                subjects.floats,
-                subjects.ints,
-                subjects.missing,
+                subjects.arrays,
                 measures,
-                *self.by_target,
-                *self.parameters,
+                self.by_target,
+                self.parameters,
                 self.totals,
                 self.reached,
             )
