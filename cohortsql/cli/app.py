@@ -9,6 +9,7 @@ is `cohortsql.shapley_effects` (global). `run` and `global` are the earlier name
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import typer
 
@@ -57,19 +58,26 @@ def cohortsql() -> None:
     """The commands' group (its help is APP_HELP: one paragraph, which the terminal wraps)."""
 
 
-app.command("shapley", epilog=SHAPLEY_EPILOG)(shapley)
-app.command("effects", epilog=EFFECTS_EPILOG)(effects)
-app.command("uniqueness", epilog=UNIQUENESS_EPILOG)(uniqueness)
-app.command("game", epilog=GAME_EPILOG)(game)
-app.command("compare", epilog=COMPARE_EPILOG)(compare)
-app.command("audit", epilog=AUDIT_EPILOG)(audit)
-app.command("fairness", epilog=FAIRNESS_EPILOG)(fairness)
-app.command("calibrate", epilog=CALIBRATE_EPILOG)(calibrate)
-app.command("insertion-deletion", epilog=INSERTION_EPILOG)(insertion_deletion)
-app.command("report", epilog=REPORT_EPILOG)(report)
-app.command("sql", epilog=SQL_EPILOG)(sql)
-app.command("assemble", epilog=ASSEMBLE_EPILOG)(assemble)
-app.command("plot", epilog=PLOT_EPILOG)(plot)
+COMMANDS: dict[str, tuple[Callable[..., None], str]] = {
+    "shapley": (shapley, SHAPLEY_EPILOG),
+    "effects": (effects, EFFECTS_EPILOG),
+    "uniqueness": (uniqueness, UNIQUENESS_EPILOG),
+    "game": (game, GAME_EPILOG),
+    "compare": (compare, COMPARE_EPILOG),
+    "audit": (audit, AUDIT_EPILOG),
+    "fairness": (fairness, FAIRNESS_EPILOG),
+    "calibrate": (calibrate, CALIBRATE_EPILOG),
+    "insertion-deletion": (insertion_deletion, INSERTION_EPILOG),
+    "report": (report, REPORT_EPILOG),
+    "sql": (sql, SQL_EPILOG),
+    "assemble": (assemble, ASSEMBLE_EPILOG),
+    "plot": (plot, PLOT_EPILOG),
+}
+"""Each command's function and the examples its help ends with, in the order the help lists them."""
+
+for name, (function, epilog) in COMMANDS.items():
+    app.command(name, epilog=epilog)(function)
+
 app.command("run", epilog=SHAPLEY_EPILOG, help="The earlier name of `shapley`.")(shapley)
 app.command("global", epilog=EFFECTS_EPILOG, help="The earlier name of `effects`.")(effects)
 

@@ -8,6 +8,7 @@ largest) rank of a player the subject is not similar on.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from cohortsql.dialects import Dialect
 from cohortsql.queries.histogram import similarity_test
@@ -33,53 +34,56 @@ def balanced_sum(terms: Sequence[str]) -> str:
     return level[0] if level else "0"
 
 
-def dissimilar_flags(
-    features: Sequence[ResolvedFeature],
-    players: Sequence[Sequence[int]],
-    parameters: Sequence[ParameterSql],
-    dialect: Dialect,
-) -> list[str]:
-    """n_j per player j: 0 when the subject is similar to the target on every feature of the player, else 1."""
-    flags = []
-    for members in players:
-        test = " AND ".join(similarity_test(features[index], parameters[index], dialect) for index in members)
-        flags.append(f"CASE WHEN {test} THEN CAST(0 AS SMALLINT) ELSE CAST(1 AS SMALLINT) END")
-    return flags
+class HistogramInputs(NamedTuple):
+    """What both histograms read besides the targets: the `subjects` relation (its measures from
+    `source`), the features and the players they form, and the dialect. The tests' parameters are the
+    features' literal ones unless given (`cohortsql.queries.standalone` reads them from a relation)."""
+
+    subjects: str
+    features: Sequence[ResolvedFeature]
+    players: Sequence[Sequence[int]]
+    measures: Measures
+    dialect: Dialect
+    source: MeasureSource
+    parameters: Sequence[ParameterSql] | None = None
+
+    def dissimilar_flags(self) -> list[str]:
+        """n_j per player j: 0 when the subject is similar to the target on every feature of the player, else 1."""
+        dialect = self.dialect
+        parameters = self.parameters or [literal_parameters(feature, dialect) for feature in self.features]
+        flags = []
+        for members in self.players:
+            test = " AND ".join(similarity_test(self.features[index], parameters[index], dialect) for index in members)
+            flags.append(f"CASE WHEN {test} THEN CAST(0 AS SMALLINT) ELSE CAST(1 AS SMALLINT) END")
+        return flags
+
+    def listed_values(self, names: Sequence[str]) -> list[str]:
+        """Each measure of `names` as a column of the subjects' rows (1 for an unweighted count)."""
+        values = measure_values(self.measures, self.source)
+        return [
+            f"{'CAST(1 AS DOUBLE)' if values[name] is None else values[name]} AS {self.dialect.quote(name)}"
+            for name in names
+        ]
 
 
-def integrated_histogram(
-    subjects: str,
-    targets: str,
-    features: Sequence[ResolvedFeature],
-    players: Sequence[Sequence[int]],
-    measures: Measures,
-    dialect: Dialect,
-    *,
-    source: MeasureSource,
-    parameters: Sequence[ParameterSql] | None = None,
-) -> str:
+def integrated_histogram(inputs: HistogramInputs, targets: str) -> str:
     """GROUP BY target, k (dissimilar players) -> every measure's sum, in total and over the subjects
     not similar on each player, for every target of relation `targets`."""
-    if parameters is None:
-        parameters = [literal_parameters(feature, dialect) for feature in features]
-    flags = dissimilar_flags(features, players, parameters, dialect)
-    values = measure_values(measures, source)
-    listed = [
-        f"{'CAST(1 AS DOUBLE)' if value is None else value} AS {dialect.quote(name)}" for name, value in values.items()
-    ]
+    dialect, players = inputs.dialect, len(inputs.players)
+    names = list(measure_values(inputs.measures, inputs.source))
     sums = []
-    for name in values:
+    for name in names:
         quoted = dialect.quote(name)
         sums.append(f"sum({quoted}) AS {quoted}")
         sums += [
-            f"sum(n{player} * {quoted}) AS {dialect.quote(player_name(name, player))}" for player in range(len(players))
+            f"sum(n{player} * {quoted}) AS {dialect.quote(player_name(name, player))}" for player in range(players)
         ]
     return template("integrated_histogram").format(
-        k=balanced_sum([f"n{player}" for player in range(len(players))]),
+        k=balanced_sum([f"n{player}" for player in range(players)]),
         sums=",\n    ".join(sums),
-        values=",\n        ".join(listed),
-        flags=",\n        ".join(f"{flag} AS n{player}" for player, flag in enumerate(flags)),
-        subjects=subjects,
+        values=",\n        ".join(inputs.listed_values(names)),
+        flags=",\n        ".join(f"{flag} AS n{player}" for player, flag in enumerate(inputs.dissimilar_flags())),
+        subjects=inputs.subjects,
         targets=targets,
     )
 
@@ -89,39 +93,24 @@ def rank_column(player: int) -> str:
     return f"__cohort_r{player}"
 
 
-def rank_histogram(
-    subjects: str,
-    targets: str,
-    features: Sequence[ResolvedFeature],
-    players: Sequence[Sequence[int]],
-    measures: Measures,
-    dialect: Dialect,
-    *,
-    source: MeasureSource,
-    largest: bool,
-) -> str:
+def rank_histogram(inputs: HistogramInputs, targets: str, *, largest: bool) -> str:
     """GROUP BY target, the smallest (or `largest`) rank of a player the subject is not similar on ->
     the sums of the data's own weighting, for every target of relation `targets` (which carries each
     player's rank, `rank_column`); subjects similar on every player get rank d + 1 (or 0)."""
-    parameters = [literal_parameters(feature, dialect) for feature in features]
-    flags = dissimilar_flags(features, players, parameters, dialect)
-    none = 0 if largest else len(players) + 1
+    measures, dialect, players = inputs.measures, inputs.dialect, len(inputs.players)
+    none = 0 if largest else players + 1
     ranks = [
         f"CASE WHEN {flag} = 0 THEN {none} ELSE t.{rank_column(player)} END AS r{player}"
-        for player, flag in enumerate(flags)
+        for player, flag in enumerate(inputs.dissimilar_flags())
     ]
     names = [measures.weight_name(0), *(measures.sum_name(outcome, 0) for outcome in range(measures.outcomes))]
-    values = measure_values(measures, source)
-    listed = [
-        f"{'CAST(1 AS DOUBLE)' if values[name] is None else values[name]} AS {dialect.quote(name)}" for name in names
-    ]
     combine = "greatest" if largest else "least"
-    terms = [f"r{player}" for player in range(len(players))]
+    terms = [f"r{player}" for player in range(players)]
     return template("rank_histogram").format(
         rank=terms[0] if len(terms) == 1 else f"{combine}({', '.join(terms)})",
         sums=",\n    ".join(f"sum({dialect.quote(name)}) AS {dialect.quote(name)}" for name in names),
-        values=",\n        ".join(listed),
+        values=",\n        ".join(inputs.listed_values(names)),
         ranks=",\n        ".join(ranks),
-        subjects=subjects,
+        subjects=inputs.subjects,
         targets=targets,
     )

@@ -22,7 +22,7 @@ from cohortsql.dialects import Dialect
 from cohortsql.queries import values as value_steps
 from cohortsql.queries.cells import equivalence_cells
 from cohortsql.queries.histogram import MASK_WORD_BITS, mask_histogram
-from cohortsql.queries.integrated import integrated_histogram, player_name
+from cohortsql.queries.integrated import HistogramInputs, integrated_histogram, player_name
 from cohortsql.queries.measures import collapsed_subjects, weighted_subjects
 from cohortsql.queries.statistics import (
     BAD_VALUE,
@@ -173,16 +173,8 @@ def standalone(
         steps += _histogram_steps(resolved, condition, INTEGRATED_MEASURES, statistics, dialect, collapsed=False)[:2]
         parameters = [statistics_parameters(feature, "t", dialect) for feature in resolved]
         players = [(index,) for index in range(len(resolved))]
-        histogram = integrated_histogram(
-            "weighted",
-            "targets",
-            resolved,
-            players,
-            INTEGRATED_MEASURES,
-            dialect,
-            source="weighted",
-            parameters=parameters,
-        )
+        inputs = HistogramInputs("weighted", resolved, players, INTEGRATED_MEASURES, dialect, "weighted", parameters)
+        histogram = integrated_histogram(inputs, "targets")
         steps.append(Step("dissimilar", histogram))
         columns = ["h.target", "t.__cohort_prediction AS prediction", "h.k"]
         columns += [f"h.{dialect.quote(name)}" for name in _integrated_columns(len(resolved))]

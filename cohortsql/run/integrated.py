@@ -131,16 +131,16 @@ def _histogram(
     if tests is not None:
         return _kernel_histogram(engine, prepared, weighted, batch, players, tests, context, ranks=None)
     with engine.temporary(engine.upload(batch, "targets")) as uploaded:
-        sql = queries.integrated.integrated_histogram(
-            weighted.relation,
-            uploaded,
-            prepared.features,
-            players,
-            prepared.measures,
-            engine.dialect,
-            source="collapsed" if prepared.compressed else "weighted",
-        )
+        sql = queries.integrated.integrated_histogram(_sql_inputs(engine, prepared, weighted), uploaded)
         return fetch_numpy(engine, sql, context=context)
+
+
+def _sql_inputs(engine: Engine, prepared: Prepared, weighted: WeightedSubjects) -> queries.integrated.HistogramInputs:
+    """What the histograms' SQL reads besides the targets."""
+    source: MeasureSource = "collapsed" if prepared.compressed else "weighted"
+    return queries.integrated.HistogramInputs(
+        weighted.relation, prepared.features, players_of(prepared), prepared.measures, engine.dialect, source
+    )
 
 
 def _kernel_histogram(
@@ -256,7 +256,6 @@ def refinement_curves(
     players = players_of(prepared)
     count, outcomes = len(players), prepared.measures.outcomes
     rows = batch.num_rows
-    source: MeasureSource = "collapsed" if prepared.compressed else "weighted"
     names = [prepared.measures.weight_name(0), *(prepared.measures.sum_name(k, 0) for k in range(outcomes))]
     curves = []
     tests = kernel_tests(prepared, engine)
@@ -277,14 +276,7 @@ def refinement_curves(
         else:
             with engine.temporary(engine.upload(_with_ranks(batch, ranks), "ranked_targets")) as uploaded:
                 sql = queries.integrated.rank_histogram(
-                    weighted.relation,
-                    uploaded,
-                    prepared.features,
-                    players,
-                    prepared.measures,
-                    engine.dialect,
-                    source=source,
-                    largest=largest,
+                    _sql_inputs(engine, prepared, weighted), uploaded, largest=largest
                 )
                 columns = fetch_numpy(engine, sql, context="following the players' order")
         dense = np.zeros((len(names), rows, count + 2))
