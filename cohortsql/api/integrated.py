@@ -102,18 +102,10 @@ def _replicates(
     squared_low, squared_high = bootstrap_module.percentile_interval(phi2, confidence, 1)
     target_weights = chosen.weights[:, 1:]
     effects = np.einsum("tb,tbp->bp", target_weights, phi2) / target_weights.sum(axis=0)[:, None]
-    return bootstrap_module.Bootstrap(
-        replicates=measures.replicates,
-        confidence=confidence,
-        seed=measures.seed,
-        shapley_low=low,
-        shapley_high=high,
-        shapley_squared_low=squared_low,
-        shapley_squared_high=squared_high,
-        effects=effects,
-        target_weights=target_weights,
-        shapley=phi.astype(np.float32),
-        shapley_squared=phi2.astype(np.float32),
+    intervals = (low, high, squared_low, squared_high)
+    kept = (phi.astype(np.float32), phi2.astype(np.float32))
+    return bootstrap_module.Bootstrap.of(
+        measures.replicates, measures.seed, confidence, intervals, effects, target_weights, kept
     )
 
 

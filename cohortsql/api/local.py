@@ -276,18 +276,13 @@ def _bootstrap(
     first = measures.game(outcome, 1)
     games = collected.squared_games[first : first + measures.replicates]
     replicate_weights = targets.weights[:, 1:]
-    low, high, squared_low, squared_high = collected.intervals[outcome]
-    kept = collected.replicate_values[outcome]
-    return bootstrap_module.Bootstrap(
-        replicates=measures.replicates,
-        confidence=confidence,
-        seed=measures.seed,
-        shapley_low=low,
-        shapley_high=high,
-        shapley_squared_low=squared_low,
-        shapley_squared_high=squared_high,
-        effects=bootstrap_module.replicate_effects(games, replicate_weights),
-        target_weights=replicate_weights,
-        shapley=None if kept is None else kept[0],
-        shapley_squared=None if kept is None else kept[1],
+    effects = bootstrap_module.replicate_effects(games, replicate_weights)
+    return bootstrap_module.Bootstrap.of(
+        measures.replicates,
+        measures.seed,
+        confidence,
+        collected.intervals[outcome],
+        effects,
+        replicate_weights,
+        collected.replicate_values[outcome],
     )

@@ -11,7 +11,7 @@ between outcomes are paired: their intervals come from the replicates' differenc
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -100,6 +100,35 @@ class Bootstrap:
     shapley: np.ndarray | None = None
     """Each target's replicate values, shape (targets, B, d), float32; None when too large to keep."""
     shapley_squared: np.ndarray | None = None
+
+    @classmethod
+    def of(
+        cls,
+        replicates: int,
+        seed: int,
+        confidence: float,
+        intervals: Sequence[np.ndarray],
+        effects: np.ndarray,
+        target_weights: np.ndarray,
+        kept: tuple[np.ndarray, np.ndarray] | None,
+    ) -> Bootstrap:
+        """The replicates' record from the `intervals` (low and high of phi_j, then of its squared game)
+        and the replicate values `kept` (of phi_j and of its squared game; None when too large)."""
+        low, high, squared_low, squared_high = intervals
+        shapley, shapley_squared = (None, None) if kept is None else kept
+        return cls(
+            replicates,
+            confidence,
+            seed,
+            low,
+            high,
+            squared_low,
+            squared_high,
+            effects,
+            target_weights,
+            shapley,
+            shapley_squared,
+        )
 
 
 @dataclass(frozen=True)
