@@ -68,6 +68,18 @@ keywords ``dialect`` and ``function``: the engine's dialect's name and the name 
 finishes histograms) -> the SQL."""
 
 
+class PairInputs(NamedTuple):
+    """What a mask histogram built outside SQL reads (`Engine.pair_histogram`): the query of the
+    `subjects` (the feature `columns`, then each row's measure per sum), the kinds' numeric `tests`,
+    the `sums`' names, and how many target-subject `pairs` the run's batches cover."""
+
+    subjects: str
+    tests: Sequence[PairTest]
+    columns: Sequence[str]
+    sums: Sequence[str]
+    pairs: int
+
+
 class Engine(ABC):
     """A SQL engine that runs cohortsql's queries: one subclass per backend.
 
@@ -245,23 +257,11 @@ class Engine(ABC):
         fetched or written. It reads the engine's relations, so `keep` them."""
         return Select(select)
 
-    def pair_histogram(
-        self,
-        subjects: str,
-        targets: pa.Table,
-        tests: Sequence[PairTest],
-        columns: Sequence[str],
-        sums: Sequence[str],
-        *,
-        pairs: int,
-        context: str,
-    ) -> dict[str, np.ndarray] | None:
-        """The mask histogram (target, mask0 and the `sums`) of the `targets` batch (numbered by
-        ``__cohort_batch``) against the rows of query `subjects` (the feature `columns`, then each
-        row's measure per sum; the run's batches cover `pairs` target-subject pairs), built outside SQL where the
-        engine does that better than its own aggregate (Spark: on its executors,
-        `cohortsql.engines.spark_histogram`) by the kinds' numeric `tests`. None, by default: the
-        caller runs the SQL histogram."""
+    def pair_histogram(self, inputs: PairInputs, targets: pa.Table, *, context: str) -> dict[str, np.ndarray] | None:
+        """The mask histogram (target, mask0 and the sums) of the `targets` batch (numbered by
+        ``__cohort_batch``) against the `inputs`' subjects, built outside SQL where the engine does that
+        better than its own aggregate (Spark: on its executors, `cohortsql.engines.spark_histogram`) by
+        the kinds' numeric tests. None, by default: the caller runs the SQL histogram."""
         return None
 
     def arrow_batches(self, select: str, *, rows: int, context: str) -> Iterator[pa.RecordBatch]:

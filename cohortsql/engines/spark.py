@@ -36,6 +36,7 @@ from cohortsql.engines import read_by_sqlglot
 from cohortsql.engines.base import (
     Engine,
     EngineSettings,
+    PairInputs,
     QueryOfArguments,
     Select,
     Sources,
@@ -52,7 +53,6 @@ from cohortsql.engines.inputs import (
 )
 from cohortsql.engines.spark_session import start_session
 from cohortsql.errors import CohortError, warn
-from cohortsql.numeric.pair_tests import PairTest
 from cohortsql.request.user_sql import is_query, query_text
 
 Result = TypeVar("Result")
@@ -246,20 +246,11 @@ class SparkEngine(Engine):
             except Exception:  # the session may be closing; the next round (or the deadline) ends it
                 continue
 
-    def pair_histogram(
-        self,
-        subjects: str,
-        targets: pa.Table,
-        tests: Sequence[PairTest],
-        columns: Sequence[str],
-        sums: Sequence[str],
-        *,
-        pairs: int,
-        context: str,
-    ) -> dict[str, np.ndarray] | None:
+    def pair_histogram(self, inputs: PairInputs, targets: pa.Table, *, context: str) -> dict[str, np.ndarray] | None:
         """On the executors (`cohortsql.engines.spark_histogram`) for runs of `EXECUTOR_HISTOGRAM_PAIRS` pairs,
         when their Python imports cohortsql (else a warning says what to install, once per session);
         otherwise None, and Spark SQL's histogram."""
+        subjects, tests, columns, sums, pairs = inputs
         if pairs < EXECUTOR_HISTOGRAM_PAIRS or not self._python_on_executors():
             return None
         from cohortsql.engines.spark_histogram import merged_histogram, partial_histograms

@@ -17,7 +17,7 @@ import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
 from cohortsql import queries
-from cohortsql.engines.base import Engine, fetch_numpy
+from cohortsql.engines.base import Engine, PairInputs, fetch_numpy
 from cohortsql.games.base import Cohorts, DenseBatch, Game
 from cohortsql.games.cohort import (
     GAME_ENTRY_BYTES,
@@ -60,11 +60,10 @@ def _histograms(
     sums = [*prepared.measures.weight_names, *prepared.measures.sum_names]
     # The run's pairs, not the batch's: every batch on one path, so that the pilot times the path the run takes.
     pairs = targets.distinct.num_rows * prepared.subject_rows
+    outside_sql = None if tests is None else PairInputs(inputs, tests, columns, sums, pairs)
     for start, size in pacer.batches():
         batch = targets.numbered(start, size)
-        histogram = None
-        if tests is not None:
-            histogram = engine.pair_histogram(inputs, batch, tests, columns, sums, pairs=pairs, context=context)
+        histogram = None if outside_sql is None else engine.pair_histogram(outside_sql, batch, context=context)
         if histogram is None:
             histogram = _sql_histogram(engine, prepared, weighted, batch, context)
         if of_players and prepared.groups is not None:
