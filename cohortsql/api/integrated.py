@@ -22,8 +22,8 @@ from cohortsql.request.options import Terms, checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.results.insertion import InsertionDeletion, area_between, as_frame, attribution_matrix, ranks_of
-from cohortsql.run.integrated import IntegratedBatch, refinement_curves
-from cohortsql.run.preparation import Prepared, weigh_subjects
+from cohortsql.run.integrated import IntegratedBatch, refinement_curves, subjects_of
+from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_INTEGRATED_FEATURES
 from cohortsql.run.targets import TargetSet
@@ -190,12 +190,12 @@ def insertion_deletion(
         chosen = session.select()
         target_ids = pl.Series("id", chosen.table.column("__cohort_id"))
         ranks = ranks_of(attribution_matrix(attributions, target_ids, prepared.player_names))
-        weighted = weigh_subjects(engine, prepared)
+        subjects = subjects_of(engine, prepared, chosen.table)
         parts = []
         for start in range(0, chosen.count, CURVE_BATCH):
             rows = chosen.table.slice(start, CURVE_BATCH)
             batch = rows.append_column("__cohort_batch", pa.array(np.arange(rows.num_rows, dtype=np.int32)))
-            parts.append(refinement_curves(engine, prepared, weighted, batch, ranks[start : start + rows.num_rows]))
+            parts.append(refinement_curves(engine, prepared, subjects, batch, ranks[start : start + rows.num_rows]))
         settings = session.settings(chosen, method="insertion_deletion", path="integrated")
     offset = prepared.pilots[0]
     inserted = np.concatenate([part.insertion[:, 0] for part in parts]) + offset

@@ -128,8 +128,7 @@ def pair_histogram(subjects, measures, targets, parameters, totals, reached):
     them per sum (each sum's values contiguous). These took 500,000 subjects x 100 targets x 12 windows (no value missing, two
     sums, batches of 10,000) from 0.30-0.32 s to 0.20-0.21 s (medians of 9 alternated, several runs); a
     loop over the sums inside the subjects' loop was most of the difference, 32-bit masks none."""
-    d, rows = subjects[0].shape
-    sums = measures.shape[1]
+    d, (rows, sums) = parameters[0].shape[0], measures.shape
     masks = np.zeros(rows, dtype=np.int64)
     by_sum = np.ascontiguousarray(measures.T)  # each sum's values contiguous
     holes = _holes(subjects[2])
@@ -227,8 +226,7 @@ def dissimilar_histogram(subjects, measures, targets, parameters, player_of, ran
     so that each subject's measures are added to its k's row over every player at once (one contiguous,
     vectorised loop), not one indirect store per (player, subject): 0.98 s -> 0.27 s on 8,192 subjects
     x 15 targets x 1,024 binary features (2 cores, medians of 5 alternated with the earlier kernel)."""
-    d, rows = subjects[0].shape
-    sums = measures.shape[1]
+    d, (rows, sums) = parameters[0].shape[0], measures.shape
     ranked = ranks.shape[0] > 0
     players = ranks.shape[1] if ranked else totals.shape[3] - 1
     by_sum = np.ascontiguousarray(measures.T)
@@ -300,8 +298,8 @@ def _similar_subjects(j, t, masks, bit, subjects, targets, parameters, holes):
     s_floats, s_ints, s_missing = subjects
     t_floats, t_ints, t_missing = targets
     code, integer, delta, low_float, low_int, width, bins = parameters
-    if t_missing[t, j]:  # a missing target value: similar to missing values alone
-        for s in range(masks.shape[0]):
+    if t_missing[t, j]:  # a missing target value: similar to missing values alone (none: no flags)
+        for s in range(s_missing.shape[1]):
             if s_missing[j, s]:
                 masks[s] |= bit
         return
@@ -322,6 +320,6 @@ def _similar_subjects(j, t, masks, bit, subjects, targets, parameters, holes):
         limit = delta[j] * abs(t_floats[t, j]) if code[j] == 2 else delta[j]
         _near_floats(s_floats[j], t_floats[t, j], limit, masks, bit)
     if holes[j]:  # a missing subject value is not similar to a present one
-        for s in range(masks.shape[0]):
+        for s in range(s_missing.shape[1]):
             if s_missing[j, s]:
                 masks[s] &= ~bit

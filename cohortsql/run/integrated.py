@@ -14,15 +14,14 @@ import pyarrow as pa
 
 from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_numpy
-from cohortsql.numeric import dissimilar, kernels, pair_masks
+from cohortsql.numeric import dissimilar
 from cohortsql.numeric.integrated import RULE_NODES, IntegratedHistogram, IntegratedValues, integrate
-from cohortsql.numeric.pair_tests import PairTest
 from cohortsql.numeric.shapley import importance_order
 from cohortsql.queries.measures import MeasureSource
 from cohortsql.request.measures import Measures
 from cohortsql.request.similarity import SqlPredicate
+from cohortsql.run.kernel_subjects import KernelSubjects, kernel_subjects
 from cohortsql.run.pace import Pacer
-from cohortsql.run.pairwise import pair_tests
 from cohortsql.run.preparation import Prepared, WeightedSubjects, weigh_subjects
 from cohortsql.run.targets import TargetSet
 
@@ -80,14 +79,14 @@ def integrated_batches(
     `pacer`), and along each outcome's order of its values the refinement path (one more pass: the
     insertion curve, `refinement_curves`)."""
     measures = prepared.measures
-    weighted = weigh_subjects(engine, prepared)
+    subjects = subjects_of(engine, prepared, targets.distinct)
     players = players_of(prepared)
     custom = [feature.name for feature in prepared.features if isinstance(feature.kind, SqlPredicate)]
     context = "counting dissimilar players" + (f" (check the sql: similarity of {custom})" if custom else "")
     engine.expect_aggregates(integrated_sums(prepared))
     for start, size in pacer.batches():
         batch = targets.numbered(start, size)
-        columns = _histogram(engine, prepared, weighted, batch, players, context)
+        columns = _histogram(engine, prepared, subjects, batch, players, context)
         histogram, weights = integrated_histogram(columns, size, len(players), measures)
         values = integrate(histogram)
         orders, path_weights, path_means = [], [], []
@@ -95,7 +94,7 @@ def integrated_batches(
             order = importance_order(values.shapley[:, measures.game(outcome, 0)])
             ranks = np.empty_like(order)
             np.put_along_axis(ranks, order, np.arange(1, order.shape[1] + 1)[None, :], axis=1)
-            curves = refinement_curves(engine, prepared, weighted, batch, ranks, deletion=False)
+            curves = refinement_curves(engine, prepared, subjects, batch, ranks, deletion=False)
             orders.append(order)
             path_weights.append(curves.insertion_weight[:, 1:])
             path_means.append(curves.insertion[:, outcome, 1:])
@@ -104,34 +103,34 @@ def integrated_batches(
         )
 
 
-SUBJECT_BATCH_ROWS = 8_192
-"""Subjects per Arrow batch the kernel reads (`Engine.arrow_batches`): a few MB of features at d = 1,000."""
+class Subjects(NamedTuple):
+    """The subjects of a call's histograms: the weighted relation the SQL reads, and where the
+    compiled kernels build them here instead, the subjects as they read them (`KernelSubjects`)."""
+
+    weighted: WeightedSubjects
+    kernel: KernelSubjects | None
 
 
-def kernel_tests(prepared: Prepared, engine: Engine) -> list[PairTest] | None:
-    """Every feature's numeric test when this process should build the integrated histograms itself:
-    an engine whose subjects stream here (DuckDB), the compiled kernel installed, every kind with a
-    numeric twin (`cohortsql.run.pairwise.pair_tests`), no replicates in long form. Else None (SQL)."""
-    if not engine.streams_rows or not kernels.available():
-        return None
-    return pair_tests(prepared, masks=False)
+def subjects_of(engine: Engine, prepared: Prepared, targets: pa.Table) -> Subjects:
+    """The subjects of every histogram of a call whose targets are `targets` (each distinct one)."""
+    weighted = weigh_subjects(engine, prepared)
+    return Subjects(weighted, kernel_subjects(engine, prepared, weighted, targets))
 
 
 def _histogram(
     engine: Engine,
     prepared: Prepared,
-    weighted: WeightedSubjects,
+    subjects: Subjects,
     batch: pa.Table,
     players: Sequence[Sequence[int]],
     context: str,
 ) -> dict[str, np.ndarray]:
     """The batch's (target, k) histogram: built here from the streamed subjects (`dissimilar`) where the
     engine allows it, else by the engine's SQL (``sql/integrated_histogram.sql``)."""
-    tests = kernel_tests(prepared, engine)
-    if tests is not None:
-        return _kernel_histogram(engine, prepared, weighted, batch, players, tests, context, ranks=None)
+    if subjects.kernel is not None:
+        return _kernel_histogram(prepared, subjects.kernel, batch, players, context, ranks=None)
     with engine.temporary(engine.upload(batch, "targets")) as uploaded:
-        sql = queries.integrated.integrated_histogram(_sql_inputs(engine, prepared, weighted), uploaded)
+        sql = queries.integrated.integrated_histogram(_sql_inputs(engine, prepared, subjects.weighted), uploaded)
         return fetch_numpy(engine, sql, context=context)
 
 
@@ -144,47 +143,39 @@ def _sql_inputs(engine: Engine, prepared: Prepared, weighted: WeightedSubjects) 
 
 
 def _kernel_histogram(
-    engine: Engine,
     prepared: Prepared,
-    weighted: WeightedSubjects,
+    subjects: KernelSubjects,
     batch: pa.Table,
     players: Sequence[Sequence[int]],
-    tests: Sequence[PairTest],
     context: str,
     *,
     ranks: np.ndarray | None,
 ) -> dict[str, np.ndarray]:
     """The (target, k) histogram (or with `ranks`, the (target, smallest dissimilar rank) one) of the
-    batch, in the columns the SQL gives, from the subjects streamed in Arrow batches to the compiled
-    kernel (`cohortsql.numeric.dissimilar`), a pass of targets at a time that fits its memory."""
+    batch, in the columns the SQL gives, from the subjects (streamed, or kept from an earlier pass) by
+    the compiled kernel (`cohortsql.numeric.dissimilar`), a pass of targets at a time that fits its memory."""
     measures = prepared.measures
-    every = [*measures.weight_names, *measures.sum_names]
+    every = subjects.measure_names
     names = (
         every
         if ranks is None
         else [measures.weight_name(0), *(measures.sum_name(k, 0) for k in range(measures.outcomes))]
     )
     chosen = [every.index(name) for name in names]
-    columns = [feature.column for feature in prepared.features]
     player_of = np.zeros(prepared.d, dtype=np.int64)
     for player, members in enumerate(players):
         player_of[list(members)] = player
-    vocabulary = [pair_masks.vocabulary(batch.column(name), test) for name, test in zip(columns, tests)]
-    inputs = queries.histogram.pair_inputs(
-        weighted.relation, prepared.features, measures, engine.dialect, collapsed=prepared.compressed
-    )
     key = "k" if ranks is None else "rank"
     parts: dict[str, list[np.ndarray]] = {"target": [], key: []}
     step = dissimilar.targets_per_pass(len(players), len(names)) if ranks is None else batch.num_rows
     for first in range(0, batch.num_rows, step):
         part = batch.slice(first, step)
-        targets = pair_masks.Columns.of([part.column(name) for name in columns], tests, vocabulary)
         part_ranks = None if ranks is None else ranks[first : first + part.num_rows]
-        histogram = dissimilar.DissimilarHistogram(targets, tests, player_of, len(names), part_ranks)
-        for rows in engine.arrow_batches(inputs, rows=SUBJECT_BATCH_ROWS, context=context):
-            subjects = pair_masks.Columns.of([rows.column(name) for name in columns], tests, vocabulary)
-            values = np.column_stack([rows.column(every[index]).fill_null(0.0).to_numpy() for index in chosen])
-            histogram.add(subjects, values)
+        histogram = dissimilar.DissimilarHistogram(
+            subjects.targets(part), subjects.tests, player_of, len(names), part_ranks
+        )
+        for features, values in subjects.batches(context):
+            histogram.add(features, values if len(chosen) == len(every) else values[:, chosen])
         totals = histogram.totals  # (targets, sums, cells, 1 or players + 1)
         target, cell = np.nonzero(totals[:, 0, :, 0] > 0)  # the cells some subject reached (weights are > 0)
         parts["target"].append(first + target)
@@ -244,7 +235,7 @@ class Curves(NamedTuple):
 def refinement_curves(
     engine: Engine,
     prepared: Prepared,
-    weighted: WeightedSubjects,
+    subjects: Subjects,
     batch: pa.Table,
     ranks: np.ndarray,
     *,
@@ -258,16 +249,13 @@ def refinement_curves(
     rows = batch.num_rows
     names = [prepared.measures.weight_name(0), *(prepared.measures.sum_name(k, 0) for k in range(outcomes))]
     curves = []
-    tests = kernel_tests(prepared, engine)
     for largest in (False, True)[: 2 if deletion else 1]:
-        if tests is not None:  # the largest rank is the smallest of the reversed ranks, reversed
+        if subjects.kernel is not None:  # the largest rank is the smallest of the reversed ranks, reversed
             columns = _kernel_histogram(
-                engine,
                 prepared,
-                weighted,
+                subjects.kernel,
                 batch,
                 players,
-                tests,
                 "following the players' order",
                 ranks=count + 1 - ranks if largest else ranks,
             )
@@ -276,7 +264,7 @@ def refinement_curves(
         else:
             with engine.temporary(engine.upload(_with_ranks(batch, ranks), "ranked_targets")) as uploaded:
                 sql = queries.integrated.rank_histogram(
-                    _sql_inputs(engine, prepared, weighted), uploaded, largest=largest
+                    _sql_inputs(engine, prepared, subjects.weighted), uploaded, largest=largest
                 )
                 columns = fetch_numpy(engine, sql, context="following the players' order")
         dense = np.zeros((len(names), rows, count + 2))

@@ -15,6 +15,7 @@ import reference
 from reference import comparable, reference_kind
 
 import cohortsql
+from cohortsql.run.pairwise import pair_tests
 
 BOSTON = "examples/data/boston_predictions.parquet"
 TITANIC = "examples/data/titanic_predictions.parquet"
@@ -328,6 +329,7 @@ def test_the_histograms_built_here_equal_the_engines_sql(monkeypatch, numba):
     give what the engine's SQL gives, compiled or in numpy."""
     from cohortsql.numeric import kernels
     from cohortsql.run import integrated
+    from cohortsql.run.kernel_subjects import KernelSubjects
 
     frame = (
         pl.read_parquet(TITANIC)
@@ -348,7 +350,11 @@ def test_the_histograms_built_here_equal_the_engines_sql(monkeypatch, numba):
     if not numba:
         monkeypatch.setattr(kernels, "available", lambda: False)
         monkeypatch.setattr(
-            integrated, "kernel_tests", lambda prepared, engine: integrated.pair_tests(prepared, masks=False)
+            integrated,
+            "kernel_subjects",
+            lambda engine, prepared, weighted, targets: KernelSubjects(
+                engine, prepared, weighted, pair_tests(prepared, masks=False), targets
+            ),
         )
     built = [
         cohortsql.cohort_shapley(frame, **options, **extra)
@@ -357,7 +363,7 @@ def test_the_histograms_built_here_equal_the_engines_sql(monkeypatch, numba):
     tests_built = cohortsql.insertion_deletion(
         frame, prediction="prediction", similarity=kinds, id="row", attributions=built[0]
     )
-    monkeypatch.setattr(integrated, "kernel_tests", lambda prepared, engine: None)
+    monkeypatch.setattr(integrated, "kernel_subjects", lambda *arguments: None)
     by_sql = [
         cohortsql.cohort_shapley(frame, **options, **extra)
         for extra in ({}, {"weight": "w"}, {"groups": {"family": ["sibsp", "parch"]}})
@@ -372,6 +378,79 @@ def test_the_histograms_built_here_equal_the_engines_sql(monkeypatch, numba):
     assert tests_built.curves.equals(tests_sql.curves) or np.allclose(
         tests_built.curves["deletion"].to_numpy(), tests_sql.curves["deletion"].to_numpy(), atol=1e-12
     )
+
+
+def _spied_subjects(monkeypatch) -> list:
+    """Every `KernelSubjects` the integrated path makes, as it makes them."""
+    from cohortsql.run import integrated
+
+    made, original = [], integrated.kernel_subjects
+
+    def spy(*arguments):
+        made.append(original(*arguments))
+        return made[-1]
+
+    monkeypatch.setattr(integrated, "kernel_subjects", spy)
+    return made
+
+
+@pytest.mark.parametrize("budget", [None, 1_000], ids=["kept", "streamed each pass"])
+def test_subjects_that_fit_are_read_from_the_engine_once_per_call(monkeypatch, budget):
+    """The kernel's subjects are read from DuckDB once and kept for every later pass (each batch's
+    histogram and refinement curves, the insertion and deletion curves) when they fit the batch
+    budget, and read again on each pass when they do not; the values are the SQL path's either way."""
+    from cohortsql.numeric import kernels
+    from cohortsql.run import integrated, preparation
+
+    if not kernels.available():
+        pytest.skip("the compiled kernel is not installed")
+    frame = pl.read_parquet(TITANIC).with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    kinds = {"age": "abs:5", "sex": "exact", "pclass": "exact", "sibsp": "bins:3", "parch": "relative:0.5"}
+    options = dict(prediction="prediction", similarity=kinds, id="row", targets=list(range(40)), method="integrated")
+    if budget is not None:
+        monkeypatch.setattr(preparation, "BATCH_MEMORY_BYTES", budget)
+    made = _spied_subjects(monkeypatch)
+    here = cohortsql.cohort_shapley(frame, **options)
+    tested = cohortsql.insertion_deletion(frame, prediction="prediction", similarity=kinds, id="row", attributions=here)
+    distinct = frame.head(40).select(list(kinds)).unique().height  # one batch each: its histogram and curve
+    assert [subjects.passes for subjects in made] == ([1, 1] if budget is None else [2 * distinct, 2])
+    monkeypatch.setattr(integrated, "kernel_subjects", lambda *arguments: None)
+    by_sql = cohortsql.cohort_shapley(frame, **options)
+    np.testing.assert_allclose(here.shapley, by_sql.shapley, atol=1e-12)
+    np.testing.assert_allclose(here.path_mean, by_sql.path_mean, atol=1e-12)
+    again = cohortsql.insertion_deletion(frame, prediction="prediction", similarity=kinds, id="row", attributions=here)
+    np.testing.assert_allclose(tested.abc["deletion_abc"], again.abc["deletion_abc"], atol=1e-12)
+
+
+def test_narrow_integer_columns_give_the_sql_values(monkeypatch):
+    """Subjects kept in memory hold integers in the narrowest type of their columns as the engine
+    streams them (exact kinds keep the column's type: int8, unsigned widened, booleans, with missing
+    values): every test falls as in SQL."""
+    from cohortsql.run import integrated
+
+    rng = np.random.default_rng(5)
+    rows = 400
+    tiny = rng.integers(-3, 3, rows)
+    frame = pl.DataFrame(
+        {
+            "row": np.arange(rows),
+            "tiny": pl.Series(tiny, dtype=pl.Int8).set(pl.Series(np.arange(rows) % 11 == 0), None),
+            "byte": pl.Series(rng.integers(250, 256, rows), dtype=pl.UInt8),
+            "flag": pl.Series(rng.integers(0, 2, rows) == 1),
+            "y": rng.normal(size=rows),
+        }
+    )
+    kinds = {"tiny": "exact", "byte": "exact", "flag": "exact"}
+    options = dict(prediction="y", similarity=kinds, id="row", targets=[0, 3, 11, 200], method="integrated")
+    made = _spied_subjects(monkeypatch)
+    here = cohortsql.cohort_shapley(frame, **options)
+    if made[0] is not None:  # the compiled kernel installed: the kept integers are 16-bit (int8 and uint8)
+        (features, _), *_ = made[0].kept
+        assert features.ints.dtype == np.int16 and features.floats.shape == (3, 0)
+    monkeypatch.setattr(integrated, "kernel_subjects", lambda *arguments: None)
+    by_sql = cohortsql.cohort_shapley(frame, **options)
+    np.testing.assert_allclose(here.shapley, by_sql.shapley, atol=1e-12)
+    np.testing.assert_allclose(here.feature_cohort_size, by_sql.feature_cohort_size, atol=1e-12)
 
 
 @pytest.mark.parametrize("dialect", ["duckdb", "postgres", "spark"])

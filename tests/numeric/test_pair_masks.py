@@ -184,3 +184,28 @@ def test_kinds_without_a_numeric_twin_keep_the_sql_histogram():
     for kinds in ({"crim": "sql:abs(s.crim - t.crim) < 1", "rm": "abs:1"}, {"rm": "abs:1", "chas": "exact"}):
         with open_session(data, asked, outcomes=("medv",), similarity=kinds, max_features=64) as session:
             assert pair_tests(session.prepared) is None
+
+
+def test_compact_columns_hold_each_type_in_the_narrowest_integers_and_leave_unused_arrays_empty():
+    """`Columns.of(..., compact=True)`: integers in the narrowest signed type holding every column's type
+    (unsigned ones widened, booleans as bytes, text codes 32-bit), values and missing flags unchanged,
+    and (d, 0) arrays where no column needs doubles or missing flags."""
+    from cohortsql.numeric.pair_masks import Columns, narrow_integers
+    from cohortsql.numeric.pair_tests import EQUAL, PairTest
+
+    exact_integer, exact_text = PairTest(code=EQUAL, integer=True), PairTest(code=EQUAL, text=True)
+    signed = pa.array([-128, 0, 127], pa.int8())
+    unsigned = pa.array([0, 200, 255], pa.uint8())
+    flags = pa.array([True, None, False])
+    assert narrow_integers([signed], [exact_integer]) == np.int8
+    assert narrow_integers([signed, unsigned], [exact_integer] * 2) == np.int16
+    assert narrow_integers([pa.array([1], pa.uint32())], [exact_integer]) == np.int64
+    assert narrow_integers([flags], [exact_integer]) == np.int8
+    assert narrow_integers([pa.array(["a"])], [exact_text]) == np.int32
+    compact = Columns.of([signed, unsigned, flags], [exact_integer] * 3, [None] * 3, compact=True)
+    full = Columns.of([signed, unsigned, flags], [exact_integer] * 3, [None] * 3)
+    assert compact.ints.dtype == np.int16 and compact.floats.shape == (3, 0) and compact.rows == 3
+    np.testing.assert_array_equal(compact.ints, full.ints)
+    np.testing.assert_array_equal(compact.missing, full.missing)
+    without_gaps = Columns.of([signed], [exact_integer], [None], compact=True)
+    assert without_gaps.missing.shape == (1, 0) and without_gaps.ints.dtype == np.int8
