@@ -88,6 +88,8 @@ class Columns:
                 codes = pc.index_in(column, value_set=words)
                 ints[j] = codes.fill_null(-1).to_numpy(zero_copy_only=False)
             elif test.integer:
+                if pa.types.is_uint64(column.type):  # only `exact` streams it unconverted: equal bits, equal values
+                    column = (column.fill_null(0) if gaps[j] else column).view(pa.int64())
                 values: Any = column.cast(pa.from_numpy_dtype(ints.dtype))
                 ints[j] = (values.fill_null(0) if gaps[j] else values).to_numpy(zero_copy_only=False)
             else:

@@ -70,8 +70,9 @@ class Cells(NamedTuple):
 
 def _codes(key: pl.Series) -> np.ndarray:
     """Codes 1, 2, ... of a key's values in their order (NULL is 0). Integer keys without wide gaps (bin
-    numbers, small counts) are offset from their minimum, which needs no sort; others are ranked."""
-    if key.dtype.is_integer() and key.null_count() < len(key):
+    numbers, small counts) are offset from their minimum, which needs no sort; others (and unsigned
+    64-bit keys, which may not fit a signed one) are ranked."""
+    if key.dtype.is_integer() and key.dtype != pl.UInt64 and key.null_count() < len(key):
         low, high = int(key.min()), int(key.max())  # type: ignore[arg-type]
         if high - low < 2 * key.n_unique():
             return (key.cast(pl.Int64) - (low - 1)).fill_null(0).to_numpy()

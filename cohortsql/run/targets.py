@@ -331,7 +331,7 @@ def requested_ids(values: Any, dtype: pa.DataType, id: str | None, role: str = "
     if any(value is None for value in listed):
         raise CohortError(f"{role} ids include None; ids identify rows and are never missing")
     try:
-        array = pa.array(listed)
+        array = _inferred_ids(listed)
     except OverflowError:
         raise CohortError(f"{role} ids {listed[:5]!r} hold a number too large for any id column") from None
     except (pa.ArrowException, TypeError, ValueError):
@@ -343,6 +343,15 @@ def requested_ids(values: Any, dtype: pa.DataType, id: str | None, role: str = "
     except (pa.ArrowException, TypeError, ValueError) as error:
         column = "the row positions (integers)" if id is None else f"id column {id!r} ({dtype})"
         raise CohortError(f"{role} ids {listed[:5]!r} are not values of {column}: {error}") from None
+
+
+def _inferred_ids(listed: list[Any]) -> pa.Array:
+    """The ids as Arrow infers them, or as unsigned 64-bit integers when they are integers beyond the
+    signed range (an id column of type UINT64 holds them)."""
+    try:
+        return pa.array(listed)
+    except OverflowError:
+        return pa.array(listed, pa.uint64())
 
 
 LITERAL_IDS = 5_000

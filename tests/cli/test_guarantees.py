@@ -278,6 +278,30 @@ def test_bad_python_arguments(scores, options, fragment):
 # -- ids of other types ----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("method", ["exact", "integrated"])
+def test_unsigned_ids_beyond_bigint_are_found(method):
+    """Target ids of a UINT64 id column above 2^63 - 1 are that column's values (they were refused as
+    too large for any id column); beyond 2^64 - 1, or for a signed id column, they are refused by name."""
+    rng = np.random.default_rng(3)
+    frame = pl.DataFrame(
+        {
+            "big": pl.Series([2**64 - 1 - row for row in range(8)], dtype=pl.UInt64),
+            "row": np.arange(8),
+            "x": rng.integers(0, 3, 8),
+            "y": rng.normal(size=8),
+        }
+    )
+    options = dict(prediction="y", similarity={"x": "exact"}, method=method)
+    by_big = cohortsql.cohort_shapley(frame, id="big", targets=[2**64 - 1, 2**64 - 3], **options)
+    by_row = cohortsql.cohort_shapley(frame, id="row", targets=[0, 2], **options)  # the same rows
+    assert by_big.ids.to_list() == [2**64 - 3, 2**64 - 1]  # in id order: rows 2 and 0
+    np.testing.assert_allclose(by_big.shapley, by_row.shapley[::-1], atol=1e-15)
+    with pytest.raises(cohortsql.CohortError, match="are not values of id column 'row'"):
+        cohortsql.cohort_shapley(frame, id="row", targets=[2**64 - 1], **options)
+
+
+
+
 def test_target_ids_are_read_in_the_id_columns_type(scores):
     out = scores / "out.parquet"
     by_date = invoke(

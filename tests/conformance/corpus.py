@@ -170,6 +170,17 @@ CASES: list[Case] = [
         refused_on={"spark": "u", "postgres_upload": "u"},
     ),
     Case(
+        "unsigned 64-bit keys beyond BIGINT compared exactly",
+        "types",
+        lambda: _scores(
+            12,
+            {"u": pl.Series([2**64 - 1 - int(v) for v in _levels(12, 4)], dtype=pl.UInt64), "x": _levels(12, 2)},
+        ),
+        "p",
+        {"u": "exact", "x": "exact"},
+        refused_on={"spark": "u", "postgres_upload": "u"},
+    ),
+    Case(
         "booleans and dates",
         "types",
         lambda: _scores(
