@@ -300,8 +300,6 @@ def test_unsigned_ids_beyond_bigint_are_found(method):
         cohortsql.cohort_shapley(frame, id="row", targets=[2**64 - 1], **options)
 
 
-
-
 def test_target_ids_are_read_in_the_id_columns_type(scores):
     out = scores / "out.parquet"
     by_date = invoke(
