@@ -16,9 +16,6 @@ from cohortsql.numeric import kernels
 from cohortsql.numeric.pair_masks import Columns, _parameters, similar
 from cohortsql.numeric.pair_tests import PairTest
 
-CELL_BYTES = 256 * 2**20
-"""The dense cells (targets x (players + 1) x (players + 1) x sums) a histogram holds at once."""
-
 
 class DissimilarHistogram:
     """The (target, k) histogram of `targets` against the subjects `add`ed so far, each measure m's sum in
@@ -76,6 +73,6 @@ class DissimilarHistogram:
                         self.totals[t, m, :, 1 + p] += np.bincount(cell[chosen], weights=weights, minlength=cells)
 
 
-def targets_per_pass(players: int, sums: int) -> int:
-    """The targets whose dense (target, k) cells fit in `CELL_BYTES`."""
-    return max(1, CELL_BYTES // ((players + 1) * (players + 2) * sums * 8))
+def targets_per_pass(players: int, sums: int, budget: int) -> int:
+    """The targets whose dense (target, k, player) cells (`DissimilarHistogram.totals`) fit in `budget` bytes."""
+    return max(1, budget // ((players + 1) * (players + 2) * sums * 8))

@@ -167,7 +167,10 @@ def _kernel_histogram(
         player_of[list(members)] = player
     key = "k" if ranks is None else "rank"
     parts: dict[str, list[np.ndarray]] = {"target": [], key: []}
-    step = dissimilar.targets_per_pass(len(players), len(names)) if ranks is None else batch.num_rows
+    # the dense cells of a pass within the batch budget (a quarter of an engine's memory limit, if less)
+    step = (
+        dissimilar.targets_per_pass(len(players), len(names), prepared.batch_bytes) if ranks is None else batch.num_rows
+    )
     for first in range(0, batch.num_rows, step):
         part = batch.slice(first, step)
         part_ranks = None if ranks is None else ranks[first : first + part.num_rows]
