@@ -108,7 +108,8 @@ def assemble(
     if "mask0" in frame.columns:
         return _from_masks(frame, features, kinds, method, seed, max_permutations, tolerance)
     keys = [f"k{index}" for index in range(d)]
-    if all(key in frame.columns for key in keys) and f"k{d}" not in frame.columns:
+    columns = set(frame.columns)
+    if all(key in columns for key in keys) and f"k{d}" not in columns:
         return _from_cells(frame, features, kinds, keys)
     raise CohortError(
         f"the histogram has neither mask columns nor the {d} key columns k0..k{d - 1} of {d} features;"

@@ -205,12 +205,14 @@ def plan_features(
     others = [name for name in schema.names if name not in {*outcomes, id, weight}]
     requested = _requested(similarity, others)
     features: list[Feature] = []
+    listed: set[str] = set()
     for name, kind in requested:
         if not isinstance(name, str):
             raise CohortError(f"feature names must be column names (text), got {name!r}")
         require_column(columns, name, "feature")
-        if name in (feature.name for feature in features):
+        if name in listed:
             raise CohortError(f"feature {name!r} is listed twice")
+        listed.add(name)
         if name in outcomes:
             raise CohortError(f"feature {name!r} is the column being explained; a prediction cannot explain itself")
         if name == weight:

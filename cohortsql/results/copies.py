@@ -72,7 +72,8 @@ def outcome_copies(targets: pl.DataFrame, features: Sequence[str], explained: np
     finite = np.isfinite(y)
     if finite.sum() < COPY_MIN_ROWS or np.var(y[finite]) == 0:
         return {}
-    present = [name for name in features if name in targets.columns]  # groups of features are no column
+    columns = set(targets.columns)  # once: asked per feature, it costs d^2 at d = 1,024
+    present = [name for name in features if name in columns]  # groups of features are no column
     if not present:
         return {}
     rows, y = targets.select(present).filter(pl.Series(finite)), y[finite]
@@ -134,8 +135,9 @@ def fitted_label(rows: pl.DataFrame, features: Sequence[str], explained: np.ndar
     if usable.sum() < LABEL_MIN_ROWS or not ((p[usable] >= 0) & (p[usable] <= 1)).all() or np.ptp(p[usable]) == 0:
         return None
     best = None
+    columns = set(rows.columns)
     for name in features:
-        if name not in rows.columns:
+        if name not in columns:
             continue
         column = rows[name]
         levels = column.drop_nulls().unique()

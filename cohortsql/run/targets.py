@@ -273,7 +273,9 @@ def _targets_by_id(
     data = pl.from_arrow(table.select(names))
     assert isinstance(data, pl.DataFrame)
     if not prepared.custom:  # the subjects keep the data's columns only for sql: predicates
-        table = table.drop_columns([*names, *([POSITION_COLUMN] if prepared.input.positions else [])])
+        dropped = {*names, *([POSITION_COLUMN] if prepared.input.positions else [])}
+        # a select of the rest: pyarrow's drop_columns takes 0.6 s for 1,025 names (quadratic)
+        table = table.select([name for name in table.column_names if name not in dropped])
     return table, weights, data
 
 
