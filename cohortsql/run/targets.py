@@ -332,8 +332,8 @@ def requested_ids(values: Any, dtype: pa.DataType, id: str | None, role: str = "
         raise CohortError("targets is an empty list; pass None to explain every row")
     if any(value is None for value in listed):
         raise CohortError(f"{role} ids include None; ids identify rows and are never missing")
-    try:
-        array = _inferred_ids(listed)
+    try:  # integers beyond the signed range may be values of a UINT64 id column
+        array = pa.array(listed) if not _beyond_bigint(listed) else pa.array(listed, pa.uint64())
     except OverflowError:
         raise CohortError(f"{role} ids {listed[:5]!r} hold a number too large for any id column") from None
     except (pa.ArrowException, TypeError, ValueError):
@@ -347,13 +347,8 @@ def requested_ids(values: Any, dtype: pa.DataType, id: str | None, role: str = "
         raise CohortError(f"{role} ids {listed[:5]!r} are not values of {column}: {error}") from None
 
 
-def _inferred_ids(listed: list[Any]) -> pa.Array:
-    """The ids as Arrow infers them, or as unsigned 64-bit integers when they are integers beyond the
-    signed range (an id column of type UINT64 holds them)."""
-    try:
-        return pa.array(listed)
-    except OverflowError:
-        return pa.array(listed, pa.uint64())
+def _beyond_bigint(listed: list[Any]) -> bool:
+    return any(isinstance(value, int) and value > 2**63 - 1 for value in listed)
 
 
 LITERAL_IDS = 5_000
