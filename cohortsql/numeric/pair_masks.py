@@ -99,23 +99,15 @@ class Columns:
 
 
 def narrow_integers(columns: Sequence[pa.ChunkedArray | pa.Array], tests: Sequence[PairTest]) -> np.dtype:
-    """The narrowest signed integer type that holds every integer column's values by its type alone
-    (the same for every batch of a query) and the text codes (int32); int64 for any other type."""
-    kinds: list[np.dtype] = [np.dtype(np.int8)]
-    for column, test in zip(columns, tests):
-        if test.text:
-            kinds.append(np.dtype(np.int32))
-        elif test.integer:
-            kind = column.type
-            if pa.types.is_boolean(kind):
-                continue
-            if pa.types.is_signed_integer(kind):
-                kinds.append(np.dtype(f"int{kind.bit_width}"))
-            elif pa.types.is_unsigned_integer(kind) and kind.bit_width < 64:
-                kinds.append(np.dtype(f"int{2 * kind.bit_width}"))
-            else:
-                kinds.append(np.dtype(np.int64))
-    return np.result_type(*kinds)
+    """Bytes when every integer column's type holds only byte values (int8, booleans: the same for every
+    batch of a query) and no column is text (its codes need more), else 64-bit integers. Two types
+    only: each is a variant of the compiled kernels, seconds to compile."""
+    small = all(
+        not test.text and (pa.types.is_int8(column.type) or pa.types.is_boolean(column.type))
+        for column, test in zip(columns, tests)
+        if test.integer or test.text
+    )
+    return np.dtype(np.int8 if small else np.int64)
 
 
 def fits(d: int, sums: int) -> bool:

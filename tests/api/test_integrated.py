@@ -382,9 +382,9 @@ def test_the_histograms_built_here_equal_the_engines_sql(monkeypatch, numba):
 
 def _spied_subjects(monkeypatch) -> list:
     """Every `KernelSubjects` the integrated path makes, as it makes them."""
-    from cohortsql.run import integrated
+    from cohortsql.run import integrated, kernel_subjects
 
-    made, original = [], integrated.kernel_subjects
+    made, original = [], kernel_subjects.kernel_subjects  # the module's own, whatever a test set before
 
     def spy(*arguments):
         made.append(original(*arguments))
@@ -422,35 +422,34 @@ def test_subjects_that_fit_are_read_from_the_engine_once_per_call(monkeypatch, b
     np.testing.assert_allclose(tested.abc["deletion_abc"], again.abc["deletion_abc"], atol=1e-12)
 
 
-def test_narrow_integer_columns_give_the_sql_values(monkeypatch):
-    """Subjects kept in memory hold integers in the narrowest type of their columns as the engine
-    streams them (exact kinds keep the column's type: int8, unsigned widened, booleans, with missing
-    values): every test falls as in SQL."""
+def test_byte_columns_give_the_sql_values(monkeypatch):
+    """Subjects kept in memory hold integers as bytes when every integer column streams as int8 or
+    boolean (`exact` keeps the column's type), with missing values: every test falls as in SQL; an
+    unsigned byte column keeps them 64-bit (255 would wrap to -1 in a byte)."""
     from cohortsql.run import integrated
 
     rng = np.random.default_rng(5)
     rows = 400
-    tiny = rng.integers(-3, 3, rows)
     frame = pl.DataFrame(
         {
             "row": np.arange(rows),
-            "tiny": pl.Series(tiny, dtype=pl.Int8).set(pl.Series(np.arange(rows) % 11 == 0), None),
-            "byte": pl.Series(rng.integers(250, 256, rows), dtype=pl.UInt8),
+            "tiny": pl.Series(rng.integers(-3, 3, rows), dtype=pl.Int8).set(pl.Series(np.arange(rows) % 11 == 0), None),
             "flag": pl.Series(rng.integers(0, 2, rows) == 1),
+            "byte": pl.Series(rng.integers(250, 256, rows), dtype=pl.UInt8),
             "y": rng.normal(size=rows),
         }
     )
-    kinds = {"tiny": "exact", "byte": "exact", "flag": "exact"}
-    options = dict(prediction="y", similarity=kinds, id="row", targets=[0, 3, 11, 200], method="integrated")
-    made = _spied_subjects(monkeypatch)
-    here = cohortsql.cohort_shapley(frame, **options)
-    if made[0] is not None:  # the compiled kernel installed: the kept integers are 16-bit (int8 and uint8)
-        (features, _), *_ = made[0].kept
-        assert features.ints.dtype == np.int16 and features.floats.shape == (3, 0)
-    monkeypatch.setattr(integrated, "kernel_subjects", lambda *arguments: None)
-    by_sql = cohortsql.cohort_shapley(frame, **options)
-    np.testing.assert_allclose(here.shapley, by_sql.shapley, atol=1e-12)
-    np.testing.assert_allclose(here.feature_cohort_size, by_sql.feature_cohort_size, atol=1e-12)
+    for kinds, dtype in (({"tiny": "exact", "flag": "exact"}, np.int8), ({"tiny": "exact", "byte": "exact"}, np.int64)):
+        options = dict(prediction="y", similarity=kinds, id="row", targets=[0, 3, 11, 200], method="integrated")
+        made = _spied_subjects(monkeypatch)
+        here = cohortsql.cohort_shapley(frame, **options)
+        if made[0] is not None:  # the compiled kernel installed
+            (features, _), *_ = made[0].kept
+            assert features.ints.dtype == dtype and features.floats.shape == (2, 0)
+        monkeypatch.setattr(integrated, "kernel_subjects", lambda *arguments: None)
+        by_sql = cohortsql.cohort_shapley(frame, **options)
+        np.testing.assert_allclose(here.shapley, by_sql.shapley, atol=1e-12)
+        np.testing.assert_allclose(here.feature_cohort_size, by_sql.feature_cohort_size, atol=1e-12)
 
 
 @pytest.mark.parametrize("dialect", ["duckdb", "postgres", "spark"])

@@ -186,10 +186,10 @@ def test_kinds_without_a_numeric_twin_keep_the_sql_histogram():
             assert pair_tests(session.prepared) is None
 
 
-def test_compact_columns_hold_each_type_in_the_narrowest_integers_and_leave_unused_arrays_empty():
-    """`Columns.of(..., compact=True)`: integers in the narrowest signed type holding every column's type
-    (unsigned ones widened, booleans as bytes, text codes 32-bit), values and missing flags unchanged,
-    and (d, 0) arrays where no column needs doubles or missing flags."""
+def test_compact_columns_hold_bytes_where_every_column_fits_one_and_leave_unused_arrays_empty():
+    """`Columns.of(..., compact=True)`: integers as bytes when every integer column is int8 or boolean,
+    else 64-bit (unsigned bytes, wider types, text codes), values and missing flags unchanged, and (d, 0)
+    arrays where no column needs doubles or missing flags."""
     from cohortsql.numeric.pair_masks import Columns, narrow_integers
     from cohortsql.numeric.pair_tests import EQUAL, PairTest
 
@@ -197,15 +197,15 @@ def test_compact_columns_hold_each_type_in_the_narrowest_integers_and_leave_unus
     signed = pa.array([-128, 0, 127], pa.int8())
     unsigned = pa.array([0, 200, 255], pa.uint8())
     flags = pa.array([True, None, False])
-    assert narrow_integers([signed], [exact_integer]) == np.int8
-    assert narrow_integers([signed, unsigned], [exact_integer] * 2) == np.int16
-    assert narrow_integers([pa.array([1], pa.uint32())], [exact_integer]) == np.int64
-    assert narrow_integers([flags], [exact_integer]) == np.int8
-    assert narrow_integers([pa.array(["a"])], [exact_text]) == np.int32
-    compact = Columns.of([signed, unsigned, flags], [exact_integer] * 3, [None] * 3, compact=True)
-    full = Columns.of([signed, unsigned, flags], [exact_integer] * 3, [None] * 3)
-    assert compact.ints.dtype == np.int16 and compact.floats.shape == (3, 0) and compact.rows == 3
-    np.testing.assert_array_equal(compact.ints, full.ints)
-    np.testing.assert_array_equal(compact.missing, full.missing)
+    assert narrow_integers([signed, flags], [exact_integer] * 2) == np.int8
+    assert narrow_integers([signed, unsigned], [exact_integer] * 2) == np.int64
+    assert narrow_integers([signed, pa.array(["a", "b", "c"])], [exact_integer, exact_text]) == np.int64
+    assert narrow_integers([signed, pa.array([0.5, 1.0, 2.0])], [exact_integer, PairTest(code=EQUAL)]) == np.int8
+    for columns, dtype in (([signed, flags], np.int8), ([signed, unsigned, flags], np.int64)):
+        compact = Columns.of(columns, [exact_integer] * len(columns), [None] * len(columns), compact=True)
+        full = Columns.of(columns, [exact_integer] * len(columns), [None] * len(columns))
+        assert compact.ints.dtype == dtype and compact.floats.shape == (len(columns), 0) and compact.rows == 3
+        np.testing.assert_array_equal(compact.ints, full.ints)
+        np.testing.assert_array_equal(compact.missing, full.missing)
     without_gaps = Columns.of([signed], [exact_integer], [None], compact=True)
     assert without_gaps.missing.shape == (1, 0) and without_gaps.ints.dtype == np.int8
