@@ -63,8 +63,8 @@ class Columns:
         compact: bool = False,
     ) -> Columns:
         """The feature `columns` (in feature order) under their `tests`; text as its index in the
-        feature's `vocabulary` (the targets' distinct values; -1 where absent). `compact`: integers in
-        the narrowest type that holds every column's type (`narrow_integers`), and an array no column
+        feature's `vocabulary` (the targets' distinct values; -1 where absent). `compact`: integers as
+        bytes where every column's type allows it (`narrow_integers`), and an array no column
         fills (no double column, none with a missing value) is (d, 0): what the compiled kernels read
         of subjects kept in memory (100,000 x 1,024 binary features are 100 MB, not 1.7 GB)."""
         rows = len(columns[0]) if columns else 0
