@@ -298,6 +298,8 @@ def test_unsigned_ids_beyond_bigint_are_found(method):
     np.testing.assert_allclose(by_big.shapley, by_row.shapley[::-1], atol=1e-15)
     with pytest.raises(cohortsql.CohortError, match="are not values of id column 'row'"):
         cohortsql.cohort_shapley(frame, id="row", targets=[2**64 - 1], **options)
+    with pytest.raises(cohortsql.CohortError, match="too large for any id column"):
+        cohortsql.cohort_shapley(frame, id="big", targets=[2**64], **options)
 
 
 def test_target_ids_are_read_in_the_id_columns_type(scores):
