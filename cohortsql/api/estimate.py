@@ -61,8 +61,7 @@ def estimate(
     --------
     >>> import cohortsql
     >>> loans = cohortsql.datasets.loans()
-    >>> similarity = {"income": "abs:15", "region": "exact"}
-    >>> plan = cohortsql.estimate(loans, prediction="score", similarity=similarity)
+    >>> plan = cohortsql.estimate(loans, prediction="score", similarity={"income": "abs:15", "region": "exact"})
     >>> plan.targets, plan.method, plan.path
     (12, 'exact', 'pairwise')
     """
@@ -85,20 +84,21 @@ def estimate_compare(
     """What `compare` with these arguments would do and how long each of its three stages should take
     (``compare --dry-run``): cohort Shapley's plan as `estimate` gives it, then baseline and
     all-baseline Shapley each run on their first few targets and timed (twice as many again when that
-    was quick, so that the fixed cost of reading the baselines is not charged to every target). The
-    model is checked against `prediction` first, as `compare` does.
+    was quick, so that the fixed cost of reading the baselines is not charged to every target).
 
     Parameters
     ----------
     data, model, prediction, similarity
-        What `compare` would explain, given as to it.
+        What `compare` would explain, given as to it. The model is checked against `prediction` first,
+        as `compare` does.
     **options
         Every option of `compare` (`CompareOptions`).
 
     Returns
     -------
     ComparisonPlan
-        The cohort plan and each model game's plan, with their estimates and the total.
+        The cohort plan and each model game's plan (baseline and all-baseline Shapley), with their
+        estimates and the total.
 
     Examples
     --------

@@ -170,9 +170,9 @@ def insertion_deletion(
     Examples
     --------
     >>> import cohortsql
-    >>> loans = cohortsql.datasets.loans()
     >>> similarity = {"income": "abs:15", "region": "exact"}
-    >>> res = cohortsql.cohort_shapley(loans, prediction="score", similarity=similarity)
+    >>> loans = cohortsql.datasets.loans()
+    >>> res = cohortsql.cohort_shapley(loans, prediction="score", similarity=similarity, method="integrated")
     >>> tests = cohortsql.insertion_deletion(loans, prediction="score", similarity=similarity, attributions=res)
     >>> tests.abc.columns
     ['id', 'insertion_abc', 'deletion_abc']

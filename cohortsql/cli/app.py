@@ -13,36 +13,7 @@ from collections.abc import Callable
 
 import typer
 
-from cohortsql.cli.compute import (
-    AUDIT_EPILOG,
-    CALIBRATE_EPILOG,
-    COMPARE_EPILOG,
-    EFFECTS_EPILOG,
-    FAIRNESS_EPILOG,
-    GAME_EPILOG,
-    INSERTION_EPILOG,
-    SHAPLEY_EPILOG,
-    UNIQUENESS_EPILOG,
-    audit,
-    calibrate,
-    compare,
-    effects,
-    fairness,
-    game,
-    insertion_deletion,
-    shapley,
-    uniqueness,
-)
-from cohortsql.cli.files import (
-    ASSEMBLE_EPILOG,
-    PLOT_EPILOG,
-    REPORT_EPILOG,
-    SQL_EPILOG,
-    assemble,
-    plot,
-    report,
-    sql,
-)
+from cohortsql.cli import compute, files
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -58,28 +29,28 @@ def cohortsql() -> None:
     """The commands' group (its help is APP_HELP: one paragraph, which the terminal wraps)."""
 
 
-COMMANDS: dict[str, tuple[Callable[..., None], str]] = {
-    "shapley": (shapley, SHAPLEY_EPILOG),
-    "effects": (effects, EFFECTS_EPILOG),
-    "uniqueness": (uniqueness, UNIQUENESS_EPILOG),
-    "game": (game, GAME_EPILOG),
-    "compare": (compare, COMPARE_EPILOG),
-    "audit": (audit, AUDIT_EPILOG),
-    "fairness": (fairness, FAIRNESS_EPILOG),
-    "calibrate": (calibrate, CALIBRATE_EPILOG),
-    "insertion-deletion": (insertion_deletion, INSERTION_EPILOG),
-    "report": (report, REPORT_EPILOG),
-    "sql": (sql, SQL_EPILOG),
-    "assemble": (assemble, ASSEMBLE_EPILOG),
-    "plot": (plot, PLOT_EPILOG),
+COMMANDS: dict[str, tuple[Callable[..., None], str, str]] = {
+    "shapley": (compute.shapley, compute.SHAPLEY_EPILOG, ""),
+    "effects": (compute.effects, compute.EFFECTS_EPILOG, ""),
+    "uniqueness": (compute.uniqueness, compute.UNIQUENESS_EPILOG, ""),
+    "game": (compute.game, compute.GAME_EPILOG, ""),
+    "compare": (compute.compare, compute.COMPARE_EPILOG, ""),
+    "audit": (compute.audit, compute.AUDIT_EPILOG, ""),
+    "fairness": (compute.fairness, compute.FAIRNESS_EPILOG, ""),
+    "calibrate": (compute.calibrate, compute.CALIBRATE_EPILOG, ""),
+    "insertion-deletion": (compute.insertion_deletion, compute.INSERTION_EPILOG, ""),
+    "report": (files.report, files.REPORT_EPILOG, ""),
+    "sql": (files.sql, files.SQL_EPILOG, ""),
+    "assemble": (files.assemble, files.ASSEMBLE_EPILOG, ""),
+    "plot": (files.plot, files.PLOT_EPILOG, ""),
+    "run": (compute.shapley, compute.SHAPLEY_EPILOG, "The earlier name of `shapley`."),
+    "global": (compute.effects, compute.EFFECTS_EPILOG, "The earlier name of `effects`."),
 }
-"""Each command's function and the examples its help ends with, in the order the help lists them."""
+"""Each command's function, the examples its help ends with and its help where that is not the
+function's docstring, in the order the help lists them."""
 
-for name, (function, epilog) in COMMANDS.items():
-    app.command(name, epilog=epilog)(function)
-
-app.command("run", epilog=SHAPLEY_EPILOG, help="The earlier name of `shapley`.")(shapley)
-app.command("global", epilog=EFFECTS_EPILOG, help="The earlier name of `effects`.")(effects)
+for name, (function, epilog, help) in COMMANDS.items():
+    app.command(name, epilog=epilog, help=help or None)(function)
 
 
 _USAGE_ERROR: type[Exception] = typer.BadParameter.__mro__[1]

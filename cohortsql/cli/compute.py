@@ -8,17 +8,7 @@ from typing import Any
 
 import typer
 
-from cohortsql._typing import (
-    AuditOptions,
-    CalibrationOptions,
-    CompareOptions,
-    EffectsOptions,
-    FairnessOptions,
-    GameOptions,
-    InsertionOptions,
-    ShapleyOptions,
-    UniquenessOptions,
-)
+from cohortsql import _typing
 from cohortsql.cli.failures import print_warnings_so_far
 from cohortsql.cli.flags import A_TABLE, EXPLAINED, OUTPUTS, Flags
 from cohortsql.cli.options import command, names, numbers, pick, request
@@ -37,7 +27,7 @@ SHAPLEY_EPILOG = (
 )
 
 
-@command(EXPLAINED, A_TABLE, ShapleyOptions, OUTPUTS, ("top", "reasons", "dry_run"))
+@command(EXPLAINED, A_TABLE, _typing.ShapleyOptions, OUTPUTS, ("top", "reasons", "dry_run"))
 def shapley(options: Flags) -> None:
     """Cohort Shapley values of every feature for every target; prints the most important features."""
     from cohortsql.api.estimate import estimate
@@ -45,7 +35,7 @@ def shapley(options: Flags) -> None:
     from cohortsql.cli.outputs import write, write_on_the_engine, written_on_the_engine
     from cohortsql.cli.summaries import shapley_summary
 
-    arguments = request(options, ShapleyOptions)
+    arguments = request(options, _typing.ShapleyOptions)
     if options.get("dry_run"):
         typer.echo(str(estimate(options["data"], **arguments)))
         return
@@ -65,7 +55,7 @@ def shapley(options: Flags) -> None:
     typer.echo(shapley_summary(result, options["top"], count, warned) + written)
 
 
-@command(EXPLAINED, A_TABLE, EffectsOptions, OUTPUTS, ("report", "dry_run"))
+@command(EXPLAINED, A_TABLE, _typing.EffectsOptions, OUTPUTS, ("report", "dry_run"))
 def effects(options: Flags) -> None:
     """Shapley effects: how much of the variance of the prediction each feature explains."""
     from cohortsql.api.effects import shapley_effects
@@ -75,7 +65,7 @@ def effects(options: Flags) -> None:
     from cohortsql.report import check_report_path
     from cohortsql.results.effects import ShapleyEffects
 
-    arguments = request(options, EffectsOptions)
+    arguments = request(options, _typing.EffectsOptions)
     if options.get("dry_run"):
         typer.echo(str(estimate(options["data"], **arguments)))
         return
@@ -105,14 +95,14 @@ def _lattice_tables(arguments: dict[str, Any], result: Any) -> dict[str, Any]:
     return {label: table() for label, (wanted, table) in asked.items() if wanted}
 
 
-@command(("data", "similar", "features", "target_ids"), A_TABLE, UniquenessOptions, OUTPUTS, ("top",))
+@command(("data", "similar", "features", "target_ids"), A_TABLE, _typing.UniquenessOptions, OUTPUTS, ("top",))
 def uniqueness(options: Flags) -> None:
     """Uniqueness Shapley: which features make each row identifiable (a privacy audit; no prediction needed)."""
     from cohortsql.api.uniqueness import uniqueness_shapley
     from cohortsql.cli.outputs import write
     from cohortsql.cli.summaries import uniqueness_summary
 
-    arguments = request(options, UniquenessOptions, explained=False)
+    arguments = request(options, _typing.UniquenessOptions, explained=False)
     result = uniqueness_shapley(options["data"], **arguments)
     tables = {"": result.local, "totals": result.totals} | _lattice_tables(arguments, result)
     written = write(options, tables, result.settings)
@@ -120,7 +110,7 @@ def uniqueness(options: Flags) -> None:
     typer.echo(uniqueness_summary(result, options["top"]) + written)
 
 
-@command(("data", "game", *EXPLAINED[1:]), A_TABLE, GameOptions, OUTPUTS, ("top",))
+@command(("data", "game", *EXPLAINED[1:]), A_TABLE, _typing.GameOptions, OUTPUTS, ("top",))
 def game(options: Flags) -> None:
     """Shapley values of any game of cohorts (--game): uniqueness, k-anonymity:K, cohort-variance (which
     reads --prediction); prints the features by their mean value."""
@@ -132,7 +122,7 @@ def game(options: Flags) -> None:
     if not isinstance(name, str) or not name:
         raise CohortError("no --game given: name one, e.g. --game cohort-variance or --game k-anonymity:5")
     explained = reads_a_column(name)
-    arguments = request(options, GameOptions, explained=explained)
+    arguments = request(options, _typing.GameOptions, explained=explained)
     if explained:
         prediction = arguments["prediction"]
         if not isinstance(prediction, str):
@@ -146,7 +136,7 @@ def game(options: Flags) -> None:
     typer.echo(game_summary(result, options["top"]) + written)
 
 
-@command(EXPLAINED, A_TABLE, ("model",), CompareOptions, OUTPUTS, ("top", "dry_run"))
+@command(EXPLAINED, A_TABLE, ("model",), _typing.CompareOptions, OUTPUTS, ("top", "dry_run"))
 def compare(options: Flags) -> None:
     """Cohort, baseline and all-baseline Shapley side by side (and squared), with the share of the model-based
     values that rests on realistic hybrid points. Needs the model (--model) as well as its predictions."""
@@ -156,7 +146,7 @@ def compare(options: Flags) -> None:
     from cohortsql.cli.outputs import write
     from cohortsql.cli.summaries import comparison_summary
 
-    arguments = request(options, CompareOptions)
+    arguments = request(options, _typing.CompareOptions)
     model = options.get("model")
     if not model:
         raise CohortError("no --model given: name the fitted model's pickle (or .joblib) file")
@@ -180,7 +170,12 @@ AUDIT_EPILOG = (
 
 
 @command(
-    EXPLAINED, ("protected",), A_TABLE, ("model", "threshold", "observed"), AuditOptions, ("out", "report", "dry_run")
+    EXPLAINED,
+    ("protected",),
+    A_TABLE,
+    ("model", "threshold", "observed"),
+    _typing.AuditOptions,
+    ("out", "report", "dry_run"),
 )
 def audit(options: Flags) -> None:
     """Does the prediction lean on protected attributes, model inputs or not? Each attribute's share of
@@ -195,7 +190,7 @@ def audit(options: Flags) -> None:
     from cohortsql.cli.outputs import write
     from cohortsql.report import check_report_path
 
-    arguments = request(options, AuditOptions)
+    arguments = request(options, _typing.AuditOptions)
     protected = _protected(options, arguments, "an audit explains one --prediction column")
     model = options.get("model")
     if options.get("dry_run"):
@@ -229,7 +224,7 @@ def audit(options: Flags) -> None:
     typer.echo("\n".join(found.summary()) + written)
 
 
-@command(("data", "features"), A_TABLE, CalibrationOptions, ("out", "plot"))
+@command(("data", "features"), A_TABLE, _typing.CalibrationOptions, ("out", "plot"))
 def calibrate(options: Flags) -> None:
     """The similarity threshold at which held-out rows are realistic, beside points drawn from the marginals."""
     from cohortsql.api.calibrate import calibrate as calibrate_threshold
@@ -245,7 +240,7 @@ def calibrate(options: Flags) -> None:
     if figure:
         check_figure_path(Path(figure), "--plot")  # before the work, not after it
         refuse_inputs([Path(figure), *([Path(str(options["out"]))] if options.get("out") else [])], options)
-    given = pick(options, *CalibrationOptions.__annotations__) | {"exact": names(options.get("exact"))}
+    given = pick(options, *_typing.CalibrationOptions.__annotations__) | {"exact": names(options.get("exact"))}
     for name in ("thresholds", "holdouts"):
         if name in given:
             given[name] = numbers(name, given[name])
@@ -309,7 +304,7 @@ INSERTION_EPILOG = (
 )
 
 
-@command(EXPLAINED, A_TABLE, InsertionOptions, ("attributions", "out", "into_table", "database", "replace"))
+@command(EXPLAINED, A_TABLE, _typing.InsertionOptions, ("attributions", "out", "into_table", "database", "replace"))
 def insertion_deletion(options: Flags) -> None:
     """The insertion and deletion tests of an attribution in cohorts: for each target, its features in the
     attribution's order, the cohort mean as they are required similar (insertion) and stop being required
@@ -318,7 +313,7 @@ def insertion_deletion(options: Flags) -> None:
     from cohortsql.cli.outputs import write
     from cohortsql.formats.files import read_frame
 
-    arguments = request(options, InsertionOptions)
+    arguments = request(options, _typing.InsertionOptions)
     if arguments.pop("targets", None) is not None or arguments.pop("sample", None) is not None:
         raise CohortError("insertion-deletion tests the attributions' own targets: leave --targets and --sample out")
     if isinstance(arguments["prediction"], list):
@@ -345,7 +340,7 @@ FAIRNESS_EPILOG = (
 )
 
 
-@command(("data", "prediction"), ("protected", "threshold", "observed"), A_TABLE, FairnessOptions, ("out",))
+@command(("data", "prediction"), ("protected", "threshold", "observed"), A_TABLE, _typing.FairnessOptions, ("out",))
 def fairness(options: Flags) -> None:
     """Group fairness metrics of the decisions, over every row, in fairlearn's vocabulary: each group's
     selection rate (a score at or above --threshold is selected; without it --prediction holds 0/1
@@ -355,7 +350,7 @@ def fairness(options: Flags) -> None:
     from cohortsql.api.fairness import fairness as fairness_metrics
     from cohortsql.cli.outputs import write
 
-    arguments = request(options, FairnessOptions, compared=False)  # every row, nothing compared
+    arguments = request(options, _typing.FairnessOptions, compared=False)  # every row, nothing compared
     protected = _protected(options, arguments, "fairness reads one --prediction column")
     found = fairness_metrics(
         options["data"],

@@ -15,343 +15,293 @@ import typer
 from cohortsql._typing import DIALECTS, ENGINES, METHODS, MODEL_INPUTS, MODEL_OUTPUTS, PATHS, VARIANTS
 from cohortsql.api.declared import with_declared_defaults
 
-Data = Annotated[
-    str | None,
-    typer.Argument(
-        help="A parquet/csv/json path or glob, FILE.duckdb:TABLE, a table name (--engine spark or a URI), or a quoted SQL query.",
-        show_default=False,
-    ),
-]
-Histogram = Annotated[
-    Path | None, typer.Argument(help="The result of the `cohortsql sql` query (.parquet or .csv).", show_default=False)
-]
-Prediction = Annotated[
-    list[str] | None,
-    typer.Option(
-        help="The column to explain (a model's prediction or an outcome); repeat it to explain several"
-        " columns over the same cohorts in one pass."
-    ),
-]
-Weight = Annotated[
-    str | None, typer.Option(help="A column of case weights (>= 0; an integer weight counts as that many rows).")
-]
-Bootstrap = Annotated[
-    int | None,
-    typer.Option(help="B Bayesian-bootstrap replicates, in the same pass: intervals of every value (try 200)."),
-]
-Confidence = Annotated[
-    float | None, typer.Option(help="The bootstrap intervals' coverage (default {default:confidence}).")
-]
-Id = Annotated[
-    str | None, typer.Option("--id", help="The column that identifies rows (default: 0-based row position).")
-]
-Similar = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--similar",
-        help="FEATURE=KIND, repeatable (*=KIND: every column not named otherwise). Kinds: exact, abs:D[unit],"
-        " relative:D, range:R, quantile:R[:P], bins:K, sql:EXPR.",
-    ),
-]
-Features = Annotated[
-    str | None,
-    typer.Option(
-        help="Comma-separated features that get default kinds; all: every column but the id, weight and explained ones."
-    ),
-]
-Targets = Annotated[str | None, typer.Option(help="SQL predicate over the data's columns choosing the targets.")]
-TargetIds = Annotated[
-    str | None,
-    typer.Option(
-        help="Comma-separated ids of the targets (read in the id's type); beside --sample, ids explained with the"
-        " sample that count in no average over targets (shapley, audit)."
-    ),
-]
-Sample = Annotated[
-    float | None,
-    typer.Option(
-        help="A random sample of the targets (of --targets' rows, or every row): a count (>= 1) or a fraction (< 1)."
-    ),
-]
-Seed = Annotated[
-    int | None, typer.Option(help="Seed for the sample of targets, the permutations and the bootstrap replicates.")
-]
-MethodOption = Annotated[
-    str | None, typer.Option("--method", help=f"{' | '.join(METHODS)} (default {{default:method}}).")
-]
-PathOption = Annotated[
-    str | None,
-    typer.Option("--path", help=f"How exact cohorts are found: {' | '.join(PATHS)} (default {{default:path}})."),
-]
-Tolerance = Annotated[float | None, typer.Option(help="Permutation method: stop a target at this standard error.")]
-MaxPermutations = Annotated[
-    int | None, typer.Option(help="Permutation method: budget per target (default {default:max_permutations}).")
-]
-MemoryLimit = Annotated[
-    str | None, typer.Option(help="DuckDB memory limit, e.g. 1GB; beyond it DuckDB spills to disk.")
-]
-TempDirectory = Annotated[Path | None, typer.Option(help="Where DuckDB spills.")]
-Out = Annotated[
-    Path | None,
-    typer.Option(
-        help="Write the results here (.parquet or .csv); `shapley` writes the per-target totals and refinement"
-        " paths beside it (_totals, _paths, and _reasons with --reasons)."
-    ),
-]
-IntoTable = Annotated[
-    str | None,
-    typer.Option(help="Also write the results into this table (of --database on DuckDB, of the catalog on Spark)."),
-]
-Database = Annotated[Path | None, typer.Option(help="DuckDB database file for --into-table.")]
-Replace = Annotated[
-    bool | None,
-    typer.Option("--replace/--no-replace", help="Let --into-table replace existing tables of the same names."),
-]
-EngineOption = Annotated[
-    str | None,
-    typer.Option(
-        "--engine",
-        help=f"{' | '.join(name for name in ENGINES if not ENGINES[name].schemes)} (default duckdb; spark for Spark"
-        " tables), or a warehouse's URI: "
-        + ", ".join(f"{scheme}://..." for entry in ENGINES.values() for scheme in entry.schemes)
-        + " (credentials from the URI or the driver's environment; never printed).",
-    ),
-]
-SparkMaster = Annotated[
-    str | None,
-    typer.Option(help="Spark master URL (default local[*]; with SPARK_REMOTE set and no master: Spark Connect)."),
-]
-Config = Annotated[Path | None, typer.Option(help="TOML file with any of these options; flags override it.")]
-GameName = Annotated[
-    str | None,
-    typer.Option(
-        "--game",
-        help="The game: NAME or NAME:PARAMETER, e.g. uniqueness, k-anonymity:5 or cohort-variance (cohortsql.game_shapley).",
-    ),
-]
-Top = Annotated[int | None, typer.Option(help="How many features the summary lists (default {top}).")]
-Protected = Annotated[
-    list[str] | None,
-    typer.Option(
-        help="A protected attribute to audit (a column; it need not be a model input); repeat it, or"
-        " separate names with commas, for several."
-    ),
-]
-ReportOut = Annotated[
-    Path | None, typer.Option("--report", help="Also write the HTML report here (.html), with its Audit section.")
-]
-Threshold = Annotated[
-    float | None,
-    typer.Option(
-        help="fairness: the score at or above which a row is selected (default: --prediction holds 0/1 decisions)."
-    ),
-]
-Observed = Annotated[
-    str | None,
-    typer.Option(
-        help="fairness: the column of observed outcomes (0/1 or booleans), for true and false positive rates."
-    ),
-]
-ProtectedBins = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--protected-bins",
-        help="NAME=E1,E2,... (the groups' edges: under E1, E1 to E2, ..., E2 and over) or NAME=quantiles:N,"
-        " repeatable: how a numeric protected attribute's targets are grouped (default: quartiles).",
-    ),
-]
-ModelTargets = Annotated[
-    int | None,
-    typer.Option(
-        help="With --model: how many targets (a random sample) the model's baseline Shapley covers (default {default:model_targets})."
-    ),
-]
-ModelFile = Annotated[
-    Path | None,
-    typer.Option(
-        "--model",
-        help="The fitted model, saved with pickle (or joblib: .joblib). Loading it runs code stored in the file:"
-        " only load files you trust.",
-    ),
-]
-ModelInputOption = Annotated[
-    str | None,
-    typer.Option(
-        "--model-input", help=f"How the model reads rows: {' | '.join(MODEL_INPUTS)} (default {{default:model_input}})."
-    ),
-]
-ModelOutputOption = Annotated[
-    str | None,
-    typer.Option("--model-output", help=f"{' | '.join(MODEL_OUTPUTS)}: predict, or predict_proba's second column."),
-]
-ModelToleranceOption = Annotated[
-    float | None,
-    typer.Option(
-        "--model-tolerance",
-        help="How far the model may differ from the --prediction column on the targets (relative; default {default:model_tolerance};"
-        " inf skips the check).",
-    ),
-]
-BaselineSample = Annotated[
-    int | None,
-    typer.Option(
-        help="All-baseline Shapley over this many rows drawn at random (default: every row for baseline;"
-        " {default:audit_baseline_sample} for the audit's model)."
-    ),
-]
-Exact = Annotated[str | None, typer.Option(help="Comma-separated numeric features to compare exactly (not by window).")]
-CalibrationKindOption = Annotated[
-    str | None,
-    typer.Option("--kind", help="range | quantile: the width a threshold is a share of (default {default:kind})."),
-]
-Thresholds = Annotated[str | None, typer.Option(help="Comma-separated thresholds (default {default:thresholds}).")]
-Holdouts = Annotated[
-    str | None, typer.Option(help="Comma-separated shares of rows held out (default {default:holdouts}).")
-]
-Runs = Annotated[
-    int | None, typer.Option(help="Random splits (and marginal draws) per holdout share (default {default:runs}).")
-]
-MarginalSamples = Annotated[
-    int | None, typer.Option(help="Points drawn from the marginals per run (default {default:marginal_samples}).")
-]
-MaxRows = Annotated[
-    int | None,
-    typer.Option(help="Calibrate a larger table on a random sample of this many rows (default {default:max_rows})."),
-]
-PlotOut = Annotated[Path | None, typer.Option("--plot", help="Save the calibration figure here (.png, .svg, .pdf).")]
-Attributions = Annotated[
-    Path | None,
-    typer.Option(
-        help="The attributions to test (.parquet or .csv): columns id, feature and value (or shapley), e.g. the"
-        " table `cohortsql shapley --out` wrote, or a model's SHAP values; every target needs every feature."
-    ),
-]
-Realistic = Annotated[
-    bool | None,
-    typer.Option("--realistic/--no-realistic", help="Split BS and ABS by realistic hybrid points (default on)."),
-]
-InteractionsOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--interactions/--no-interactions",
-        help="Also the pairwise Shapley interaction values (exact method): printed by size, written as _interactions.",
-    ),
-]
-AnchoredOption = Annotated[
-    int | None,
-    typer.Option(
-        help="Also the paper's anchored terms (Harsanyi dividends) of every set of 1..K features (exact method),"
-        " written as _anchored."
-    ),
-]
-GroupsOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--group",
-        "--groups",
-        help="NAME=FEATURE,FEATURE,..., repeatable: explain those features as one player, similar when similar"
-        " on every member (features not named stay players of their own).",
-    ),
-]
-GroupValuesOption = Annotated[
-    str | None,
-    typer.Option(
-        help="With --group: players (each group's value) or owen (also each feature's Owen value within its"
-        " group, written as _owen)."
-    ),
-]
-Reasons = Annotated[
-    int | None, typer.Option(help="Give each target's top N features in words (printed for the first targets).")
-]
-DryRun = Annotated[bool, typer.Option(help="Print the plan and a time estimate from a pilot batch; compute nothing.")]
-Progress = Annotated[
-    bool | None,
-    typer.Option("--progress/--no-progress", help="Progress on stderr (default: on a terminal, for long runs)."),
-]
-Debug = Annotated[bool, typer.Option(help="Show the traceback of a failure.")]
+
+def _option(kind: Any, help: str, *declarations: str) -> Any:
+    """A flag of type `kind` that is None when not given, so that a config file's value counts."""
+    return Annotated[kind | None, typer.Option(*declarations, help=help)]
+
+
+def _switch(name: str, help: str) -> Any:
+    """A true-or-false flag, ``--name/--no-name``, None when not given."""
+    return _option(bool, help, f"--{name}/--no-{name}")
+
+
+TargetIds = _option(
+    str,
+    "Comma-separated ids of the targets (read in the id's type); beside --sample, ids explained with the"
+    " sample that count in no average over targets (shapley, audit).",
+)
 OutcomeOption = Annotated[
     str | None,
     typer.Option("--outcome", help="Of a run that explained several columns (--prediction repeated), the one to show."),
 ]
-Table = Annotated[str | None, typer.Option(help="The table the SQL reads (default: the file DATA names).")]
-DataTable = Annotated[
-    str | None,
-    typer.Option(
-        "--table",
-        help="A table (or view) of the engine's database to read instead of DATA, e.g. risk.scores with --engine postgresql://...",
-    ),
-]
-Dialect = Annotated[str | None, typer.Option(help=f"{' | '.join(DIALECTS)} (default duckdb).")]
-Variant = Annotated[
-    str | None,
-    typer.Option(
-        help=f"{' | '.join(VARIANTS)}: one row per target and mask; the same with identical subjects merged"
-        " first; (exact/bins only) the cells, with no join; or the whole computation in SQL: every target's"
-        " values, or the Shapley effects (default histogram)."
-    ),
-]
+Debug = Annotated[bool, typer.Option(help="Show the traceback of a failure.")]
+_ENGINES_HELP = (
+    f"{' | '.join(name for name in ENGINES if not ENGINES[name].schemes)} (default duckdb; spark for Spark tables),"
+    " or a warehouse's URI: "
+    + ", ".join(f"{scheme}://..." for entry in ENGINES.values() for scheme in entry.schemes)
+    + " (credentials from the URI or the driver's environment; never printed)."
+)
+_VARIANTS_HELP = (
+    f"{' | '.join(VARIANTS)}: one row per target and mask; the same with identical subjects merged first;"
+    " (exact/bins only) the cells, with no join; or the whole computation in SQL: every target's values,"
+    " or the Shapley effects (default histogram)."
+)
 
 FLAGS: dict[str, tuple[Any, Any]] = {
-    "data": (Data, None),
-    "histogram": (Histogram, None),
-    "prediction": (Prediction, None),
-    "game": (GameName, None),
-    "model": (ModelFile, None),
-    "protected": (Protected, None),
-    "protected_bins": (ProtectedBins, None),
-    "threshold": (Threshold, None),
-    "observed": (Observed, None),
-    "model_targets": (ModelTargets, None),
-    "id": (Id, None),
-    "weight": (Weight, None),
-    "similar": (Similar, None),
-    "features": (Features, None),
-    "targets": (Targets, None),
+    "data": (
+        Annotated[
+            str | None,
+            typer.Argument(
+                help="A parquet/csv/json path or glob, FILE.duckdb:TABLE, a table name (--engine spark or a URI),"
+                " or a quoted SQL query.",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    "histogram": (
+        Annotated[
+            Path | None,
+            typer.Argument(help="The result of the `cohortsql sql` query (.parquet or .csv).", show_default=False),
+        ],
+        None,
+    ),
+    "prediction": (
+        _option(
+            list[str],
+            "The column to explain (a model's prediction or an outcome); repeat it to explain several"
+            " columns over the same cohorts in one pass.",
+        ),
+        None,
+    ),
+    "game": (
+        _option(
+            str,
+            "The game: NAME or NAME:PARAMETER, e.g. uniqueness, k-anonymity:5 or cohort-variance"
+            " (cohortsql.game_shapley).",
+            "--game",
+        ),
+        None,
+    ),
+    "model": (
+        _option(
+            Path,
+            "The fitted model, saved with pickle (or joblib: .joblib). Loading it runs code stored in the file:"
+            " only load files you trust.",
+            "--model",
+        ),
+        None,
+    ),
+    "protected": (
+        _option(
+            list[str],
+            "A protected attribute to audit (a column; it need not be a model input); repeat it, or"
+            " separate names with commas, for several.",
+        ),
+        None,
+    ),
+    "protected_bins": (
+        _option(
+            list[str],
+            "NAME=E1,E2,... (the groups' edges: under E1, E1 to E2, ..., E2 and over) or NAME=quantiles:N,"
+            " repeatable: how a numeric protected attribute's targets are grouped (default: quartiles).",
+            "--protected-bins",
+        ),
+        None,
+    ),
+    "threshold": (
+        _option(
+            float,
+            "fairness: the score at or above which a row is selected (default: --prediction holds 0/1 decisions).",
+        ),
+        None,
+    ),
+    "observed": (
+        _option(str, "fairness: the column of observed outcomes (0/1 or booleans), for true and false positive rates."),
+        None,
+    ),
+    "model_targets": (
+        _option(
+            int,
+            "With --model: how many targets (a random sample) the model's baseline Shapley covers"
+            " (default {default:model_targets}).",
+        ),
+        None,
+    ),
+    "id": (_option(str, "The column that identifies rows (default: 0-based row position).", "--id"), None),
+    "weight": (_option(str, "A column of case weights (>= 0; an integer weight counts as that many rows)."), None),
+    "similar": (
+        _option(
+            list[str],
+            "FEATURE=KIND, repeatable (*=KIND: every column not named otherwise). Kinds: exact, abs:D[unit],"
+            " relative:D, range:R, quantile:R[:P], bins:K, sql:EXPR.",
+            "--similar",
+        ),
+        None,
+    ),
+    "features": (
+        _option(
+            str,
+            "Comma-separated features that get default kinds; all: every column but the id, weight and explained ones.",
+        ),
+        None,
+    ),
+    "targets": (_option(str, "SQL predicate over the data's columns choosing the targets."), None),
     "target_ids": (TargetIds, None),
-    "sample": (Sample, None),
-    "seed": (Seed, None),
-    "bootstrap": (Bootstrap, None),
-    "confidence": (Confidence, None),
-    "method": (MethodOption, None),
-    "path": (PathOption, None),
-    "tolerance": (Tolerance, None),
-    "max_permutations": (MaxPermutations, None),
-    "model_input": (ModelInputOption, None),
-    "model_output": (ModelOutputOption, None),
-    "model_tolerance": (ModelToleranceOption, None),
-    "baseline_sample": (BaselineSample, None),
-    "realistic": (Realistic, None),
-    "interactions": (InteractionsOption, None),
-    "anchored": (AnchoredOption, None),
-    "groups": (GroupsOption, None),
-    "group_values": (GroupValuesOption, None),
-    "exact": (Exact, None),
-    "kind": (CalibrationKindOption, None),
-    "thresholds": (Thresholds, None),
-    "holdouts": (Holdouts, None),
-    "runs": (Runs, None),
-    "marginal_samples": (MarginalSamples, None),
-    "max_rows": (MaxRows, None),
-    "table": (Table, None),
-    "data_table": (DataTable, None),
-    "dialect": (Dialect, None),
-    "variant": (Variant, None),
-    "memory_limit": (MemoryLimit, None),
-    "temp_directory": (TempDirectory, None),
-    "engine": (EngineOption, None),
-    "spark_master": (SparkMaster, None),
-    "progress": (Progress, None),
-    "out": (Out, None),
-    "plot": (PlotOut, None),
-    "attributions": (Attributions, None),
-    "into_table": (IntoTable, None),
-    "database": (Database, None),
-    "replace": (Replace, None),
-    "top": (Top, None),
-    "report": (ReportOut, None),
-    "reasons": (Reasons, None),
-    "dry_run": (DryRun, False),
-    "config": (Config, None),
+    "sample": (
+        _option(
+            float,
+            "A random sample of the targets (of --targets' rows, or every row): a count (>= 1) or a fraction (< 1).",
+        ),
+        None,
+    ),
+    "seed": (_option(int, "Seed for the sample of targets, the permutations and the bootstrap replicates."), None),
+    "bootstrap": (
+        _option(int, "B Bayesian-bootstrap replicates, in the same pass: intervals of every value (try 200)."),
+        None,
+    ),
+    "confidence": (_option(float, "The bootstrap intervals' coverage (default {default:confidence})."), None),
+    "method": (_option(str, f"{' | '.join(METHODS)} (default {{default:method}}).", "--method"), None),
+    "path": (
+        _option(str, f"How exact cohorts are found: {' | '.join(PATHS)} (default {{default:path}}).", "--path"),
+        None,
+    ),
+    "tolerance": (_option(float, "Permutation method: stop a target at this standard error."), None),
+    "max_permutations": (
+        _option(int, "Permutation method: budget per target (default {default:max_permutations})."),
+        None,
+    ),
+    "model_input": (
+        _option(
+            str,
+            f"How the model reads rows: {' | '.join(MODEL_INPUTS)} (default {{default:model_input}}).",
+            "--model-input",
+        ),
+        None,
+    ),
+    "model_output": (
+        _option(str, f"{' | '.join(MODEL_OUTPUTS)}: predict, or predict_proba's second column.", "--model-output"),
+        None,
+    ),
+    "model_tolerance": (
+        _option(
+            float,
+            "How far the model may differ from the --prediction column on the targets (relative; default"
+            " {default:model_tolerance}; inf skips the check).",
+            "--model-tolerance",
+        ),
+        None,
+    ),
+    "baseline_sample": (
+        _option(
+            int,
+            "All-baseline Shapley over this many rows drawn at random (default: every row for baseline;"
+            " {default:audit_baseline_sample} for the audit's model).",
+        ),
+        None,
+    ),
+    "realistic": (_switch("realistic", "Split BS and ABS by realistic hybrid points (default on)."), None),
+    "interactions": (
+        _switch(
+            "interactions",
+            "Also the pairwise Shapley interaction values (exact method): printed by size, written as _interactions.",
+        ),
+        None,
+    ),
+    "anchored": (
+        _option(
+            int,
+            "Also the paper's anchored terms (Harsanyi dividends) of every set of 1..K features (exact method),"
+            " written as _anchored.",
+        ),
+        None,
+    ),
+    "groups": (
+        _option(
+            list[str],
+            "NAME=FEATURE,FEATURE,..., repeatable: explain those features as one player, similar when similar"
+            " on every member (features not named stay players of their own).",
+            "--group",
+            "--groups",
+        ),
+        None,
+    ),
+    "group_values": (
+        _option(
+            str,
+            "With --group: players (each group's value) or owen (also each feature's Owen value within its"
+            " group, written as _owen).",
+        ),
+        None,
+    ),
+    "exact": (_option(str, "Comma-separated numeric features to compare exactly (not by window)."), None),
+    "kind": (
+        _option(str, "range | quantile: the width a threshold is a share of (default {default:kind}).", "--kind"),
+        None,
+    ),
+    "thresholds": (_option(str, "Comma-separated thresholds (default {default:thresholds})."), None),
+    "holdouts": (_option(str, "Comma-separated shares of rows held out (default {default:holdouts})."), None),
+    "runs": (_option(int, "Random splits (and marginal draws) per holdout share (default {default:runs})."), None),
+    "marginal_samples": (
+        _option(int, "Points drawn from the marginals per run (default {default:marginal_samples})."),
+        None,
+    ),
+    "max_rows": (
+        _option(int, "Calibrate a larger table on a random sample of this many rows (default {default:max_rows})."),
+        None,
+    ),
+    "table": (_option(str, "The table the SQL reads (default: the file DATA names)."), None),
+    "data_table": (
+        _option(
+            str,
+            "A table (or view) of the engine's database to read instead of DATA, e.g. risk.scores with"
+            " --engine postgresql://...",
+            "--table",
+        ),
+        None,
+    ),
+    "dialect": (_option(str, f"{' | '.join(DIALECTS)} (default duckdb)."), None),
+    "variant": (_option(str, _VARIANTS_HELP), None),
+    "memory_limit": (_option(str, "DuckDB memory limit, e.g. 1GB; beyond it DuckDB spills to disk."), None),
+    "temp_directory": (_option(Path, "Where DuckDB spills."), None),
+    "engine": (_option(str, _ENGINES_HELP, "--engine"), None),
+    "spark_master": (
+        _option(str, "Spark master URL (default local[*]; with SPARK_REMOTE set and no master: Spark Connect)."),
+        None,
+    ),
+    "progress": (_switch("progress", "Progress on stderr (default: on a terminal, for long runs)."), None),
+    "out": (
+        _option(
+            Path,
+            "Write the results here (.parquet or .csv); `shapley` writes the per-target totals and refinement"
+            " paths beside it (_totals, _paths, and _reasons with --reasons).",
+        ),
+        None,
+    ),
+    "plot": (_option(Path, "Save the calibration figure here (.png, .svg, .pdf).", "--plot"), None),
+    "attributions": (
+        _option(
+            Path,
+            "The attributions to test (.parquet or .csv): columns id, feature and value (or shapley), e.g. the"
+            " table `cohortsql shapley --out` wrote, or a model's SHAP values; every target needs every feature.",
+        ),
+        None,
+    ),
+    "into_table": (
+        _option(str, "Also write the results into this table (of --database on DuckDB, of the catalog on Spark)."),
+        None,
+    ),
+    "database": (_option(Path, "DuckDB database file for --into-table."), None),
+    "replace": (_switch("replace", "Let --into-table replace existing tables of the same names."), None),
+    "top": (_option(int, "How many features the summary lists (default {top})."), None),
+    "report": (_option(Path, "Also write the HTML report here (.html), with its Audit section.", "--report"), None),
+    "reasons": (_option(int, "Give each target's top N features in words (printed for the first targets)."), None),
+    "dry_run": (
+        Annotated[bool, typer.Option(help="Print the plan and a time estimate from a pilot batch; compute nothing.")],
+        False,
+    ),
+    "config": (_option(Path, "TOML file with any of these options; flags override it."), None),
     "debug": (Debug, False),
 }
 """Every flag of the commands that take options: its declaration and default, by the API's name for it.

@@ -4,7 +4,7 @@ order), and a target's values laid out on a grid (an image's pixels as features)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -16,20 +16,10 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from cohortsql.results.cohort import CohortShapleyResult
+    from cohortsql.results.insertion import InsertionDeletion
 
 
-class Tested(Protocol):
-    """What the figure reads of the tests (`cohortsql.InsertionDeletion`)."""
-
-    @property
-    def abc(self) -> pl.DataFrame: ...
-    @property
-    def curves(self) -> pl.DataFrame: ...
-    @property
-    def outcome(self) -> str: ...
-
-
-def insertion_deletion(result: Tested, id: Any) -> Figure:
+def insertion_deletion(result: InsertionDeletion, id: Any) -> Figure:
     """Target `id`'s insertion curve (the cohort mean as its features are required similar, in the
     attribution's order) and deletion curve (as they stop being required), each with the straight line
     between its ends, whose area between is the test's ABC."""
