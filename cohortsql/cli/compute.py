@@ -3,6 +3,7 @@ writes what was asked and prints a summary."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,7 @@ def shapley(options: Flags) -> None:
     from cohortsql.cli.summaries import shapley_summary
 
     arguments = request(options, _typing.ShapleyOptions)
-    if options.get("dry_run"):
-        typer.echo(str(estimate(options["data"], **arguments)))
+    if _dry_run(options, estimate, **arguments):
         return
     count = options.get("reasons")
     if count is not None and (isinstance(count, bool) or count < 1):
@@ -66,8 +66,7 @@ def effects(options: Flags) -> None:
     from cohortsql.results.effects import ShapleyEffects
 
     arguments = request(options, _typing.EffectsOptions)
-    if options.get("dry_run"):
-        typer.echo(str(estimate(options["data"], **arguments)))
+    if _dry_run(options, estimate, **arguments):
         return
     report = options.get("report")
     if report:
@@ -82,6 +81,15 @@ def effects(options: Flags) -> None:
         written += f"\nwrote {report}"
     warned = print_warnings_so_far()  # before the table whose rows they qualify
     typer.echo(effects_summary(result, warned) + written)
+
+
+def _dry_run(options: Flags, planner: Callable[..., object], **arguments: Any) -> bool:
+    """With --dry-run, print the plan `planner` gives for the data and these arguments, and say that
+    the command is done (it computes nothing)."""
+    if not options.get("dry_run"):
+        return False
+    typer.echo(str(planner(options["data"], **arguments)))
+    return True
 
 
 def _lattice_tables(arguments: dict[str, Any], result: Any) -> dict[str, Any]:
@@ -150,10 +158,10 @@ def compare(options: Flags) -> None:
     model = options.get("model")
     if not model:
         raise CohortError("no --model given: name the fitted model's pickle (or .joblib) file")
-    if options.get("dry_run"):
-        typer.echo(str(estimate_compare(options["data"], model=load_model(model), **arguments)))
+    loaded = load_model(model)
+    if _dry_run(options, estimate_compare, model=loaded, **arguments):
         return
-    result = compare_methods(options.get("data"), model=load_model(model), **arguments)
+    result = compare_methods(options.get("data"), model=loaded, **arguments)
     tables = {"": result.local, "global": result.global_, "totals": result.totals}
     written = write(options, tables, result.cohort.settings | {"comparison": "CS, BS, ABS"})
     print_warnings_so_far()

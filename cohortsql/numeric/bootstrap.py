@@ -17,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from cohortsql.numeric.local_values import LocalValues
+from cohortsql.numeric.local_values import ByRowAndFeature, LocalValues
 from cohortsql.numeric.shapley import CohortShapley, shapley_values
 
 
@@ -88,11 +88,11 @@ class Bootstrap:
     """The intervals' coverage, e.g. 0.95."""
     seed: int
     """Seeds the replicate draws: the same seed gives the same replicates on every engine."""
-    shapley_low: np.ndarray
-    """Lower end of each target's and feature's interval of phi_j, shape (targets, d)."""
-    shapley_high: np.ndarray
-    shapley_squared_low: np.ndarray
-    shapley_squared_high: np.ndarray
+    shapley_low: ByRowAndFeature
+    """Lower end of each target's and feature's interval of phi_j (a row is a target)."""
+    shapley_high: ByRowAndFeature
+    shapley_squared_low: ByRowAndFeature
+    shapley_squared_high: ByRowAndFeature
     effects: np.ndarray
     """Each replicate's Shapley effects (the targets' weighted mean of phi_j^2), shape (B, d)."""
     target_weights: np.ndarray

@@ -8,6 +8,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+ByRow = np.ndarray
+"""An array with one entry per row (a game row, or a target once a result holds it): shape (rows,)."""
+ByRowAndFeature = np.ndarray
+"""An array with one entry per row and feature: shape (rows, d)."""
+
 
 class LocalValues(NamedTuple):
     """Cohort Shapley values and their cohorts' statistics, with a leading axis of game rows (a row is
@@ -16,26 +21,26 @@ class LocalValues(NamedTuple):
     permutations (`cohortsql.numeric.permutation.stack`, with standard errors) or integrated
     (`cohortsql.api.integrated.integrated_fields`). Sizes are sums of weights (counts unweighted)."""
 
-    shapley: np.ndarray
-    """phi_j of v_CS(t, u) = ybar_{t,u} - ybar, shape (rows, d)."""
-    shapley_squared: np.ndarray
-    """phi_j of the squared game v_CS2(t, u) = (ybar_{t,u} - ybar)^2 (never phi_j^2), shape (rows, d)."""
-    cohort_size: np.ndarray
-    """|C_{t,1:d}|, shape (rows,)."""
-    cohort_mean: np.ndarray
-    """ybar_{t,1:d} (relative to the run's offset, the pilot value), shape (rows,)."""
-    path_order: np.ndarray
-    """Each row's features by decreasing |phi_j|, shape (rows, d)."""
-    path_size: np.ndarray
-    """|C_{t,u_k}| for u_k = the k + 1 most important features (the refinement path), shape (rows, d)."""
-    path_mean: np.ndarray
-    """ybar_{t,u_k} along the refinement path, shape (rows, d)."""
-    feature_cohort_size: np.ndarray
-    """|C_{t,{j}}|: the subjects similar to the target on feature j alone, shape (rows, d)."""
-    shapley_se: np.ndarray | None = None
+    shapley: ByRowAndFeature
+    """phi_j of v_CS(t, u) = ybar_{t,u} - ybar."""
+    shapley_squared: ByRowAndFeature
+    """phi_j of the squared game v_CS2(t, u) = (ybar_{t,u} - ybar)^2 (never phi_j^2)."""
+    cohort_size: ByRow
+    """|C_{t,1:d}|."""
+    cohort_mean: ByRow
+    """ybar_{t,1:d} (relative to the run's offset, the pilot value)."""
+    path_order: ByRowAndFeature
+    """Each row's features by decreasing |phi_j|."""
+    path_size: ByRowAndFeature
+    """|C_{t,u_k}| for u_k = the k + 1 most important features (the refinement path)."""
+    path_mean: ByRowAndFeature
+    """ybar_{t,u_k} along the refinement path."""
+    feature_cohort_size: ByRowAndFeature
+    """|C_{t,{j}}|: the subjects similar to the target on feature j alone."""
+    shapley_se: ByRowAndFeature | None = None
     """The permutation method's standard errors (None: exact or integrated)."""
-    shapley_squared_se: np.ndarray | None = None
-    permutations: np.ndarray | None = None
+    shapley_squared_se: ByRowAndFeature | None = None
+    permutations: ByRow | None = None
     interactions: np.ndarray | None = None
     """Interaction values the permutations estimated with the values, (rows, d, d)."""
     interactions_se: np.ndarray | None = None

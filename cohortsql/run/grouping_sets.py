@@ -8,7 +8,7 @@ every cohort of every subset from those cells. Local values for targets look up 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -18,12 +18,13 @@ import pyarrow as pa
 from cohortsql import queries
 from cohortsql.engines.base import Engine
 from cohortsql.formats.tables import Diagnostics, diagnostics
-from cohortsql.games.base import Cohorts, DenseBatch, Game
+from cohortsql.games.base import Cohorts, DenseBatch
 from cohortsql.numeric import lattice, shapley
 from cohortsql.request.measures import Measures
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, game_means
 from cohortsql.run.replicates import draw_groups, one_row_per_key
+from cohortsql.run.session import GamePass
 from cohortsql.run.targets import TargetSet
 
 
@@ -191,19 +192,14 @@ def grouping_sets_batches(
         yield values_of_cells(cells, target_cells, measures, means, weights)
 
 
-def dense_games(
-    engine: Engine,
-    prepared: Prepared,
-    targets: TargetSet,
-    pacer: Pacer,
-    games: Sequence[Game],
-    *,
-    replicates: bool = False,
-) -> Iterator[DenseBatch]:
+def dense_games(run: GamePass, *, replicates: bool = False) -> Iterator[DenseBatch]:
     """The exact driver of the grouping-sets path for any `games`: each batch of targets' dense games,
     from the lattice of cells; with `replicates`, those of every bootstrap weighting in turn."""
+    prepared, games = run.session.prepared, run.games
     measures = prepared.measures
-    for start, rows, cells, target_cells, means in _batches_of_cells(engine, prepared, targets, pacer):
+    for start, rows, cells, target_cells, means in _batches_of_cells(
+        run.session.engine, prepared, run.targets, run.pacer
+    ):
         lattice = cells.cohorts(measures, target_cells)
         for weighting in range(measures.weightings if replicates else 1):
             own = [measures.game(outcome, weighting) for outcome in range(measures.outcomes)]

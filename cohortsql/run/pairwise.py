@@ -34,6 +34,7 @@ from cohortsql.request.similarity import SqlPredicate
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, WeightedSubjects, weigh_subjects
 from cohortsql.run.replicates import one_row_per_key, weigh_replicates
+from cohortsql.run.session import GamePass
 from cohortsql.run.targets import TargetSet
 
 
@@ -148,14 +149,7 @@ def pairwise_batches(
 
 
 def dense_games(
-    engine: Engine,
-    prepared: Prepared,
-    targets: TargetSet,
-    pacer: Pacer,
-    games: Sequence[Game],
-    *,
-    reductions: Sequence[Sequence[int]] | None = None,
-    replicates: bool = False,
+    run: GamePass, *, reductions: Sequence[Sequence[int]] | None = None, replicates: bool = False
 ) -> Iterator[DenseBatch]:
     """The exact driver of the pairwise path for any `games` (`cohortsql.games.base.Game`): each batch
     of distinct targets' mask histogram, scattered into dense arrays a cache-sized chunk of targets at
@@ -163,6 +157,7 @@ def dense_games(
     game reads), then valued by each game. With `reductions` (each a list of players as sets of
     features, e.g. every union's reduced game for Owen values), the games of each reduction of one
     histogram in turn; with `replicates`, those of every bootstrap weighting in turn."""
+    engine, prepared, games = run.session.engine, run.session.prepared, run.games
     measures = prepared.measures
     weighted = weigh_subjects(engine, prepared)
     reads = any(game.powers for game in games)
@@ -173,7 +168,7 @@ def dense_games(
         for weighting in weightings
     ]
     for start, rows, histogram in _histograms(
-        engine, prepared, weighted, targets, pacer, of_players=reductions is None
+        engine, prepared, weighted, run.targets, run.pacer, of_players=reductions is None
     ):
         for reduction, players in enumerate(reductions or [None]):
             part = histogram if players is None else histogram_of_players(histogram, players, MASK_WORD_BITS)

@@ -20,7 +20,7 @@ from cohortsql.numeric import bootstrap, dividends, players, shapley
 from cohortsql.results.uniqueness import GameResult
 from cohortsql.run import grouping_sets, pairwise
 from cohortsql.run.route import EXACT_PAIRWISE, Route
-from cohortsql.run.session import Session
+from cohortsql.run.session import GamePass, Session
 from cohortsql.run.strategy import check_owen, game_route, make_pacer
 from cohortsql.run.targets import TargetSet
 
@@ -59,7 +59,7 @@ def shapley_values(
     phi, value, size = np.zeros((rows, d)), np.zeros(rows), np.zeros(rows)
     low, high = (np.zeros((rows, d)), np.zeros((rows, d))) if replicates else (None, None)
     pending: dict[tuple[int, int], dict[int, np.ndarray]] = {}  # a chunk's replicate values so far
-    for batch in driver(session.engine, session.prepared, chosen, pacer, [game], replicates=replicates):
+    for batch in driver(GamePass(session, chosen, pacer, [game]), replicates=replicates):
         span = slice(batch.start, batch.start + batch.rows)
         values = shapley.shapley_values(batch.values[0])
         if batch.weighting == 0:
@@ -168,7 +168,7 @@ def lattice_terms(
     pairs = np.empty((len(games), rows, d, d)) if interactions else None
     terms = None if sets is None else np.empty((len(games), rows, len(sets)))
     pacer = make_pacer(session.engine, prepared, chosen, EXACT_PAIRWISE, session.reporter())
-    for batch in pairwise.dense_games(session.engine, prepared, chosen, pacer, games):
+    for batch in pairwise.dense_games(GamePass(session, chosen, pacer, games)):
         rows_of_batch = slice(batch.start, batch.start + batch.rows)
         for index, game in enumerate(batch.values):
             if pairs is not None:
@@ -225,7 +225,7 @@ def _union_batches(
     reduced = [players.union_game(unions, index) for index in range(len(unions))]
     pacer = make_pacer(session.engine, prepared, chosen, EXACT_PAIRWISE, session.reporter())
     batches = pairwise.dense_games(
-        session.engine, prepared, chosen, pacer, games, reductions=[union.players for union in reduced]
+        GamePass(session, chosen, pacer, games), reductions=[union.players for union in reduced]
     )
     for batch in batches:
         yield batch, reduced[batch.reduction]

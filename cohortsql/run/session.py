@@ -13,16 +13,18 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
 from cohortsql.engines import open_engine
 from cohortsql.engines.base import Engine, EngineSettings
 from cohortsql.formats.tables import run_settings
+from cohortsql.games.base import Game
 from cohortsql.request.features import ResolvedFeature
 from cohortsql.request.options import Options, Where
 from cohortsql.request.similarity import Similarity, SimilarityArgument
+from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, prepare
 from cohortsql.run.progress import Reporter, reporter
 from cohortsql.run.targets import TargetSet, about_rows, every_row, read_rows, read_target_data, select_targets
@@ -126,6 +128,17 @@ class Session:
             outcome=name,
             total_weight=prepared.total_weight if prepared.weight is not None else None,
         )
+
+
+class GamePass(NamedTuple):
+    """What an exact driver of dense games reads (`cohortsql.run.pairwise.dense_games`,
+    `cohortsql.run.grouping_sets.dense_games`): the call's session (its engine and prepared input), the
+    chosen targets, the pacer that sizes the batches, and the games to value."""
+
+    session: Session
+    targets: TargetSet
+    pacer: Pacer
+    games: Sequence[Game]
 
 
 @contextmanager
