@@ -109,9 +109,9 @@ def test_ten_thousand_targets_make_a_report_under_five_megabytes(tmp_path):
 
 
 def test_the_targets_table_keeps_the_furthest_targets_of_a_large_result(boston, monkeypatch):
-    from cohortsql import report
+    from cohortsql.report import targets
 
-    monkeypatch.setattr(report, "TABLE_TARGETS", 50)
+    monkeypatch.setattr(targets, "TABLE_TARGETS", 50)
     html = report_html(ReportTables.of_result(boston))
     table = html[html.index('<table id="target-table"') :]
     rows = re.findall(r"<tr><td>(\d+)</td>", table)
