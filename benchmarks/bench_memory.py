@@ -54,7 +54,7 @@ def child(limit: str) -> None:
             similarity={"x0": "quantile:0.1", "x1": "exact"},
             id="id",
             targets=[1, 2, 3],
-            memory_limit=None if limit == "none" else limit,
+            engine=cohortsql.DuckDB(memory_limit=None if limit == "none" else limit),
         )
     else:
         import duckdb
@@ -84,7 +84,9 @@ def small_table_run(case: str) -> None:
         frame = pl.DataFrame(columns).with_columns(y=pl.col("x0") + 2 * pl.col("x1") + noise, id=pl.int_range(300))
         options = dict(similarity={name: "abs:1" for name in columns}, targets=list(range(40)), method="exact")
         memory_limit = "500MB"
-    cohortsql.cohort_shapley(frame, prediction="y", id="id", memory_limit=memory_limit, **options)
+    cohortsql.cohort_shapley(
+        frame, prediction="y", id="id", engine=cohortsql.DuckDB(memory_limit=memory_limit), **options
+    )
 
 
 def measure(limit: str) -> float:

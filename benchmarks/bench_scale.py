@@ -81,7 +81,7 @@ def run_cohortsql(rows: int, d: int, targets: int, method: str, memory_limit: st
         method=method,
         seed=0,
         max_permutations=PERMUTATIONS,
-        memory_limit=memory_limit,
+        engine=cohortsql.DuckDB(memory_limit=memory_limit),
         progress=False,
     )
 

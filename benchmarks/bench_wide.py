@@ -140,7 +140,7 @@ def part2(rows: int, targets: int) -> None:
 
 def part3(rows: int, targets: int) -> None:
     frame = table(rows, 1024)
-    seconds, _ = explained(frame, 1024, list(range(targets)), memory_limit="500MB")
+    seconds, _ = explained(frame, 1024, list(range(targets)), engine=cohortsql.DuckDB(memory_limit="500MB"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"part 3: memory_limit='500MB': {seconds:.1f} s, peak RSS of this process so far {peak:,.0f} MB")
 

@@ -85,7 +85,10 @@ class DuckDB:
     Beyond `memory_limit` DuckDB spills to `temp_directory` (default: its own)."""
 
     memory_limit: str | None = None
+    """DuckDB's memory limit while computing, e.g. ``"1GB"`` (default: DuckDB's, most of the machine's
+    memory); the batches of targets are sized to a quarter of it."""
     temp_directory: str | os.PathLike[str] | None = None
+    """Where DuckDB spills beyond `memory_limit`."""
     name: ClassVar[EngineName] = "duckdb"
 
     def options(self) -> dict[str, object]:
@@ -100,6 +103,7 @@ class Spark:
     master when no SparkSession is given (default ``local[*]``; with ``SPARK_REMOTE`` set, Spark Connect)."""
 
     master: str | None = None
+    """The master URL of the session cohortsql starts."""
     name: ClassVar[EngineName] = "spark"
 
     def options(self) -> dict[str, object]:
@@ -157,21 +161,15 @@ class RunOptions(TypedDict, total=False):
     """Where and how a call runs, the same for every method: the ``**options`` every public function
     and `df.cohort` method takes (the command line's flags of the same names)."""
 
-    memory_limit: str | None
-    """DuckDB's memory limit while computing, e.g. ``"1GB"``; beyond it DuckDB spills to disk."""
-    temp_directory: str | os.PathLike[str] | None
-    """Where DuckDB spills."""
     progress: bool | None
     """Report progress on stderr; None reports on long runs when stderr is a terminal."""
     connection: Any
     """A DuckDB connection, a SparkSession or an ADBC connection (PostgreSQL, Snowflake, BigQuery,
     Flight SQL) to run on (needed to read its tables by name)."""
     engine: EngineName | DuckDB | Spark | None
-    """``"duckdb"``, ``"spark"`` or ``"adbc"``, or a configured engine (``cohortsql.DuckDB(memory_limit="1GB")``,
-    ``cohortsql.Spark(master=...)``); by default the one the data or connection belongs to, else DuckDB."""
-    spark_master: str | None
-    """Spark: the master URL of a session cohortsql starts (default ``local[*]``; with ``SPARK_REMOTE``
-    set and no master, a Spark Connect session)."""
+    """``"duckdb"``, ``"spark"`` or ``"adbc"``, or a configured engine, which holds the engine's own
+    settings: ``cohortsql.DuckDB(memory_limit="1GB", temp_directory=...)``, ``cohortsql.Spark(master=...)``.
+    By default the engine the data or connection belongs to, else DuckDB."""
 
 
 RUN_OPTIONS: tuple[str, ...] = tuple(RunOptions.__annotations__)

@@ -147,11 +147,12 @@ def cohort_shapley(
         members; a feature no group names is a player of its own.
     group_values : {"players", "owen"}
         ``owen`` adds each feature's Owen value within its group (``res.owen``, ``res.owen_table``).
-    memory_limit, temp_directory, progress, connection, engine, spark_master : RunOptions
-        Where and how it runs, the same for every method (`RunOptions`): DuckDB's memory limit
-        (e.g. ``"1GB"``; beyond it DuckDB spills to `temp_directory`), progress on stderr (None: on
+    progress, connection, engine : RunOptions
+        Where and how it runs, the same for every method (`RunOptions`): progress on stderr (None: on
         long runs at a terminal), a DuckDB connection or a SparkSession to read its tables by name,
-        the engine by name, and the master of a Spark session cohortsql starts.
+        and the engine by name or configured with its own settings
+        (``engine=cohortsql.DuckDB(memory_limit="1GB")``: beyond the limit DuckDB spills to its
+        ``temp_directory``; ``engine=cohortsql.Spark(master="local[4]")``).
 
     Returns
     -------

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cohortsql._typing import ENGINES, EVERY_OTHER
+from cohortsql._typing import ENGINES, EVERY_OTHER, DuckDB, Spark
 from cohortsql.api.declared import with_declared_defaults
 from cohortsql.cli.config import merged_options
 from cohortsql.cli.failures import _reported_failures
@@ -26,6 +26,9 @@ def command(*groups: tuple[str, ...] | type) -> Callable[[Callable[[Flags], None
     has no flag). ``--config`` and ``--debug`` come last; failures are reported by `_reported_failures`.
     """
     names = list(dict.fromkeys([name for group in groups for name in _flag_names(group)] + ["config", "debug"]))
+    if "engine" in names:  # the settings a configured engine holds (`_configured_engine`), beside --engine
+        at = names.index("engine") + 1
+        names[at:at] = [name for name in CONFIGURED if name not in names]
     parameters = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=FLAGS[name][0], default=FLAGS[name][1])
         for name in names
@@ -114,6 +117,8 @@ def request(
         refuse_inputs(outputs, options)
     names = group if isinstance(group, tuple) else tuple(group.__annotations__)
     arguments = pick(options, *(name for name in names if name not in ("targets", "sample", "include")))
+    if "engine" in names:
+        arguments |= _configured_engine(options)
     if explained and prediction:
         arguments["prediction"] = _prediction(prediction)
     if not compared:
@@ -133,7 +138,23 @@ def request(
     )
 
 
-ENGINE_SETTINGS = ("memory_limit", "temp_directory", "spark_master", "database")
+CONFIGURED = ("memory_limit", "temp_directory", "spark_master")
+"""The flags that configure the engine a command runs on (the API's ``engine=cohortsql.DuckDB(...)``
+or ``engine=cohortsql.Spark(master=...)``)."""
+
+
+def _configured_engine(options: Flags) -> dict[str, Any]:
+    """The API's ``engine=``, configured by the flags that were given (`CONFIGURED`); nothing when none
+    was. `_check_engine_settings` has refused a flag of an engine other than the one that runs."""
+    limit, directory, master = options.get("memory_limit"), options.get("temp_directory"), options.get("spark_master")
+    if master is not None:
+        return {"engine": Spark(master=master)}
+    if limit is not None or directory is not None:
+        return {"engine": DuckDB(memory_limit=limit, temp_directory=directory)}
+    return {}
+
+
+ENGINE_SETTINGS = (*CONFIGURED, "database")
 """Flags that are settings of one engine or another (`cohortsql.engines.EngineSettings`)."""
 
 

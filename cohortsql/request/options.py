@@ -127,7 +127,8 @@ class Auditing:
 
 @dataclass(frozen=True)
 class Where:
-    """Where and how a call runs, the same for every method."""
+    """Where and how a call runs, the same for every method; the engine's own settings (memory_limit,
+    temp_directory, spark_master) come from a configured ``engine=`` (`ENGINE_SETTINGS`)."""
 
     memory_limit: str | None = None
     temp_directory: str | os.PathLike[str] | None = None
@@ -222,13 +223,10 @@ _CHECKS: dict[str, Callable[[str, Any], object]] = {
 
 def _with_configured_engine(values: dict[str, object]) -> dict[str, object]:
     """`values` with a configured ``engine`` (`cohortsql.DuckDB`, `cohortsql.Spark`) turned into its
-    name and the options it sets; a setting given both ways is refused (which one was meant?)."""
+    name and the settings it holds (`Where`'s, which no public option sets otherwise)."""
     engine = values.get("engine")
     if isinstance(engine, CONFIGURED_ENGINES):
-        for name, value in engine.options().items():
-            if values.get(name) is not None:
-                raise CohortError(f"{name} is given twice, as {name}= and in engine={engine!r}: give it in one place")
-            values[name] = value
+        values.update(engine.options())
         values["engine"] = engine.name
     elif engine is not None and engine not in ENGINES:
         raise CohortError(
@@ -236,6 +234,15 @@ def _with_configured_engine(values: dict[str, object]) -> dict[str, object]:
             f" cohortsql.Spark(...)), got {engine!r}"
         )
     return values
+
+
+ENGINE_SETTINGS: dict[str, tuple[str, str]] = {
+    "memory_limit": ("DuckDB", "memory_limit"),
+    "temp_directory": ("DuckDB", "temp_directory"),
+    "spark_master": ("Spark", "master"),
+}
+"""`Where`'s settings of one engine, which a configured ``engine=`` holds: each one's engine class and
+its name there (an option of that name is refused with the spelling that sets it)."""
 
 
 def _choice(name: str, value: object, choices: Sequence[str]) -> object:
@@ -251,6 +258,10 @@ def checked_options(given: Mapping[str, object], allowed: Any, **defaults: objec
     drawn (`arguments.drawn_seed`) when replicates or a sample of baselines need one."""
     names = set(allowed.__required_keys__) | set(allowed.__optional_keys__)
     unknown = sorted(set(given) - names)
+    settings = [name for name in unknown if name in ENGINE_SETTINGS]
+    if settings:
+        owner, setting = ENGINE_SETTINGS[settings[0]]
+        raise CohortError(f"{settings[0]} is a setting of one engine: pass engine=cohortsql.{owner}({setting}=...)")
     if unknown:
         close = difflib.get_close_matches(unknown[0], sorted(names), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; the options are {', '.join(sorted(names))}"

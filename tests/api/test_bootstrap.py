@@ -155,7 +155,14 @@ def test_no_query_grows_with_the_replicates_under_a_memory_limit(monkeypatch):
     data = table(9, rows=30)
     for replicates in (40, 4000):
         options = dict(prediction="y", similarity={"a": "exact", "b": "abs:0.2"}, bootstrap=replicates, seed=2)
-        result = quietly(cohortsql.cohort_shapley, data, id="id", path="pairwise", memory_limit="20MB", **options)
+        result = quietly(
+            cohortsql.cohort_shapley,
+            data,
+            id="id",
+            path="pairwise",
+            engine=cohortsql.DuckDB(memory_limit="20MB"),
+            **options,
+        )
         assert result.bootstrap.shapley_low.shape == (30, 2)
     assert longest[4000] == longest[40]
 

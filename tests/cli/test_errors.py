@@ -105,7 +105,7 @@ def test_empty_table():
 def test_bad_id_column(ids, message, memory_limit):
     """Under a memory limit duplicates are counted by a grouped query of their own (it spills)."""
     with pytest.raises(CohortError, match=message):
-        explain(FRAME.with_columns(id=pl.Series(ids)), id="id", memory_limit=memory_limit)
+        explain(FRAME.with_columns(id=pl.Series(ids)), id="id", engine=cohortsql.DuckDB(memory_limit=memory_limit))
 
 
 def test_missing_files(tmp_path):
@@ -177,9 +177,9 @@ def test_a_misspelled_option_is_named_with_the_closest_one():
             "bootstrap",
         ),
         (
-            lambda: cohortsql.sql_query(frame, prediction="y", similarity=["a"], table="t", memory_limt="1GB"),
-            "memory_limt",
-            "memory_limit",
+            lambda: cohortsql.sql_query(frame, prediction="y", similarity=["a"], table="t", wieght="w"),
+            "wieght",
+            "weight",
         ),
         (lambda: cohortsql.calibrate(frame, features=["a"], runs=1, engin="duckdb"), "engin", "engine"),
     ):

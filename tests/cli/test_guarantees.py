@@ -365,7 +365,7 @@ def test_quantiles_spill_under_a_small_memory_limit(tmp_path):
         f" FROM range(4000000)) TO '{path}' (FORMAT parquet)"
     )
     options = dict(prediction="y", similarity={"x": "quantile:0.1"}, id="id", targets=[1, 2])
-    limited = cohortsql.cohort_shapley(str(path), memory_limit="40MB", **options)
+    limited = cohortsql.cohort_shapley(str(path), engine=cohortsql.DuckDB(memory_limit="40MB"), **options)
     free = cohortsql.cohort_shapley(str(path), **options)
     assert limited.feature_statistics == free.feature_statistics
     np.testing.assert_allclose(limited.shapley, free.shapley, atol=1e-12)
@@ -540,7 +540,11 @@ def test_defaulted_features_are_counted_in_bounded_memory(tmp_path):
     frame.write_parquet(tmp_path / "wide.parquet")
     features = [f"x{j}" for j in range(6)] + ["ten", "eleven"]
     plan = cohortsql.estimate(
-        tmp_path / "wide.parquet", prediction="y", similarity=features, memory_limit="50MB", targets=[0, 1]
+        tmp_path / "wide.parquet",
+        prediction="y",
+        similarity=features,
+        engine=cohortsql.DuckDB(memory_limit="50MB"),
+        targets=[0, 1],
     )
     assert plan.features == 8
     small = frame.head(5_000)

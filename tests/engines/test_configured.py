@@ -53,16 +53,19 @@ def test_a_configured_spark_names_its_master():
     ("options", "message"),
     [
         (
-            {"engine": cohortsql.DuckDB(memory_limit="300MB"), "memory_limit": "1GB"},
-            "memory_limit is given twice, as memory_limit= and in engine=DuckDB",
+            {"memory_limit": "1GB"},
+            "memory_limit is a setting of one engine: pass engine=cohortsql.DuckDB(memory_limit=...)",
         ),
         ({"engine": "oracle"}, "engine must be one of duckdb, spark, adbc or a configured engine"),
         ({"engine": cohortsql.DuckDB(temp_directory=123)}, "temp_directory must be a path (text), got 123"),
-        ({"temp_directory": 123}, "temp_directory must be a path (text), got 123"),
+        (
+            {"temp_directory": "/tmp"},
+            "temp_directory is a setting of one engine: pass engine=cohortsql.DuckDB(temp_directory=...)",
+        ),
         ({"engine": 3}, "engine must be one of duckdb, spark, adbc or a configured engine"),
         (
-            {"engine": cohortsql.Spark(master="local[1]"), "memory_limit": "1GB"},
-            "memory_limit is not a setting of the spark engine",
+            {"spark_master": "local[1]"},
+            "spark_master is a setting of one engine: pass engine=cohortsql.Spark(master=...)",
         ),
     ],
 )

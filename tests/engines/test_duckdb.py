@@ -15,9 +15,13 @@ FRAME = pl.DataFrame({"a": [1.0, 2, 3, 4] * 5, "b": [0, 1, 1, 0, 1] * 4, "y": np
 
 def test_a_memory_limit_too_small_to_run_is_one_error(tmp_path):
     with pytest.raises(cohortsql.CohortError, match="memory_limit '1KB' is below the 4 MB DuckDB needs"):
-        cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["a", "b"], memory_limit="1KB")
+        cohortsql.cohort_shapley(
+            FRAME, prediction="y", similarity=["a", "b"], engine=cohortsql.DuckDB(memory_limit="1KB")
+        )
     with pytest.raises(cohortsql.CohortError, match="memory_limit 'lots' is not a size DuckDB reads"):
-        cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["a", "b"], memory_limit="lots")
+        cohortsql.cohort_shapley(
+            FRAME, prediction="y", similarity=["a", "b"], engine=cohortsql.DuckDB(memory_limit="lots")
+        )
     path = tmp_path / "d.parquet"
     FRAME.write_parquet(path)
     result = CliRunner().invoke(
@@ -35,7 +39,11 @@ def test_a_caller_connection_gets_its_settings_back_even_after_running_out_of_me
     for _ in range(3):  # the cleanup's own statements failed at random under the limit
         with pytest.raises(cohortsql.CohortError, match="Out of Memory Error.*; raise memory_limit"):
             cohortsql.cohort_shapley(
-                large, prediction="y", similarity={"a": "quantile:0.1"}, memory_limit="5MB", connection=connection
+                large,
+                prediction="y",
+                similarity={"a": "quantile:0.1"},
+                engine=cohortsql.DuckDB(memory_limit="5MB"),
+                connection=connection,
             )
         assert connection.execute("SELECT current_setting('memory_limit')").fetchall() == before
 
@@ -46,7 +54,7 @@ def test_the_statistics_of_thirty_defaulted_features_fit_a_hundred_megabytes():
         y=pl.Series(rng.normal(size=100))
     )
     options = dict(prediction="y", similarity="all", targets=[0, 1], method="permutation", seed=1)
-    limited = cohortsql.cohort_shapley(wide, memory_limit="100MB", **options)
+    limited = cohortsql.cohort_shapley(wide, engine=cohortsql.DuckDB(memory_limit="100MB"), **options)
     free = cohortsql.cohort_shapley(wide, **options)
     assert limited.kinds == free.kinds
     np.testing.assert_allclose(limited.shapley, free.shapley, atol=1e-12)
@@ -64,7 +72,11 @@ def test_a_locked_configuration_runs_without_settings_it_does_not_need():
         cohortsql.CohortError, match=r"memory_limit cannot be set: the connection's configuration is locked"
     ):
         cohortsql.cohort_shapley(
-            "frame", prediction="y", similarity=["a", "b"], connection=connection, memory_limit="1GB"
+            "frame",
+            prediction="y",
+            similarity=["a", "b"],
+            connection=connection,
+            engine=cohortsql.DuckDB(memory_limit="1GB"),
         )
 
 

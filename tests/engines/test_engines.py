@@ -238,13 +238,13 @@ def test_engine_choice_between_duckdb_and_spark(spark_session):
         engine_for(None, None, "postgres")
     with pytest.raises(cohortsql.CohortError, match="cannot read a spark connection"):
         engine_for(None, spark_session, "duckdb")
-    with pytest.raises(cohortsql.CohortError, match="memory_limit is not a setting of the spark engine"):
+    with pytest.raises(cohortsql.CohortError, match="engine='duckdb' cannot read a spark connection"):
         cohortsql.cohort_shapley(
             pl.DataFrame({"x": [1.0], "y": [1.0]}),
             prediction="y",
             similarity=["x"],
             connection=spark_session,
-            memory_limit="1GB",
+            engine=cohortsql.DuckDB(memory_limit="1GB"),
         )
 
 
@@ -350,7 +350,7 @@ def test_a_calls_memory_limit_never_reaches_the_shared_database():
     finally:
         limited.close()
     frame = pl.DataFrame({"x": [1, 2, 3, 4], "y": [0.1, 0.5, 0.9, 0.3]})
-    cohortsql.cohort_shapley(frame, prediction="y", similarity=["x"], memory_limit="20MB")
+    cohortsql.cohort_shapley(frame, prediction="y", similarity=["x"], engine=cohortsql.DuckDB(memory_limit="20MB"))
     assert shared_limit() == before
 
 

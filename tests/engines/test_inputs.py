@@ -152,13 +152,15 @@ def test_default_kinds(engine):
 
 
 @pytest.mark.parametrize(
-    "options", [{}, {"weight": "w"}, {"memory_limit": "200MB"}], ids=["plain", "weighted", "limited"]
+    "options",
+    [{}, {"weight": "w"}, {"engine": cohortsql.DuckDB(memory_limit="200MB")}],
+    ids=["plain", "weighted", "limited"],
 )
 def test_a_long_tailed_number_gets_a_quantile_window_by_default(engine, options):
     """A lognormal income under range:0.1 keeps most rows around its mean, so its default is
     quantile:0.1, with the parameters an explicit quantile:0.1 gets (sorted quantiles under a memory
     limit, weighted quantiles with weights); normal and uniform numbers keep range:0.1."""
-    if "memory_limit" in options and engine.name != "duckdb":
+    if "engine" in options and engine.name != "duckdb":
         pytest.skip("memory_limit is DuckDB's")
     rng = np.random.default_rng(2)
     n = 400

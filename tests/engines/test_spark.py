@@ -18,7 +18,7 @@ SCRIPT = textwrap.dedent(
     frame = pl.DataFrame({"k": [1, 2, 3, 4], "a": [1.0, 2, 3, 4], "y": [0.1, 0.5, 0.9, 0.3]})
     try:
         table = cohortsql.shapley_table(
-            frame, prediction="y", similarity={"a": "abs:1"}, id="k", engine="spark", spark_master="local[1]"
+            frame, prediction="y", similarity={"a": "abs:1"}, id="k", engine=cohortsql.Spark(master="local[1]")
         )
         print("no error", table.count())
     except cohortsql.CohortError as error:

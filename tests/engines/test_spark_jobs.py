@@ -117,7 +117,7 @@ def test_the_ids_check_of_its_own_also_estimates_the_distinct_rows(spark_session
     data = arrow_table().append_column("b", pa.array(np.arange(400) % 2 == 0))
     in_place = _prepared(data)
     assert in_place == (True, 6)  # 3 values of z x 2 of b
-    assert _prepared(data, memory_limit="500MB") == in_place
+    assert _prepared(data, engine=cohortsql.DuckDB(memory_limit="500MB")) == in_place
     queries = {}
     original = SparkEngine.fetch_arrow
 
@@ -130,7 +130,7 @@ def test_the_ids_check_of_its_own_also_estimates_the_distinct_rows(spark_session
     assert "AS `distinct_rows`" in queries["checking that ids are unique"]
     assert "AS `distinct_rows`" not in queries["computing table statistics"]
     repeated = data.set_column(0, "k", pa.array(np.arange(400) // 2))
-    for options in ({"memory_limit": "500MB"}, {"connection": spark_session}):
+    for options in ({"engine": cohortsql.DuckDB(memory_limit="500MB")}, {"connection": spark_session}):
         with pytest.raises(cohortsql.CohortError, match="id column 'k' has 200 duplicate values"):
             _prepared(repeated, **options)
 

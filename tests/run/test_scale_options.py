@@ -24,8 +24,7 @@ def test_memory_settings_apply_and_are_restored_on_the_callers_connection(tmp_pa
         FRAME,
         prediction="y",
         similarity={"x": "abs:1", "z": "exact"},
-        memory_limit="300MB",
-        temp_directory=tmp_path / "spill",
+        engine=cohortsql.DuckDB(memory_limit="300MB", temp_directory=tmp_path / "spill"),
         connection=connection,
     )
     assert len(result.ids) == 40
@@ -51,7 +50,7 @@ def test_memory_limit_bounds_the_batches():
 
 def test_bad_memory_limit_names_the_setting():
     with pytest.raises(cohortsql.CohortError, match="memory_limit 'lots' is not a size DuckDB reads"):
-        cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["x"], memory_limit="lots")
+        cohortsql.cohort_shapley(FRAME, prediction="y", similarity=["x"], engine=cohortsql.DuckDB(memory_limit="lots"))
 
 
 def test_batches_of_targets_give_the_same_values(monkeypatch):
