@@ -1,6 +1,7 @@
 """``engine=`` as a configured object: ``cohortsql.DuckDB(memory_limit=..., temp_directory=...)`` and
 ``cohortsql.Spark(master=...)`` stand for the engine's name and its settings, from every surface
-that takes ``engine=``; a setting given twice, or an engine that does not exist, is refused in words."""
+that takes ``engine=`` (and the command line's flags configure it); a setting given as an option of
+its own, or an engine that does not exist, is refused in words."""
 
 import re
 
@@ -40,6 +41,27 @@ def test_a_configured_duckdb_sizes_the_engine_it_opens(opened, tmp_path):
     assert (result.shapley == plain.shapley).all()
     FRAME.cohort.shapley(**ARGUMENTS, engine=cohortsql.DuckDB(memory_limit="300MB"))  # the polars namespace too
     assert opened[-1]["settings"].memory_limit == "300MB"
+
+
+def test_the_command_lines_flags_configure_the_engine_that_runs(opened, tmp_path):
+    """--memory-limit and --temp-directory (flags, or a config file's keys) become engine=DuckDB(...)."""
+    from typer.testing import CliRunner
+
+    from cohortsql.cli.app import app
+
+    path = tmp_path / "redlining.parquet"
+    FRAME.write_parquet(path)
+    arguments = ["shapley", str(path), "--prediction", "denial", "--features", "zip,income,group", "--id", "id"]
+    done = CliRunner().invoke(app, [*arguments, "--memory-limit", "300MB", "--temp-directory", str(tmp_path / "s")])
+    assert done.exit_code == 0, done.output
+    assert (opened[-1]["engine"], opened[-1]["settings"].memory_limit) == ("duckdb", "300MB")
+    assert opened[-1]["settings"].temp_directory == str(tmp_path / "s")
+    (tmp_path / "run.toml").write_text('memory_limit = "200MB"\n')
+    done = CliRunner().invoke(app, [*arguments, "--config", str(tmp_path / "run.toml")])
+    assert done.exit_code == 0, done.output
+    assert opened[-1]["settings"].memory_limit == "200MB"
+    done = CliRunner().invoke(app, arguments)
+    assert done.exit_code == 0 and opened[-1]["settings"].memory_limit is None
 
 
 def test_a_configured_spark_names_its_master():
