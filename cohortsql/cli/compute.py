@@ -12,7 +12,7 @@ import typer
 from cohortsql import _typing
 from cohortsql.cli.failures import print_warnings_so_far
 from cohortsql.cli.flags import A_TABLE, EXPLAINED, OUTPUTS, Flags
-from cohortsql.cli.options import command, names, numbers, pick, request
+from cohortsql.cli.options import command, configured_engine, names, numbers, pick, request
 from cohortsql.errors import CohortError
 
 SHAPLEY_EPILOG = (
@@ -248,7 +248,8 @@ def calibrate(options: Flags) -> None:
     if figure:
         check_figure_path(Path(figure), "--plot")  # before the work, not after it
         refuse_inputs([Path(figure), *([Path(str(options["out"]))] if options.get("out") else [])], options)
-    given = pick(options, *_typing.CalibrationOptions.__annotations__) | {"exact": names(options.get("exact"))}
+    given = pick(options, *_typing.CalibrationOptions.__annotations__) | configured_engine(options)
+    given["exact"] = names(options.get("exact"))
     for name in ("thresholds", "holdouts"):
         if name in given:
             given[name] = numbers(name, given[name])

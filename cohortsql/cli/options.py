@@ -26,7 +26,7 @@ def command(*groups: tuple[str, ...] | type) -> Callable[[Callable[[Flags], None
     has no flag). ``--config`` and ``--debug`` come last; failures are reported by `_reported_failures`.
     """
     names = list(dict.fromkeys([name for group in groups for name in _flag_names(group)] + ["config", "debug"]))
-    if "engine" in names:  # the settings a configured engine holds (`_configured_engine`), beside --engine
+    if "engine" in names:  # the settings a configured engine holds (`configured_engine`), beside --engine
         at = names.index("engine") + 1
         names[at:at] = [name for name in CONFIGURED if name not in names]
     parameters = [
@@ -118,7 +118,7 @@ def request(
     names = group if isinstance(group, tuple) else tuple(group.__annotations__)
     arguments = pick(options, *(name for name in names if name not in ("targets", "sample", "include")))
     if "engine" in names:
-        arguments |= _configured_engine(options)
+        arguments |= configured_engine(options)
     if explained and prediction:
         arguments["prediction"] = _prediction(prediction)
     if not compared:
@@ -143,7 +143,7 @@ CONFIGURED = ("memory_limit", "temp_directory", "spark_master")
 or ``engine=cohortsql.Spark(master=...)``)."""
 
 
-def _configured_engine(options: Flags) -> dict[str, Any]:
+def configured_engine(options: Flags) -> dict[str, Any]:
     """The API's ``engine=``, configured by the flags that were given (`CONFIGURED`); nothing when none
     was. `_check_engine_settings` has refused a flag of an engine other than the one that runs."""
     limit, directory, master = options.get("memory_limit"), options.get("temp_directory"), options.get("spark_master")

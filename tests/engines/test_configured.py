@@ -62,6 +62,10 @@ def test_the_command_lines_flags_configure_the_engine_that_runs(opened, tmp_path
     assert opened[-1]["settings"].memory_limit == "200MB"
     done = CliRunner().invoke(app, arguments)
     assert done.exit_code == 0 and opened[-1]["settings"].memory_limit is None
+    calibrated = ["calibrate", str(path), "--features", "income", "--runs", "1", "--memory-limit", "250MB"]
+    done = CliRunner().invoke(app, calibrated)
+    assert done.exit_code == 0, done.output
+    assert opened[-1]["settings"].memory_limit == "250MB"
 
 
 def test_a_configured_spark_names_its_master():
