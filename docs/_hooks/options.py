@@ -66,10 +66,14 @@ def options_rows() -> list[dict[str, str]]:
             flag = f"`--{field.name.replace('_', '-')}`" if field.name in FLAGS else ""
             if not flag and field.name in API_ONLY:
                 flag = "(Python only)"
+            option = f"`{field.name}`"
+            if field.name in options.ENGINE_SETTINGS:  # given only inside a configured engine=
+                owner, setting = options.ENGINE_SETTINGS[field.name]
+                option = f"`engine=cohortsql.{owner}({setting}=...)`"
             rows.append(
                 {
                     "concern": concern,
-                    "option": f"`{field.name}`",
+                    "option": option,
                     "type": f"`{_type_text(str(field.type), _typing)}`",
                     "default": f"`{default!r}`",
                     "flag": flag,

@@ -108,6 +108,7 @@ def test_the_options_page_lists_every_option_with_its_type_default_and_meaning()
     assert rows["max_permutations"]["default"] == f"`{Estimation.max_permutations!r}`"
     assert rows["confidence"]["default"] == f"`{Weighting.confidence!r}`"
     assert rows["method"]["type"] == "`'exact' \\| 'permutation' \\| 'integrated' \\| 'auto'`"
+    assert rows["engine=cohortsql.DuckDB(memory_limit=...)"]["flag"] == "`--memory-limit`"  # not an option of its own
     page = (Path(__file__).parents[2] / "docs" / "reference" / "options.md").read_text()
     assert (
         hook.MARKER in page and hook.on_page_markdown(page, None).count("\n| ") == len(hook.options_rows()) + 2
