@@ -245,6 +245,14 @@ ENGINE_SETTINGS: dict[str, tuple[str, str]] = {
 its name there (an option of that name is refused with the spelling that sets it)."""
 
 
+def _spelled(name: str) -> str:
+    """How a message names an option: an engine's setting as the configured engine that holds it."""
+    if name not in ENGINE_SETTINGS:
+        return name
+    owner, setting = ENGINE_SETTINGS[name]
+    return f"{owner}({setting}=...)"
+
+
 def _choice(name: str, value: object, choices: Sequence[str]) -> object:
     check_choice(name, value, choices)
     return value
@@ -267,7 +275,9 @@ def checked_options(given: Mapping[str, object], allowed: Any, **defaults: objec
         hint = f"; did you mean {close[0]!r}?" if close else f"; the options are {', '.join(sorted(names))}"
         raise CohortError(f"unknown argument {unknown[0]!r}{hint}")
     values = _with_configured_engine({**defaults, **given})
-    checked = {name: _CHECKS[name](name, value) if name in _CHECKS else value for name, value in values.items()}
+    checked = {
+        name: _CHECKS[name](_spelled(name), value) if name in _CHECKS else value for name, value in values.items()
+    }
     if "bootstrap" in checked or "confidence" in checked:
         checked["bootstrap"], checked["confidence"] = arguments.bootstrap_arguments(
             checked.get("bootstrap", Weighting.bootstrap), checked.get("confidence", Weighting.confidence)

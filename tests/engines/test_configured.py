@@ -83,7 +83,8 @@ def test_a_configured_spark_names_its_master():
             "memory_limit is a setting of one engine: pass engine=cohortsql.DuckDB(memory_limit=...)",
         ),
         ({"engine": "oracle"}, "engine must be one of duckdb, spark, adbc or a configured engine"),
-        ({"engine": cohortsql.DuckDB(temp_directory=123)}, "temp_directory must be a path (text), got 123"),
+        ({"engine": cohortsql.DuckDB(temp_directory=123)}, "DuckDB(temp_directory=...) must be a path (text), got 123"),
+        ({"engine": cohortsql.Spark(master=3)}, "Spark(master=...) must be text, got 3"),
         (
             {"temp_directory": "/tmp"},
             "temp_directory is a setting of one engine: pass engine=cohortsql.DuckDB(temp_directory=...)",
