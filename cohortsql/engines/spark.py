@@ -27,7 +27,6 @@ from typing import Any, Literal, Self, TypeVar, cast
 import numpy as np
 import pyarrow as pa
 from pyspark.errors import PySparkException
-from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 
 from cohortsql._typing import Row
@@ -51,21 +50,12 @@ from cohortsql.engines.inputs import (
     with_positions,
     without_positions,
 )
+from cohortsql.engines.spark_failures import SPARK_FAILURES, WORKERS_CANNOT_IMPORT, failure_message, quiet_loggers
 from cohortsql.engines.spark_session import start_session
 from cohortsql.errors import CohortError, warn
 from cohortsql.request.user_sql import is_query, query_text
 
 Result = TypeVar("Result")
-
-try:
-    from py4j.protocol import Py4JJavaError
-
-    _SPARK_FAILURES: tuple[type[Exception], ...] = (PySparkException, Py4JJavaError)
-except ImportError:  # pragma: no cover - a Spark Connect client without py4j (pyspark-client)
-    _SPARK_FAILURES = (PySparkException,)
-
-_QUIET_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
-"""PySpark logs every failed query with its JVM stack; cohortsql reports the failure itself, in one line."""
 
 EXECUTOR_HISTOGRAM_PAIRS = 5_000_000
 """Target-subject pairs of a run from which the executors build its mask histograms: below, Spark
@@ -104,7 +94,7 @@ class SparkEngine(Engine):
 
     name = "spark"
     dialect = SPARK
-    failures = _SPARK_FAILURES
+    failures = SPARK_FAILURES
     reads_settings = frozenset({"spark_master"})
     writes_results_in_place = True
     counts_distinct_beside_aggregates = False
@@ -293,7 +283,7 @@ class SparkEngine(Engine):
                 self.check_workers()
                 _EXECUTORS_IMPORT[self.session] = True
             except CohortError as error:
-                if _WORKERS_CANNOT_IMPORT not in str(error):
+                if WORKERS_CANNOT_IMPORT not in str(error):
                     raise
                 warn(
                     f"{error}; until then Spark SQL builds the mask histograms, about ten times slower, and checks the ids"
@@ -432,7 +422,7 @@ class SparkEngine(Engine):
 
     @contextmanager
     def _querying(self) -> Iterator[None]:
-        with _quiet_loggers(), self._shuffle_partitions():
+        with quiet_loggers(), self._shuffle_partitions():
             self._count(+1)
             yield
 
@@ -454,7 +444,7 @@ class SparkEngine(Engine):
             conf.set(_SHUFFLE_PARTITIONS, previous)
 
     def _failure_message(self, error: BaseException) -> str:
-        return _message(error)
+        return failure_message(error)
 
     def _count(self, change: int) -> None:
         with self._counting:
@@ -479,58 +469,11 @@ def _is_spark(value: object, name: Literal["DataFrame", "SparkSession"]) -> bool
     return isinstance(value, classic) or (_is_connect(value) and type(value).__name__ == name)
 
 
-@contextmanager
-def _quiet_loggers() -> Iterator[None]:
-    # PySpark's own loggers, made by PySpark's factory: a plain logging.Logger of the same name, made
-    # first, would be the one PySpark then gets, and its structured calls (errorClass=...) fail on it,
-    # turning every later failed query of the session into a TypeError.
-    loggers = [PySparkLogger.getLogger(name) for name in _QUIET_LOGGERS]
-    previous = [logger.disabled for logger in loggers]
-    for logger in loggers:
-        logger.disabled = True
-    try:
-        yield
-    finally:
-        for logger, disabled in zip(loggers, previous):
-            logger.disabled = disabled
-
-
 _COMMANDS = re.compile(
     r"\b(insert|update|delete|merge|create|drop|alter|attach|detach|copy|call|pragma|install|load|export|import"
     r"|truncate|grant|revoke|vacuum|checkpoint|set|reset|use|begin|declare|execute)\b",
     re.IGNORECASE,
 )
 """Words that start statements other than queries: a Spark data query may not hold them outside quotes."""
-
-_WORKERS_CANNOT_IMPORT = "Spark's Python workers cannot import"
-_MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
-"""How a Python worker that cannot import a module fails, somewhere in the Java stack around it."""
-
-
-def _message(error: BaseException) -> str:
-    """The first line of what went wrong, without Spark's SQLSTATE code. A Java exception that PySpark
-    passes on unconverted (a job failing while Arrow batches stream to Python) says only which call
-    failed: its innermost cause says why. A Python worker that lacks a module is said in one line:
-    what to install where (a Java stack held a Python ModuleNotFoundError)."""
-    java = getattr(error, "java_exception", None)
-    texts = [str(error)]
-    if java is not None:
-        while java.getCause() is not None:
-            texts.append(str(java.getMessage() or ""))
-            java = java.getCause()
-        text = str(java.getMessage() or java.getClass().getSimpleName())
-        texts.append(text)
-    else:
-        text = str(error)
-    missing = next((found for found in map(_MISSING_MODULE.search, texts) if found), None)
-    if missing is not None:
-        module = missing[1].split(".")[0]
-        return (
-            f"{_WORKERS_CANNOT_IMPORT} {module}: install cohortsql (with pyarrow and numpy) where the"
-            " executors run, or point spark.pyspark.python (PYSPARK_PYTHON) at a Python that has them"
-        )
-    text = text.strip().splitlines()[0] if text.strip() else type(error).__name__
-    return text.split(" SQLSTATE:")[0].strip()
-
 
 ENGINE = SparkEngine
