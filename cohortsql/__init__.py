@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from cohortsql.request.similarity import RelativeWindow as RelativeWindow
     from cohortsql.request.similarity import Similarity as Similarity
     from cohortsql.request.similarity import SqlPredicate as SqlPredicate
-    from cohortsql.request.similarity import parse_similarity as parse_similarity
+    from cohortsql.request.similarity_text import parse_similarity as parse_similarity
     from cohortsql.results.audit import AuditResult as AuditResult
     from cohortsql.results.baseline import BaselineShapleyResult as BaselineShapleyResult
     from cohortsql.results.calibration import Calibration as Calibration
@@ -110,7 +110,7 @@ _PUBLIC = {
     "RelativeWindow": "cohortsql.request.similarity",
     "Similarity": "cohortsql.request.similarity",
     "SqlPredicate": "cohortsql.request.similarity",
-    "parse_similarity": "cohortsql.request.similarity",
+    "parse_similarity": "cohortsql.request.similarity_text",
     # configured engines (engine=DuckDB(memory_limit="1GB"))
     "DuckDB": "cohortsql._typing",
     "Spark": "cohortsql._typing",

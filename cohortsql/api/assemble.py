@@ -30,7 +30,8 @@ from cohortsql.numeric import permutation, shapley
 from cohortsql.request import arguments
 from cohortsql.request.measures import Measures
 from cohortsql.request.options import Estimation, documented
-from cohortsql.request.similarity import Similarity, SimilarityArgument, as_similarity
+from cohortsql.request.similarity import Similarity, SimilarityArgument
+from cohortsql.request.similarity_text import as_similarity
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
 from cohortsql.run.grouping_sets import Cells, values_of_cells
 from cohortsql.run.preparation import BATCH_MEMORY_BYTES

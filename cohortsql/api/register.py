@@ -13,7 +13,7 @@ from cohortsql.engines import engine_of, open_engine
 from cohortsql.errors import CohortError
 from cohortsql.games.cohort import histogram_values
 from cohortsql.numeric.players import summed_duplicates
-from cohortsql.request.similarity import similarity_text
+from cohortsql.request.similarity_text import similarity_text
 from cohortsql.run.strategy import MAX_EXACT_FEATURES
 
 

@@ -26,8 +26,8 @@ from cohortsql.request.similarity import (
     Similarity,
     SimilarityArgument,
     SqlPredicate,
-    as_similarity,
 )
+from cohortsql.request.similarity_text import as_similarity
 
 DEFAULT_WINDOW = RangeWindow(0.1)
 """Kind of a numeric, date or timestamp feature given without one (numbers: when they have more than

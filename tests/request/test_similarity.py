@@ -15,8 +15,8 @@ from cohortsql.request.similarity import (
     RangeWindow,
     RelativeWindow,
     SqlPredicate,
-    parse_similarity,
 )
+from cohortsql.request.similarity_text import parse_similarity
 
 
 @pytest.mark.parametrize(
