@@ -23,7 +23,8 @@ from cohortsql.interrupts import interruptible_call
 from cohortsql.request.arguments import check_bins_named, check_decisions, protected_names
 from cohortsql.request.options import AUDIT_BASELINES, AUDIT_REPLICATES, Options, checked_options, documented
 from cohortsql.request.similarity import SimilarityArgument
-from cohortsql.results.audit import QUANTILE_GROUPS, AuditResult, LevelSums, audit_tables, targets_grouping
+from cohortsql.results.audit import AuditResult, LevelSums, audit_tables
+from cohortsql.results.audit_groups import QUANTILE_GROUPS, targets_grouping
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.fairness import FairnessResult

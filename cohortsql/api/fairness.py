@@ -22,7 +22,7 @@ from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.request.arguments import check_bins_named, check_decisions, protected_names
 from cohortsql.request.features import described_type, is_numeric, require_column
 from cohortsql.request.options import AUDIT_REPLICATES, Options, checked_options, documented
-from cohortsql.results.audit import QUANTILE_GROUPS, grouping
+from cohortsql.results.audit_groups import QUANTILE_GROUPS, grouping
 from cohortsql.results.fairness import FairnessResult
 from cohortsql.run.session import Session, open_session
 

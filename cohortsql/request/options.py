@@ -122,7 +122,7 @@ class Auditing:
 
     protected_bins: Mapping[str, int | tuple[float, ...]] = field(default_factory=dict)
     """Per attribute: a number of quantile groups of the targets, or the groups' edges; an attribute
-    not named gets `cohortsql.results.audit.QUANTILE_GROUPS` quantile groups."""
+    not named gets `cohortsql.results.audit_groups.QUANTILE_GROUPS` quantile groups."""
 
 
 @dataclass(frozen=True)
