@@ -90,11 +90,12 @@ class DuckDB:
     temp_directory: str | os.PathLike[str] | None = None
     """Where DuckDB spills beyond `memory_limit`."""
     name: ClassVar[EngineName] = "duckdb"
+    settings: ClassVar[dict[str, str]] = {"memory_limit": "memory_limit", "temp_directory": "temp_directory"}
+    """Each field's name among the run's where-and-how settings (`cohortsql.request.options.Where`)."""
 
     def options(self) -> dict[str, object]:
-        """The where-and-how options it stands for (those it sets)."""
-        given = {"memory_limit": self.memory_limit, "temp_directory": self.temp_directory}
-        return {key: value for key, value in given.items() if value is not None}
+        """The run's settings it stands for (those it sets), by their names there."""
+        return _given_settings(self)
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,18 @@ class Spark:
     master: str | None = None
     """The master URL of the session cohortsql starts."""
     name: ClassVar[EngineName] = "spark"
+    settings: ClassVar[dict[str, str]] = {"master": "spark_master"}
+    """Each field's name among the run's where-and-how settings (`cohortsql.request.options.Where`)."""
 
     def options(self) -> dict[str, object]:
-        """The where-and-how options it stands for (those it sets)."""
-        return {} if self.master is None else {"spark_master": self.master}
+        """The run's settings it stands for (those it sets), by their names there."""
+        return _given_settings(self)
+
+
+def _given_settings(engine: DuckDB | Spark) -> dict[str, object]:
+    """A configured engine's fields that are set, under their names among the run's settings."""
+    given = {setting: getattr(engine, field) for field, setting in engine.settings.items()}
+    return {setting: value for setting, value in given.items() if value is not None}
 
 
 CONFIGURED_ENGINES = (DuckDB, Spark)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cohortsql._typing import ENGINES, EVERY_OTHER, DuckDB, Spark
+from cohortsql._typing import CONFIGURED_ENGINES, ENGINES, EVERY_OTHER
 from cohortsql.api.declared import with_declared_defaults
 from cohortsql.cli.config import merged_options
 from cohortsql.cli.failures import _reported_failures
@@ -138,19 +138,19 @@ def request(
     )
 
 
-CONFIGURED = ("memory_limit", "temp_directory", "spark_master")
+CONFIGURED = tuple(setting for kind in CONFIGURED_ENGINES for setting in kind.settings.values())
 """The flags that configure the engine a command runs on (the API's ``engine=cohortsql.DuckDB(...)``
-or ``engine=cohortsql.Spark(master=...)``)."""
+or ``engine=cohortsql.Spark(master=...)``): ``--memory-limit``, ``--temp-directory``, ``--spark-master``."""
 
 
 def configured_engine(options: Flags) -> dict[str, Any]:
     """The API's ``engine=``, configured by the flags that were given (`CONFIGURED`); nothing when none
     was. `_check_engine_settings` has refused a flag of an engine other than the one that runs."""
-    limit, directory, master = options.get("memory_limit"), options.get("temp_directory"), options.get("spark_master")
-    if master is not None:
-        return {"engine": Spark(master=master)}
-    if limit is not None or directory is not None:
-        return {"engine": DuckDB(memory_limit=limit, temp_directory=directory)}
+    given: Mapping[str, object] = options
+    for kind in CONFIGURED_ENGINES:
+        fields = {field: given[setting] for field, setting in kind.settings.items() if given.get(setting) is not None}
+        if fields:
+            return {"engine": kind(**fields)}  # type: ignore[arg-type]
     return {}
 
 

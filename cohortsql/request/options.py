@@ -237,12 +237,10 @@ def _with_configured_engine(values: dict[str, object]) -> dict[str, object]:
 
 
 ENGINE_SETTINGS: dict[str, tuple[str, str]] = {
-    "memory_limit": ("DuckDB", "memory_limit"),
-    "temp_directory": ("DuckDB", "temp_directory"),
-    "spark_master": ("Spark", "master"),
+    setting: (kind.__name__, field) for kind in CONFIGURED_ENGINES for field, setting in kind.settings.items()
 }
-"""`Where`'s settings of one engine, which a configured ``engine=`` holds: each one's engine class and
-its name there (an option of that name is refused with the spelling that sets it)."""
+"""`Where`'s settings of one engine, which a configured ``engine=`` holds (each class's `settings`): each
+one's engine class and its field there (an option of that name is refused with the spelling that sets it)."""
 
 
 def _spelled(name: str) -> str:
