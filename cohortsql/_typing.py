@@ -149,7 +149,9 @@ runs at full speed, small enough that one call's input stays a few megabytes per
 
 
 Targets: TypeAlias = "None | str | int | float | Sequence[Any] | np.ndarray | pl.Series | pa.Array"
-"""None (every row), a SQL predicate, a sample size (int) or fraction (float), or a list of ids."""
+"""None (every row), a SQL predicate, a sample size (int) or fraction (float), a list of ids, or a
+boolean mask with one value per row (numpy, polars, pyarrow, pandas or a list of booleans), which
+selects the rows where it is True (by position: where ids are row positions, or on ``df.cohort``)."""
 
 
 EVERY_OTHER = "*"

@@ -66,12 +66,24 @@ class CohortNamespace:
         self._frame = frame
 
     def _chosen(self, options: OptionsT) -> OptionsT:
-        """`options` with ``targets`` given as a polars expression (``pl.col("group") == "b"``) turned
-        into the ids (``id=``) or row positions of the rows where it is true on this frame."""
-        targets = options.get("targets")
-        if not isinstance(targets, pl.Expr):
-            return options
+        """`options` with ``targets`` given as a polars expression (``pl.col("group") == "b"``) or as a
+        boolean mask of this frame's rows (a Series, array or list of booleans) turned into the ids
+        (``id=``) or row positions of the rows where it is true on this frame."""
+        from cohortsql.api.surfaces import RowMask, checked_targets
         from cohortsql.errors import CohortError
+
+        targets = options.get("targets")
+        mask = None if isinstance(targets, pl.Expr) else checked_targets("targets", targets)
+        if isinstance(mask, RowMask):
+            height = self._frame.lazy().select(pl.len()).collect().item()
+            if len(mask.selected) != height:
+                raise CohortError(
+                    f"targets is a boolean mask of {len(mask.selected)} values, but the frame has {height} rows:"
+                    " a mask needs one True or False per row"
+                )
+            targets = pl.lit(pl.Series(mask.selected))
+        elif not isinstance(targets, pl.Expr):
+            return options
 
         id = options.get("id")
         rows = pl.int_range(pl.len()) if id is None else pl.col(str(id))

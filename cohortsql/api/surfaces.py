@@ -21,6 +21,8 @@ from cohortsql.engines.base import Sources as Sources
 from cohortsql.engines.inputs import database_table as database_table
 from cohortsql.games.base import Game as Game
 from cohortsql.games.baseline.models import load_model as load_model
+from cohortsql.request.arguments import RowMask as RowMask
+from cohortsql.request.arguments import checked_targets as checked_targets
 from cohortsql.request.similarity import SimilarityArgument as SimilarityArgument
 from cohortsql.request.user_sql import is_query as is_query
 from cohortsql.run.pace import ComparisonPlan as ComparisonPlan

@@ -11,7 +11,11 @@ import numbers
 import os
 import secrets
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, overload
+
+import numpy as np
+import pyarrow as pa
 
 from cohortsql.errors import CohortError
 
@@ -71,6 +75,8 @@ def included_ids(name: str, value: object) -> tuple[Any, ...] | None:
         return None
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise CohortError(f"{name} takes a list of ids, got {value!r}: write {name}=[{value!r}]")
+    if _boolean_values(value) is not None:
+        raise CohortError(f"{name} takes a list of ids, not a boolean mask: pass the ids of the rows where it holds")
     ids = tuple(value.to_list() if hasattr(value, "to_list") else value)
     if not ids:
         raise CohortError(f"{name} is an empty list: name at least one id, or leave it out")
@@ -177,3 +183,59 @@ def check_decisions(threshold: object, observed: object) -> None:
         raise CohortError(f"threshold must be a finite number (a score at or above it is selected), got {threshold!r}")
     if observed is not None and not isinstance(observed, str):
         raise CohortError(f"observed names the column of observed outcomes (0/1 or booleans), got {observed!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class RowMask:
+    """``targets=`` given as a boolean mask: one True or False per row of the data, by position (a
+    numpy, polars, pyarrow or pandas boolean array, or a list of booleans). It selects the rows where it
+    is True; it is never read as the ids 0 and 1."""
+
+    selected: np.ndarray
+    """One bool per row of the data, in the data's row order."""
+
+    def __str__(self) -> str:
+        return f"a mask of {len(self.selected)} rows selecting {int(self.selected.sum())}"
+
+
+def checked_targets(name: str, value: object) -> object:
+    """``targets`` as the run reads it: a boolean mask (of any array library, or a list of booleans)
+    becomes a `RowMask`; a column of another library (a pyarrow chunked array, a pandas Series)
+    becomes a list of its values; the rest (None, a predicate, a sample size, a list of ids, a polars
+    expression) is checked where it is read."""
+    if value is None or isinstance(value, (str, bool, numbers.Number)):
+        return value
+    mask = _boolean_values(value)
+    if mask is not None:
+        return RowMask(mask)
+    if isinstance(value, pa.ChunkedArray):
+        return value.combine_chunks()
+    if type(value).__module__.split(".")[0] == "pandas" and hasattr(value, "to_list"):
+        return value.to_list()
+    return value
+
+
+def _boolean_values(value: object) -> np.ndarray | None:
+    """The values of a boolean mask as a numpy bool array, or None when `value` is not one (a list must
+    hold nothing but booleans: a list of ids is not a mask)."""
+    if isinstance(value, np.ndarray):
+        return value.astype(bool) if value.dtype == np.bool_ else None
+    if isinstance(value, (pa.Array, pa.ChunkedArray)):
+        return _without_missing(value.to_numpy(zero_copy_only=False)) if pa.types.is_boolean(value.type) else None
+    module = type(value).__module__.split(".")[0]
+    if module == "polars" and hasattr(value, "dtype") and hasattr(value, "to_numpy"):
+        return _without_missing(value.to_numpy()) if str(value.dtype) == "Boolean" else None
+    if module == "pandas" and hasattr(value, "dtype") and hasattr(value, "to_numpy"):
+        return _without_missing(value.to_numpy()) if str(value.dtype) in ("bool", "boolean") else None
+    if isinstance(value, (list, tuple)) and value and all(isinstance(item, (bool, np.bool_)) for item in value):
+        return np.array(value, dtype=bool)
+    return None
+
+
+def _without_missing(values: np.ndarray) -> np.ndarray:
+    """A mask's values as bools; a missing value (None in an object array) is refused: it says neither."""
+    if values.dtype == np.bool_:
+        return values
+    if any(value is None or (isinstance(value, float) and math.isnan(value)) for value in values):
+        raise CohortError("targets is a boolean mask with missing values: fill them (True or False) first")
+    return values.astype(bool)

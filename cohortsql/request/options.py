@@ -51,8 +51,9 @@ class Selection:
     """Which rows are explained, and how rows are identified (default: every row, by position)."""
 
     id: str | None = None
-    targets: Targets = None
-    """None (every row), a SQL predicate, a sample size or fraction, or a list of ids."""
+    targets: Targets | arguments.RowMask = None
+    """None (every row), a SQL predicate, a sample size or fraction, a list of ids, or a boolean mask
+    of the rows (`arguments.RowMask`)."""
     sample: int | float | None = None
     include: Sequence[Any] | None = None
     """Ids explained beside the random sample, counting in no average over targets."""
@@ -212,6 +213,7 @@ _CHECKS: dict[str, Callable[[str, Any], object]] = {
     "protected_bins": arguments.group_bins,
     "interactions": arguments.boolean,
     "anchored": lambda name, value: arguments.whole_number(name, value, minimum=0),
+    "targets": arguments.checked_targets,
     "include": arguments.included_ids,
     "exact": lambda name, value: value,  # checked against the features by `calibrate`
     "runs": lambda name, value: arguments.whole_number(name, value, minimum=1),

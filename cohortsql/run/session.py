@@ -21,6 +21,7 @@ from cohortsql.engines import open_engine
 from cohortsql.engines.base import Engine, EngineSettings
 from cohortsql.formats.tables import run_settings
 from cohortsql.games.base import Game
+from cohortsql.request.arguments import RowMask
 from cohortsql.request.features import ResolvedFeature
 from cohortsql.request.options import Options, Where
 from cohortsql.request.similarity import Similarity, SimilarityArgument
@@ -253,7 +254,7 @@ def _described_targets(targets: Any) -> str:
     """The targets argument as text: every row, a predicate, a sample size, or (the first) ids."""
     if targets is None:
         return "every row"
-    if isinstance(targets, (str, int, float)):
+    if isinstance(targets, (str, int, float, RowMask)):
         return str(targets)
     listed = list(targets)
     return repr(listed[:20])[:-1] + (f", ... ({len(listed)} ids)]" if len(listed) > 20 else "]")

@@ -21,7 +21,7 @@ from cohortsql._typing import Targets
 from cohortsql.engines.base import Engine, fetch_numpy, fetch_record
 from cohortsql.engines.inputs import POSITION_COLUMN
 from cohortsql.errors import CohortError
-from cohortsql.request.arguments import drawn_seed
+from cohortsql.request.arguments import RowMask, drawn_seed
 from cohortsql.request.features import ResolvedFeature
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.replicates import draw_groups
@@ -87,7 +87,7 @@ def is_sample(targets: object) -> bool:
 def select_targets(
     engine: Engine,
     prepared: Prepared,
-    targets: Targets,
+    targets: Targets | RowMask,
     seed: int | None,
     sample: int | float | None = None,
     include: Sequence[Any] | None = None,
@@ -98,7 +98,7 @@ def select_targets(
     subjects = prepared.subjects
     condition = queries.targets.target_condition(prepared.target_predicate is not None, None)
     population = None
-    targets, sample = _sample_request(targets, sample, include)
+    targets, sample = _sample_request(_unmasked(engine, prepared, targets), sample, include)
     data, asked, included = None, None, 0
     if sample is not None:
         seed = drawn_seed(seed)
@@ -146,14 +146,18 @@ def _with_included(
 
 
 def target_relation(
-    engine: Engine, prepared: Prepared, targets: Targets, seed: int | None, sample: int | float | None = None
+    engine: Engine,
+    prepared: Prepared,
+    targets: Targets | RowMask,
+    seed: int | None,
+    sample: int | float | None = None,
 ) -> tuple[str, int]:
     """The targets `select_targets` would choose, as a relation of the engine (every subject column,
     ``__cohort_batch`` its id) and their number, with nothing read back but that number: for tables
     of more targets than one machine holds. Ids given in a list are checked against the data first."""
     subjects = prepared.subjects
     condition = queries.targets.target_condition(prepared.target_predicate is not None, None)
-    targets, sample = _sample_request(targets, sample)
+    targets, sample = _sample_request(_unmasked(engine, prepared, targets), sample)
     if sample is not None:
         population = prepared.subject_count if targets is None else _count(engine, subjects, condition)
         count = _sample_size(sample, population) if population else 0
@@ -202,6 +206,31 @@ def _sample_request(
             "include= adds ids to a random sample (sample=); without one, list every id to explain in targets="
         )
     return targets, sample
+
+
+def _unmasked(engine: Engine, prepared: Prepared, targets: Targets | RowMask) -> Targets:
+    """`targets` with a boolean mask replaced by the ids of the rows it selects: their positions, where
+    the ids are row positions (one value per row of the data, checked); with an id column a mask is
+    refused in words (its positions would not name rows), unless that column is itself boolean."""
+    if not isinstance(targets, RowMask):
+        return targets
+    if prepared.id is not None:
+        if pa.types.is_boolean(id_type(prepared)):
+            return targets.selected.tolist()
+        raise CohortError(
+            f"targets is a boolean mask ({targets}), but with id={prepared.id!r} targets are ids: pass the ids"
+            f" of the rows where it holds (frame.filter(mask)[{prepared.id!r}]), a SQL predicate, or call"
+            " df.cohort.<method>(targets=mask), which reads the mask against the frame"
+        )
+    rows = _count(engine, prepared.input.relation, "TRUE")
+    if len(targets.selected) != rows:
+        raise CohortError(
+            f"targets is a boolean mask of {len(targets.selected)} values, but the data has {rows} rows:"
+            " a mask needs one True or False per row"
+        )
+    if not targets.selected.any():
+        raise CohortError("targets is a boolean mask that selects no rows (every value is False)")
+    return np.flatnonzero(targets.selected).tolist()
 
 
 def _count(engine: Engine, subjects: str, condition: str) -> int:
