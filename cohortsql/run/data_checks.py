@@ -38,43 +38,86 @@ def check_not_empty(engine: Engine, relation: str) -> None:
 
 
 SMALLEST_POWER = 1e-280
-"""A game's highest power of |y - pilot| must reach this at the column's largest |y - pilot|: nearer
-DOUBLE's smallest normal numbers (2.2e-308) its powers lose their digits (or vanish), and the game
-refuses (squares: |y - pilot| below 1e-140)."""
+"""The highest power of |y - pilot| a run computes must reach this at the column's largest |y - pilot|:
+nearer DOUBLE's smallest normal numbers (2.2e-308) its powers lose their digits (or vanish). Every run
+that explains a column computes its squares (squared cohort Shapley values, Shapley effects, the
+variance), so a column whose |y - pilot| stays below 1e-140 is refused, with the factor that rescales it."""
+
+
+def rescaling_factor(largest: float) -> str:
+    """The power of ten that brings a column's largest |y - pilot| to between 1 and 10, as text (``1e+170``)."""
+    return f"1e{-math.floor(math.log10(largest)):+d}"
+
+
+def _rescaled(outcome: str, largest: float) -> str:
+    factor = rescaling_factor(largest)
+    return (
+        f"multiply {outcome!r} by {factor} (every value scales with it, squared ones with its square; shares"
+        " and rankings do not change)"
+    )
 
 
 def check_powers_keep_their_digits(statistics: Row, outcomes: Sequence[str], powers: Sequence[int]) -> None:
-    """Refuse an explained column so small in spread that the powers a game reads of it underflow
-    (cohort Shapley reads the first power alone, which keeps its digits down to DOUBLE's limit), by
-    each column's largest |y - pilot| (``largest:<index>`` of the statistics row, there when a game
-    reads a power above the first)."""
-    if max(powers, default=1) <= 1:
-        return
-    highest = max(powers)
+    """Refuse an explained column so small in spread that the powers a run computes of it underflow:
+    its squares at least (squared values, effects, the variance), and the higher powers a game reads,
+    by each column's largest |y - pilot| (``largest:<index>`` of the statistics row)."""
+    highest = max([2, *powers])
     for index, outcome in enumerate(outcomes):
-        largest = statistics[f"largest:{index}"]
+        largest = statistics.get(f"largest:{index}")
         if largest is not None and 0 < float(largest) < SMALLEST_POWER ** (1 / highest):
-            name = "squares" if highest == 2 else f"powers of {highest}"
+            name = (
+                "squares (squared cohort Shapley values, Shapley effects)" if highest == 2 else f"powers of {highest}"
+            )
             raise CohortError(
                 f"the explained column {outcome!r} varies by about {float(largest):.1g}: its {name} underflow a"
-                " DOUBLE and lose their digits; rescale it (multiply it by a power of ten) for this game"
+                f" DOUBLE and lose their digits; {_rescaled(outcome, float(largest))}"
             )
 
 
 def check_finite(
-    statistics: TableStatistics, outcomes: Sequence[str], weight: str | None, powers: Sequence[int]
+    statistics: TableStatistics,
+    row: Row,
+    outcomes: Sequence[str],
+    weight: str | None,
+    powers: Sequence[int],
 ) -> None:
     """Refuse sums that overflowed a DOUBLE (weights near 1e308, or their products with y^2) rather
-    than explain with NaN. A higher power's own variance (a sum of y^4) is never used: it may overflow."""
+    than explain with NaN, naming the column and the factor that rescales it. A higher power's own
+    variance (a sum of y^4) is never used: it may overflow."""
     variances = [variance for index, variance in enumerate(statistics.variances) if powers[index % len(powers)] == 1]
     sums = [statistics.total_weight, *statistics.centred_means, *variances]
     if all(np.isfinite(sums)):
         return
+    if weight is not None and not math.isfinite(statistics.total_weight):
+        raise overflowing_weights(weight)
+    for index, outcome in enumerate(outcomes):
+        largest = row.get(f"largest:{index}")
+        if largest is not None and math.isfinite(float(largest)) and float(largest) > 1:
+            raise CohortError(
+                f"the explained column {outcome!r} reaches about {float(largest):.1g}: its sums of squares overflow"
+                f" a DOUBLE; {_rescaled(outcome, float(largest))}"
+            )
     if weight is not None:
         raise overflowing_weights(weight)
     raise CohortError(
         f"the explained columns {list(outcomes)} overflow a DOUBLE in their sums of squares; rescale them"
     )
+
+
+def check_squares_fit(outcomes: Sequence[str], largest: Sequence[float | None]) -> None:
+    """Refuse, before any sum is taken, an explained column whose squares overflow a DOUBLE (its largest
+    finite |y|, `largest`, read with its pilot): an engine that stops an overflowing sum with an error
+    (PostgreSQL) would otherwise say only "overflow", and one that gives infinity would explain with NaN."""
+    for outcome, size in zip(outcomes, largest):
+        if size is not None and math.isfinite(size) and size > SQUARES_FIT_BELOW:
+            raise CohortError(
+                f"the explained column {outcome!r} reaches about {size:.1g}: its sums of squares overflow"
+                f" a DOUBLE; {_rescaled(outcome, size)}"
+            )
+
+
+SQUARES_FIT_BELOW = math.sqrt(float(np.finfo(np.float64).max)) / 2
+"""Beyond this |y|, (y - pilot)^2 may overflow a DOUBLE (|y - pilot| reaches 2 |y|)."""
 
 
 def overflowing_weights(weight: str) -> CohortError:

@@ -32,6 +32,7 @@ from cohortsql.run.data_checks import (
     check_finite,
     check_not_empty,
     check_powers_keep_their_digits,
+    check_squares_fit,
     check_table,
     positive_rows,
 )
@@ -191,7 +192,9 @@ def prepare(
     relation = source.relation if weight is None else positive_rows(engine, source.relation, weight, id_sql, id)
     known = known_quantiles(engine, relation, features, weight)
     integers = [pa.types.is_integer(source.schema.field(outcome).type) for outcome in outcomes]
-    own_pilots = [_pilot(engine, relation, outcome, exact) for outcome, exact in zip(outcomes, integers)]
+    read = [_pilot(engine, relation, outcome, exact) for outcome, exact in zip(outcomes, integers)]
+    own_pilots = [pilot for pilot, _ in read]
+    check_squares_fit(outcomes, [largest for _, largest in read])
     explained = [outcome for outcome in outcomes for _ in powers]
     pilots = tuple(pilot if power == 1 else 0.0 for pilot in own_pilots for power in powers)
     centred_firsts = [
@@ -214,11 +217,10 @@ def prepare(
         distinct_rows=mergeable and not ids_apart,
         known=known,
     )
-    if max(powers, default=1) > 1:  # a game of squares: how small each y - pilot gets, in the same pass
-        aggregates |= {
-            f"largest:{index}": queries.statistics.largest_magnitude(first)
-            for index, first in enumerate(centred_firsts)
-        }
+    # how small each y - pilot gets, in the same pass: its squares must keep their digits
+    aggregates |= {
+        f"largest:{index}": queries.statistics.largest_magnitude(first) for index, first in enumerate(centred_firsts)
+    }
     row = fetch_record(
         engine, queries.statistics.table_statistics(relation, aggregates, dialect), context="computing table statistics"
     )
@@ -232,7 +234,7 @@ def prepare(
         ) or fetch_record(engine, queries.statistics.duplicate_ids(relation, id_sql, dialect, hashed), context=context)
     check_table(row, explained, id)
     statistics = TableStatistics.parse(row, len(explained), len(features), weighted=weight is not None)
-    check_finite(statistics, outcomes, weight, powers)
+    check_finite(statistics, row, outcomes, weight, powers)
     check_powers_keep_their_digits(row, outcomes, powers)
     count_distinct_values(engine, relation, features, statistics)
     n = statistics.subjects
@@ -321,15 +323,16 @@ def game_means(measures: Measures, totals: Mapping[str, float]) -> tuple[np.ndar
     return sums / weights[measures.weighting_of_game], weights
 
 
-def _pilot(engine: Engine, source: str, prediction: str, exact: bool) -> float | int:
-    """A pilot value of an explained column: an int for an integer column (`exact`), else a float."""
+def _pilot(engine: Engine, source: str, prediction: str, exact: bool) -> tuple[float | int, float | None]:
+    """A pilot value of an explained column (an int for an integer column, `exact`; else a float) and
+    the column's largest finite |y| (None without a finite value)."""
     rows = engine.fetch_arrow(
         queries.statistics.pilot(source, prediction, engine.dialect, exact=exact), context="reading the data"
-    )
-    values = [value for value in rows.column("pilot").to_pylist() if value is not None]
-    if not values:
-        return 0 if exact else 0.0
-    return int(values[0]) if exact else float(values[0])
+    ).to_pylist()
+    if not rows or rows[0]["pilot"] is None:
+        return (0 if exact else 0.0), None
+    largest = None if rows[0]["largest"] is None else float(rows[0]["largest"])
+    return (int(rows[0]["pilot"]) if exact else float(rows[0]["pilot"])), largest
 
 
 def _batch_bytes(engine: Engine) -> int:

@@ -238,6 +238,22 @@ CASES: list[Case] = [
         {"x": "exact", "z": "exact"},
     ),
     Case(
+        "predictions of 1e-300",
+        "scales",
+        lambda: _scores(12, {"x": _levels(12, 3), "z": _levels(12, 2, 1)}, scale=1e-300),
+        "p",
+        {"x": "exact", "z": "exact"},
+        refused="multiply 'p' by 1e+300",  # its squares underflow: refused with the factor, never effects of 0
+    ),
+    Case(
+        "predictions of 1e300",
+        "scales",
+        lambda: _scores(12, {"x": _levels(12, 3), "z": _levels(12, 2, 1)}, scale=1e300),
+        "p",
+        {"x": "exact", "z": "exact"},
+        refused="multiply 'p' by 1e-300",  # its sums of squares overflow: refused with the factor
+    ),
+    Case(
         "close large numbers",
         "scales",
         lambda: _scores(12, {"income": 1_000_000 + np.arange(12), "x": _levels(12, 2)}),

@@ -266,19 +266,28 @@ def test_scales_whose_squares_fit_a_double_give_the_definition(scale):
 @pytest.mark.parametrize(
     "scale, message",
     [
-        (1e-170, "its squares underflow a DOUBLE and lose their digits; rescale it"),
-        (1e160, "overflow a DOUBLE in their sums of squares; rescale them"),
+        (
+            1e-170,
+            r"varies by about \de-170: its squares .* underflow a DOUBLE and lose their digits; multiply 'score' by 1e\+170",
+        ),
+        (
+            1e-300,
+            r"varies by about \de-300: its squares .* underflow a DOUBLE and lose their digits; multiply 'score' by 1e\+300",
+        ),
+        (1e160, r"reaches about \de\+160: its sums of squares overflow a DOUBLE; multiply 'score' by 1e-160"),
+        (1e300, r"reaches about \de\+300: its sums of squares overflow a DOUBLE; multiply 'score' by 1e-300"),
     ],
 )
-def test_scales_whose_squares_do_not_fit_a_double_are_refused(scale, message):
+def test_scales_whose_squares_do_not_fit_a_double_are_refused_with_the_factor(scale, message):
+    """The variance game reads squares; cohort Shapley computes them (squared values, effects): every
+    game that explains the column refuses it alike, naming the column and the factor that rescales it."""
     data = records(14).with_columns(score=pl.col("score") * scale)
     with pytest.raises(cohortsql.CohortError, match=message):
         variance_game(data)
-    if scale < 1:  # cohort Shapley reads the first power alone, which keeps its digits
-        assert cohortsql.cohort_shapley(data, prediction="score", similarity=SIMILARITY, id="id").shapley.shape == (
-            24,
-            3,
-        )
+    with pytest.raises(cohortsql.CohortError, match=message):
+        cohortsql.cohort_shapley(data, prediction="score", similarity=SIMILARITY, id="id")
+    with pytest.raises(cohortsql.CohortError, match=message):
+        cohortsql.shapley_effects(data, prediction="score", similarity=SIMILARITY, id="id", method="integrated")
 
 
 def test_bootstrap_intervals_are_the_same_on_both_paths():
