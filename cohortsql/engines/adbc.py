@@ -236,14 +236,15 @@ class AdbcEngine(Engine):
             if self._own_session:
                 self.connection.close()
 
-    def table_identity(self, name: str) -> object | None:
+    def table_identity(self, name: str) -> frozenset[object] | None:
         """The relation `name` is in the call's session, by the server's own identity (PostgreSQL: its
         oid, so that ``scores``, ``SCORES``, ``public.scores``, ``"public"."scores"`` and a name found on
         the search_path are one table); where the dialect has no such query, the name as written."""
         quoted = self.dialect.quote_path(name)
         if self.dialect.identity_query is None:
             return super().table_identity(name)
-        return self._identity(self._cursor, quoted, f"looking up table {name!r}")
+        identity = self._identity(self._cursor, quoted, f"looking up table {name!r}")
+        return None if identity is None else frozenset({identity})
 
     # -- plumbing ------------------------------------------------------------------------------
 

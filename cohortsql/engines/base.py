@@ -395,21 +395,28 @@ class Engine(ABC):
         return self.upload(table, "output")
 
     def check_writable(self, names: list[str], *, replace: bool, protected: tuple[str, ...] = ()) -> None:
-        """Refuse to write tables `names` where one exists (unless `replace`) or is `protected` (the run's
-        inputs), each compared by the relation it is to the engine (`table_identity`), however spelt."""
+        """Refuse to write tables `names` where one exists (unless `replace`) or where one is a table that
+        `protected` (the run's inputs) reads, each compared by the relation it is to the engine
+        (`table_identity`, `tables_read`), however spelt."""
         identities = {name: self.table_identity(name) for name in names}
-        inputs = {self.table_identity(name) for name in protected} - {None}
+        inputs = set().union(*(self.tables_read(name) for name in protected))
         for name, identity in identities.items():
-            if identity is not None and identity in inputs:
+            if identity is not None and not identity.isdisjoint(inputs):
                 raise CohortError(f"will not write over table {name!r}: it is this run's input")
         existing = [name for name, identity in identities.items() if identity is not None]
         check_writable(names, existing, replace=replace, protected=protected)
 
-    def table_identity(self, name: str) -> object | None:
-        """The relation that table name `name` is to the engine (None when it names none): by default the
-        name as DuckDB and Spark resolve one (any case, the default schema implied); a server overrides it
-        with its own identity of the object (PostgreSQL's oid)."""
-        return resolved_name(name) if self._has_table(name) else None
+    def table_identity(self, name: str) -> frozenset[object] | None:
+        """The relations that table name `name` is to the engine, as the engine itself resolves the name
+        (None when it names none): by default the name as DuckDB and Spark resolve one (any case, the
+        default schema implied); an engine overrides it with its own identity of the object (DuckDB: the
+        tables its plan scans; PostgreSQL: its oid; Spark: its catalog's table)."""
+        return frozenset({resolved_name(name)}) if self._has_table(name) else None
+
+    def tables_read(self, name: str) -> frozenset[object]:
+        """The relations reading `name` reads (an input's: nothing may be written over them); by default
+        its own identity (an engine that resolves views to their tables overrides it)."""
+        return self.table_identity(name) or frozenset()
 
     def _has_table(self, name: str) -> bool:
         """Whether the database or catalog results are written to holds a table of this name: by

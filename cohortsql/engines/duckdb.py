@@ -35,6 +35,7 @@ from cohortsql.engines.duckdb_settings import (
     memory_limit_bytes,
     perfect_hash_bits,
     shared_database,
+    tables_scanned,
 )
 from cohortsql.engines.inputs import (
     POSITION_COLUMN,
@@ -426,6 +427,12 @@ class DuckDBEngine(Engine):
         self.connection.register(name, data)
         self._created.append(("REGISTERED", name))
         return self.dialect.quote(name)
+
+    def table_identity(self, name: str) -> frozenset[object] | None:
+        """The tables (by oid) that `name` reads as DuckDB resolves it (its catalogs, schemas, search path
+        and case rules: ``db.main.scores``, ``"DB"."MAIN"."SCORES"`` and ``scores`` are one table; a view
+        is the tables it reads); None when it names no relation."""
+        return tables_scanned(self.connection, self.dialect.quote_path(name))
 
     def _has_table(self, name: str, *, database: str | None = None) -> bool:
         *schema, table = name.split(".")

@@ -1,10 +1,13 @@
 """How the DuckDB engine sizes and opens what it runs on: memory limits read as DuckDB reads them,
-the perfect hash aggregate's key width, Arrow tables cut for every thread, and the databases it opens."""
+the perfect hash aggregate's key width, Arrow tables cut for every thread, the databases it opens, and
+which tables a name reads as DuckDB resolves it."""
 
 from __future__ import annotations
 
 import functools
+import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -115,3 +118,38 @@ def connect_file(database: str | os.PathLike[str], read_only: bool) -> duckdb.Du
     except duckdb.Error as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CohortError(f"cannot open DuckDB database {str(database)!r}: {message}") from None
+
+
+def tables_scanned(connection: duckdb.DuckDBPyConnection, quoted: str) -> frozenset[int] | None:
+    """The tables (by oid) that reading the relation `quoted` (a quoted, possibly qualified name) scans,
+    as DuckDB itself resolves the name: its catalog, schema and search path, its case rules, a view's
+    tables; None when the name is no relation of the connection. The plan names each table it scans
+    qualified and quoted as DuckDB writes names (``memory.main."a.b"``), which is read back part by part
+    and matched exactly against ``duckdb_tables()``: no text of the caller's is compared."""
+    try:
+        (_, plan), *_ = connection.execute(f"EXPLAIN (FORMAT json) SELECT * FROM {quoted}").fetchall()
+    except duckdb.Error:
+        return None
+    oids = {
+        (row[0], row[1], row[2]): int(row[3])
+        for row in connection.execute(
+            "SELECT database_name, schema_name, table_name, table_oid FROM duckdb_tables()"
+        ).fetchall()
+    }
+    scanned = set()
+    for table in _scanned_names(json.loads(plan)):
+        parts = DUCKDB.name_parts(table)
+        if parts is not None and parts in oids:
+            scanned.add(oids[parts])
+    return frozenset(scanned)
+
+
+def _scanned_names(nodes: list[dict[str, object]]) -> Iterator[str]:
+    """The ``Table`` of every scan of a plan in DuckDB's JSON form."""
+    for node in nodes:
+        extra = node.get("extra_info")
+        if isinstance(extra, dict) and isinstance(extra.get("Table"), str):
+            yield extra["Table"]
+        children = node.get("children")
+        if isinstance(children, list):
+            yield from _scanned_names(children)

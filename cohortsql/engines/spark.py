@@ -392,6 +392,18 @@ class SparkEngine(Engine):
         except PySparkException:
             return False
 
+    def table_identity(self, name: str) -> frozenset[object] | None:
+        """The table or view `name` is as Spark's catalog resolves it (its catalog, namespace and name:
+        ``scores``, ``default.SCORES`` and ``spark_catalog.default.scores`` are one table; a name's case
+        counts only where the session compares names case-sensitively); None when it names none."""
+        try:
+            table = self.session.catalog.getTable(name)
+        except PySparkException:
+            return None
+        sensitive = str(self.session.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+        parts = (table.catalog or "", *(table.namespace or ()), table.name)
+        return frozenset({tuple(part if sensitive else part.lower() for part in parts)})
+
     # -- plumbing ------------------------------------------------------------------------------
 
     def _view(self, frame: DataFrame, purpose: str) -> str:
