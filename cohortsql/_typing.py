@@ -212,6 +212,18 @@ class Weighting(TypedDict, total=False):
     confidence: float
 
 
+class NullReference(TypedDict, total=False):
+    """The null reference beside the shares: B shuffled copies of each feature asked, each copy's share
+    computed as the feature's own; per feature, ``null_share`` (the copies' mean share), ``null_share_high``
+    (their upper quantile at the run's confidence) and ``p_value`` = (1 + #{copies at or above}) / (1 + B)."""
+
+    null: int
+    """B shuffled copies of each feature (0: none; 19 let a p-value reach 0.05)."""
+    null_features: Sequence[str] | None
+    """The features (or groups) whose shares get a null reference (default: every feature; the
+    protected attributes for the audit)."""
+
+
 class Estimation(TypedDict, total=False):
     """Exact, by random permutations, or chosen by the number of features; the permutations' budget."""
 
@@ -247,19 +259,21 @@ class Modelling(TypedDict, total=False):
     batch_rows: int
 
 
-class ShapleyOptions(Selection, Inclusion, Weighting, Estimation, Interactions, Groups, RunOptions, total=False):
+class ShapleyOptions(
+    Selection, Inclusion, Weighting, NullReference, Estimation, Interactions, Groups, RunOptions, total=False
+):
     """The options of `cohortsql.cohort_shapley` and `cohortsql.estimate`."""
 
     path: CohortPath
 
 
-class EffectsOptions(Selection, Weighting, Estimation, Interactions, Groups, RunOptions, total=False):
+class EffectsOptions(Selection, Weighting, NullReference, Estimation, Interactions, Groups, RunOptions, total=False):
     """The options of `cohortsql.shapley_effects`."""
 
     path: CohortPath
 
 
-class GameOptions(Selection, Weighting, Estimation, Groups, RunOptions, total=False):
+class GameOptions(Selection, Weighting, NullReference, Estimation, Groups, RunOptions, total=False):
     """The options of `cohortsql.game_shapley`, `cohortsql.uniqueness_shapley` and `cohortsql.kanonymity_shapley`."""
 
     interactions: bool
@@ -316,7 +330,7 @@ class InsertionOptions(RunOptions, total=False):
     weight: str | None
 
 
-class AuditOptions(Selection, Inclusion, Weighting, Estimation, Modelling, RunOptions, total=False):
+class AuditOptions(Selection, Inclusion, Weighting, NullReference, Estimation, Modelling, RunOptions, total=False):
     """The options of `cohortsql.audit`: `cohort_shapley`'s (bootstrap on by default), and with a
     model, how it is called and on how many targets and baselines."""
 

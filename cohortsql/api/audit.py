@@ -21,7 +21,14 @@ from cohortsql.api.local import cohort_shapley_and
 from cohortsql.errors import CohortError
 from cohortsql.interrupts import interruptible_call
 from cohortsql.request.arguments import check_bins_named, check_decisions, protected_names
-from cohortsql.request.options import AUDIT_BASELINES, AUDIT_REPLICATES, Options, checked_options, documented
+from cohortsql.request.options import (
+    AUDIT_BASELINES,
+    AUDIT_NULL,
+    AUDIT_REPLICATES,
+    Options,
+    checked_options,
+    documented,
+)
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.audit import AuditResult, LevelSums, audit_tables
 from cohortsql.results.audit_groups import QUANTILE_GROUPS, targets_grouping
@@ -131,6 +138,8 @@ def audit(
     bins = checked.auditing.protected_bins
     groupings = {name: targets_grouping(result, name, bins.get(name, QUANTILE_GROUPS)) for name in names}
     attributes, groups, proxies = audit_tables(result, names, groupings, sums)
+    if result.null is not None:
+        attributes = result.null.joined(attributes, on="protected")
     if model is not None:
         contrast = _model_contrast(data, model, prediction, result, names, options, checked.modelling.model_targets)
         attributes = attributes.join(contrast, on="protected", how="left", maintain_order="left")
@@ -188,12 +197,19 @@ def _cohort_run(
         raise CohortError(
             f"an audit explains one prediction column, got {prediction!r}: audit each column in a call of its own"
         )
-    checked = checked_options(options, AuditOptions, bootstrap=AUDIT_REPLICATES)
+    checked = checked_options(options, AuditOptions, bootstrap=AUDIT_REPLICATES, null=AUDIT_NULL)
     check_bins_named(checked.auditing.protected_bins, names)
     given = {key: value for key, value in options.items() if key in ShapleyOptions.__optional_keys__}
     run = cast(
         ShapleyOptions,
-        given | {"interactions": True, "bootstrap": checked.weighting.bootstrap, "seed": checked.selection.seed},
+        given
+        | {
+            "interactions": True,
+            "bootstrap": checked.weighting.bootstrap,
+            "seed": checked.selection.seed,
+            "null": checked.nulls.null,
+            "null_features": checked.nulls.null_features or names,
+        },
     )
     return names, run, checked
 

@@ -13,6 +13,7 @@ import polars as pl
 
 from cohortsql._typing import EffectsOptions, Prediction
 from cohortsql.api.integrated import check_integrated, integrated_fields
+from cohortsql.api.nulls import null_references, shares_by_player
 from cohortsql.errors import CohortError
 from cohortsql.formats.tables import diagnostics, warn_about_cohorts
 from cohortsql.games.cohort import CohortGame
@@ -126,24 +127,37 @@ def shapley_effects(
             check_integrated(asked.terms, prepared)
         check_interactions(asked.terms, asked.estimation.method, route, prepared.players)
         check_owen(route, prepared)
-        if route.integrated:
-            results = _integrated_effects(session, route)
-        elif route.random:
+        if route.random:
             if session.prepared.measures.replicates:
                 raise CohortError(
                     "bootstrap intervals need method='exact' (the permutation method has standard errors)"
                 )
             # the seed is recorded in the settings, so the run can be repeated
             session = replace(session, options=asked.with_seed(drawn_seed(asked.selection.seed)))
-            results = _estimated_effects(session, route)
-        else:
-            results = _exact_effects(session)
+        results = _effects(session, route)
+        nulls = null_references(session, lambda copy: _shares(copy, _effects(copy, route)), _shares(session, results))
+        if nulls is not None:
+            results = {outcome: results[outcome].with_null(null) for outcome, null in zip(results, nulls)}
         rows = session.sample_rows(COPY_CHECK_ROWS)
         features = session.prepared.feature_names
     warn_about_cohorts(next(iter(results.values())).diagnostics, kinds)
     for outcome in outcomes:
         warn_about_copies(rows, features, rows[outcome].cast(pl.Float64).to_numpy(), outcome)
     return next(iter(results.values())) if isinstance(prediction, str) else ShapleyEffectsResults(results)
+
+
+def _effects(session: Session, route: Route) -> dict[str, ShapleyEffects]:
+    """Every explained column's effects by the route's method: integrated, by permutations, or exact."""
+    if route.integrated:
+        return _integrated_effects(session, route)
+    if route.random:
+        return _estimated_effects(session, route)
+    return _exact_effects(session)
+
+
+def _shares(session: Session, results: dict[str, ShapleyEffects]) -> np.ndarray:
+    """Every result's share of each player, (results, players) in the session's players' order."""
+    return shares_by_player([effects.effects for effects in results.values()], session.prepared.player_names)
 
 
 def _exact_effects(session: Session) -> dict[str, ShapleyEffects]:

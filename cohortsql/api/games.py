@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Unpack
 
+import numpy as np
+
 from cohortsql._typing import GameOptions
+from cohortsql.api.nulls import null_references, shares_by_player
 from cohortsql.errors import CohortError
 from cohortsql.games.base import Game
 from cohortsql.games.registry import game_of
@@ -14,7 +18,7 @@ from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.uniqueness import GameResult
 from cohortsql.run.readouts import game_result
-from cohortsql.run.session import open_session
+from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_EXACT_FEATURES, MAX_FEATURES, may_draw
 
 
@@ -92,7 +96,16 @@ def game_shapley(
         max_features=MAX_FEATURES if random else MAX_EXACT_FEATURES,
         powers=chosen.powers,
     ) as session:
-        return game_result(session, chosen)
+        result = game_result(session, chosen)
+        nulls = null_references(
+            session, lambda copy: _shares(copy, game_result(copy, chosen)), _shares(session, result)
+        )
+        return result if nulls is None else replace(result, null=nulls[0])
+
+
+def _shares(session: Session, result: GameResult) -> np.ndarray:
+    """The game's share of each player (its ``global_``), (1, players) in the session's players' order."""
+    return shares_by_player([result.global_], session.prepared.player_names)
 
 
 def reads_a_column(game: str | Game) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar, Unpack, overload
 
 import numpy as np
@@ -13,6 +14,7 @@ from cohortsql._typing import (
     ShapleyOptions,
 )
 from cohortsql.api.integrated import check_integrated, explain_integrated
+from cohortsql.api.nulls import null_references, shares_by_player
 from cohortsql.errors import CohortError
 from cohortsql.formats.tables import warn_about_cohorts
 from cohortsql.games.cohort import CohortGame
@@ -190,6 +192,11 @@ def cohort_shapley_and(
     limit = feature_limit(asked.estimation.method)
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=limit) as session:
         results = explain_targets(session, session.select())
+        nulls = null_references(
+            session, lambda copy: _shares(copy, explain_targets(copy, copy.select())), _shares(session, results)
+        )
+        if nulls is not None:
+            results = {outcome: replace(results[outcome], null=null) for outcome, null in zip(results, nulls)}
         first = next(iter(results.values()))
         # the data's rows, not the targets: three targets prove nothing (when every row is a target, they are)
         every_row = len(first.ids) == session.prepared.subject_count <= COPY_CHECK_ROWS
@@ -199,6 +206,11 @@ def cohort_shapley_and(
     for outcome in outcomes:
         warn_about_copies(rows, first.features, rows[outcome].cast(pl.Float64).to_numpy(), outcome)
     return (first if isinstance(prediction, str) else CohortShapleyResults(results)), found
+
+
+def _shares(session: Session, results: dict[str, CohortShapleyResult]) -> np.ndarray:
+    """Every result's share of each player (its ``global_``), (results, players) in the session's order."""
+    return shares_by_player([result.global_ for result in results.values()], session.prepared.player_names)
 
 
 def explain_targets(session: Session, chosen: TargetSet) -> dict[str, CohortShapleyResult]:

@@ -162,6 +162,19 @@ FLAGS: dict[str, tuple[Any, Any]] = {
         None,
     ),
     "confidence": (_option(float, "The bootstrap intervals' coverage (default {default:confidence})."), None),
+    "null": (
+        _option(
+            int,
+            "B shuffled copies of each feature: its share beside theirs (null_share, null_share_high, p_value);"
+            " 19 let p reach 0.05 (audit default {default:audit_null}; 0: none).",
+            "--null",
+        ),
+        None,
+    ),
+    "null_features": (
+        _option(str, "Comma-separated features whose shares get --null copies (default: every feature)."),
+        None,
+    ),
     "method": (_option(str, f"{' | '.join(METHODS)} (default {{default:method}}).", "--method"), None),
     "path": (
         _option(str, f"How exact cohorts are found: {' | '.join(PATHS)} (default {{default:path}}).", "--path"),

@@ -115,9 +115,11 @@ def request(
         from cohortsql.cli.outputs import refuse_inputs
 
         refuse_inputs(outputs, options)
-    names = group if isinstance(group, tuple) else tuple(group.__annotations__)
-    arguments = pick(options, *(name for name in names if name not in ("targets", "sample", "include")))
-    if "engine" in names:
+    taken = group if isinstance(group, tuple) else tuple(group.__annotations__)
+    arguments = pick(options, *(name for name in taken if name not in ("targets", "sample", "include")))
+    if arguments.get("null_features") is not None:
+        arguments["null_features"] = names(arguments["null_features"])
+    if "engine" in taken:
         arguments |= configured_engine(options)
     if explained and prediction:
         arguments["prediction"] = _prediction(prediction)
@@ -125,7 +127,7 @@ def request(
         return arguments
     ids, sample = _target_ids(options.get("target_ids")), _sample(options.get("sample"))
     if ids is not None and sample is not None:  # chosen ids explained beside the sample
-        if "include" not in names:
+        if "include" not in taken:
             raise CohortError(
                 "--target-ids beside --sample explains chosen ids beside a random sample, which only commands that"
                 " show each target's values do (shapley, audit); give one of them"

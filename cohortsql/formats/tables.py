@@ -352,3 +352,27 @@ def effects_of_tables(
     spread = float(np.mean((totals["prediction"].to_numpy() - mean) ** 2))
     table = effects_table(tuple(features), squared.mean(axis=0), standard_error(squared, population, errors), spread)
     return by_importance(table, "shapley_effect")
+
+
+ROUNDING = 1e-12
+"""A value smaller than this times the prediction's spread (its standard deviation) is floating-point
+rounding of an exact zero, and is shown to people as 0; relative, so that the same table at any scale
+reads the same. A share (a ratio) below it reads as 0%."""
+
+
+def rounded(value: float, scale: float, *, signed: bool = False) -> str:
+    """A value for people: 4 significant digits, rounding noise (relative to `scale`) as 0."""
+    if not abs(value) > ROUNDING * scale:
+        return "0"
+    return f"{value:+.4g}" if signed else f"{value:.4g}"
+
+
+def percent(value: float) -> str:
+    """A share for people: two significant digits below 10%, one decimal above, rounding noise as 0%."""
+    if abs(value) < ROUNDING:
+        return "0%"
+    return f"{100 * value:.2g}%" if abs(value) < 0.1 else f"{100 * value:.1f}%"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"

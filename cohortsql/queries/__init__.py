@@ -6,6 +6,7 @@ top-level ``sql/`` folder (one template per named step):
 - `statistics`: whole-table statistics (moments, checks, each kind's parameters, quantiles, pilots);
 - `subjects`: the subjects relation (ids, explained values, predictors as the tests compare them);
 - `measures`: what the histogram sums (case weights, bootstrap draws, outcomes);
+- `null_copies`: the subjects with permuted copies of predictors (the null reference);
 - `targets`: choosing and reading target rows;
 - `histogram`: similarity tests and the mask histogram (the pairwise path);
 - `integrated`: the histogram by number of dissimilar players (the integrated path) and by rank;
@@ -28,6 +29,7 @@ from cohortsql.queries import (
     histogram,
     integrated,
     measures,
+    null_copies,
     standalone,
     statistics,
     steps,
@@ -44,6 +46,7 @@ __all__ = [
     "histogram",
     "integrated",
     "measures",
+    "null_copies",
     "standalone",
     "statistics",
     "steps",

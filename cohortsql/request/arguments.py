@@ -239,3 +239,33 @@ def _without_missing(values: np.ndarray) -> np.ndarray:
     if any(value is None or (isinstance(value, float) and math.isnan(value)) for value in values):
         raise CohortError("targets is a boolean mask with missing values: fill them (True or False) first")
     return values.astype(bool)
+
+
+MAX_NULL_COPIES = 999
+"""The most shuffled copies a null reference draws of each feature: 999 give p-values down to 0.001."""
+
+
+def null_copies(name: str, value: object) -> int:
+    """``null``: how many shuffled copies of each feature (0: no null reference), a whole number (not a
+    bool) from 0 to `MAX_NULL_COPIES`."""
+    copies = whole_number(name, value, minimum=0)
+    if copies > MAX_NULL_COPIES:
+        raise CohortError(
+            f"{name} must be at most {MAX_NULL_COPIES} shuffled copies (p-values down to 0.001), got {copies}"
+        )
+    return copies
+
+
+def null_features(name: str, value: object) -> tuple[str, ...] | None:
+    """``null_features``: None (the default features), or the names of the features (or groups) whose
+    shares get a null reference, each once."""
+    if value is None:
+        return None
+    names = (value,) if isinstance(value, str) else value
+    if isinstance(names, Sequence) and not isinstance(names, str):
+        names = tuple(names)
+    if not isinstance(names, tuple) or not names or not all(isinstance(item, str) for item in names):
+        raise CohortError(f"{name} names features (text), e.g. ['age'] or ['age', 'zip'], got {value!r}")
+    if len(set(names)) != len(names):
+        raise CohortError(f"{name} names a feature twice: {list(names)!r}")
+    return names

@@ -141,10 +141,17 @@ class ResolvedFeature:
     """Why the feature got its kind when the caller gave none (None when the caller chose it)."""
     time_zone: bool = False
     """Whether its values are timestamps with a time zone (instants)."""
+    copy: int = 0
+    """0 for the feature itself; b >= 1 for its b-th permuted copy (the null reference), which reads the
+    same kind and parameters from a column of its own."""
 
     @property
     def column(self) -> str:
-        return f"{RESERVED_PREFIX}f{self.index}"
+        return f"{RESERVED_PREFIX}f{self.index}" + (f"_copy{self.copy}" if self.copy else "")
+
+    def copied(self, copy: int) -> ResolvedFeature:
+        """This feature's `copy`-th permuted copy: the same name, kind, parameters and representation."""
+        return replace(self, copy=copy)
 
 
 def _refuse_case_twins(names: Sequence[str]) -> None:

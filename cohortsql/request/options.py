@@ -41,6 +41,10 @@ AUDIT_REPLICATES = 200
 """Bootstrap replicates `audit` and `fairness` draw unless ``bootstrap`` says otherwise: their intervals
 are part of what they report."""
 
+AUDIT_NULL = 19
+"""Shuffled copies of each protected attribute `audit` draws unless ``null`` says otherwise: 19 let a
+p-value reach 1/20 = 0.05, so that an attribute above its floor can be told from one at it."""
+
 AUDIT_BASELINES = 20
 """Baselines of the all-baseline Shapley `audit` computes with a model, unless ``baseline_sample`` says
 otherwise: a sample keeps the model's calls bounded."""
@@ -68,6 +72,18 @@ class Weighting:
     weight: str | None = None
     bootstrap: int = 0
     confidence: float = 0.95
+
+
+@dataclass(frozen=True)
+class Nulls:
+    """The null reference beside the shares: B shuffled copies of each feature asked, each copy's share
+    computed as the feature's own (`cohortsql.run.null_copies`)."""
+
+    null: int = 0
+    """B, the shuffled copies of each feature (0: no null reference)."""
+    null_features: Sequence[str] | None = None
+    """The features (or groups) whose shares get a null reference; None: every feature (the protected
+    attributes for the audit)."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +176,7 @@ class Options:
 
     selection: Selection = field(default_factory=Selection)
     weighting: Weighting = field(default_factory=Weighting)
+    nulls: Nulls = field(default_factory=Nulls)
     estimation: Estimation = field(default_factory=Estimation)
     terms: Terms = field(default_factory=Terms)
     grouping: Grouping = field(default_factory=Grouping)
@@ -176,6 +193,7 @@ class Options:
 _GROUPS: dict[str, type] = {
     "selection": Selection,
     "weighting": Weighting,
+    "nulls": Nulls,
     "estimation": Estimation,
     "terms": Terms,
     "grouping": Grouping,
@@ -213,6 +231,8 @@ _CHECKS: dict[str, Callable[[str, Any], object]] = {
     "protected_bins": arguments.group_bins,
     "interactions": arguments.boolean,
     "anchored": lambda name, value: arguments.whole_number(name, value, minimum=0),
+    "null": arguments.null_copies,
+    "null_features": arguments.null_features,
     "targets": arguments.checked_targets,
     "include": arguments.included_ids,
     "exact": lambda name, value: value,  # checked against the features by `calibrate`
@@ -289,11 +309,17 @@ def checked_options(given: Mapping[str, object], allowed: Any, **defaults: objec
     for name, value in checked.items():
         by_group[_GROUP_OF[name]][name] = value
     options = Options(**{group: _GROUPS[group](**values) for group, values in by_group.items()})
-    needs_seed = options.weighting.bootstrap > 0 or options.modelling.baseline_sample is not None
+    needs_seed = (
+        options.weighting.bootstrap > 0 or options.modelling.baseline_sample is not None or options.nulls.null > 0
+    )
     return options.with_seed(arguments.drawn_seed(options.selection.seed, needs_seed))
 
 
-CALL_DEFAULTS = {"audit_bootstrap": AUDIT_REPLICATES, "audit_baseline_sample": AUDIT_BASELINES}
+CALL_DEFAULTS = {
+    "audit_bootstrap": AUDIT_REPLICATES,
+    "audit_baseline_sample": AUDIT_BASELINES,
+    "audit_null": AUDIT_NULL,
+}
 """Defaults of one public function's own, where it differs from the option's (by ``function_option``)."""
 
 _DEFAULT_MARK = re.compile(r"\{default:(\w+)\}")

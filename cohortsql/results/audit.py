@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from cohortsql.errors import CohortError
-from cohortsql.formats.tables import SMALL_GROUP, group_name
+from cohortsql.formats.tables import ROUNDING, SMALL_GROUP, group_name, percent, plural, rounded
 from cohortsql.numeric import bootstrap as bootstrap_module
 from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.results.audit_groups import Grouping
@@ -78,20 +78,23 @@ class AuditResult:
         scale = self.cohort.spread
         lines = []
         for row in self.attributes.iter_rows(named=True):
+            name, null = row["protected"], self.cohort.null
+            tested = null is not None and name in null.players
             contrast = ""
-            if "baseline_mean_abs" in row:
+            if "baseline_mean_abs" in row and (not tested or null is None or null.clears(name)):
                 contrast = (
                     f"; the model's baseline Shapley gives it {rounded(row['baseline_mean_abs'], scale)} on average"
                     f" (all-baseline {rounded(row['all_baseline_mean_abs'], scale)})"
                 )
             rank = f"rank {row['rank']} of {len(self.cohort.features)} features{contrast}"
             if row["share"] is None or not math.isfinite(row["share"]):
-                lines.append(f"{row['protected']}: no variance to explain (the prediction is constant), {rank}")
+                lines.append(f"{name}: no variance to explain (the prediction is constant), {rank}")
             else:
                 interval = ""
                 if row.get("share_ci_low") is not None:
                     interval = f" ({percent(row['share_ci_low'])}–{percent(row['share_ci_high'])})"
-                lines.append(f"{row['protected']}: {percent(row['share'])} of the variance explained{interval}, {rank}")
+                floor = f"; {null.words(name)}" if tested and null is not None else ""
+                lines.append(f"{name}: {percent(row['share'])} of the variance explained{interval}, {rank}{floor}")
             for group in self.groups.filter(pl.col("protected") == row["protected"]).iter_rows(named=True):
                 rows = "" if group["rows"] == group["count"] else f" of {plural(group['rows'], 'row')}"
                 lines.append(
@@ -133,30 +136,6 @@ def _gap_words(group: Mapping[str, Any], scale: float) -> str:
         f"; its gap {rounded(group['gap'], scale, signed=True)} ({rounded(low, scale, signed=True)}"
         f" to {rounded(high, scale, signed=True)}) may be 0, so no share of it is given"
     )
-
-
-ROUNDING = 1e-12
-"""A value smaller than this times the prediction's spread (its standard deviation) is floating-point
-rounding of an exact zero, and is shown to people as 0; relative, so that the same table at any scale
-reads the same. A share (a ratio) below it reads as 0%."""
-
-
-def rounded(value: float, scale: float, *, signed: bool = False) -> str:
-    """A value for people: 4 significant digits, rounding noise (relative to `scale`) as 0."""
-    if not abs(value) > ROUNDING * scale:
-        return "0"
-    return f"{value:+.4g}" if signed else f"{value:.4g}"
-
-
-def percent(value: float) -> str:
-    """A share for people: two significant digits below 10%, one decimal above, rounding noise as 0%."""
-    if abs(value) < ROUNDING:
-        return "0%"
-    return f"{100 * value:.2g}%" if abs(value) < 0.1 else f"{100 * value:.1f}%"
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def audit_tables(

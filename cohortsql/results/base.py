@@ -23,6 +23,7 @@ import pyarrow as pa
 from cohortsql.errors import CohortError
 from cohortsql.formats.files import write_frame
 from cohortsql.formats.tables import feature_texts, group_table, target_groups
+from cohortsql.results.null import NullReference
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -68,6 +69,9 @@ class TargetValues:
     asked: tuple[Any, ...] | None = None
     """With ``targets=`` a list of ids: those ids in the order given (`ids` holds them in table order),
     which views made for the caller keep (`CohortShapleyResult.to_shap`); else None."""
+    null: NullReference | None = None
+    """With ``null=B``: the shares of B shuffled copies of each feature asked beside its own, whose
+    ``null_share``, ``null_share_high`` and ``p_value`` `global_` shows; else None."""
 
     def asked_order(self) -> np.ndarray:
         """Row positions of the targets in the order the call listed their ids (`asked`), else in `ids`' order."""

@@ -238,7 +238,7 @@ class CohortShapleyResult(TargetValues):
     @property
     def spread(self) -> float:
         """The explained column's standard deviation over all subjects: the scale below which a value
-        (in its units) is rounding noise of 0 (`cohortsql.results.audit.ROUNDING`)."""
+        (in its units) is rounding noise of 0 (`cohortsql.formats.tables.ROUNDING`)."""
         return float(np.sqrt(max(self.variance, 0.0)))
 
     @property
@@ -253,7 +253,8 @@ class CohortShapleyResult(TargetValues):
         (the mean Shapley value of the squared game, the paper's squared cohort Shapley value; not the
         mean of shapley squared), its standard error ``shapley_effect_se``, ``share`` =
         shapley_effect / `target_variance`, and ``mean_abs_shapley``; with ``bootstrap=B``, the
-        interval ``shapley_effect_ci_low`` .. ``_high``.
+        interval ``shapley_effect_ci_low`` .. ``_high``; with ``null=B``, the share's null reference
+        (``null_share``, ``null_share_high``, ``p_value``: `cohortsql.results.null.NullReference`).
 
         When the targets are every row, the squared values average to the Shapley effects of
         v_var(u) = (1/n) sum_t (ybar_{t,u} - ybar)^2 exactly (paper: additivity of Shapley values), the
@@ -271,6 +272,8 @@ class CohortShapleyResult(TargetValues):
         if self.bootstrap is not None:
             low, high = bias_corrected_interval(self.bootstrap.effects, effects, self.bootstrap.confidence, 0)
             table = table.with_columns(shapley_effect_ci_low=pl.Series(low), shapley_effect_ci_high=pl.Series(high))
+        if self.null is not None:
+            table = self.null.joined(table)
         return by_importance(table, "shapley_effect")
 
     def by(self, column: str, reference: object = None) -> pl.DataFrame:

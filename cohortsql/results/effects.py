@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import polars as pl
@@ -18,6 +18,7 @@ from cohortsql.formats.tables import Diagnostics, anchored_table, by_importance,
 from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.numeric.dividends import anchored_terms, interaction_values
 from cohortsql.numeric.shapley import shapley_values
+from cohortsql.results.null import NullReference
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +60,15 @@ class ShapleyEffects:
     owen_table: pl.DataFrame | None = None
     """With ``group_values="owen"``: one row per feature, ``group``, ``feature``, ``owen_effect`` (its
     Owen value of v_var: a group's rows add up to the group's effect) and ``share``; else None."""
+    null: NullReference | None = None
+    """With ``null=B``: the shares of B shuffled copies of each feature asked beside its own; `effects`
+    then has ``null_share``, ``null_share_high`` and ``p_value`` (null for features without copies)."""
+
+    def with_null(self, null: NullReference | None) -> ShapleyEffects:
+        """These effects with their null reference (the same effects without one)."""
+        if null is None:
+            return self
+        return replace(self, null=null, effects=null.joined(self.effects))
 
     @classmethod
     def from_game(

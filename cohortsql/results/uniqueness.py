@@ -64,7 +64,8 @@ class GameResult(TargetValues):
         """Per feature, the largest in size first (a game may be negative, as the cohort variance game is):
         ``mean_shapley`` (the targets' weighted mean of phi_j) and its
         ``share`` of the targets' mean ``value``; ``unique_share`` in `diagnostics` says how many targets
-        are alone."""
+        are alone. With ``null=B``, the share's null reference (``null_share``, ``null_share_high``,
+        ``p_value``: `cohortsql.results.null.NullReference`)."""
         weights = self.target_weights
         means = np.average(self.shapley, axis=0, weights=weights)
         total = float(np.average(self.value, weights=weights))
@@ -75,6 +76,8 @@ class GameResult(TargetValues):
                 "share": means / total if total != 0 else np.full(len(means), np.nan),
             }
         )
+        if self.null is not None:
+            table = self.null.joined(table)
         ranked = by_importance(table.with_columns(magnitude=pl.col("mean_shapley").abs()), "magnitude")
         return ranked.drop("magnitude")
 

@@ -42,10 +42,15 @@ class Session:
     seed, progress and bootstrap are read from here."""
     _target_data: list[tuple[TargetSet, pl.DataFrame]] = field(default_factory=list, repr=False)
     """The target rows read so far, with the target set they belong to (held, so never mistaken for another)."""
+    chosen: TargetSet | None = None
+    """The targets, when they were chosen before the session was made (a permuted copy's session reads
+    the call's own targets); else None, and `select` chooses them."""
 
     def select(self) -> TargetSet:
         """The target rows the call asked for: every row, a predicate's, a random sample of either, or
         the rows with given ids."""
+        if self.chosen is not None:
+            return self.chosen
         selection = self.options.selection
         return select_targets(
             self.engine, self.prepared, selection.targets, selection.seed, selection.sample, selection.include

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -121,13 +121,27 @@ def select_targets(
         table, weights, data = _targets_by_id(engine, prepared, targets, with_data=True)
         asked = tuple(requested_ids(targets, id_type(prepared), prepared.id).to_pylist())
         seed = None
+    distinct, group, multiplicity = _distinct(table, weights, prepared)
+    return TargetSet(table, distinct, group, weights, multiplicity, population, seed, data, asked, included)
+
+
+def regrouped(targets: TargetSet, prepared: Prepared, data: pl.DataFrame) -> TargetSet:
+    """The same targets for another reading of their rows (`prepared`'s features: a permuted copy in a
+    feature's place, the null reference), identical targets found again; `data`, their rows as they are
+    in the data."""
+    distinct, group, multiplicity = _distinct(targets.table, targets.weights, prepared)
+    return replace(targets, distinct=distinct, group=group, multiplicity=multiplicity, data=data)
+
+
+def _distinct(table: pa.Table, weights: np.ndarray, prepared: Prepared) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """The distinct targets of `table` (`_distinct_targets`), each one's group, and their multiplicity
+    under every weighting."""
     distinct, group = _distinct_targets(table, prepared.features, merge=not prepared.custom)
     if distinct.num_rows == table.num_rows and np.array_equal(group, np.arange(len(group))):
-        multiplicity = weights  # every target its own: the same weights, not a copy (B columns each)
-    else:
-        multiplicity = np.zeros((distinct.num_rows, weights.shape[1]))
-        np.add.at(multiplicity, group, weights)
-    return TargetSet(table, distinct, group, weights, multiplicity, population, seed, data, asked, included)
+        return distinct, group, weights  # every target its own: the same weights, not a copy (B columns each)
+    multiplicity = np.zeros((distinct.num_rows, weights.shape[1]))
+    np.add.at(multiplicity, group, weights)
+    return distinct, group, multiplicity
 
 
 def _with_included(
