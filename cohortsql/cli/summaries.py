@@ -12,6 +12,7 @@ from cohortsql._typing import Row
 from cohortsql.formats.tables import BIAS_CORRECTED, Diagnostics, default_kinds_in_words
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import ShapleyEffects, zero_errors_note
+from cohortsql.results.null import NullReference
 
 if TYPE_CHECKING:
     from cohortsql.results.calibration import Calibration
@@ -95,6 +96,7 @@ def shapley_summary(
             f" replicates: the effects' are {BIAS_CORRECTED}; every value's percentile interval is in the"
             " shapley_ci_low/high columns)"
         )
+    lines += null_lines(result.null)
     if result.interactions is not None:
         typical = np.average(np.abs(result.interactions), axis=0, weights=result.target_weights)
         lines += _interaction_lines(result.features, typical, "mean |interaction value| over the targets")
@@ -127,14 +129,14 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults, warned: Col
         *default_kinds_in_words(effects.settings),
         *diagnostics_in_words(effects.diagnostics),
         "",
-        f"{'feature':<{width}}  {'effect':>10}  {'se':>10}  {'share':>7}",
+        f"{'feature':<{width}}  {'effect':>10}  {'se':>10}  {'share':>7}" + (_FLOOR_HEADER if effects.null else ""),
     ]
     for row in ranked.iter_rows(named=True):
         lines.append(
             f"{shown[row['feature']]:<{width}}  {row['shapley_effect']:>10.4g}  {_standard_error(row):>10}"
-            f"  {row['share']:>7.1%}{_interval(row)}"
+            f"  {row['share']:>7.1%}{_floor(row, effects.null)}{_interval(row)}"
         )
-    lines += _marks_legend(shown)
+    lines += _marks_legend(shown) + _floor_legend(effects.null)
     if "shapley_effect_ci_low" in ranked.columns:
         level = float(effects.settings.get("confidence", "0.95"))
         replicates = effects.settings.get("bootstrap", "")
@@ -149,6 +151,40 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults, warned: Col
     if effects.owen_table is not None:
         lines += _owen_lines(effects.owen_table)
     return "\n".join(lines)
+
+
+_FLOOR_HEADER = f"  {'floor':>7}  {'p':>5}"
+"""The columns of the null reference in a table of shares: the copies' upper quantile, the p-value."""
+
+
+def _floor(row: Row, null: NullReference | None) -> str:
+    """A share's null reference as table cells (blank for a feature without copies), and the mark of a
+    share that does not clear it."""
+    if null is None:
+        return ""
+    if row.get("p_value") is None:
+        return f"  {'':>7}  {'':>5}"
+    mark = {"above": "", "too few copies": "  (too few copies)", "at the floor": "  = a shuffled copy"}[
+        null.verdict(row["feature"])
+    ]
+    return f"  {row['null_share_high']:>7.1%}  {row['p_value']:>5.2g}{mark}"
+
+
+def _floor_legend(null: NullReference | None) -> list[str]:
+    if null is None:
+        return []
+    return [
+        f"(floor: the share {null.confidence:.0%} of {null.copies} shuffled copies of the feature stay at or under;"
+        f" p: the share of copies at or above it, (1 + count) / (1 + {null.copies}); '= a shuffled copy': p above"
+        f" {1 - null.confidence:.2g}, the share is indistinguishable from a shuffled copy's)"
+    ]
+
+
+def null_lines(null: NullReference | None) -> list[str]:
+    """Each tested feature's share against its null reference, in words (none without one)."""
+    if null is None:
+        return []
+    return ["", "null reference:", *(f"  {player}: {null.words(player)}" for player in null.players)]
 
 
 def _owen_lines(owen: pl.DataFrame) -> list[str]:
@@ -217,7 +253,7 @@ def game_summary(result: GameResult, top: int, *, heading: str | None = None, co
     lines = [heading, "", f"{'feature':<{width}}  {column:>{size}}  {'share':>7}"]
     for row in result.global_.head(top).iter_rows(named=True):
         lines.append(f"{row['feature']:<{width}}  {row['mean_shapley']:>{size}.4g}  {row['share']:>7.1%}")
-    return "\n".join(lines + _not_shown(len(result.features), top))
+    return "\n".join(lines + _not_shown(len(result.features), top) + null_lines(result.null))
 
 
 def _not_shown(features: int, top: int) -> list[str]:

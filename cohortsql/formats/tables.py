@@ -376,3 +376,13 @@ def percent(value: float) -> str:
 
 def plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def effect_floors(table: pl.DataFrame) -> list[float | None] | None:
+    """Each row's floor in the effects' own units (the null reference's ``null_share_high`` times the
+    variance the shares divide by), None for a feature without copies; None without a null reference."""
+    if "null_share_high" not in table.columns:
+        return None
+    pairs = [(row["shapley_effect"], row["share"]) for row in table.iter_rows(named=True) if row["share"]]
+    variance = sum(effect for effect, _ in pairs) / sum(share for _, share in pairs) if pairs else 0.0
+    return [None if high is None else high * variance for high in table["null_share_high"].to_list()]

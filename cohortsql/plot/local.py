@@ -12,7 +12,7 @@ from cohortsql._typing import Row
 from cohortsql.errors import CohortError
 from cohortsql.formats.colours import feature_colours, level_colour, run_feature_order
 from cohortsql.formats.files import one_outcome, parquet_settings, read_frame
-from cohortsql.formats.tables import effects_of_tables, shown_value
+from cohortsql.formats.tables import effect_floors, effects_of_tables, shown_value
 from cohortsql.plot.tables import Source, chosen_outcome, pyplot, read_tables
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
@@ -132,6 +132,12 @@ def effects(source: ShapleyEffects | ShapleyEffectsResults | Source, *, outcome:
     if "shapley_effect_ci_low" in table.columns:
         level = settings.get("confidence", "0.95")
         label += f"\nwhiskers: {float(level):.0%} bias-corrected bootstrap intervals"
+    floors = effect_floors(table)
+    if floors is not None:
+        for row, floor in enumerate(floors):
+            if floor is not None:
+                axes.plot([floor, floor], [row - 0.42, row + 0.42], color="#111111", linewidth=2.5)
+        label += "\ndark ticks: the floor (what shuffled copies of the feature reach)"
     axes.set_xlabel(label)
     figure.tight_layout()
     return figure

@@ -25,7 +25,7 @@ import polars as pl
 from cohortsql.errors import CohortError
 from cohortsql.formats.colours import feature_colours
 from cohortsql.formats.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
-from cohortsql.formats.tables import BIAS_CORRECTED, effects_of_tables
+from cohortsql.formats.tables import BIAS_CORRECTED, effect_floors, effects_of_tables
 from cohortsql.report import svg
 from cohortsql.report.audit import Audited, audit_section
 from cohortsql.report.targets import chosen_targets, drawn_targets, target_section, targets_table
@@ -279,7 +279,10 @@ def effects_section(
     errors = (
         table["shapley_effect_se"].fill_nan(0).fill_null(0).to_list() if "shapley_effect_se" in table.columns else None
     )
-    chart = svg.bars(labels, table["shapley_effect"].to_list(), errors, [colours.get(f, "#777") for f in labels], "")
+    floors = effect_floors(table)
+    chart = svg.bars(
+        labels, table["shapley_effect"].to_list(), errors, [colours.get(f, "#777") for f in labels], "", floors
+    )
     intervals = "shapley_effect_ci_low" in table.columns
     rows = "".join(
         f'<tr><td>{escape(row["feature"])}</td><td class="num">{row["shapley_effect"]:.4g}</td>'
@@ -289,7 +292,9 @@ def effects_section(
             if intervals
             else ""
         )
-        + f'<td class="num">{row.get("share") or 0:.1%}</td></tr>'
+        + f'<td class="num">{row.get("share") or 0:.1%}</td>'
+        + (_floor_cells(row) if floors is not None else "")
+        + "</tr>"
         for row in table.iter_rows(named=True)
     )
     level = f"{float(confidence):.0%} " if confidence else ""
@@ -311,6 +316,13 @@ def effects_section(
             f"<p>The intervals are {escape(BIAS_CORRECTED)}: a squared quantity's replicates lie above it when"
             " most cohorts are a row or two, and a plain percentile interval can then miss its own estimate.</p>"
         )
+    if floors is not None:
+        note += (
+            "<p>The dark tick on a bar is its feature's floor: the share that shuffled copies of the feature (its"
+            " values permuted across the rows, so related to nothing) stay at or under. Small cohorts give any"
+            " column that splits them a share of their noise; a share at its floor (p above 1 − the confidence)"
+            " is indistinguishable from a shuffled copy's, whatever its size.</p>"
+        )
     return (
         "<p>Shapley effect per feature: the mean over the targets of its Shapley value of the squared game"
         " v(u)<sup>2</sup> (the paper's squared cohort Shapley value; not the mean of the values squared), and"
@@ -318,8 +330,15 @@ def effects_section(
         + chart
         + note
         + f'<table class="sortable"><thead><tr><th>feature</th><th>effect</th><th>standard error</th>{interval_head}'
-        f"<th>share</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"<th>share</th>{'' if floors is None else '<th>floor (shuffled copies)</th><th>p</th>'}"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
     )
+
+
+def _floor_cells(row: dict[str, Any]) -> str:
+    if row.get("p_value") is None:
+        return '<td class="num">–</td><td class="num">–</td>'
+    return f'<td class="num">{row["null_share_high"]:.1%}</td><td class="num">{row["p_value"]:.2g}</td>'
 
 
 def _standard_error(error: float | None) -> str:

@@ -33,10 +33,17 @@ def _scale(low: float, high: float, left: float, right: float) -> Callable[[floa
 
 
 def bars(
-    labels: Sequence[str], values: Sequence[float], errors: Sequence[float] | None, colours: Sequence[str], unit: str
+    labels: Sequence[str],
+    values: Sequence[float],
+    errors: Sequence[float] | None,
+    colours: Sequence[str],
+    unit: str,
+    floors: Sequence[float | None] | None = None,
 ) -> str:
-    """Horizontal bars, one per label, with the value printed beside each and an error whisker."""
+    """Horizontal bars, one per label, with the value printed beside each, an error whisker, and (with
+    `floors`) a dark tick at each bar's floor: what a shuffled copy of its feature reaches."""
     highs = [value + (errors[index] if errors else 0.0) for index, value in enumerate(values)]
+    highs += [floor for floor in floors or [] if floor is not None and math.isfinite(floor)]
     low, high = min(0.0, *values), max(0.0, *highs) if values else 1.0
     x = _scale(low, high, LABEL, WIDTH - 70)
     height = ROW * len(labels) + 10
@@ -54,7 +61,15 @@ def bars(
             parts.append(
                 f'<line x1="{x(value - errors[index]):.1f}" x2="{whisker:.1f}" y1="{y + 11}" y2="{y + 11}" class="whisker"/>'
             )
-        parts.append(f'<text x="{max(end, x(0.0)) + 4:.1f}" y="{y + 15}" class="value">{_number(value)}</text></g>')
+        floor = None if floors is None else floors[index]
+        right = max(end, x(0.0))
+        if floor is not None and math.isfinite(floor):
+            parts.append(
+                f'<line x1="{x(floor):.1f}" x2="{x(floor):.1f}" y1="{y + 1}" y2="{y + ROW - 1}" class="floor">'
+                f"<title>{escape(label)}: floor {_number(floor)}{unit}</title></line>"
+            )
+            right = max(right, x(floor) + 2)  # the value is read beside the bar and its tick, never struck
+        parts.append(f'<text x="{right + 4:.1f}" y="{y + 15}" class="value">{_number(value)}</text></g>')
     parts.append("</svg>")
     return "".join(parts)
 

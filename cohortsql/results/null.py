@@ -6,17 +6,19 @@ itself, whatever its size."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Literal
 
 import numpy as np
 import polars as pl
 
 from cohortsql.formats.tables import percent
-from cohortsql.numeric.null import p_values, upper_quantiles
+from cohortsql.numeric.null import p_values, smallest_p_value, upper_quantiles
 
-NULL_COLUMNS = ("null_share", "null_share_high", "p_value")
-"""The columns a null reference adds to a table of shares (null where a player has no copies)."""
+Verdict = Literal["above", "too few copies", "at the floor"]
+"""What a share's null reference says of it (`NullReference.verdict`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,8 +56,18 @@ class NullReference:
 
     def clears(self, player: str) -> bool:
         """Whether `player`'s share is above its null: p_value <= 1 - confidence."""
-        row = self.table.row(self.players.index(player), named=True)
-        return bool(row["p_value"] <= 1 - self.confidence + 1e-12)
+        return self.verdict(player) == "above"
+
+    def verdict(self, player: str) -> Verdict:
+        """``above`` its null (p_value <= 1 - confidence); ``too few copies`` to tell (above every copy,
+        but B copies cannot give a p-value that small); else ``at the floor``: indistinguishable from
+        a shuffled copy of itself."""
+        p = float(self.table.row(self.players.index(player), named=True)["p_value"])
+        if p <= 1 - self.confidence + 1e-12:
+            return "above"
+        if p <= smallest_p_value(self.copies) + 1e-12:
+            return "too few copies"
+        return "at the floor"
 
     def joined(self, table: pl.DataFrame, on: str = "feature") -> pl.DataFrame:
         """`table` (one row per player in column `on`) with the null's columns; null for players
@@ -70,6 +82,13 @@ class NullReference:
             f"{self.copies} shuffled copies of it get {percent(row['null_share'])} on average, {level} of them"
             f" at most {percent(row['null_share_high'])}; p = {row['p_value']:.2g}"
         )
-        if self.clears(player):
+        verdict = self.verdict(player)
+        if verdict == "above":
             return f"above its null ({copies})"
+        if verdict == "too few copies":
+            needed = math.ceil(1 / (1 - self.confidence) - 1 - 1e-9)
+            return (
+                f"above every shuffled copy, but {self.copies} copies cannot tell it from one at {level} ({copies};"
+                f" null={needed} or more can)"
+            )
         return f"indistinguishable from a shuffled copy of itself ({copies})"
