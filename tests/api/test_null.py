@@ -192,3 +192,79 @@ def test_the_audit_runs_a_null_by_default_and_names_a_floor_in_words():
 def test_bad_null_options_are_one_error_naming_them(options, culprit):
     with pytest.raises(CohortError, match=culprit):
         cohortsql.shapley_effects(scored(20, 0), prediction="score", similarity=KINDS, id="id", **options)
+
+
+@pytest.fixture(scope="module")
+def redlining_with_a_placebo() -> pl.DataFrame:
+    """The redlining table (its model reads zip and income; group tracks zip) and ``placebo``, a column
+    unrelated to everything."""
+    table = cohortsql.datasets.redlining(rows=300)
+    return table.with_columns(placebo=pl.Series(np.random.default_rng(4).integers(0, 2, table.height)))
+
+
+def test_an_attribute_at_its_floor_is_never_said_like_one_above_it(redlining_with_a_placebo, tmp_path):
+    """In the audit's words, its report and the command line: the placebo is indistinguishable from a
+    shuffled copy of itself, and the model contrast ("the model's baseline Shapley gives it 0") is said
+    only of the attribute that clears its null."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = cohortsql.audit(
+            redlining_with_a_placebo,
+            prediction="denial",
+            protected=["group", "placebo"],
+            similarity=["zip", "income"],
+            id="id",
+            model=cohortsql.datasets.redlining_model,
+            model_input="polars",
+            bootstrap=10,
+            seed=2,
+        )
+    lines = {line.split(":")[0]: line for line in found.summary() if not line.startswith(" ")}
+    assert "above its null" in lines["group"] and "the model's baseline Shapley gives it 0" in lines["group"]
+    assert "indistinguishable from a shuffled copy of itself" in lines["placebo"]
+    assert "baseline Shapley" not in lines["placebo"]
+    report = tmp_path / "audit.html"
+    found.report(report)
+    html = report.read_text()
+    assert "placebo: " in html and "indistinguishable from a shuffled copy of itself" in html
+    assert "the model&#x27;s baseline Shapley gives it" in html
+
+
+def test_the_command_line_marks_a_share_at_its_floor(redlining_with_a_placebo, tmp_path):
+    from typer.testing import CliRunner
+
+    from cohortsql.cli import app
+
+    data = tmp_path / "redlining.parquet"
+    redlining_with_a_placebo.write_parquet(data)
+    common = [str(data), "--prediction", "denial", "--id", "id", "--seed", "2"]
+    done = CliRunner().invoke(
+        app,
+        ["effects", *common, "--features", "zip,income,group,placebo", "--null", "19"]
+        + ["--null-features", "group,placebo"],
+    )
+    assert done.exit_code == 0, done.output
+    rows = {line.split()[0]: line for line in done.output.splitlines() if line.split()}
+    assert rows["placebo"].rstrip().endswith("= a shuffled copy") and "0.05" in rows["group"]
+    assert "shuffled copy" not in rows["group"]
+    audit = CliRunner().invoke(
+        app, ["audit", *common, "--features", "zip,income", "--protected", "group,placebo", "--bootstrap", "5"]
+    )
+    assert audit.exit_code == 0, audit.output
+    assert "placebo: " in audit.output and "indistinguishable from a shuffled copy of itself" in audit.output
+
+
+def test_the_effects_report_draws_each_floor_and_says_what_it_is(redlining_with_a_placebo, tmp_path):
+    effects = cohortsql.shapley_effects(
+        redlining_with_a_placebo,
+        prediction="denial",
+        similarity=["zip", "income", "group", "placebo"],
+        id="id",
+        null=5,
+        null_features=["placebo"],
+        seed=1,
+    )
+    path = tmp_path / "effects.html"
+    effects.report(path)
+    html = path.read_text()
+    assert html.count('class="floor"') == 1 and "floor (shuffled copies)" in html and "indistinguishable" in html
