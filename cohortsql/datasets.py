@@ -3,7 +3,8 @@
 `loans` is twelve scored loan applications, small enough to read whole; `loans_model` is the
 (made-up) model that scored them, for the methods that need the model itself. `redlining` is a
 synthetic lending table whose model never sees the protected attribute but reads a zip code that
-tracks it (`redlining_model`), for `cohortsql.audit`.
+tracks it (`redlining_model`), for `cohortsql.audit`. `floor` is a table of small cohorts with a known
+proxy and a known independent column, for the null reference of every share (``null=``).
 """
 
 from __future__ import annotations
@@ -106,3 +107,30 @@ def redlining_model(frame: pl.DataFrame) -> np.ndarray:
 
     zip_code, income = frame["zip"].to_numpy(), frame["income"].to_numpy()
     return 0.2 + 0.3 * np.isin(zip_code, ["z3", "z4"]) + 0.2 * (income == "low") + 0.1 * (income == "mid")
+
+
+def floor(rows: int = 2000, seed: int = 0) -> pl.DataFrame:
+    """Scores of a model that reads five numbers ``x0`` .. ``x4`` (``x5`` it ignores), compared by
+    windows that leave most cohorts on every feature a row or two: the kind of table where a column that
+    means nothing still earns a share of the variance. ``proxy`` (0 or 1) tracks ``x0``, the model's
+    main input; ``coin`` (0 or 1) is independent of everything; ``id`` identifies rows; ``score`` is
+    1.5 x0 + x1 - 0.5 x2 + 0.3 x3 x4 plus a little noise.
+
+    Examples
+    --------
+    >>> import cohortsql
+    >>> table = cohortsql.datasets.floor()
+    >>> table.columns, table.height
+    (['id', 'x0', 'x1', 'x2', 'x3', 'x4', 'x5', 'proxy', 'coin', 'score'], 2000)
+    """
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, 6)).round(2)
+    proxy = (x[:, 0] + rng.normal(scale=0.7, size=rows) > 0).astype(np.int64)
+    coin = rng.integers(0, 2, rows)
+    score = 1.5 * x[:, 0] + x[:, 1] - 0.5 * x[:, 2] + 0.3 * x[:, 3] * x[:, 4] + rng.normal(scale=0.1, size=rows)
+    return pl.DataFrame(
+        {"id": np.arange(rows), **{f"x{j}": x[:, j] for j in range(6)}, "proxy": proxy, "coin": coin, "score": score}
+    )

@@ -4,12 +4,14 @@ pilot batches (``--dry-run``)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal, Unpack
 
 from cohortsql._typing import CompareOptions, Prediction, ShapleyOptions
 from cohortsql.api.baseline import check_model, explain_with_model
 from cohortsql.api.compare import checked_comparison
+from cohortsql.api.local import copy_shares
 from cohortsql.games.cohort import CohortGame
 from cohortsql.interrupts import interruptible_call
 from cohortsql.request.arguments import explained_columns
@@ -18,6 +20,7 @@ from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.run import readouts
 from cohortsql.run.baseline_exact import Model
 from cohortsql.run.integrated import IntegratedBatch
+from cohortsql.run.null_copies import check_players, null_shares
 from cohortsql.run.pace import (
     CALIBRATION_FACTOR,
     SCALED_PILOT,
@@ -69,7 +72,27 @@ def estimate(
     outcomes = explained_columns(prediction)
     piloted, scale = pilot_options(asked)
     with open_session(data, piloted, outcomes=outcomes, similarity=similarity, max_features=MAX_FEATURES) as session:
-        return cohort_plan(session, session.select(), scale).scaled(scale)
+        chosen = session.select()
+        plan = cohort_plan(session, chosen, scale).scaled(scale)
+        tested = asked.nulls.null_features or session.prepared.player_names
+        check_players(session.prepared, tested)
+        if not asked.nulls.null:
+            return plan
+        return plan.with_null(
+            asked.nulls.null * len(tested), _one_copy(session, chosen.first(plan.pilot_targets), tested)
+        )
+
+
+def _one_copy(session: Session, pilot: TargetSet, tested: Sequence[str]) -> float:
+    """The seconds one shuffled copy of the first `tested` feature takes on the `pilot` targets, run as the
+    null reference runs it (`cohortsql.api.local.copy_shares`)."""
+    ids = pilot.table.column("__cohort_id").to_pylist()
+    options = replace(
+        session.options, selection=replace(session.options.selection, targets=ids, sample=None, include=None)
+    )
+    began = time.perf_counter()
+    null_shares(replace(session, options=options), tested[:1], 1, copy_shares)
+    return time.perf_counter() - began
 
 
 @interruptible_call

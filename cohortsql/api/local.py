@@ -192,9 +192,7 @@ def cohort_shapley_and(
     limit = feature_limit(asked.estimation.method)
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=limit) as session:
         results = explain_targets(session, session.select())
-        nulls = null_references(
-            session, lambda copy: _shares(copy, explain_targets(copy, copy.select())), _shares(session, results)
-        )
+        nulls = null_references(session, copy_shares, _shares(session, results))
         if nulls is not None:
             results = {outcome: replace(results[outcome], null=null) for outcome, null in zip(results, nulls)}
         first = next(iter(results.values()))
@@ -206,6 +204,12 @@ def cohort_shapley_and(
     for outcome in outcomes:
         warn_about_copies(rows, first.features, rows[outcome].cast(pl.Float64).to_numpy(), outcome)
     return (first if isinstance(prediction, str) else CohortShapleyResults(results)), found
+
+
+def copy_shares(session: Session) -> np.ndarray:
+    """The shares (the ``global_``) of a cohort run of the session's targets, (results, players): what
+    the null reference reads of each shuffled copy."""
+    return _shares(session, explain_targets(session, session.select()))
 
 
 def _shares(session: Session, results: dict[str, CohortShapleyResult]) -> np.ndarray:

@@ -96,14 +96,20 @@ def _point_options(options: Options) -> Options:
     )
 
 
+def check_players(prepared: Prepared, players: Sequence[str]) -> None:
+    """Refuse a player of ``null_features`` that is not one of the run's (a feature or a group)."""
+    for player in players:
+        if player not in prepared.player_names:
+            raise CohortError(
+                f"null_features names {player!r}, which is not a feature of this run; its features are"
+                f" {', '.join(repr(name) for name in prepared.player_names)}"
+            )
+
+
 def _members(session: Session, player: str) -> tuple[int, ...]:
     """The features (indices) of `player`: a group's members, or the feature itself."""
     prepared = session.prepared
-    if player not in prepared.player_names:
-        raise CohortError(
-            f"null_features names {player!r}, which is not a feature of this run; its features are"
-            f" {', '.join(repr(name) for name in prepared.player_names)}"
-        )
+    check_players(prepared, [player])
     if prepared.groups is None:
         return (prepared.feature_names.index(player),)
     return prepared.groups.members[prepared.groups.names.index(player)]

@@ -109,6 +109,14 @@ class Plan:
     """The second passes' estimate: their time on `second_pass_pilot` distinct targets, times the
     distinct targets over those."""
     second_pass_pilot: int = 0
+    null_copies: int = 0
+    """The null reference's shuffled copies in all (``null=B`` copies of each feature asked), each the run
+    again without replicates or second passes; `estimated_seconds` includes them."""
+    null_seconds: float = 0.0
+    """The copies' estimate: one copy's run timed on the pilot targets, times the distinct targets over
+    those, times the copies."""
+    null_pilot_seconds: float = 0.0
+    """One copy's run on the pilot targets, timed."""
 
     @property
     def method(self) -> ChosenMethod:
@@ -122,13 +130,38 @@ class Plan:
         """This plan, measured with a pilot's fewer replicates and permutations, for the run asked (the
         second passes read no replicate and no permutation)."""
         scale = pilot.replicates * (pilot.permutations if self.route.random else 1.0)
-        values = (self.estimated_seconds - self.second_pass_seconds) * scale
+        values = (self.estimated_seconds - self.second_pass_seconds - self.null_seconds) * scale
         return replace(
             self,
             estimated_seconds=values + self.second_pass_seconds,
             replicates=pilot.asked_replicates,
             scale=scale,
         )
+
+    def with_null(self, copies: int, pilot_seconds: float) -> Plan:
+        """This plan with the null reference's `copies` (shuffled copies in all), one of which took
+        `pilot_seconds` on the pilot targets."""
+        if not copies:
+            return self
+        seconds = copies * pilot_seconds * self.distinct_targets / max(1, self.pilot_targets)
+        return replace(
+            self,
+            null_copies=copies,
+            null_seconds=seconds,
+            null_pilot_seconds=pilot_seconds,
+            estimated_seconds=self.estimated_seconds - self.null_seconds + seconds,
+        )
+
+    def _null_words(self) -> list[str]:
+        """The null reference's estimate, in figures that multiply out."""
+        if not self.null_copies:
+            return []
+        return [
+            f"then the null reference, {self.null_copies:,} shuffled copies (each the run again without replicates):"
+            f" about {duration(self.null_seconds)} ({self.null_pilot_seconds:.2f} s for one on"
+            f" {self.pilot_targets:,} distinct targets, times {self.distinct_targets:,} / {self.pilot_targets:,},"
+            f" times {self.null_copies:,})"
+        ]
 
     def _second_pass_words(self) -> list[str]:
         """The second passes' estimate, in figures that multiply out."""
@@ -163,7 +196,7 @@ class Plan:
         )
         grouped = "" if players == self.features else f" in {players} groups"
         replicated = f", {self.replicates} bootstrap replicates" if self.replicates else ""
-        values = self.estimated_seconds - self.second_pass_seconds
+        values = self.estimated_seconds - self.second_pass_seconds - self.null_seconds
         return "\n".join(
             [
                 f"plan: {self.targets:,} targets ({self.distinct_targets:,} distinct) x {self.subjects:,} subjects"
@@ -171,11 +204,12 @@ class Plan:
                 f" ({cohorts} per target){replicated}, {self.route.path} path, on {self.engine}",
                 f"work: {pairs:,} target-subject pairs",
                 f"estimate: about {duration(self.estimated_seconds)}"
-                + (f" in all; the values about {duration(values)}" if self.second_passes else "")
+                + (f" in all; the values about {duration(values)}" if self.second_passes or self.null_copies else "")
                 + f" (measured on {self.pilot_targets:,} of {self.distinct_targets:,} distinct targets in"
                 f" {self.pilot_seconds:.2f} s"
                 + (f", with fewer replicates or permutations, times {self.scale:,.3g})" if self.scale != 1 else ")"),
                 *self._second_pass_words(),
+                *self._null_words(),
                 *default_kinds_in_words(self.settings),
             ]
         )
