@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import ParamSpec, TypeVar
 
+from cohortsql.errors import CohortError
+
 _INTERRUPTED = threading.Event()
 _DEPTH = [0]
 """How many calls that notice interrupts are running on the main thread (nested: a command runs a
@@ -80,11 +82,19 @@ def noticing_interrupts() -> Iterator[None]:
 
 
 def interruptible_call(function: Callable[Parameters, Returned]) -> Callable[Parameters, Returned]:
-    """A public function that notices Ctrl-C (`noticing_interrupts`) from start to return."""
+    """A public function that notices Ctrl-C (`noticing_interrupts`) from start to return, and whose
+    dependencies' panics (a Rust library's ``PanicException``, a `BaseException` that ``except
+    Exception`` does not catch) come out as one `CohortError` in one line."""
 
     @functools.wraps(function)
     def call(*arguments: Parameters.args, **options: Parameters.kwargs) -> Returned:
-        with noticing_interrupts():
-            return function(*arguments, **options)
+        try:
+            with noticing_interrupts():
+                return function(*arguments, **options)
+        except BaseException as error:
+            if type(error).__name__ != "PanicException":
+                raise
+            first = (str(error).strip().splitlines() or ["a panic"])[0]
+            raise CohortError(f"{function.__name__} failed inside a library it calls: {first}") from None
 
     return call

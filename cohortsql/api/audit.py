@@ -117,7 +117,7 @@ def audit(
     ['region']
     """
     names, run, checked = _cohort_run(prediction, protected, options)
-    check_decisions(threshold, observed)  # before the run, not after it
+    threshold = check_decisions(threshold, observed)  # before the run, not after it
     asked = checked_options(run, ShapleyOptions)
     if model is not None and isinstance(data, pa.RecordBatchReader):
         data = data.read_all()  # the model's games read the rows again, and a stream is read once

@@ -83,7 +83,7 @@ def fairness(
     ['demographic_parity_difference', 'demographic_parity_ratio']
     """
     names = protected_names(protected)
-    check_decisions(threshold, observed)
+    threshold = check_decisions(threshold, observed)
     checked = checked_options(options, FairnessOptions, bootstrap=AUDIT_REPLICATES)
     check_bins_named(checked.auditing.protected_bins, names)
     # every row, whatever the targets; the cells' replicates are drawn here, not by the session

@@ -35,6 +35,7 @@ from cohortsql.engines.duckdb_settings import (
     memory_limit_bytes,
     perfect_hash_bits,
     shared_database,
+    shown_again,
     tables_scanned,
 )
 from cohortsql.engines.inputs import (
@@ -303,7 +304,8 @@ class DuckDBEngine(Engine):
             self.connection.execute(f"RESET {name}")
             current = self.connection.execute(f"SELECT current_setting({self.dialect.string(name)})").fetchall()
             if str(current[0][0]) != value:
-                self.connection.execute(f"SET {name} = {self.dialect.string(value)}")
+                again = shown_again(value) if name == "memory_limit" else value
+                self.connection.execute(f"SET {name} = {self.dialect.string(again)}")
 
     # -- inputs --------------------------------------------------------------------------------
 

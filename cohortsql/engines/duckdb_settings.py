@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,9 +65,23 @@ def callers_limit(connection: duckdb.DuckDBPyConnection) -> int | None:
         return None
 
 
+MAXIMUM_MEMORY_LIMIT = 2**60
+"""The largest memory_limit accepted (an exbibyte): DuckDB reads a negative size, or one this large, as
+no limit at all ('16383.9 PiB'), which is never what a limit means."""
+
+_SIZE = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*$")
+
+
 def memory_limit_bytes(limit: str) -> int:
     """A memory_limit as DuckDB reads it (e.g. ``"1GB"``, ``"500MiB"``), in bytes; a `CohortError` for
-    text DuckDB does not read, or a limit below `MINIMUM_MEMORY_LIMIT`."""
+    text DuckDB does not read, a negative or zero size (DuckDB reads those as no limit), or a limit
+    below `MINIMUM_MEMORY_LIMIT` or above `MAXIMUM_MEMORY_LIMIT`."""
+    parsed = _SIZE.match(str(limit))
+    if parsed is not None and not float(parsed[1]) > 0:
+        raise CohortError(
+            f"memory_limit {limit!r} is not a limit: give a positive size, e.g. '1GB' (DuckDB would read"
+            f" a negative or zero size as no limit at all)"
+        )
     with duckdb.connect() as probe:
         try:
             probe.execute(f"SET memory_limit = {DUCKDB.string(str(limit))}")
@@ -81,7 +97,25 @@ def memory_limit_bytes(limit: str) -> int:
             f"memory_limit {limit!r} is below the 4 MB DuckDB needs to run any query;"
             " give at least '4MB' (DuckDB spills to its temp_directory what does not fit)"
         )
+    if size >= MAXIMUM_MEMORY_LIMIT:
+        raise CohortError(f"memory_limit {limit!r} is not a limit (DuckDB reads it as none): give a size, e.g. '1GB'")
     return size
+
+
+def shown_again(shown: str) -> str:
+    """A memory_limit (in bytes) that DuckDB shows as `shown` (its display, e.g. '2.7 GiB', which keeps one
+    decimal and drops the rest), and keeps showing so when set again: the middle of the sizes it stands
+    for. DuckDB shows no more of a limit than that (duckdb/duckdb#11803), so a caller's '3GB' read back
+    and set again as '2.7 GiB' came back as '2.6 GiB', and lower at every call."""
+    number, _, unit = shown.partition(" ")
+    try:
+        low = float(number)
+    except ValueError:
+        return shown
+    scale = _BINARY_UNITS.get(unit)
+    if scale is None or scale == 1:
+        return shown
+    return f"{math.ceil((low + 0.05) * scale)} bytes"
 
 
 ARROW_TASK_ROWS = 122_880

@@ -64,13 +64,22 @@ def warn_about_cohorts(checks: Diagnostics, kinds: Mapping[str, Similarity]) -> 
         )
 
 
+def _plain(value: object) -> object:
+    """A setting's value JSON holds: a numpy scalar as the Python number it is, anything else as text."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
 def run_settings(**settings: Any) -> dict[str, str]:
     """A run's settings as text (JSON for structured values), plus the library's version and the time."""
     try:
         version = metadata.version("cohortsql")
     except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree without install
         version = "unknown"
-    text = {name: value if isinstance(value, str) else json.dumps(value) for name, value in settings.items()}
+    text = {
+        name: value if isinstance(value, str) else json.dumps(value, default=_plain) for name, value in settings.items()
+    }
     return {
         "cohortsql_version": version,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

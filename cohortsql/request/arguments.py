@@ -12,12 +12,12 @@ import os
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
-
-import numpy as np
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, overload
 
 from cohortsql.errors import CohortError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def whole_number(name: str, value: object, *, minimum: int) -> int:
@@ -174,15 +174,20 @@ def check_bins_named(bins: Mapping[str, object], names: Sequence[str]) -> None:
         )
 
 
-def check_decisions(threshold: object, observed: object) -> None:
-    """`fairness`' (and the audit's) ``threshold`` is None or a finite number, ``observed`` None or a
-    column name: checked before any work."""
+def check_decisions(threshold: object, observed: object) -> float | None:
+    """`fairness`' (and the audit's) ``threshold`` as a Python float (a numpy scalar too; never a bool),
+    or None; ``observed`` None or a column name: checked before any work."""
+    import numpy as np  # here: the command line's help loads no array library
+
     if threshold is not None and (
-        isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not math.isfinite(threshold)
+        isinstance(threshold, (bool, np.bool_))
+        or not isinstance(threshold, numbers.Real)
+        or not math.isfinite(float(threshold))
     ):
         raise CohortError(f"threshold must be a finite number (a score at or above it is selected), got {threshold!r}")
     if observed is not None and not isinstance(observed, str):
         raise CohortError(f"observed names the column of observed outcomes (0/1 or booleans), got {observed!r}")
+    return None if threshold is None else float(threshold)
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,6 +210,8 @@ def checked_targets(name: str, value: object) -> object:
     expression) is checked where it is read."""
     if value is None or isinstance(value, (str, bool, numbers.Number)):
         return value
+    import pyarrow as pa  # here: the command line's help loads no array library
+
     mask = _boolean_values(value)
     if mask is not None:
         return RowMask(mask)
@@ -218,6 +225,9 @@ def checked_targets(name: str, value: object) -> object:
 def _boolean_values(value: object) -> np.ndarray | None:
     """The values of a boolean mask as a numpy bool array, or None when `value` is not one (a list must
     hold nothing but booleans: a list of ids is not a mask)."""
+    import numpy as np
+    import pyarrow as pa
+
     if isinstance(value, np.ndarray):
         return value.astype(bool) if value.dtype == np.bool_ else None
     if isinstance(value, (pa.Array, pa.ChunkedArray)):
@@ -234,6 +244,8 @@ def _boolean_values(value: object) -> np.ndarray | None:
 
 def _without_missing(values: np.ndarray) -> np.ndarray:
     """A mask's values as bools; a missing value (None in an object array) is refused: it says neither."""
+    import numpy as np
+
     if values.dtype == np.bool_:
         return values
     if any(value is None or (isinstance(value, float) and math.isnan(value)) for value in values):

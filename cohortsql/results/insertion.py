@@ -73,6 +73,11 @@ def attribution_matrix(attributions: Any, ids: pl.Series, features: Sequence[str
             f"attributions need columns id, feature and value (or shapley); got {table.columns!r}"
             f"{'' if not missing else f' (no {missing[0]!r})'}"
         )
+    if not (table.schema[value].is_numeric() or table.schema[value] == pl.Boolean):
+        raise CohortError(
+            f"attributions' {value!r} column holds {table.schema[value]}, not numbers: give each target's attribution"
+            " of each feature as a number"
+        )
     table = table.select(pl.col("id"), pl.col("feature").cast(pl.String), pl.col(value).cast(pl.Float64).alias("value"))
     if table.select(pl.struct("id", "feature").is_duplicated().any()).item():
         first = table.filter(pl.struct("id", "feature").is_duplicated()).row(0)
@@ -98,6 +103,15 @@ def attribution_matrix(attributions: Any, ids: pl.Series, features: Sequence[str
 
 
 def as_frame(table: Any) -> pl.DataFrame:
+    """The attributions as a polars frame: a polars, pyarrow or pandas table, or a mapping of columns; a
+    result of several explained columns (its values are several tables) or anything else is a
+    `CohortError` that says what to pass."""
+    outcomes = getattr(table, "outcomes", None)
+    if outcomes is not None:
+        raise CohortError(
+            f"attributions of several explained columns ({', '.join(map(str, outcomes))}): pass one of them,"
+            f" e.g. attributions=res[{str(outcomes[0])!r}]"
+        )
     if isinstance(table, pl.DataFrame):
         return table
     if isinstance(table, pl.LazyFrame):
@@ -106,8 +120,9 @@ def as_frame(table: Any) -> pl.DataFrame:
         frame = (
             pl.from_arrow(table) if hasattr(table, "schema") and hasattr(table, "column_names") else pl.DataFrame(table)
         )
-    except (TypeError, ValueError) as error:
-        raise CohortError(f"attributions must be a cohortsql result or a table (id, feature, value): {error}") from None
+    except (TypeError, ValueError, pl.exceptions.PolarsError) as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise CohortError(f"attributions must be a cohortsql result or a table (id, feature, value): {first}") from None
     if not isinstance(frame, pl.DataFrame):
         raise CohortError("attributions must be a cohortsql result or a table (id, feature, value)")
     return frame

@@ -106,3 +106,91 @@ def test_include_refuses_a_mask():
         cohortsql.cohort_shapley(
             FRAME, prediction="p", similarity=["a"], sample=3, seed=1, include=(FRAME["a"] == 2).to_numpy()
         )
+
+
+@pytest.mark.parametrize("limit", ["-1GB", "0", "0GB", "-5MB", "-0.5GB", "20000000TB"])
+def test_a_memory_limit_that_is_no_limit_is_refused_on_every_surface(limit, tmp_path):
+    """DuckDB reads a negative size (or an exbibyte) as no limit at all: refused in words, through the
+    configured engine, the command line's flag and a config file's key alike."""
+    from typer.testing import CliRunner
+
+    from cohortsql.cli import app
+
+    with pytest.raises(CohortError, match="memory_limit .* not a"):
+        cohortsql.cohort_shapley(FRAME, prediction="p", similarity=["a"], engine=cohortsql.DuckDB(memory_limit=limit))
+    data = tmp_path / "frame.parquet"
+    FRAME.write_parquet(data)
+    flagged = CliRunner().invoke(
+        app, ["shapley", str(data), "--prediction", "p", "--features", "a", "--memory-limit", limit]
+    )
+    assert flagged.exit_code == 2 and "not a" in flagged.output, flagged.output
+    config = tmp_path / "run.toml"
+    config.write_text(f'data = "{data}"\nprediction = "p"\nfeatures = "a"\nmemory_limit = "{limit}"\n')
+    configured = CliRunner().invoke(app, ["shapley", "--config", str(config)])
+    assert configured.exit_code == 2 and "not a" in configured.output, configured.output
+
+
+@pytest.mark.parametrize("callers", ["3GB", "1000MB", "2.2GiB", "750MB"])
+def test_the_callers_memory_limit_reads_the_same_after_any_number_of_calls(callers):
+    """DuckDB shows a limit to one decimal and drops the rest ('3GB' reads '2.7 GiB'): setting the text it
+    shows lowered the caller's limit at every call (2.5 GiB after two)."""
+    import duckdb
+
+    connection = duckdb.connect()
+    connection.execute(f"SET memory_limit = '{callers}'")
+    shown = connection.execute("SELECT current_setting('memory_limit')").fetchall()
+    connection.register("frame", FRAME.to_arrow())
+    for _ in range(3):
+        cohortsql.cohort_shapley(
+            "frame",
+            prediction="p",
+            similarity=["a"],
+            connection=connection,
+            engine=cohortsql.DuckDB(memory_limit="64MB"),
+        )
+        assert connection.execute("SELECT current_setting('memory_limit')").fetchall() == shown
+
+
+@pytest.mark.parametrize("threshold", [np.float32(0.5), np.int64(1), np.float16(0.5), np.int8(0), 0.5])
+def test_a_numpy_threshold_is_a_number_on_fairness_and_the_audit(threshold):
+    table = cohortsql.datasets.redlining(rows=60)
+    fair = cohortsql.fairness(table, prediction="denial", protected="group", threshold=threshold, bootstrap=0)
+    plain = cohortsql.fairness(table, prediction="denial", protected="group", threshold=float(threshold), bootstrap=0)
+    assert fair.groups.equals(plain.groups)
+    found = cohortsql.audit(
+        table, prediction="denial", protected="group", similarity=["zip"], threshold=threshold, bootstrap=0, null=0
+    )
+    assert found.fairness is not None and found.fairness.groups.equals(plain.groups)
+
+
+@pytest.mark.parametrize("threshold", [np.bool_(True), True, np.float32("nan"), "0.5"])
+def test_a_threshold_that_is_no_number_is_refused_naming_it(threshold):
+    with pytest.raises(CohortError, match="threshold must be a finite number"):
+        cohortsql.fairness(
+            cohortsql.datasets.redlining(rows=60), prediction="denial", protected="group", threshold=threshold
+        )
+
+
+def test_malformed_attributions_are_one_error_never_a_panic():
+    """A text value column, a result of several explained columns (a PanicException from polars, which
+    `except Exception` does not catch) and rows missing are each one CohortError naming what to pass."""
+    table = FRAME.with_row_index("id").with_columns(q=pl.col("p") * 2)
+    explained = dict(prediction="p", similarity=["a", "b"], id="id")
+    values = cohortsql.cohort_shapley(table, **explained)
+    several = cohortsql.cohort_shapley(table, prediction=["p", "q"], similarity=["a", "b"], id="id")
+    cases = {
+        "holds String, not numbers": values.local.select("id", "feature", pl.lit("high").alias("value")),
+        "several explained columns": several,
+        "no value of feature": values.local.select("id", "feature", pl.col("shapley").alias("value")).head(3),
+        "need columns id, feature and value": {"a": [1, 2]},
+        "must be a cohortsql result or a table": object(),
+    }
+    for culprit, attributions in cases.items():
+        try:
+            cohortsql.insertion_deletion(table, **explained, attributions=attributions)
+        except CohortError as error:
+            assert culprit in str(error), (culprit, str(error))
+        except BaseException as error:  # noqa: BLE001 (what must never escape: a panic is a BaseException)
+            pytest.fail(f"{culprit}: {type(error).__name__} escaped: {error}")
+        else:
+            pytest.fail(f"{culprit}: accepted")
