@@ -97,8 +97,8 @@ def fairness(
         # about their similarity kinds say nothing about these metrics
         warnings.simplefilter("ignore", CohortWarning)
         similarity = dict.fromkeys(names, "exact")
-        with open_session(
-            data, plain, outcomes=(prediction,), similarity=similarity, max_features=len(names)
+        with open_session(  # counts by group: no row is read by itself, so rows need no positions
+            data, plain, outcomes=(prediction,), similarity=similarity, max_features=len(names), rows_identified=False
         ) as session:
             return fairness_in(session, names, prediction, threshold, observed, checked)
 

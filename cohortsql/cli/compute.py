@@ -389,10 +389,11 @@ def _protected(options: Flags, arguments: dict[str, Any], one_prediction: str) -
 
 
 def protected_bins(texts: list[str]) -> dict[str, int | list[float]]:
-    """--protected-bins NAME=E1,E2,... (edges) or NAME=quantiles:N, each name once."""
+    """--protected-bins NAME=E1,E2,... (edges) or NAME=quantiles:N, each name once: split at the last
+    ``=`` (the spec never holds one), so that a name holding ``=`` is a name (``age=x=30,50``)."""
     bins: dict[str, int | list[float]] = {}
     for text in texts:
-        name, equals, spec = (part.strip() for part in text.partition("="))
+        name, equals, spec = (part.strip() for part in text.rpartition("="))
         if not equals or not name or not spec:
             raise CohortError(f"--protected-bins {text!r} is not NAME=E1,E2,... or NAME=quantiles:N, e.g. age=30,50")
         if name in bins:

@@ -108,7 +108,16 @@ def _merge_config(config: Path | None, flags: dict[str, object], keys: tuple[str
             raise CohortError(f"config {str(config)!r} is not valid TOML: {error}") from None
         except UnicodeDecodeError:
             raise CohortError(f"config {str(config)!r} is not UTF-8 text (a TOML file is)") from None
-        merged = {key.replace("-", "_"): value for key, value in loaded.items()}
+        merged = {}
+        for key, value in loaded.items():
+            name = key.replace("-", "_")
+            if name in merged:
+                spellings = [given for given in loaded if given.replace("-", "_") == name]
+                raise CohortError(
+                    f"config {str(config)!r} sets {name} twice ({' and '.join(repr(given) for given in spellings)}):"
+                    " keep one of them"
+                )
+            merged[name] = value
         known = [key for key in keys if key not in DISPLAY]
         unknown = sorted(set(merged) - set(known))
         invocation = [key for key in unknown if key in DISPLAY and key != "config"]

@@ -162,8 +162,13 @@ def prepare(
     groups: Mapping[str, Sequence[str]] | None = None,
     group_values: GroupValues = Grouping.group_values,
     snapshot: bool = False,
+    rows_identified: bool = True,
 ) -> Prepared:
     """Register `data`, check the request and its statistics, and define the subjects relations.
+
+    Without an `id` column, rows are identified by their positions, which an engine must guarantee
+    (Spark refuses an input it cannot order); a computation that reads no row by itself (counts by group,
+    `cohortsql.fairness`) passes ``rows_identified=False`` and every subject's id is 0.
 
     With a `weight` column, rows of weight zero are left out everywhere (as if dropped) and every
     statistic is weighted; `replicates` Bayesian-bootstrap weightings are drawn with `seed`; `groups`
@@ -173,7 +178,7 @@ def prepare(
     dialect = engine.dialect
     if target_predicate is not None:
         target_predicate = check_expression(target_predicate, "targets")
-    source = engine.register_input(data, positions=id is None)
+    source = engine.register_input(data, positions=id is None and rows_identified)
     if target_predicate is not None:
         check_condition(engine, source.relation, target_predicate)
     try:
@@ -188,7 +193,7 @@ def prepare(
             " (cohort Shapley and its effects explain thousands with method='integrated': integrated gradient"
             " cohort Shapley, O(n d) per target)"
         )
-    id_sql = dialect.quote(POSITION_COLUMN if id is None else id)
+    id_sql = dialect.quote(id) if id is not None else dialect.quote(POSITION_COLUMN) if rows_identified else "0"
     relation = source.relation if weight is None else positive_rows(engine, source.relation, weight, id_sql, id)
     known = known_quantiles(engine, relation, features, weight)
     integers = [pa.types.is_integer(source.schema.field(outcome).type) for outcome in outcomes]

@@ -175,11 +175,13 @@ def open_session(
     max_features: int,
     powers: tuple[int, ...] = (1,),
     snapshot: bool = False,
+    rows_identified: bool = True,
 ) -> Iterator[Session]:
     """Open the engine, register `data` and prepare it once (`cohortsql.run.preparation.prepare`) under
     a call's checked `options` (its ``id``, ``weight``, ``targets``, bootstrap replicates with their
     seed, and where-and-how options); a ``targets`` predicate is checked and marks the subjects that
-    are targets."""
+    are targets. `rows_identified=False`: a computation that reads no row by itself needs no row positions
+    (`cohortsql.run.preparation.prepare`)."""
     targets = options.selection.targets
     with opened_engine(data, options.where) as engine:
         prepared = prepare(
@@ -197,6 +199,7 @@ def open_session(
             groups=options.grouping.groups,
             group_values=options.grouping.group_values,
             snapshot=snapshot,
+            rows_identified=rows_identified,
         )
         yield Session(engine, prepared, options)
 

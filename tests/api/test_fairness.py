@@ -279,3 +279,24 @@ def test_the_audit_refuses_a_bad_threshold_before_its_run(monkeypatch):
         cohortsql.audit(table, threshold=float("nan"), **options)
     with pytest.raises(cohortsql.CohortError, match="observed names the column"):
         cohortsql.audit(table, threshold=0.5, observed=3, **options)
+
+
+def test_fairness_needs_no_row_positions_on_a_spark_frame_or_a_warehouse_table(titanic, request):
+    """Counts by group read no row by itself: a Spark DataFrame (no promised row order) and a table of
+    PostgreSQL by name are read without an id, which `fairness` does not take."""
+    options = dict(prediction="prediction", protected="sex", threshold=0.5, observed="survived", bootstrap=20, seed=4)
+    here = cohortsql.fairness(titanic, **options)
+    spark = request.getfixturevalue("spark_session")
+    signed = titanic.with_columns(pl.col("passenger").cast(pl.Int64))  # Spark and PostgreSQL have no unsigned type
+    frame = spark.createDataFrame(signed.to_arrow()).repartition(3)
+    on_spark = cohortsql.fairness(frame, **options)
+    postgres = request.getfixturevalue("postgres")
+    from postgres import load_table
+
+    load_table(postgres, "fairness_scores", signed)
+    in_warehouse = cohortsql.fairness(
+        "fairness_scores", connection=request.getfixturevalue("adbc_postgres"), engine="adbc", **options
+    )
+    for found in (on_spark, in_warehouse):
+        np.testing.assert_allclose(found.metrics["value"], here.metrics["value"], atol=1e-12)
+        assert found.groups["rows"].to_list() == here.groups["rows"].to_list()

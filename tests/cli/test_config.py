@@ -69,3 +69,28 @@ def test_a_config_file_refuses_what_is_for_one_run_only(data, tmp_path):
     config.write_text(f'data = "{data}"\nprediction = "y"\nfeatures = "a,b"\ndry_run = true\n')
     result = run("shapley", "--config", config)
     assert result.exit_code == 2 and "dry_run is for one run only; give --dry-run on the command line" in result.output
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [('target-ids = "1,2"', 'target_ids = "3,4,5"'), ('memory-limit = "1GB"', 'memory_limit = "2GB"')],
+)
+def test_two_spellings_of_one_key_are_one_error_not_the_last_one(tmp_path, first, second):
+    config = tmp_path / "run.toml"
+    config.write_text(f'data = "x.parquet"\nprediction = "y"\nfeatures = "a"\n{first}\n{second}\n')
+    result = CliRunner().invoke(app, ["shapley", "--config", str(config)])
+    assert result.exit_code == 2 and "twice" in result.output and "keep one of them" in result.output, result.output
+
+
+def test_a_protected_bins_name_may_hold_an_equals_sign(tmp_path):
+    data = tmp_path / "scores.parquet"
+    pl.DataFrame({"age=x": [20, 35, 60, 25, 45, 70] * 5, "score": [0.1, 0.4, 0.8, 0.2, 0.5, 0.9] * 5}).write_parquet(
+        data
+    )
+    result = CliRunner().invoke(
+        app,
+        ["fairness", str(data), "--prediction", "score", "--protected", "age=x", "--threshold", "0.5"]
+        + ["--protected-bins", "age=x=30,50", "--bootstrap", "0"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "< 30" in result.output and ">= 50" in result.output
