@@ -206,15 +206,21 @@ def _tables(
     }
     interval: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if replicates:
-        drawn = metrics_module.replicate_weights(cells, replicates, seed)
-        replicate_rates = metrics_module.group_rates(cells, drawn)
-        replicate_between = metrics_module.between_groups(replicate_rates)
+        ends = {rate: (np.empty(len(estimate)), np.empty(len(estimate))) for rate, estimate in rates.items()}
+        spread: metrics_module.Extremes | None = None
+        for chunk, replicate_rates in metrics_module.replicate_rates(cells, replicates, seed):  # bounded memory
+            for rate, replicated in replicate_rates.items():
+                low, high = bias_corrected_interval(replicated, rates[rate][chunk], confidence, 1)
+                ends[rate][0][chunk], ends[rate][1][chunk] = low, high
+            spread = metrics_module.merged(spread, metrics_module.extremes(replicate_rates))
+        assert spread is not None
+        replicate_between = metrics_module.metrics_of(spread)
         for metric, estimate in between.items():
             interval[metric] = _within_unit(
                 *bias_corrected_interval(replicate_between[metric], estimate, confidence, 0)
             )
         for rate, estimate in rates.items():
-            low, high = _within_unit(*bias_corrected_interval(replicate_rates[rate], estimate, confidence, 1))
+            low, high = _within_unit(*ends[rate])
             table[rate], table[f"{rate}_ci_low"], table[f"{rate}_ci_high"] = estimate, low, high
     else:
         table |= rates

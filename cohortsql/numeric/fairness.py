@@ -21,6 +21,7 @@ when the cell's weights are equal.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,31 +72,99 @@ def group_rates(cells: Cells, weight: np.ndarray) -> dict[str, np.ndarray]:
 def between_groups(rates: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The metrics between groups (axis 0) of `group_rates`: demographic-parity difference and ratio,
     and with outcomes the equalized-odds difference; groups without a rate are left out."""
+    return metrics_of(extremes(rates))
 
-    def spread(values: np.ndarray) -> np.ndarray:
-        return difference(values)[0]
 
-    def difference(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+Extremes = dict[str, tuple[np.ndarray, np.ndarray]]
+"""Each rate's smallest and largest value over a set of groups (NaN where no group has it): what the
+metrics between groups read, and what two sets of groups combine into (`merged`)."""
+
+
+def extremes(rates: dict[str, np.ndarray]) -> Extremes:
+    """Each rate's (low, high) over the groups (axis 0), NaN where no group has the rate."""
+    found = {}
+    for name, values in rates.items():
         present = ~np.isnan(values)
-        high = np.where(present.any(axis=0), np.nanmax(np.where(present, values, -np.inf), axis=0), np.nan)
-        low = np.where(present.any(axis=0), np.nanmin(np.where(present, values, np.inf), axis=0), np.nan)
-        return high - low, low, high
+        some = present.any(axis=0)
+        high = np.where(some, np.nanmax(np.where(present, values, -np.inf), axis=0), np.nan)
+        low = np.where(some, np.nanmin(np.where(present, values, np.inf), axis=0), np.nan)
+        found[name] = (low, high)
+    return found
 
-    selection, low, high = difference(rates["selection_rate"])
+
+def merged(first: Extremes | None, second: Extremes) -> Extremes:
+    """The extremes over the groups of both (NaN-aware)."""
+    if first is None:
+        return second
+    return {name: (np.fmin(first[name][0], low), np.fmax(first[name][1], high)) for name, (low, high) in second.items()}
+
+
+def metrics_of(found: Extremes) -> dict[str, np.ndarray]:
+    """The metrics between groups from each rate's extremes."""
+    low, high = found["selection_rate"]
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(high > 0, low / np.where(high > 0, high, 1.0), np.nan)
-    metrics = {"demographic_parity_difference": selection, "demographic_parity_ratio": ratio}
-    if "true_positive_rate" in rates:
-        metrics["equalized_odds_difference"] = np.fmax(
-            spread(rates["true_positive_rate"]), spread(rates["false_positive_rate"])
-        )
+    metrics = {"demographic_parity_difference": high - low, "demographic_parity_ratio": ratio}
+    if "true_positive_rate" in found:
+        positive, negative = found["true_positive_rate"], found["false_positive_rate"]
+        metrics["equalized_odds_difference"] = np.fmax(positive[1] - positive[0], negative[1] - negative[0])
     return metrics
 
 
-def replicate_weights(cells: Cells, replicates: int, seed: int) -> np.ndarray:
+REPLICATE_ENTRIES = 1 << 22
+"""Cells x replicates drawn at once (32 MB of doubles, as many again for each rate): a bootstrap of
+100,000 replicates over 1,000 groups is drawn a few groups at a time, never all at once (2.96 GiB)."""
+
+
+def replicate_rates(cells: Cells, replicates: int, seed: int) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+    """Consecutive chunks of the groups (their numbers) and their rates under `replicates` Bayesian-bootstrap
+    reweightings of the rows, (groups of the chunk, B): each group's cells drawn from a generator of its
+    own, seeded with (`seed`, group), so that the draws do not depend on how the groups are chunked, and
+    each chunk holds at most `REPLICATE_ENTRIES` cell draws (or one group's)."""
+    order = np.argsort(cells.group, kind="stable")
+    bounds = np.searchsorted(cells.group[order], np.arange(cells.groups + 1))
+    first = 0
+    while first < cells.groups:
+        last = first + 1
+        while last < cells.groups and (bounds[last + 1] - bounds[first]) * replicates <= REPLICATE_ENTRIES:
+            last += 1
+        rows = order[bounds[first] : bounds[last]]
+        part = Cells(
+            group=cells.group[rows] - first,
+            decision=cells.decision[rows],
+            observed=None if cells.observed is None else cells.observed[rows],
+            weight=cells.weight[rows],
+            weight_squared=cells.weight_squared[rows],
+            groups=last - first,
+        )
+        drawn = np.concatenate(
+            [
+                replicate_weights(_group_cells(part, group), replicates, seed, group + first)
+                for group in range(last - first)
+            ]
+        )
+        yield np.arange(first, last), group_rates(part, drawn)
+        first = last
+
+
+def _group_cells(cells: Cells, group: int) -> Cells:
+    """The cells of one group (of cells ordered by group)."""
+    rows = cells.group == group
+    return Cells(
+        group=cells.group[rows],
+        decision=cells.decision[rows],
+        observed=None if cells.observed is None else cells.observed[rows],
+        weight=cells.weight[rows],
+        weight_squared=cells.weight_squared[rows],
+        groups=cells.groups,
+    )
+
+
+def replicate_weights(cells: Cells, replicates: int, seed: int, group: int) -> np.ndarray:
     """Each cell's weight under `replicates` Bayesian-bootstrap reweightings of its rows, (cells, B):
-    Gamma draws of the cell's weight's mean and variance (see the module's docstring)."""
-    draws = np.random.default_rng(seed)
+    Gamma draws of the cell's weight's mean and variance (see the module's docstring), from the
+    generator of (`seed`, `group`)."""
+    draws = np.random.default_rng([seed, group])
     shape = cells.weight**2 / cells.weight_squared
     scale = cells.weight_squared / cells.weight
     return draws.gamma(shape[:, None], scale[:, None], size=(len(cells.weight), replicates))

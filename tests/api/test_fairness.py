@@ -300,3 +300,31 @@ def test_fairness_needs_no_row_positions_on_a_spark_frame_or_a_warehouse_table(t
     for found in (on_spark, in_warehouse):
         np.testing.assert_allclose(found.metrics["value"], here.metrics["value"], atol=1e-12)
         assert found.groups["rows"].to_list() == here.groups["rows"].to_list()
+
+
+def test_replicates_are_drawn_a_few_groups_at_a_time_and_the_same_whatever_the_chunks(monkeypatch):
+    """fairness(bootstrap=100_000) over 1,000 groups drew every replicate of every cell at once (2.96 GiB);
+    the draws now come a chunk of groups at a time, each group from a generator of its own, so the
+    intervals do not depend on the chunk size, and no chunk holds more than its budget of draws."""
+    from cohortsql.numeric import fairness as metrics_module
+
+    rng = np.random.default_rng(0)
+    table = pl.DataFrame(
+        {"g": rng.integers(0, 40, 4_000), "score": rng.uniform(size=4_000), "obs": rng.integers(0, 2, 4_000)}
+    )
+    options = dict(prediction="score", protected="g", threshold=0.5, observed="obs", bootstrap=300, seed=2)
+    options |= {"protected_bins": {"g": 40}}
+    whole = cohortsql.fairness(table, **options)
+    drawn = []
+    original = metrics_module.replicate_weights
+
+    def counted(cells, replicates, seed, group):
+        weights = original(cells, replicates, seed, group)
+        drawn.append(weights.size)
+        return weights
+
+    monkeypatch.setattr(metrics_module, "REPLICATE_ENTRIES", 1_000)
+    monkeypatch.setattr(metrics_module, "replicate_weights", counted)
+    chunked = cohortsql.fairness(table, **options)
+    assert chunked.groups.equals(whole.groups) and chunked.metrics.equals(whole.metrics)
+    assert max(drawn) <= 4 * 300  # one group's cells (at most 4: decision x outcome) at a time here
