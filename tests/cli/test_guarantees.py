@@ -552,6 +552,40 @@ def test_defaulted_features_are_counted_in_bounded_memory(tmp_path):
     assert result.similarity == {"ten": "exact", "eleven": "range:0.1"}
 
 
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_two_million_text_ids_are_checked_under_a_small_memory_limit(tmp_path, suffix):
+    """The memory axis: a table that needs more than its limit. Under --memory-limit 50MB, 2,000,000 text
+    ids are checked unique by spilling, and a CSV is read with a buffer the limit holds (DuckDB's own,
+    32 MB, failed before the first row: 'could not allocate block of size 30.5 MiB')."""
+    rng = np.random.default_rng(1)
+    n = 2_000_000
+    data = tmp_path / f"ids.{suffix}"
+    frame = pl.DataFrame(
+        {
+            "id": pl.int_range(n, eager=True).cast(pl.String).str.zfill(12),
+            "x": rng.normal(size=n),
+            "p": rng.normal(size=n),
+        }
+    )
+    frame.write_csv(data) if suffix == "csv" else frame.write_parquet(data)
+    result = invoke(
+        "shapley",
+        data,
+        "--prediction",
+        "p",
+        "--features",
+        "x",
+        "--id",
+        "id",
+        "--targets",
+        "p > 4.6",
+        "--memory-limit",
+        "50MB",
+    )
+    assert result.exit_code == 0, result.output
+    assert "targets x 1 features" in result.output
+
+
 def test_assemble_never_writes_over_the_histogram_it_reads(scores):
     histogram = scores / "histogram.parquet"
     sql = cohortsql.sql_query(scores / "scores.parquet", prediction="y", similarity=["x"], id="loan")
