@@ -135,7 +135,9 @@ def shapley_effects(
             # the seed is recorded in the settings, so the run can be repeated
             session = replace(session, options=asked.with_seed(drawn_seed(asked.selection.seed)))
         results = _effects(session, route)
-        nulls = null_references(session, lambda copy: _shares(copy, _effects(copy, route)), _shares(session, results))
+        variances = np.array([effects.variance for effects in results.values()])
+        copies = lambda copy: _shares(copy, _effects(copy, route))  # noqa: E731 (a copy's run is the run's own)
+        nulls = null_references(session, copies, _shares(session, results), variances)
         if nulls is not None:
             results = {outcome: results[outcome].with_null(null) for outcome, null in zip(results, nulls)}
         rows = session.sample_rows(COPY_CHECK_ROWS)

@@ -192,7 +192,8 @@ def cohort_shapley_and(
     limit = feature_limit(asked.estimation.method)
     with open_session(data, asked, outcomes=outcomes, similarity=similarity, max_features=limit) as session:
         results = explain_targets(session, session.select())
-        nulls = null_references(session, copy_shares, _shares(session, results))
+        variances = np.array([result.target_variance for result in results.values()])
+        nulls = null_references(session, copy_shares, _shares(session, results), variances)
         if nulls is not None:
             results = {outcome: replace(results[outcome], null=null) for outcome, null in zip(results, nulls)}
         first = next(iter(results.values()))

@@ -15,16 +15,17 @@ from cohortsql.run.session import Session
 
 
 def null_references(
-    session: Session, shares: Shares, observed: np.ndarray, players: Sequence[str] | None = None
+    session: Session, shares: Shares, observed: np.ndarray, variances: np.ndarray | None = None
 ) -> list[NullReference] | None:
     """One `NullReference` per result of the call (`observed`: its shares, (results, players) in the
-    prepared players' order), for the call's ``null_features`` (else `players`, else every player);
-    None when the call asked for no null (``null=0``)."""
+    prepared players' order), for the call's ``null_features`` (else every player); None when the call
+    asked for no null (``null=0``). A cohort run gives the `variances` its shares divide by, so that its
+    copies may take one pass (`cohortsql.run.null_copies.null_shares`)."""
     nulls, prepared = session.options.nulls, session.prepared
     if not nulls.null:
         return None
-    asked = tuple(nulls.null_features or players or prepared.player_names)
-    found = null_shares(session, asked, nulls.null, shares)
+    asked = tuple(nulls.null_features or prepared.player_names)
+    found = null_shares(session, asked, nulls.null, shares, variances)
     positions = [prepared.player_names.index(player) for player in asked]
     return [
         NullReference(

@@ -21,11 +21,17 @@ import polars as pl
 
 from cohortsql import queries
 from cohortsql.errors import CohortError
+from cohortsql.games.cohort import CohortGame
+from cohortsql.numeric.shapley import shapley_values
 from cohortsql.request.features import ResolvedFeature
 from cohortsql.request.measures import Measures
 from cohortsql.request.options import Options
+from cohortsql.run import pairwise
 from cohortsql.run.preparation import Prepared
-from cohortsql.run.session import Session
+from cohortsql.run.progress import Silent
+from cohortsql.run.route import EXACT_PAIRWISE
+from cohortsql.run.session import GamePass, Session
+from cohortsql.run.strategy import choose_route, make_pacer
 from cohortsql.run.targets import TargetSet, regrouped
 
 Shares = Callable[[Session], np.ndarray]
@@ -34,10 +40,16 @@ explained column, or one for a game of cohort sizes): the caller's own computati
 or on a variant of it holding a copy."""
 
 
-def null_shares(session: Session, players: Sequence[str], copies: int, shares: Shares) -> np.ndarray:
+def null_shares(
+    session: Session, players: Sequence[str], copies: int, shares: Shares, variances: np.ndarray | None = None
+) -> np.ndarray:
     """Each copy's share of each of `players` (names of the session's players), (results, players,
     copies): copy b of player p is the run (`shares`) of the session with p's columns read from their
-    b-th permuted copies. The permutations are drawn with the session's seed."""
+    b-th permuted copies. The permutations are drawn with the session's seed.
+
+    A cohort run's shares (its Shapley effects over `variances`, one per explained column: the effects,
+    `global_`, the audit) come, where the exact pairwise driver takes them, from one pass over the data
+    for all of a player's copies (`_in_one_pass`); else each copy is the run again."""
     prepared, engine = session.prepared, session.engine
     names = list(prepared.player_names)
     members = {player: _members(session, player) for player in players}
@@ -58,6 +70,11 @@ def null_shares(session: Session, players: Sequence[str], copies: int, shares: S
     copied = Session(engine, _point_estimate(prepared, relation, prepared.features), _point_options(session.options))
     chosen = copied.select()
     data = copied.target_data(chosen)
+    if variances is not None and _one_pass_applies(copied, chosen):
+        passes = [
+            _in_one_pass(copied, chosen, data, names.index(player), members[player], copies) for player in players
+        ]
+        return np.asarray(passes, dtype=np.float64).transpose(1, 0, 2) / variances[:, None, None]
     found = [  # the relation is dropped with the engine: the copies' runs read it
         [
             shares(with_copy(copied, chosen, data, members[player], copy))[:, names.index(player)]
@@ -66,6 +83,57 @@ def null_shares(session: Session, players: Sequence[str], copies: int, shares: S
         for player in players
     ]
     return np.asarray(found, dtype=np.float64).transpose(2, 0, 1)
+
+
+ONE_PASS_ROWS = 1 << 23
+"""The most histogram rows the one pass for a player's copies may return in all (distinct targets times
+subject rows bounds them: with B random copy bits nearly every subject has a mask of its own)."""
+
+
+def _one_pass_applies(copied: Session, chosen: TargetSet) -> bool:
+    """Whether a cohort run's copies take the exact pairwise driver in one pass: the exact method, and a
+    histogram of at most `ONE_PASS_ROWS` rows."""
+    prepared, estimation = copied.prepared, copied.options.estimation
+    route = choose_route(estimation.method, estimation.path, prepared, chosen.count)
+    return route.exact and chosen.distinct.num_rows * prepared.subject_rows <= ONE_PASS_ROWS
+
+
+def _in_one_pass(
+    copied: Session, chosen: TargetSet, data: pl.DataFrame, player: int, members: Sequence[int], copies: int
+) -> np.ndarray:
+    """Each copy's Shapley effect of `player` (position among the players), (results, copies), from one
+    pass of the exact pairwise driver: the subjects' masks over the features and every copy of
+    `members` (a mask bit each), each copy's game the features' with the copy's bits in the members'
+    place (a reduction of the players, as for Owen values); the targets' squared cohort games averaged
+    with their weights, whose Shapley values are the effects (additivity)."""
+    prepared = copied.prepared
+    width = len(members)
+    wide = replace(
+        prepared,
+        features=prepared.features
+        + tuple(prepared.features[index].copied(copy) for copy in range(1, copies + 1) for index in members),
+        groups=None,
+    )
+    own = prepared.groups.members if prepared.groups is not None else tuple((index,) for index in range(prepared.d))
+    position = {index: slot for slot, index in enumerate(members)}
+
+    def copy_of(copy: int, features: tuple[int, ...]) -> int:
+        bits = [prepared.d + (copy - 1) * width + position[index] if index in position else index for index in features]
+        return sum(1 << bit for bit in bits)
+
+    reductions = [[copy_of(copy, features) for features in own] for copy in range(1, copies + 1)]
+    session = replace(copied, prepared=wide, chosen=None, _target_data=[])
+    targets = regrouped(chosen, wide, data)
+    games = [CohortGame(outcome, squared=True) for outcome in range(len(prepared.outcomes))]
+    weights = targets.multiplicity[:, 0]
+    sums = np.zeros((copies, len(games), 1 << len(own)))
+    pacer = make_pacer(copied.engine, wide, targets, EXACT_PAIRWISE, Silent())
+    for batch in pairwise.dense_games(GamePass(session, targets, pacer, games), reductions=reductions):
+        part = weights[batch.start : batch.start + batch.rows]
+        for index, game in enumerate(batch.values):
+            sums[batch.reduction, index] += part @ game
+    effects = shapley_values(sums / weights.sum())  # (copies, results, players)
+    return effects[:, :, player].T
 
 
 def with_copy(copied: Session, chosen: TargetSet, data: pl.DataFrame, members: Sequence[int], copy: int) -> Session:

@@ -28,7 +28,7 @@ from cohortsql.games.cohort import (
 )
 from cohortsql.numeric import pair_masks, permutation, shapley
 from cohortsql.numeric.pair_tests import EQUAL, PairTest
-from cohortsql.numeric.players import histogram_of_players
+from cohortsql.numeric.players import histogram_of_players, histograms_of_reductions
 from cohortsql.queries.histogram import MASK_WORD_BITS
 from cohortsql.request.similarity import SqlPredicate
 from cohortsql.run.pace import Pacer
@@ -170,9 +170,9 @@ def dense_games(
     for start, rows, histogram in _histograms(
         engine, prepared, weighted, run.targets, run.pacer, of_players=reductions is None
     ):
-        for reduction, players in enumerate(reductions or [None]):
-            part = histogram if players is None else histogram_of_players(histogram, players, MASK_WORD_BITS)
-            size = prepared.players if players is None else len(players)
+        sizes = [prepared.players] if reductions is None else [len(players) for players in reductions]
+        parts = [histogram] if reductions is None else histograms_of_reductions(histogram, reductions, MASK_WORD_BITS)
+        for reduction, (size, part) in enumerate(zip(sizes, parts)):
             for weighting, names in zip(weightings, columns):  # one weighting's cells at a time: bounded memory
                 sums = [np.asarray(part[column], dtype=np.float64) for column in names]
                 with threadpool_limits(limits=1, user_api="blas"):

@@ -268,3 +268,38 @@ def test_the_effects_report_draws_each_floor_and_says_what_it_is(redlining_with_
     effects.report(path)
     html = path.read_text()
     assert html.count('class="floor"') == 1 and "floor (shuffled copies)" in html and "indistinguishable" in html
+
+
+@pytest.mark.parametrize("call", ["effects", "cohort_shapley", "audit"])
+def test_the_copies_of_one_pass_equal_the_copies_run_one_by_one(call, monkeypatch):
+    """A cohort run's copies come from one pass of the exact pairwise driver (every copy a mask bit, each
+    copy's game a reduction of the players); with that pass turned off each copy is the run again: the
+    same shares, with weights, groups and a sample of targets."""
+    from cohortsql.run import null_copies
+
+    frame = scored(70, 6).with_columns(w=pl.Series(np.random.default_rng(1).uniform(0.5, 2.0, 70)))
+    options = dict(id="id", weight="w", null=3, seed=9, sample=50)
+    if call == "effects":
+        run = lambda: (
+            cohortsql.shapley_effects(  # noqa: E731
+                frame, prediction="score", similarity=KINDS, groups={"pair": ["x1", "x2"]}, **options
+            ).null
+        )
+    elif call == "cohort_shapley":
+        run = lambda: cohortsql.cohort_shapley(frame, prediction="score", similarity=KINDS, **options).null  # noqa: E731
+    else:
+        run = lambda: (
+            cohortsql.audit(  # noqa: E731
+                frame,
+                prediction="score",
+                protected=["proxy", "independent"],
+                similarity=["x0", "x1"],
+                bootstrap=0,
+                **options,
+            ).cohort.null
+        )
+    together = run()
+    monkeypatch.setattr(null_copies, "ONE_PASS_ROWS", 0)
+    alone = run()
+    assert together.players == alone.players
+    np.testing.assert_allclose(together.copy_shares, alone.copy_shares, atol=1e-12)

@@ -79,3 +79,36 @@ def test_owen_values_of_reduced_games_equal_those_of_the_whole_game(case):
         owen = dividends.owen_values(game, reduced.unions, only=len(reduced.unions) - 1)
         np.testing.assert_allclose(owen[size - len(reduced.members) :], expected[reduced.members], atol=1e-9)
         assert not owen[: size - len(reduced.members)].any()  # `only`: the other unions are left at 0
+
+
+@settings(max_examples=40)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    copies=st.integers(1, 5),
+    width=st.integers(1, 2),
+    entries=st.integers(1, 300),
+)
+def test_reductions_that_share_players_equal_each_reduction_alone(seed, copies, width, entries):
+    """`histograms_of_reductions` (a null reference's copies: every reduction the same players but at
+    one place, where copy b's `width` features stand) equals `histogram_of_players` of each reduction;
+    a player of two features among the shared ones."""
+    rng = np.random.default_rng(seed)
+    d = 4
+    histogram = {
+        "target": rng.integers(0, 5, entries),
+        "mask0": rng.integers(0, 1 << (d + copies * width), entries),
+        "w0": rng.uniform(size=entries),
+        "s0": rng.normal(size=entries),
+    }
+
+    def copy_bits(copy: int) -> int:
+        return sum(1 << (d + copy * width + slot) for slot in range(width))
+
+    reductions = [[0b1, copy_bits(copy), 0b1001, 0b100] for copy in range(copies)]
+    together = list(players.histograms_of_reductions(histogram, reductions, 63))
+    assert len(together) == copies
+    for reduction, found in zip(reductions, together):
+        alone = players.histogram_of_players(histogram, reduction, 63)
+        assert found.keys() == alone.keys()
+        for name in alone:
+            np.testing.assert_allclose(found[name], alone[name], atol=1e-12)
