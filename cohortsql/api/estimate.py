@@ -4,9 +4,10 @@ pilot batches (``--dry-run``)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal, Unpack
+
+import numpy as np
 
 from cohortsql._typing import CompareOptions, Prediction, ShapleyOptions
 from cohortsql.api.baseline import check_model, explain_with_model
@@ -78,20 +79,20 @@ def estimate(
         check_players(session.prepared, tested)
         if not asked.nulls.null:
             return plan
-        return plan.with_null(
-            asked.nulls.null * len(tested), _one_copy(session, chosen.first(plan.pilot_targets), tested)
-        )
+        pilot = chosen.first(plan.pilot_targets)
+        copies = asked.nulls.null
+        return plan.with_null(copies, len(tested), _one_feature(session, pilot, tested[0], copies))
 
 
-def _one_copy(session: Session, pilot: TargetSet, tested: Sequence[str]) -> float:
-    """The seconds one shuffled copy of the first `tested` feature takes on the `pilot` targets, run as the
-    null reference runs it (`cohortsql.api.local.copy_shares`)."""
+def _one_feature(session: Session, pilot: TargetSet, tested: str, copies: int) -> float:
+    """The seconds the `copies` shuffled copies of feature `tested` take on the `pilot` targets, computed
+    as the null reference computes them (`cohortsql.api.local.copy_shares`, in one pass where it can)."""
     ids = pilot.table.column("__cohort_id").to_pylist()
-    options = replace(
-        session.options, selection=replace(session.options.selection, targets=ids, sample=None, include=None)
-    )
+    selection = replace(session.options.selection, targets=ids, sample=None, include=None)
+    variances = np.ones(len(session.prepared.outcomes))  # a scale of the shares: not what is timed
+    on_pilot = replace(session, options=replace(session.options, selection=selection))
     began = time.perf_counter()
-    null_shares(replace(session, options=options), tested[:1], 1, copy_shares)
+    null_shares(on_pilot, [tested], copies, copy_shares, variances)
     return time.perf_counter() - began
 
 

@@ -112,11 +112,13 @@ class Plan:
     null_copies: int = 0
     """The null reference's shuffled copies in all (``null=B`` copies of each feature asked), each the run
     again without replicates or second passes; `estimated_seconds` includes them."""
+    null_features: int = 0
+    """How many features the null reference copies."""
     null_seconds: float = 0.0
-    """The copies' estimate: one copy's run timed on the pilot targets, times the distinct targets over
-    those, times the copies."""
+    """The copies' estimate: one feature's copies timed on the pilot targets, times the distinct targets
+    over those, times the features."""
     null_pilot_seconds: float = 0.0
-    """One copy's run on the pilot targets, timed."""
+    """One feature's copies on the pilot targets, timed."""
 
     @property
     def method(self) -> ChosenMethod:
@@ -138,15 +140,16 @@ class Plan:
             scale=scale,
         )
 
-    def with_null(self, copies: int, pilot_seconds: float) -> Plan:
-        """This plan with the null reference's `copies` (shuffled copies in all), one of which took
-        `pilot_seconds` on the pilot targets."""
+    def with_null(self, copies: int, features: int, pilot_seconds: float) -> Plan:
+        """This plan with the null reference: `copies` shuffled copies of each of `features`, one feature's
+        copies having taken `pilot_seconds` on the pilot targets."""
         if not copies:
             return self
-        seconds = copies * pilot_seconds * self.distinct_targets / max(1, self.pilot_targets)
+        seconds = features * pilot_seconds * self.distinct_targets / max(1, self.pilot_targets)
         return replace(
             self,
-            null_copies=copies,
+            null_copies=copies * features,
+            null_features=features,
             null_seconds=seconds,
             null_pilot_seconds=pilot_seconds,
             estimated_seconds=self.estimated_seconds - self.null_seconds + seconds,
@@ -157,10 +160,9 @@ class Plan:
         if not self.null_copies:
             return []
         return [
-            f"then the null reference, {self.null_copies:,} shuffled copies (each the run again without replicates):"
-            f" about {duration(self.null_seconds)} ({self.null_pilot_seconds:.2f} s for one on"
-            f" {self.pilot_targets:,} distinct targets, times {self.distinct_targets:,} / {self.pilot_targets:,},"
-            f" times {self.null_copies:,})"
+            f"then the null reference, {self.null_copies:,} shuffled copies: about {duration(self.null_seconds)}"
+            f" ({self.null_pilot_seconds:.2f} s for one feature's on {self.pilot_targets:,} distinct targets, times"
+            f" {self.distinct_targets:,} / {self.pilot_targets:,}, times {self.null_features} features)"
         ]
 
     def _second_pass_words(self) -> list[str]:
