@@ -21,8 +21,9 @@ from cohortsql.numeric.bootstrap import bias_corrected_interval
 
 FEATURES = ["zip", "income", "group"]
 """The audit's features: the model's inputs, then the protected attribute."""
-AUDIT = {"prediction": "denial", "protected": "group", "similarity": ["zip", "income"], "id": "id"}
-"""The audit of the lending table: its model's inputs as the similarity, its group as protected."""
+AUDIT = {"prediction": "denial", "protected": "group", "similarity": ["zip", "income"], "id": "id", "null": 0}
+"""The audit of the lending table: its model's inputs as the similarity, its group as protected (its
+null reference is tested in test_null.py: here, every other part of the audit on every engine)."""
 
 
 @pytest.fixture(scope="module")
