@@ -79,20 +79,34 @@ def estimate(
         check_players(session.prepared, tested)
         if not asked.nulls.null:
             return plan
-        pilot = chosen.first(plan.pilot_targets)
-        copies = asked.nulls.null
-        return plan.with_null(copies, len(tested), _one_feature(session, pilot, tested[0], copies))
+        copies, distinct = asked.nulls.null, chosen.distinct.num_rows
+        timed_copies = min(copies, TIMED_COPIES)
+        sizes = sorted({max(1, plan.pilot_targets // 4), plan.pilot_targets})
+        timed = [(size, _copies(session, chosen.first(size), tested[0], timed_copies, distinct)) for size in sizes]
+        per_target, fixed = fitted_costs(timed[0], timed[-1])
+        feature = (fixed + per_target * distinct) * copies / timed_copies
+        how = (
+            f"from {timed_copies} of them timed on {' and '.join(f'{size:,}' for size in sizes)} distinct targets"
+            f" ({', '.join(f'{seconds:.2f} s' for _, seconds in timed)}), a fixed cost and a cost per target,"
+            f" times {copies} / {timed_copies}"
+        )
+        return plan.with_null(copies, len(tested), feature, how)
 
 
-def _one_feature(session: Session, pilot: TargetSet, tested: str, copies: int) -> float:
-    """The seconds the `copies` shuffled copies of feature `tested` take on the `pilot` targets, computed
-    as the null reference computes them (`cohortsql.api.local.copy_shares`, in one pass where it can)."""
+TIMED_COPIES = 4
+"""Shuffled copies a dry run times (of the first feature tested): each copy costs about the same."""
+
+
+def _copies(session: Session, pilot: TargetSet, tested: str, copies: int, run_targets: int) -> float:
+    """The seconds `copies` shuffled copies of feature `tested` take on the `pilot` targets, computed as
+    the null reference computes them for a run of `run_targets` distinct targets
+    (`cohortsql.api.local.copy_shares`, in one pass where it can)."""
     ids = pilot.table.column("__cohort_id").to_pylist()
     selection = replace(session.options.selection, targets=ids, sample=None, include=None)
     variances = np.ones(len(session.prepared.outcomes))  # a scale of the shares: not what is timed
     on_pilot = replace(session, options=replace(session.options, selection=selection))
     began = time.perf_counter()
-    null_shares(on_pilot, [tested], copies, copy_shares, variances)
+    null_shares(on_pilot, [tested], copies, copy_shares, variances, run_targets)
     return time.perf_counter() - began
 
 

@@ -41,7 +41,12 @@ or on a variant of it holding a copy."""
 
 
 def null_shares(
-    session: Session, players: Sequence[str], copies: int, shares: Shares, variances: np.ndarray | None = None
+    session: Session,
+    players: Sequence[str],
+    copies: int,
+    shares: Shares,
+    variances: np.ndarray | None = None,
+    run_targets: int | None = None,
 ) -> np.ndarray:
     """Each copy's share of each of `players` (names of the session's players), (results, players,
     copies): copy b of player p is the run (`shares`) of the session with p's columns read from their
@@ -49,7 +54,9 @@ def null_shares(
 
     A cohort run's shares (its Shapley effects over `variances`, one per explained column: the effects,
     `global_`, the audit) come, where the exact pairwise driver takes them, from one pass over the data
-    for all of a player's copies (`_in_one_pass`); else each copy is the run again."""
+    for all of a player's copies (`_in_one_pass`); else each copy is the run again. A dry run timing
+    the copies on a few targets gives `run_targets`, the distinct targets of the run it estimates, so that
+    it takes the way the run will."""
     prepared, engine = session.prepared, session.engine
     names = list(prepared.player_names)
     members = {player: _members(session, player) for player in players}
@@ -70,7 +77,7 @@ def null_shares(
     copied = Session(engine, _point_estimate(prepared, relation, prepared.features), _point_options(session.options))
     chosen = copied.select()
     data = copied.target_data(chosen)
-    if variances is not None and _one_pass_applies(copied, chosen):
+    if variances is not None and _one_pass_applies(copied, chosen, run_targets or chosen.distinct.num_rows):
         passes = [
             _in_one_pass(copied, chosen, data, names.index(player), members[player], copies) for player in players
         ]
@@ -90,12 +97,12 @@ ONE_PASS_ROWS = 1 << 23
 subject rows bounds them: with B random copy bits nearly every subject has a mask of its own)."""
 
 
-def _one_pass_applies(copied: Session, chosen: TargetSet) -> bool:
+def _one_pass_applies(copied: Session, chosen: TargetSet, distinct_targets: int) -> bool:
     """Whether a cohort run's copies take the exact pairwise driver in one pass: the exact method, and a
     histogram of at most `ONE_PASS_ROWS` rows."""
     prepared, estimation = copied.prepared, copied.options.estimation
     route = choose_route(estimation.method, estimation.path, prepared, chosen.count)
-    return route.exact and chosen.distinct.num_rows * prepared.subject_rows <= ONE_PASS_ROWS
+    return route.exact and distinct_targets * prepared.subject_rows <= ONE_PASS_ROWS
 
 
 def _in_one_pass(

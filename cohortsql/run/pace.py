@@ -115,10 +115,10 @@ class Plan:
     null_features: int = 0
     """How many features the null reference copies."""
     null_seconds: float = 0.0
-    """The copies' estimate: one feature's copies timed on the pilot targets, times the distinct targets
-    over those, times the features."""
-    null_pilot_seconds: float = 0.0
-    """One feature's copies on the pilot targets, timed."""
+    """The copies' estimate: one feature's copies, from a fixed cost and a cost per target timed on two
+    sets of the first targets, times the features."""
+    null_timed: str = ""
+    """How one feature's copies were timed, in words."""
 
     @property
     def method(self) -> ChosenMethod:
@@ -140,18 +140,18 @@ class Plan:
             scale=scale,
         )
 
-    def with_null(self, copies: int, features: int, pilot_seconds: float) -> Plan:
+    def with_null(self, copies: int, features: int, feature_seconds: float, timed: str) -> Plan:
         """This plan with the null reference: `copies` shuffled copies of each of `features`, one feature's
-        copies having taken `pilot_seconds` on the pilot targets."""
+        copies estimated at `feature_seconds` (how: `timed`)."""
         if not copies:
             return self
-        seconds = features * pilot_seconds * self.distinct_targets / max(1, self.pilot_targets)
+        seconds = features * feature_seconds
         return replace(
             self,
             null_copies=copies * features,
             null_features=features,
             null_seconds=seconds,
-            null_pilot_seconds=pilot_seconds,
+            null_timed=timed,
             estimated_seconds=self.estimated_seconds - self.null_seconds + seconds,
         )
 
@@ -159,10 +159,10 @@ class Plan:
         """The null reference's estimate, in figures that multiply out."""
         if not self.null_copies:
             return []
+        each = self.null_seconds / max(1, self.null_features)
         return [
             f"then the null reference, {self.null_copies:,} shuffled copies: about {duration(self.null_seconds)}"
-            f" ({self.null_pilot_seconds:.2f} s for one feature's on {self.pilot_targets:,} distinct targets, times"
-            f" {self.distinct_targets:,} / {self.pilot_targets:,}, times {self.null_features} features)"
+            f" ({duration(each)} for one feature's, {self.null_timed}; times {self.null_features} features)"
         ]
 
     def _second_pass_words(self) -> list[str]:
