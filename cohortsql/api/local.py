@@ -102,8 +102,9 @@ def cohort_shapley(
     id : str, optional
         The column that identifies rows; None uses the 0-based row position.
     targets : None, str, list, int or float
-        None for every row, a list of id values, or a SQL predicate over the data's columns (a count
-        or a fraction here means ``sample=`` of every row).
+        None for every row, a list of id values, a boolean mask of the rows, or a SQL predicate over
+        the data's columns (a count or a fraction here means ``sample=`` of every row, and needs a
+        ``seed``: ``targets=204`` is 204 random rows, ``targets=[204]`` the row whose id is 204).
     sample : int or float, optional
         A random sample of the targets (every row, or the rows of a predicate): a count or a
         fraction, drawn with `seed`, the same on every engine.

@@ -120,7 +120,9 @@ def drawn_seed(seed: int | None, needed: bool = True) -> int | None:
 
 
 def boolean(name: str, value: object) -> bool:
-    """True or False, nothing else (not 1, not "yes")."""
+    """True or False (numpy's too), nothing else (not 1, not "yes")."""
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
+        return bool(value)
     if not isinstance(value, bool):
         raise CohortError(f"{name} must be True or False, got {value!r}")
     return value
@@ -208,6 +210,8 @@ def checked_targets(name: str, value: object) -> object:
     becomes a `RowMask`; a column of another library (a pyarrow chunked array, a pandas Series)
     becomes a list of its values; the rest (None, a predicate, a sample size, a list of ids, a polars
     expression) is checked where it is read."""
+    if isinstance(value, numbers.Number) and hasattr(value, "item"):
+        value = value.item()  # a numpy scalar: the Python number it is
     if value is None or isinstance(value, (str, bool, numbers.Number)):
         return value
     import pyarrow as pa  # here: the command line's help loads no array library

@@ -34,7 +34,7 @@ from cohortsql._typing import (
     ModelOutput,
     Targets,
 )
-from cohortsql.errors import CohortError, check_choice
+from cohortsql.errors import CohortError, check_choice, warn
 from cohortsql.request import arguments
 
 AUDIT_REPLICATES = 200
@@ -302,6 +302,7 @@ def checked_options(given: Mapping[str, object], allowed: Any, **defaults: objec
         checked["bootstrap"], checked["confidence"] = arguments.bootstrap_arguments(
             checked.get("bootstrap", Weighting.bootstrap), checked.get("confidence", Weighting.confidence)
         )
+    _check_sampled_by_targets(checked.get("targets"), checked.get("seed"))
     one_baseline = "baseline" in names and checked.get("baseline", Modelling.baseline) != "all"
     if checked.get("baseline_sample") is not None and one_baseline:  # compare samples its all-baseline run
         raise CohortError("baseline_sample= draws from every row: it needs baseline='all'")
@@ -313,6 +314,23 @@ def checked_options(given: Mapping[str, object], allowed: Any, **defaults: objec
         options.weighting.bootstrap > 0 or options.modelling.baseline_sample is not None or options.nulls.null > 0
     )
     return options.with_seed(arguments.drawn_seed(options.selection.seed, needs_seed))
+
+
+def _check_sampled_by_targets(targets: object, seed: object) -> None:
+    """``targets=204`` draws 204 random rows, the commonest first mistake for the row with id 204: without
+    a seed (a different sample every run) it is refused in words; with one it runs, with a warning."""
+    if isinstance(targets, bool) or not isinstance(targets, (int, float)):
+        return
+    shown = f"{targets!r}"
+    if seed is None:
+        raise CohortError(
+            f"targets={shown} would explain a random sample of {shown} rows, a different one every run: write"
+            f" targets=[{shown}] for the row whose id is {shown}, or sample={shown} with seed= for a random sample"
+        )
+    warn(
+        f"targets={shown} explains a random sample of {shown} rows (seed {seed}): sample={shown} says so;"
+        f" targets=[{shown}] is the row whose id is {shown}"
+    )
 
 
 CALL_DEFAULTS = {

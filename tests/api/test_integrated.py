@@ -135,7 +135,9 @@ def test_a_table_wider_than_the_permutation_methods_reach():
     np.testing.assert_allclose(found.shapley.sum(axis=1), found.cohort_mean - found.mean, atol=1e-12)
     assert found.global_["feature"].head(3).to_list() == ["x0", "x1", "x2"]
     with pytest.raises(cohortsql.CohortError, match="at most 128 features.*method='integrated'"):
-        cohortsql.cohort_shapley(frame, prediction="y", similarity=similarity, id="id", targets=2, method="permutation")
+        cohortsql.cohort_shapley(
+            frame, prediction="y", similarity=similarity, id="id", targets=[0, 1], method="permutation"
+        )
 
 
 def test_effects_average_the_squared_variant():

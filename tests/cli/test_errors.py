@@ -45,9 +45,14 @@ def explain(data=FRAME, **options):
         ({"targets": [1, 7, 9]}, "target ids not found in the row positions: 7, 9"),
         ({"id": "id", "targets": [0, 3]}, "target ids not found in the id column 'id': 0"),
         ({"targets": []}, "targets is an empty list"),
-        ({"targets": 3.5}, "a sample fraction of 3.5 must be in (0, 1]"),
-        ({"targets": 0}, "a sample of 0 targets must be between 1 and the 3 rows it is drawn from"),
-        ({"targets": 4}, "between 1 and the 3 rows"),
+        ({"sample": 3.5, "seed": 1}, "a sample fraction of 3.5 must be in (0, 1]"),
+        ({"sample": 0, "seed": 1}, "a sample of 0 targets must be between 1 and the 3 rows it is drawn from"),
+        ({"targets": 4, "seed": 1}, "between 1 and the 3 rows"),
+        (
+            {"targets": 4},
+            "targets=4 would explain a random sample of 4 rows, a different one every run: write targets=[4]",
+        ),
+        ({"targets": np.int64(2)}, "targets=2 would explain a random sample"),
         (
             {"targets": {"a": 1}},
             "targets must be None, a SQL predicate, a sample size or fraction, or a list of id values; got dict",

@@ -38,13 +38,13 @@ def test_a_window_that_keeps_nearly_the_whole_table_is_flagged():
     )
     with pytest.warns(cohortsql.CohortWarning, match=warned):
         broad = cohortsql.cohort_shapley(
-            frame, prediction="y", similarity={"income": "range:0.1", "age": "range:0.1"}, targets=200, seed=1
+            frame, prediction="y", similarity={"income": "range:0.1", "age": "range:0.1"}, sample=200, seed=1
         )
     assert broad.diagnostics["broad_features"]["income"] > 0.5 and broad.diagnostics["broad_features"]["age"] == 0
     with warnings.catch_warnings():
         warnings.simplefilter("error", cohortsql.CohortWarning)
         fitted = cohortsql.cohort_shapley(
-            frame, prediction="y", similarity={"income": "quantile:0.1", "age": "range:0.1"}, targets=200, seed=1
+            frame, prediction="y", similarity={"income": "quantile:0.1", "age": "range:0.1"}, sample=200, seed=1
         )
     assert fitted.diagnostics["broad_features"]["income"] == 0
 
@@ -62,7 +62,7 @@ def test_the_advice_fits_the_kind_and_a_rare_level_of_an_exact_feature_is_not_fl
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", cohortsql.CohortWarning)
         result = cohortsql.cohort_shapley(
-            frame, prediction="y", similarity={"insured": "exact", "income": "quantile:0.9"}, targets=100, seed=2
+            frame, prediction="y", similarity={"insured": "exact", "income": "quantile:0.9"}, sample=100, seed=2
         )
     messages = [str(warning.message) for warning in caught]
     assert result.diagnostics["broad_features"]["insured"] > 0.9  # its common level keeps 95% of the table
@@ -70,7 +70,7 @@ def test_the_advice_fits_the_kind_and_a_rare_level_of_an_exact_feature_is_not_fl
     assert any("'income' alone (quantile:0.9)" in m and "e.g. income=quantile:0.45" in m for m in messages), messages
     for kind, advice in (("bins:2", "e.g. income=bins:4"), ("sql:abs(s.income - t.income) < 1e9", "stricter")):
         with pytest.warns(cohortsql.CohortWarning, match=advice):
-            cohortsql.cohort_shapley(frame, prediction="y", similarity={"income": kind}, targets=50, seed=2)
+            cohortsql.cohort_shapley(frame, prediction="y", similarity={"income": kind}, sample=50, seed=2)
 
 
 def test_diagnostics_of_the_lattice_walk_equal_the_pairwise_ones():
@@ -139,7 +139,7 @@ def test_effects_say_why_their_standard_errors_are_zero():
     every_row = cohortsql.shapley_effects(loans, prediction="score", similarity=["income", "region"])
     assert (every_row.effects["shapley_effect_se"] == 0).all()
     assert "(se: the error of explaining a sample of targets, none here as every row is a target)" in repr(every_row)
-    sampled = cohortsql.shapley_effects(loans, prediction="score", similarity=["income", "region"], targets=6, seed=1)
+    sampled = cohortsql.shapley_effects(loans, prediction="score", similarity=["income", "region"], sample=6, seed=1)
     assert (sampled.effects["shapley_effect_se"] > 0).all() and "none here" not in repr(sampled)
 
 
