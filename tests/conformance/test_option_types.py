@@ -194,3 +194,22 @@ def test_malformed_attributions_are_one_error_never_a_panic():
             pytest.fail(f"{culprit}: {type(error).__name__} escaped: {error}")
         else:
             pytest.fail(f"{culprit}: accepted")
+
+
+@pytest.mark.parametrize("call", ["cohort_shapley", "audit", "df.cohort.shapley", "game_shapley"])
+def test_a_count_as_targets_needs_a_seed_never_a_silent_random_sample(call):
+    """targets=3 is three random rows, not the row whose id is 3: without a seed (a different sample at
+    every run) it is refused with both spellings; with one it runs, and says so."""
+    with pytest.raises(CohortError, match=r"targets=3 would explain a random sample of 3 rows.*targets=\[3\]"):
+        CALLS[call](FRAME, targets=np.int64(3))
+    with pytest.warns(cohortsql.CohortWarning, match=r"targets=3 explains a random sample"):
+        found = CALLS[call](FRAME, targets=3, seed=1)
+    assert len(_ids(found)) == 3
+
+
+@pytest.mark.parametrize("switch", [np.bool_(True), True])
+def test_a_numpy_boolean_is_a_boolean(switch):
+    found = cohortsql.cohort_shapley(FRAME, prediction="p", similarity=["a", "b"], interactions=switch)
+    assert found.interactions is not None
+    with pytest.raises(CohortError, match="interactions must be True or False, got 1"):
+        cohortsql.cohort_shapley(FRAME, prediction="p", similarity=["a", "b"], interactions=1)
