@@ -21,7 +21,14 @@ from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import Terms, checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
-from cohortsql.results.insertion import InsertionDeletion, area_between, as_frame, attribution_matrix, ranks_of
+from cohortsql.results.insertion import (
+    InsertionDeletion,
+    area_between,
+    as_frame,
+    attribution_matrix,
+    ranks_of,
+    register_tester,
+)
 from cohortsql.run.integrated import IntegratedBatch, refinement_curves, subjects_of
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.session import Session, open_session
@@ -130,6 +137,7 @@ def explain_integrated(
     }
 
 
+@register_tester
 @interruptible_call
 def insertion_deletion(
     data: Any,

@@ -23,6 +23,7 @@ import pyarrow as pa
 from cohortsql.errors import CohortError
 from cohortsql.formats.files import write_frame
 from cohortsql.formats.tables import feature_texts, group_table, target_groups
+from cohortsql.results.insertion import InsertionDeletion, tests_of
 from cohortsql.results.null import NullReference
 
 
@@ -72,6 +73,15 @@ class TargetValues:
     null: NullReference | None = None
     """With ``null=B``: the shares of B shuffled copies of each feature asked beside its own, whose
     ``null_share``, ``null_share_high`` and ``p_value`` `global_` shows; else None."""
+
+    def insertion_deletion(
+        self, data: Any, *, similarity: Any = None, prediction: str | None = None, **options: Any
+    ) -> InsertionDeletion:
+        """The insertion and deletion tests of these values on `data`, the table they explain: exactly
+        `cohortsql.insertion_deletion(data, ..., attributions=self)`, with the explained column, the
+        features' kinds and the id and weight columns the run recorded (give `similarity`, `prediction`
+        or ``id``/``weight`` to test against others); ``options`` are the `RunOptions`."""
+        return tests_of(self, data, self.settings, similarity, prediction, dict(options))
 
     def asked_order(self) -> np.ndarray:
         """Row positions of the targets in the order the call listed their ids (`asked`), else in `ids`' order."""

@@ -9,7 +9,7 @@ line between its ends (ABC), and a large one above its deletion curve.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,53 @@ import numpy as np
 import polars as pl
 
 from cohortsql.errors import CohortError
+
+Tester = Callable[..., "InsertionDeletion"]
+"""`cohortsql.insertion_deletion`, which computes the tests (the API registers it: results lie below the
+API, so a result's own ``insertion_deletion`` reaches it through this slot)."""
+
+TESTER: list[Tester] = []
+
+
+def register_tester(function: Tester) -> Tester:
+    """Make `function` what every result's ``insertion_deletion`` runs."""
+    TESTER[:] = [function]
+    return function
+
+
+def tests_of(
+    values: Any, data: Any, settings: dict[str, str], similarity: Any, prediction: str | None, options: dict[str, Any]
+) -> InsertionDeletion:
+    """The insertion and deletion tests of a result's `values` on `data`: the explained column, the
+    features' kinds and the id and weight columns its run recorded in `settings`, unless given."""
+    import json
+
+    def recorded(name: str) -> Any:
+        text = settings.get(name)
+        if text is None:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+    if getattr(values, "groups", None):
+        raise CohortError(
+            "insertion_deletion tests each feature's attribution: a run of groups of features attributes to"
+            " the groups; test the values of a run without groups="
+        )
+    prediction = prediction or recorded("prediction")
+    if not isinstance(prediction, str):
+        raise CohortError("these values name no one explained column: pass prediction= (the column they explain)")
+    similarity = similarity or recorded("similarity")
+    if not similarity:
+        raise CohortError("these values record no features' kinds: pass similarity= (as the run took it)")
+    for name in ("id", "weight"):
+        if name not in options and recorded(name) is not None:
+            options[name] = recorded(name)
+    if not TESTER:
+        raise RuntimeError("cohortsql.insertion_deletion is not registered (import cohortsql)")
+    return TESTER[0](data, prediction=prediction, similarity=similarity, attributions=values, **options)
 
 
 def area_between(points: np.ndarray) -> np.ndarray:

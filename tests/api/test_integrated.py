@@ -492,3 +492,32 @@ def test_the_printed_integrated_query_gives_the_values_where_it_runs(dialect, re
     expected = cohortsql.cohort_shapley(frame, method="integrated", **options)
     assert ids == expected.ids.to_list()
     np.testing.assert_allclose(values, expected.shapley, atol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["exact", "integrated", "permutation"])
+def test_a_results_own_tests_equal_the_function_on_every_engine(engine, method):
+    """``res.insertion_deletion(data)`` is `cohortsql.insertion_deletion(data, ..., attributions=res)` with
+    the run's own explained column, kinds and id, exactly, on every engine; a model's baseline Shapley
+    values take the kinds given."""
+    frame = pl.read_parquet(TITANIC).with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    kinds = {"age": "abs:5", "sex": "exact", "pclass": "exact"}
+    options = dict(prediction="prediction", similarity=kinds, id="row", targets=[1, 5, 77], seed=3)
+    result = cohortsql.cohort_shapley(frame, **options, method=method, max_permutations=20, **engine.options)
+    own = result.insertion_deletion(frame, **engine.options)
+    called = cohortsql.insertion_deletion(
+        frame, prediction="prediction", similarity=kinds, id="row", attributions=result, **engine.options
+    )
+    assert own.abc.equals(called.abc) and own.curves.equals(called.curves)
+    if engine.name == "duckdb" and method == "exact":
+        loans = cohortsql.datasets.loans()
+        baseline = cohortsql.baseline_shapley(
+            loans,
+            model=cohortsql.datasets.loans_model,
+            model_input="polars",
+            prediction="score",
+            features=["income", "region"],
+        )
+        similarity = {"income": "abs:15", "region": "exact"}
+        tested = baseline.insertion_deletion(loans, similarity=similarity, prediction="score")
+        expected = cohortsql.insertion_deletion(loans, prediction="score", similarity=similarity, attributions=baseline)
+        assert tested.abc.equals(expected.abc)
