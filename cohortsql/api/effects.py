@@ -77,7 +77,8 @@ def shapley_effects(
     target this is exact. With a sample of targets (``sample=`` a count or a fraction, drawn with
     `seed`) v_var is the sample mean over the sampled targets and every effect gets a standard error.
     With case weights, v_var averages over the targets weighted by them; with ``bootstrap=B``, each
-    effect gets a percentile interval from B Bayesian-bootstrap replicates of the whole table.
+    effect gets a bias-corrected percentile interval (the replicates' central interval less their bias)
+    from B Bayesian-bootstrap replicates of the whole table.
 
     ``method="permutation"`` (or ``"auto"``, above d = 16; up to 128 features) estimates them by
     linearity: v_var is the mean over the targets of the squared games v_t(u)^2, so its Shapley values

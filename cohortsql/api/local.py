@@ -125,9 +125,12 @@ def cohort_shapley(
         (``res.by``).
     confidence : float
         The intervals' coverage (default {default:confidence}).
-    method : {"exact", "permutation", "auto"}
+    method : {"exact", "permutation", "integrated", "auto"}
         ``exact`` (d <= 24, the default), ``permutation`` (Monte Carlo over random orders of the
-        predictors, d <= 128, with standard errors) or ``auto`` (exact up to d = 16).
+        predictors, d <= 128, with standard errors), ``integrated`` (integrated gradient cohort Shapley,
+        O(n d) per target, d <= 10,000: it equals cohort Shapley only where the cohort mean is
+        multilinear, and approximates it otherwise) or ``auto`` (exact up to d = 16, then permutations,
+        then integrated beyond 128, with a warning).
     tolerance : float, optional
         Permutation method: stop a target once every standard error is at most this.
     max_permutations : int

@@ -58,7 +58,7 @@ def _marks_legend(shown: Mapping[str, str]) -> list[str]:
 def shapley_summary(
     result: CohortShapleyResult | CohortShapleyResults, top: int, reasons: int | None, warned: Collection[str] = ()
 ) -> str:
-    """The run's size, its diagnostics, the features ranked by mean |value| and by mean squared value
+    """The run's size, its diagnostics, the features ranked by mean |value| and by the mean Shapley value of the squared game
     (marked where a warning named them), and (with --reasons) the first targets' reasons in words; one
     such summary per explained column."""
     if not isinstance(result, CohortShapleyResult):
@@ -283,7 +283,7 @@ def comparison_summary(result: Comparison, top: int) -> str:
         column = f"{name}_realistic_share"
         if column in totals.columns:
             lines.append(f"{name.upper()}: {totals[column].to_numpy().mean():.1%} of the hybrid points are realistic")
-    lines += ["", f"{'feature':<{width}}  {'CS2':>10}  {'BS2':>10}  {'ABS2':>10}   (mean squared values)"]
+    lines += ["", f"{'feature':<{width}}  {'CS2':>10}  {'BS2':>10}  {'ABS2':>10}   (mean Shapley values of the squared games)"]
     for row in table.head(top).iter_rows(named=True):
         lines.append(f"{str(row['feature']):<{width}}  {row['CS2']:>10.4g}  {row['BS2']:>10.4g}  {row['ABS2']:>10.4g}")
     return "\n".join(lines + _not_shown(len(result.features), top))

@@ -345,7 +345,7 @@ def effects_of_tables(
     local: pl.DataFrame, totals: pl.DataFrame, paths: pl.DataFrame, settings: Mapping[str, str]
 ) -> pl.DataFrame:
     """`CohortShapleyResult.global_`'s effects from the tables `cohortsql shapley --out` writes: per
-    feature the mean squared value, its standard error (with the finite-population correction when
+    feature the mean Shapley value of the squared game, its standard error (with the finite-population correction when
     the targets are every row or a sample of them) and its share of the targets' spread around the mean."""
     wide = local.pivot(on="feature", index="id", values="shapley_squared", maintain_order=True)
     features = [name for name in wide.columns if name != "id"]

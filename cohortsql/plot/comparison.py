@@ -52,7 +52,7 @@ def compare_stacked(comparison: Comparison, method: str = "ABS") -> Figure:
 
 def compare_global(comparison: Comparison, *, squared: bool = True) -> Figure:
     """Each feature's global importance under CS, BS and ABS side by side (squared: CS2, BS2, ABS2, the
-    mean squared values, with the realistic part of BS2 and ABS2 solid and the rest hatched), after
+    mean Shapley values of the squared games, with the realistic part of BS2 and ABS2 solid and the rest hatched), after
     the paper's Appendix 4 bar comparison."""
     plt = pyplot()
     methods = ("CS2", "BS2", "ABS2") if squared else ("CS", "BS", "ABS")
@@ -84,7 +84,7 @@ def compare_global(comparison: Comparison, *, squared: bool = True) -> Figure:
             axes.bar(position, importance, width, color=colour, label=method)
     axes.set_xticks(x, features, rotation=45, ha="right")
     axes.axhline(0, color="grey", linewidth=0.5)
-    axes.set_ylabel("mean squared value" if squared else "mean |value|")
+    axes.set_ylabel("mean Shapley value of the squared game" if squared else "mean |value|")
     axes.legend(fontsize="small", ncol=2)
     figure.tight_layout()
     return figure

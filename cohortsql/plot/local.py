@@ -100,7 +100,7 @@ def effects(source: ShapleyEffects | ShapleyEffectsResults | Source, *, outcome:
     intervals (a file's ``ci_low``/``ci_high`` columns too), else at one standard error.
 
     `source` is a result, or a file: what ``cohortsql effects --out`` writes, or the long table of
-    ``cohortsql shapley --out`` (whose mean squared values are the effects); of several explained
+    ``cohortsql shapley --out`` (whose mean Shapley values of the squared game are the effects); of several explained
     columns, `outcome` names the one drawn."""
     plt = pyplot()
     if isinstance(source, (ShapleyEffectsResults, CohortShapleyResults)):

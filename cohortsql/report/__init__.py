@@ -93,7 +93,7 @@ class ReportTables:
         cls, path: str | os.PathLike[str], effects: str | os.PathLike[str] | None = None, outcome: str | None = None
     ) -> ReportTables:
         """The files ``cohortsql shapley --out PATH`` wrote (PATH, PATH_totals, PATH_paths), and optionally
-        the file ``cohortsql effects --out`` wrote (else the effects are the mean squared values); of a
+        the file ``cohortsql effects --out`` wrote (else the effects are the mean Shapley values of the squared game); of a
         run that explained several columns, those of `outcome`."""
         role = f"report, from the files `cohortsql shapley --out {Path(path).name}` writes"
         local = read_frame(path, role)

@@ -34,6 +34,7 @@ class Fair(Protocol):
     def groups(self) -> pl.DataFrame: ...
     @property
     def metrics(self) -> pl.DataFrame: ...
+    @property
     def decisions(self) -> str: ...
 
 
@@ -136,7 +137,7 @@ def _fairness(fair: Fair) -> str:
     )
     heads = "".join(f"<th>{FAIRNESS_RATES[name]}</th>" for name in shown)
     return (
-        f"<h3>Fairness of the decisions ({escape(fair.decisions())}), over every row</h3>"
+        f"<h3>Fairness of the decisions ({escape(fair.decisions)}), over every row</h3>"
         "<p>fairlearn's group metrics: the share of each group's rows that were selected, and with observed"
         " outcomes the shares selected among the rows whose outcome was positive (true positive rate) and"
         " negative (false positive rate), with Bayesian-bootstrap intervals. They describe the decisions,"

@@ -106,7 +106,7 @@ class AuditResult:
             level = f"{self.cohort.bootstrap.confidence:.0%}"
             lines.append(f"(intervals: {level} {bootstrap_module.BIAS_CORRECTED})")
         if self.fairness is not None:
-            lines += ["", f"fairness of the decisions ({self.fairness.decisions()}), over every row:"]
+            lines += ["", f"fairness of the decisions ({self.fairness.decisions}), over every row:"]
             lines += self.fairness.summary()
         return lines
 

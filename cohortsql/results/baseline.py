@@ -99,7 +99,7 @@ class BaselineShapleyResult(TargetValues):
     def global_(self) -> pl.DataFrame:
         """Per feature, the most important first, averaged over the targets: ``mean_squared_shapley`` (the global importance of
         the squared method, as the paper compares them), its ``share`` of the mean ``value_squared``, and
-        ``mean_abs_shapley``; with realism the realistic part of the mean squared value."""
+        ``mean_abs_shapley``; with realism the realistic part of the mean Shapley value of the squared game."""
         table = pl.DataFrame(
             {
                 "feature": list(self.features),

@@ -46,6 +46,7 @@ class FairnessResult:
     settings: dict[str, str] = field(default_factory=dict)
     """How the decisions were made and the intervals drawn (prediction, threshold, outcome, bootstrap, seed)."""
 
+    @property
     def decisions(self) -> str:
         """How a row was selected, in words: ``score >= 0.5``, or ``approved = 1``."""
         threshold = self.settings.get("threshold")
