@@ -60,6 +60,19 @@ def resolved_kinds(case: Case) -> dict[str, str]:
     return {feature: str(found.kinds[feature]) for feature in found.features}
 
 
+_EXPECTED: dict[tuple[str, object], pl.DataFrame] = {}
+"""Each case's oracle values, by case and oracle: every surface of a case reads the same ones (computed
+once per worker, not once per surface)."""
+
+
+def expected_values(case: Case, surface: str) -> pl.DataFrame:
+    oracle = ORACLES.get(surface, brute_force)
+    key = (case.name, oracle)
+    if key not in _EXPECTED:
+        _EXPECTED[key] = oracle(case, {} if surface in COMPARES_NOTHING else resolved_kinds(case))
+    return _EXPECTED[key]
+
+
 @pytest.mark.parametrize("surface", list(SURFACES))
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_every_case_on_every_surface(case: Case, surface: str, tmp_path, request):
@@ -74,7 +87,7 @@ def test_every_case_on_every_surface(case: Case, surface: str, tmp_path, request
         assert culprit in str(raised.value), str(raised.value)
         return
     found = run(case, context)
-    expected = ORACLES.get(surface, brute_force)(case, {} if surface in COMPARES_NOTHING else resolved_kinds(case))
+    expected = expected_values(case, surface)
     scale = prediction_scale(case)
     assert_values_equal(found, expected, scale**2 if surface in SQUARED else scale)
     if surface == "audit":
