@@ -19,7 +19,7 @@ from cohortsql.request.options import Options, checked_options
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.comparison import Comparison
 from cohortsql.run.baseline_exact import Model
-from cohortsql.run.session import open_session
+from cohortsql.run.session import compared_exactly, open_session
 from cohortsql.run.strategy import MAX_FEATURES, may_draw, model_route
 
 
@@ -85,7 +85,8 @@ def compare(
         route = model_route(asked.estimation.method, session.prepared.players)
         baseline = explain_with_model(session, chosen, function, baseline="mean", route=route)
         all_baseline = explain_with_model(session, chosen, function, baseline="all", route=route)
-    warn_about_cohorts(cohort.diagnostics, cohort.kinds)
+        exactly = compared_exactly(session.prepared)
+    warn_about_cohorts(cohort.diagnostics, cohort.kinds, exactly)
     return Comparison(cohort=cohort, baseline=baseline, all_baseline=all_baseline)
 
 

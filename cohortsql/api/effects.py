@@ -29,7 +29,7 @@ from cohortsql.results.outcomes import ShapleyEffectsResults
 from cohortsql.run import readouts
 from cohortsql.run.grouping_sets import variance_game
 from cohortsql.run.route import Route
-from cohortsql.run.session import Session, feature_kinds, open_session
+from cohortsql.run.session import Session, compared_exactly, feature_kinds, open_session
 from cohortsql.run.strategy import (
     check_interactions,
     check_owen,
@@ -143,7 +143,8 @@ def shapley_effects(
             results = {outcome: results[outcome].with_null(null) for outcome, null in zip(results, nulls)}
         rows = session.sample_rows(COPY_CHECK_ROWS)
         features = session.prepared.feature_names
-    warn_about_cohorts(next(iter(results.values())).diagnostics, kinds)
+        exactly = compared_exactly(session.prepared)
+    warn_about_cohorts(next(iter(results.values())).diagnostics, kinds, exactly)
     for outcome in outcomes:
         warn_about_copies(rows, features, rows[outcome].cast(pl.Float64).to_numpy(), outcome)
     return next(iter(results.values())) if isinstance(prediction, str) else ShapleyEffectsResults(results)

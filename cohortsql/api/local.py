@@ -29,7 +29,7 @@ from cohortsql.results.copies import COPY_CHECK_ROWS, warn_about_copies
 from cohortsql.results.outcomes import CohortShapleyResults
 from cohortsql.run import readouts
 from cohortsql.run.preparation import Prepared
-from cohortsql.run.session import Session, open_session
+from cohortsql.run.session import Session, compared_exactly, open_session
 from cohortsql.run.strategy import (
     check_interactions,
     check_owen,
@@ -205,7 +205,8 @@ def cohort_shapley_and(
         every_row = len(first.ids) == session.prepared.subject_count <= COPY_CHECK_ROWS
         rows = first.targets if every_row else session.sample_rows(COPY_CHECK_ROWS)
         found = then(session)
-    warn_about_cohorts(first.diagnostics, first.kinds)
+        exactly = compared_exactly(session.prepared)
+    warn_about_cohorts(first.diagnostics, first.kinds, exactly)
     for outcome in outcomes:
         warn_about_copies(rows, first.features, rows[outcome].cast(pl.Float64).to_numpy(), outcome)
     return (first if isinstance(prediction, str) else CohortShapleyResults(results)), found

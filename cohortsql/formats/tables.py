@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from importlib import metadata
 from typing import Any, TypedDict
 
@@ -40,12 +40,16 @@ BROAD_WARNING_SHARE = 0.5
 """A feature broad for more than this share of the targets gets a `CohortWarning`."""
 
 
-def warn_about_cohorts(checks: Diagnostics, kinds: Mapping[str, Similarity]) -> None:
+def warn_about_cohorts(
+    checks: Diagnostics, kinds: Mapping[str, Similarity], compared_exactly: Collection[str] = ()
+) -> None:
     """Warn when most targets' cohorts on every feature are the target alone, and when a feature's
     similarity keeps nearly the whole table for most targets (it can then earn little credit,
     whatever the model does with it: a default window over skewed numbers does this), with advice
     that fits the feature's kind: a narrower setting of its kind (`Similarity.narrower`), a stricter
-    predicate, or nothing for an exact comparison (a common level is the data's, not a setting's)."""
+    predicate, or nothing for an exact comparison (a common level is the data's, not a setting's),
+    which is what a window narrower than the gap between a feature's values is (`compared_exactly`:
+    chas, 0 or 1 under quantile:0.1, warned "narrow it" at every step of its own advice)."""
     share = checks.get("singleton_share", 0.0)
     if share > SINGLETON_WARNING_SHARE:
         warn(
@@ -56,6 +60,8 @@ def warn_about_cohorts(checks: Diagnostics, kinds: Mapping[str, Similarity]) -> 
         kind = kinds.get(name)
         narrower = None if kind is None else kind.narrower()
         if broad <= BROAD_WARNING_SHARE or kind is None or (kind.equivalence and narrower is None):
+            continue
+        if name in compared_exactly:
             continue
         advice = f"narrow it, e.g. {name}={narrower}" if narrower is not None else "make its predicate stricter"
         warn(

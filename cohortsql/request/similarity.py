@@ -222,7 +222,13 @@ class RangeWindow(WholeTableWindow):
     fraction: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "fraction", _check_non_negative("range fraction", self.fraction))
+        fraction = _check_non_negative("range fraction", self.fraction)
+        if fraction > 1:
+            raise CohortError(
+                f"range:{fraction:g} is {fraction:g} times the feature's whole range (max - min), which makes every"
+                " row similar to every other: range takes a fraction of it, from 0 to 1 (range:0.1 is a tenth)"
+            )
+        object.__setattr__(self, "fraction", fraction)
 
     def parameters(
         self, value: str, dialect: Dialect, known: KnownQuantiles = NO_QUANTILES, *, per_day: int = 1

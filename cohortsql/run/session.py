@@ -204,6 +204,18 @@ def open_session(
         yield Session(engine, prepared, options)
 
 
+def compared_exactly(prepared: Prepared) -> frozenset[str]:
+    """The features a window compares exactly in effect: whole numbers (or booleans) within a window
+    narrower than 1, the smallest gap between two of their values; no narrower setting changes them."""
+    return frozenset(
+        feature.name
+        for feature in prepared.features
+        if feature.values in ("integer", "boolean")
+        and isinstance(feature.parameters.get("delta"), (int, float))
+        and float(feature.parameters["delta"]) < 1
+    )
+
+
 def feature_kinds(prepared: Prepared) -> dict[str, Similarity]:
     """Each feature's similarity kind (defaults resolved), members of groups included."""
     return {feature.name: feature.kind for feature in _features_alone(prepared)}

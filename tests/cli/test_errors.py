@@ -344,12 +344,17 @@ def test_messages_blame_the_right_thing(tmp_path):
         (lambda: explain(str(tmp_path / "empty.csv"), similarity=["age"]), "the data has no rows"),
         (lambda: explain(str(tmp_path / "ragged.csv"), similarity=["age"]), "lines of different lengths"),
         (
-            lambda: explain(similarity={"age": "range:1e308"}),
-            "feature 'age': similarity range:1e+308 makes a delta beyond the largest number",
+            lambda: explain(similarity={"age": "quantile:1e308"}),
+            "feature 'age': similarity quantile:1e+308 makes a delta beyond the largest number",
         ),
         (
-            lambda: explain(FRAME.with_columns(age=pl.col("age") * 1e307), similarity={"age": "range:10"}),
-            "feature 'age': similarity range:10 makes a delta beyond the largest number",
+            lambda: explain(FRAME.with_columns(age=pl.col("age") * 1e307), similarity={"age": "quantile:10"}),
+            "feature 'age': similarity quantile:10 makes a delta beyond the largest number",
+        ),
+        (
+            lambda: explain(similarity={"age": "range:10"}),
+            "range:10 is 10 times the feature's whole range (max - min), which makes every row similar to every"
+            " other: range takes a fraction of it, from 0 to 1 (range:0.1 is a tenth)",
         ),
     ]
     for call, message in cases:

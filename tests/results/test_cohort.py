@@ -2,6 +2,7 @@
 reasons in words, shares of the targets' own spread, and squared values that may be negative."""
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -165,3 +166,38 @@ def test_values_shown_to_people_are_rounded_and_tables_keep_every_digit(tmp_path
     labels = [label.get_text() for label in plot.target(result, target).axes[0].get_yticklabels()]
     assert f"unemp = {shown}" in labels
     assert result.reasons(2).filter(pl.col("feature") == "n")["reason"].str.contains(r"^n = \d ").all()
+
+
+def test_the_advice_to_narrow_a_window_converges():
+    """chas (0 or 1, 93% zeros) under the paper's quantile:0.1 was told "narrow it, e.g. quantile:0.05",
+    then quantile:0.025, forever: a window narrower than the gap between whole numbers compares them
+    exactly already, and no narrower one changes that. Wherever advice is given, following it a few
+    times ends the warning; the shipped paper config gives no advice that cannot be followed."""
+    boston = pl.read_parquet(Path(__file__).parents[2] / "examples" / "data" / "boston_predictions.parquet")
+    features = [name for name in boston.columns if name not in ("medv", "prediction")]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", cohortsql.CohortWarning)
+        cohortsql.cohort_shapley(boston, prediction="prediction", similarity=dict.fromkeys(features, "quantile:0.1"))
+    assert not [warning for warning in caught if "narrow it" in str(warning.message)]
+    rng = np.random.default_rng(2)
+    skewed = pl.DataFrame({"income": np.exp(rng.normal(size=400) * 2), "age": rng.uniform(20, 70, 400)})
+    skewed = skewed.with_columns(y=pl.col("income").log() + pl.col("age") / 50)
+    kinds = {"income": "range:0.1", "age": "range:0.1"}
+    for _ in range(8):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", cohortsql.CohortWarning)
+            cohortsql.cohort_shapley(skewed, prediction="y", similarity=kinds, sample=100, seed=1)
+        advice = [str(warning.message) for warning in caught if "narrow it, e.g. income=" in str(warning.message)]
+        if not advice:
+            break
+        kinds["income"] = advice[0].split("income=")[1].split()[0]
+    else:
+        pytest.fail(f"the advice did not converge: {kinds}")
+    assert kinds["income"] != "range:0.1"  # advice was given, and followed
+
+
+def test_a_range_beyond_the_whole_range_is_refused_naming_the_unit():
+    with pytest.raises(cohortsql.CohortError, match=r"range:10 is 10 times the feature's whole range"):
+        cohortsql.cohort_shapley(
+            pl.DataFrame({"x": [1.0, 2.0, 3.0], "y": [1.0, 2.0, 3.0]}), prediction="y", similarity={"x": "range:10"}
+        )
