@@ -49,8 +49,11 @@ COMMANDS: dict[str, tuple[Callable[..., None], str, str]] = {
 """Each command's function, the examples its help ends with and its help where that is not the
 function's docstring, in the order the help lists them."""
 
+EARLIER_NAMES = ("run", "global")
+"""Commands kept under their earlier names, which the help no longer lists."""
+
 for name, (function, epilog, help) in COMMANDS.items():
-    app.command(name, epilog=epilog, help=help or None)(function)
+    app.command(name, epilog=epilog, help=help or None, hidden=name in EARLIER_NAMES)(function)
 
 
 _USAGE_ERROR: type[Exception] = typer.BadParameter.__mro__[1]
@@ -68,6 +71,9 @@ def main() -> None:
             typer.echo(str(error))
             sys.exit(0)
         message = error.format_message() if hasattr(error, "format_message") else str(error)
-        typer.echo(f"cohortsql: error: {message} (see cohortsql --help)", err=True)
+        context = getattr(error, "ctx", None)
+        named = next((f"cohortsql {word}" for word in sys.argv[1:2] if word in COMMANDS), "cohortsql")
+        command = getattr(context, "command_path", None) or named  # the command the mistake is in
+        typer.echo(f"cohortsql: error: {message} (see {command} --help)", err=True)
         sys.exit(2)
     sys.exit(code if isinstance(code, int) else 0)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from cohortsql.cli.failures import _reported_failures, print_warnings_so_far
-from cohortsql.cli.flags import EXPLAINED, OUTPUTS, Debug, Flags, OutcomeOption, TargetIds
+from cohortsql.cli.flags import EXPLAINED, OUTPUTS, Debug, Flags, OutcomeOption
 from cohortsql.cli.options import command, pick, request, similarity
 from cohortsql.errors import CohortError
 
@@ -28,7 +28,10 @@ def report(
         Path | None,
         typer.Option("--global", help="The table `cohortsql effects --out` wrote, for the effects' standard errors."),
     ] = None,
-    target_ids: TargetIds = None,
+    target_ids: Annotated[
+        str | None,
+        typer.Option("--target-ids", help="Comma-separated ids of the targets drawn in full (default: the first few)."),
+    ] = None,
     outcome: OutcomeOption = None,
     debug: Debug = False,
 ) -> None:

@@ -283,7 +283,10 @@ def comparison_summary(result: Comparison, top: int) -> str:
         column = f"{name}_realistic_share"
         if column in totals.columns:
             lines.append(f"{name.upper()}: {totals[column].to_numpy().mean():.1%} of the hybrid points are realistic")
-    lines += ["", f"{'feature':<{width}}  {'CS2':>10}  {'BS2':>10}  {'ABS2':>10}   (mean Shapley values of the squared games)"]
+    lines += [
+        "",
+        f"{'feature':<{width}}  {'CS2':>10}  {'BS2':>10}  {'ABS2':>10}   (mean Shapley values of the squared games)",
+    ]
     for row in table.head(top).iter_rows(named=True):
         lines.append(f"{str(row['feature']):<{width}}  {row['CS2']:>10.4g}  {row['BS2']:>10.4g}  {row['ABS2']:>10.4g}")
     return "\n".join(lines + _not_shown(len(result.features), top))

@@ -8,6 +8,7 @@ defaults), its parameters and how its values are represented in SQL.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -292,11 +293,26 @@ def described_type(dtype: pa.DataType) -> str:
     return f"{kind} values" if kind is not None else f"values of type {dtype}"
 
 
+COLUMNS_LISTED = 20
+"""At most this many of the data's columns are listed when a name is not one of them (a 2,000-column
+table printed every name: a 31 KB message)."""
+
+
 def require_column(columns: Mapping[str, pa.DataType], name: object, role: str) -> None:
-    """A `CohortError` naming the `role` column when `name` is not one of `columns`, listing them."""
-    if not isinstance(name, str) or name not in columns:
-        available = ", ".join(map(repr, columns))
-        raise CohortError(f"{role} column {name!r} is not in the data; its columns are: {available}")
+    """A `CohortError` naming the `role` column when `name` is not one of `columns`: the closest names
+    first ("did you mean"), else the first `COLUMNS_LISTED` of them and how many more."""
+    if isinstance(name, str) and name in columns:
+        return
+    names = list(columns)
+    close = difflib.get_close_matches(str(name), names, n=3) if isinstance(name, str) else []
+    if close:
+        raise CohortError(
+            f"{role} column {name!r} is not in the data; did you mean {' or '.join(map(repr, close))}?"
+            f" ({len(names):,} columns)"
+        )
+    shown = ", ".join(map(repr, names[:COLUMNS_LISTED]))
+    more = f" and {len(names) - COLUMNS_LISTED:,} more" if len(names) > COLUMNS_LISTED else ""
+    raise CohortError(f"{role} column {name!r} is not in the data; its columns are: {shown}{more}")
 
 
 def default_kind(feature: Feature, statistics: Row) -> tuple[Similarity, str]:

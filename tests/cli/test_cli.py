@@ -485,21 +485,31 @@ def test_every_api_option_of_a_command_is_a_flag(command: str, group: str) -> No
 
 
 @pytest.mark.parametrize(
-    ("arguments", "message"),
+    ("arguments", "message", "helped"),
     [
-        (["shapely"], "No such command 'shapely'. Did you mean 'shapley'?"),
+        (["shapely"], "No such command 'shapely'. Did you mean 'shapley'?", "cohortsql"),
         (
             ["shapley", "x.parquet", "--predictoin", "y"],
             "No such option: --predictoin (Possible options: --prediction)",
+            "cohortsql shapley",
         ),
-        (["shapley", "x.parquet", "--prediction"], "requires an argument"),
+        (["shapley", "x.parquet", "--prediction"], "requires an argument", "cohortsql shapley"),
+        (["report", "values.parquet"], "Missing option '--out'", "cohortsql report"),
     ],
 )
-def test_a_mistyped_command_line_is_one_line_with_status_2(arguments, message):
+def test_a_mistyped_command_line_is_one_line_with_status_2(arguments, message, helped):
+    """One line, naming the help of the command the mistake is in (not the top level's)."""
     done = subprocess.run([sys.executable, "-m", "cohortsql", *arguments], capture_output=True, text=True)
     assert done.returncode == 2 and done.stdout == ""
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("cohortsql: error: ") and message in line and line.endswith("(see cohortsql --help)")
+    assert line.startswith("cohortsql: error: ") and message in line and line.endswith(f"(see {helped} --help)")
+
+
+def test_the_help_lists_no_earlier_names_and_report_offers_no_sample():
+    top = subprocess.run([sys.executable, "-m", "cohortsql", "--help"], capture_output=True, text=True).stdout
+    assert "│ shapley " in top and "│ run " not in top and "│ global " not in top
+    report = subprocess.run([sys.executable, "-m", "cohortsql", "report", "--help"], capture_output=True, text=True)
+    assert "--target-ids" in report.stdout and "--sample" not in report.stdout
 
 
 def test_no_arguments_show_the_help():

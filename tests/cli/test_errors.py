@@ -360,3 +360,14 @@ def test_messages_blame_the_right_thing(tmp_path):
     for call, message in cases:
         with pytest.raises(CohortError, match=re.escape(message)):
             call()
+
+
+def test_a_misspelled_column_of_a_wide_table_is_a_short_message_with_the_closest_names():
+    """A 2,000-column table printed every name (31 KB); now the closest names, else the first 20."""
+    wide = pl.DataFrame({f"pixel_{j}": [0.0, 1.0, 2.0] for j in range(2_000)}).with_columns(y=pl.lit(1.0))
+    with pytest.raises(CohortError) as raised:
+        cohortsql.cohort_shapley(wide, prediction="y", similarity=["pixle_17"])
+    assert "did you mean 'pixel_17'" in str(raised.value) and len(str(raised.value)) < 200
+    with pytest.raises(CohortError) as raised:
+        cohortsql.cohort_shapley(wide, prediction="y", similarity=["zzzz"])
+    assert "'pixel_19' and 1,981 more" in str(raised.value) and len(str(raised.value)) < 600
