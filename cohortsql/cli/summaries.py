@@ -51,8 +51,10 @@ def marked(features: Iterable[str], warned: Collection[str]) -> dict[str, str]:
     return {feature: ("! " if feature in named else "  ") + feature for feature in features}
 
 
-def _marks_legend(shown: Mapping[str, str]) -> list[str]:
-    return ["(! named in a warning above)"] if any(name.startswith("! ") for name in shown.values()) else []
+def _marks_legend(shown: Mapping[str, str], printed: Iterable[str] | None = None) -> list[str]:
+    """The legend of the "!" mark, when a feature the table prints (`printed`, default every one) has it."""
+    rows = shown if printed is None else {name: shown[name] for name in printed}
+    return ["(! named in a warning above)"] if any(name.startswith("! ") for name in rows.values()) else []
 
 
 def shapley_summary(
@@ -89,7 +91,8 @@ def shapley_summary(
             f"{shown[left['feature']]:<{width}}  {left['mean_abs_shapley']:<10.4g}  "
             f"{shown[right['feature']]:<{width}}  {right['shapley_effect']:.4g}{_interval(right)}"
         )
-    lines += _not_shown(len(result.features), top) + _marks_legend(shown)
+    printed = {*by_value["feature"].to_list(), *by_square["feature"].to_list()}
+    lines += _not_shown(len(result.features), top) + _marks_legend(shown, printed)
     if result.bootstrap is not None:
         lines.append(
             f"({result.bootstrap.confidence:.0%} intervals from {result.bootstrap.replicates} Bayesian-bootstrap"
@@ -253,7 +256,11 @@ def game_summary(result: GameResult, top: int, *, heading: str | None = None, co
     lines = [heading, "", f"{'feature':<{width}}  {column:>{size}}  {'share':>7}"]
     for row in result.global_.head(top).iter_rows(named=True):
         lines.append(f"{row['feature']:<{width}}  {row['mean_shapley']:>{size}.4g}  {row['share']:>7.1%}")
-    return "\n".join(lines + _not_shown(len(result.features), top) + null_lines(result.null))
+    lines += _not_shown(len(result.features), top) + null_lines(result.null)
+    if result.interactions is not None:
+        typical = np.average(np.abs(result.interactions), axis=0, weights=result.target_weights)
+        lines += _interaction_lines(result.features, typical, "mean |interaction value| over the targets")
+    return "\n".join(lines)
 
 
 def _not_shown(features: int, top: int) -> list[str]:

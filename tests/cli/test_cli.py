@@ -571,3 +571,17 @@ def test_a_feature_whose_window_keeps_the_whole_table_is_marked_in_the_ranking(t
     assert done.exit_code == 0, done.output
     assert "similarity on 'income' alone (range:0.1)" in done.output and "e.g. income=range:0.05" in done.output
     assert "\n! income " in done.output and "\n  age " in done.output
+
+
+def test_game_interactions_are_printed_and_a_mark_cut_by_top_has_no_legend(tmp_path):
+    rng = np.random.default_rng(5)
+    frame = pl.DataFrame({"a": rng.integers(0, 3, 60), "b": rng.normal(size=60).round(1), "c": rng.integers(0, 2, 60)})
+    frame = frame.with_columns(y=pl.col("a") * 2.0 + pl.col("b") + pl.Series(rng.normal(scale=0.1, size=60)))
+    data = tmp_path / "t.parquet"
+    frame.write_parquet(data)
+    game = invoke("game", data, "--game", "cohort-variance", "--prediction", "y", "--features", "a,b,c", "--interactions")
+    assert game.exit_code == 0 and "largest interactions" in game.output and " x " in game.output, game.output
+    # b under a window so wide that it keeps the whole table: warned, marked, then cut by --top 1
+    shown = invoke("shapley", data, "--prediction", "y", "--similar", "b=range:1", "--features", "a", "--top", "1")
+    assert shown.exit_code == 0, shown.output
+    assert "alone (range:1) keeps over 90%" in shown.output and "(! named in a warning above)" not in shown.output
