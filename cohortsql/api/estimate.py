@@ -15,6 +15,7 @@ from cohortsql.api.compare import checked_comparison
 from cohortsql.api.local import copy_shares
 from cohortsql.games.cohort import CohortGame
 from cohortsql.interrupts import interruptible_call
+from cohortsql.numeric import kernels
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import Options, checked_options
 from cohortsql.request.similarity import SimilarityArgument
@@ -252,6 +253,9 @@ def cohort_plan(session: Session, chosen: TargetSet, scale: PilotScale) -> Plan:
     route = choose_route(estimation.method, estimation.path, prepared, chosen.count)
     scaled = scale.replicates * (scale.permutations if route.random else 1.0)
     share = 1.0 if scaled >= SCALED_PILOT else 0.5  # a scaled-down pilot may time every target
+    games = chosen.distinct.num_rows * max(1, prepared.measures.games) * round(scale.replicates)
+    if route.exact and kernels.worth_compiling(games, prepared.players):
+        kernels.compile_now()  # the run computes compiled: the pilot must not time the compilation
     pacer = make_pacer(running, prepared, chosen, route, Silent(), pilot_only=True, pilot_share=share)
     batches = local_batches(
         running,
