@@ -11,7 +11,7 @@ from typing import Protocol
 
 import polars as pl
 
-from cohortsql.formats.colours import feature_colours
+from cohortsql.formats.colours import feature_colours, run_feature_order
 from cohortsql.formats.files import write_text
 from cohortsql.report import _asset, _section, _setting, check_report_path, effects_section, over_whom
 
@@ -53,7 +53,8 @@ def effects_report_html(result: EffectsReported, title: str | None = None) -> st
         f" every feature explain {result.explained:.4g} of the variance {result.variance:.4g} ({share:.1%}); the"
         " effects split that among the features."
     )
-    colours = feature_colours(result.effects["feature"].to_list())
+    # each feature in the colour it has in every other figure of the run: by the run's order, not its rank
+    colours = feature_colours(run_feature_order(settings, result.effects["feature"].to_list()))
     diagnostics = result.diagnostics if isinstance(result.diagnostics, dict) else {}
     rows = sorted(settings.items()) + [
         (key.replace("_", " "), f"{value:.1%}" if key.endswith("share") else f"{value:,.0f}")

@@ -579,7 +579,9 @@ def test_game_interactions_are_printed_and_a_mark_cut_by_top_has_no_legend(tmp_p
     frame = frame.with_columns(y=pl.col("a") * 2.0 + pl.col("b") + pl.Series(rng.normal(scale=0.1, size=60)))
     data = tmp_path / "t.parquet"
     frame.write_parquet(data)
-    game = invoke("game", data, "--game", "cohort-variance", "--prediction", "y", "--features", "a,b,c", "--interactions")
+    game = invoke(
+        "game", data, "--game", "cohort-variance", "--prediction", "y", "--features", "a,b,c", "--interactions"
+    )
     assert game.exit_code == 0 and "largest interactions" in game.output and " x " in game.output, game.output
     # b under a window so wide that it keeps the whole table: warned, marked, then cut by --top 1
     shown = invoke("shapley", data, "--prediction", "y", "--similar", "b=range:1", "--features", "a", "--top", "1")

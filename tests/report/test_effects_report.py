@@ -57,3 +57,25 @@ def test_the_command_line_writes_the_effects_report(tmp_path):
     assert f"wrote {report}" in result.output and "Shapley effects" in report.read_text()
     refused = CliRunner().invoke(app, ["effects", *common, "--report", str(tmp_path / "e.txt")])
     assert refused.exit_code != 0 and "a report is an .html file" in refused.output
+
+
+def test_each_feature_has_the_colour_it_has_in_the_values_report(tmp_path):
+    """The effects report coloured features by their rank; every figure of a run (the values report,
+    `plot.effects`) colours them by the run's own order of features, so a feature is one colour everywhere."""
+    import re
+
+    boston = pl.read_parquet(Path(__file__).parents[2] / "examples" / "data" / "boston_predictions.parquet")
+    similarity = {name: "quantile:0.1" for name in ("lstat", "rm", "crim", "nox", "dis", "age")}
+    effects = cohortsql.shapley_effects(boston, prediction="prediction", similarity=similarity)
+    effects.report(tmp_path / "effects.html")
+
+    def colours(path):
+        svg = (tmp_path / path).read_text()
+        pairs = re.findall(r'<title>([a-z]+): [^<]*</title><text[^>]*>[^<]*</text><rect [^>]*fill="(#[0-9a-f]+)"', svg)
+        return dict(pairs)
+
+    shown = colours("effects.html")
+    assert len(shown) == len(similarity)
+    from cohortsql.formats.colours import feature_colours
+
+    assert shown == {name: feature_colours(list(similarity))[name] for name in shown}
