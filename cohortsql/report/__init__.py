@@ -25,7 +25,7 @@ import polars as pl
 from cohortsql.errors import CohortError
 from cohortsql.formats.colours import feature_colours
 from cohortsql.formats.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
-from cohortsql.formats.tables import BIAS_CORRECTED, effect_floors, effects_of_tables
+from cohortsql.formats.tables import BIAS_CORRECTED, effect_floors, effects_of_tables, rounded
 from cohortsql.report import svg
 from cohortsql.report.audit import Audited, audit_section
 from cohortsql.report.targets import chosen_targets, drawn_targets, target_section, targets_table
@@ -397,9 +397,12 @@ def _interactions(table: pl.DataFrame) -> str:
         .head(SHOWN_PAIRS)
         .iter_rows(named=True)
     )
+    largest = float(
+        mean["mean_abs"].fill_null(0.0).to_numpy().max(initial=0.0)
+    )  # what rounding noise is measured against
     items = "".join(
         f"<li><b>{escape(row['feature'])} × {escape(row['other'])}</b>: {row['mean_abs']:.3g} on average,"
-        f" a signed mean of {row['mean']:+.3g}</li>"
+        f" a signed mean of {rounded(row['mean'], largest, signed=True)}</li>"
         for row in pairs
     )
     return (

@@ -263,7 +263,7 @@ def _windows(prepared: Prepared) -> dict[str, dict[str, float]]:
     income is income within ± this much); dates and timestamps are left out (their widths are counted
     in days or microseconds, which their kinds' text already says)."""
     widths = {
-        feature.name: float(feature.parameters["delta"])
+        feature.name: float(f"{float(feature.parameters['delta']):.12g}")  # 4.6, not 4.6000000000000005
         for feature in prepared.features
         if feature.values in ("integer", "float", "decimal") and feature.parameters.get("delta") is not None
     }
