@@ -5,7 +5,7 @@ and a default score in [0, 1] from a logistic formula that uses debt_ratio, inco
 employment and term_months, and ignores region and applied_on. A cohort Shapley analysis should
 find the five drivers and give region and applied_on (almost) nothing.
 
-    python examples/loans.py        # writes examples/data/loans.parquet
+    python examples/loans.py        # writes examples/data/applications.parquet
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import polars as pl
 
 ROWS = 100_000
 SEED = 20261123
-PATH = Path(__file__).parent / "data" / "loans.parquet"
+PATH = Path(__file__).parent / "data" / "applications.parquet"
 
 
 def score(

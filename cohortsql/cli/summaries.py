@@ -270,10 +270,10 @@ def _not_shown(features: int, top: int) -> list[str]:
 
 
 def _interval(row: Row) -> str:
-    """ "  [low, high]" for a row with a bootstrap interval of its effect, else nothing."""
+    """ "  (low to high)" for a row with a bootstrap interval of its effect, else nothing."""
     if row.get("shapley_effect_ci_low") is None:
         return ""
-    return f"  [{row['shapley_effect_ci_low']:.4g}, {row['shapley_effect_ci_high']:.4g}]"
+    return f"  ({row['shapley_effect_ci_low']:.4g} to {row['shapley_effect_ci_high']:.4g})"
 
 
 def comparison_summary(result: Comparison, top: int) -> str:

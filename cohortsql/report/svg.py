@@ -85,7 +85,7 @@ def intervals(labels: Sequence[str], values: Sequence[float], lows: Sequence[flo
     for index, (label, value, low, high) in enumerate(zip(labels, values, lows, highs)):
         y = 5 + index * ROW + 11
         known = math.isfinite(low) and math.isfinite(high)
-        shown = f"{value:+.3g}" + (f" [{low:+.3g}, {high:+.3g}]" if known else "")
+        shown = f"{value:+.3g}" + (f" ({low:+.3g} to {high:+.3g})" if known else "")
         parts.append(
             f"<g><title>{escape(label)}: {escape(shown)}</title>"
             f'<text x="{LABEL - 6}" y="{y + 4}" text-anchor="end">{_label(label)}</text>'

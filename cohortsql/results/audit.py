@@ -92,7 +92,7 @@ class AuditResult:
             else:
                 interval = ""
                 if row.get("share_ci_low") is not None:
-                    interval = f" ({percent(row['share_ci_low'])}–{percent(row['share_ci_high'])})"
+                    interval = f" ({percent(row['share_ci_low'])} to {percent(row['share_ci_high'])})"
                 floor = f"; {null.words(name)}" if tested and null is not None else ""
                 lines.append(f"{name}: {percent(row['share'])} of the variance explained{interval}, {rank}{floor}")
             for group in self.groups.filter(pl.col("protected") == row["protected"]).iter_rows(named=True):

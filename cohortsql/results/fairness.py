@@ -57,7 +57,7 @@ class FairnessResult:
 
     def summary(self) -> list[str]:
         """The metrics in words, one line per attribute and one per group, e.g. ``sex: demographic-parity
-        difference 0.62 (0.58–0.66)`` and ``sex = 'female': 78.1% selected (75.0%–81.0%) of 388 rows``."""
+        difference 0.62 (0.58 to 0.66)`` and ``sex = 'female': 78.1% selected (75.0% to 81.0%) of 388 rows``."""
         lines = []
         for name in self.protected:
             metrics = self.metrics.filter(pl.col("protected") == name)
@@ -99,4 +99,4 @@ def _interval(low: float | None, high: float | None, shown: object) -> str:
     if low is None or high is None:
         return ""
     assert callable(shown)
-    return f" ({shown(low)}–{shown(high)})"
+    return f" ({shown(low)} to {shown(high)})"

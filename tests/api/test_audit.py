@@ -336,14 +336,14 @@ def test_the_share_interval_is_of_the_share_itself():
     row = found.attributes.row(0, named=True)
     assert row["share"] == pytest.approx(0.5, abs=1e-12)
     assert row["share_ci_low"] == pytest.approx(0.5, abs=1e-9) and row["share_ci_high"] == pytest.approx(0.5, abs=1e-9)
-    assert "50.0% of the variance explained (50.0%–50.0%)" in found.summary()[0]
+    assert "50.0% of the variance explained (50.0% to 50.0%)" in found.summary()[0]
     assert found.summary()[1].endswith("(1 target: too few to read alone, under 30)")
 
 
 @pytest.mark.parametrize(
     "change, expected",
     [
-        (lambda frame: frame.with_columns(group=pl.lit("a")), "group: 0% of the variance explained (0%–0%)"),
+        (lambda frame: frame.with_columns(group=pl.lit("a")), "group: 0% of the variance explained (0% to 0%)"),
         (lambda frame: frame.with_columns(denial=pl.lit(0.5)), "group: no variance to explain"),
         (lambda frame: frame.head(1), "group: no variance to explain"),
     ],

@@ -312,7 +312,7 @@ def test_weights_several_predictions_and_a_bootstrap(data, frame):
         seed=3,
     ).effects
     low = reference_effects.filter(pl.col("feature") == "age")["shapley_effect_ci_low"][0]
-    assert f"[{low:.4g}, " in effects.output
+    assert f"({low:.4g} to " in effects.output
     assert "(95% bias-corrected percentile intervals" in effects.output  # which interval, said
 
 
@@ -327,7 +327,7 @@ def test_effects_with_two_predictions_and_intervals(data, frame):
     # Every row is a target: the standard errors are 0, as Python holds them (they were "-" here and
     # 0.0 in Python), beside the intervals, and a note says why.
     rows = [line.split() for line in done.output.splitlines() if line.startswith(("age ", "region "))]
-    assert rows and all(row[2] == "0" and row[-2].startswith("[") for row in rows), done.output
+    assert rows and all(row[2] == "0" and row[-3].startswith("(") and row[-2] == "to" for row in rows), done.output
     assert (table["shapley_effect_se"] == 0).all()
     assert "every row is a target" in done.output
 

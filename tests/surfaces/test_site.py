@@ -1,5 +1,5 @@
 """The documentation site: it builds with the README's one command without a warning (the gallery's
-examples run as it builds), and every tutorial's Python runs as written."""
+examples run as it builds). Every page's blocks run as written: `test_pages.py`."""
 
 import os
 import re
@@ -11,7 +11,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
 
 ROOT = Path(__file__).parents[2]
 TUTORIALS = sorted((ROOT / "docs" / "tutorials").glob("*.md"))
@@ -40,12 +39,3 @@ def test_the_site_builds_without_warnings(tmp_path):
 
 def test_the_readme_names_the_command_that_builds_the_site():
     assert "mkdocs build" in (ROOT / "README.md").read_text(encoding="utf-8")
-
-
-@pytest.mark.parametrize("page", TUTORIALS, ids=[page.stem for page in TUTORIALS])
-def test_the_tutorials_run_as_written(page, monkeypatch):
-    monkeypatch.chdir(ROOT)
-    blocks = PYTHON_BLOCK.findall(page.read_text(encoding="utf-8"))
-    namespace: dict = {}
-    for number, code in enumerate(blocks):
-        exec(compile(code, f"{page.name}, block {number + 1}", "exec"), namespace)
