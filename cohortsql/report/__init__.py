@@ -25,7 +25,13 @@ import polars as pl
 from cohortsql.errors import CohortError
 from cohortsql.formats.colours import feature_colours
 from cohortsql.formats.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
-from cohortsql.formats.tables import BIAS_CORRECTED, effect_floors, effects_of_tables, rounded
+from cohortsql.formats.tables import (
+    BIAS_CORRECTED,
+    SINGLETON_WARNING_SHARE,
+    effect_floors,
+    effects_of_tables,
+    rounded,
+)
 from cohortsql.report import svg
 from cohortsql.report.audit import Audited, audit_section
 from cohortsql.report.targets import chosen_targets, drawn_targets, target_section, targets_table
@@ -168,8 +174,10 @@ def report_html(tables: ReportTables, targets: list[Any] | None = None, title: s
             if tables.interactions is not None
             else []
         ),
-        _section("Targets", drawn_targets(chosen) + targets_table(tables.totals, tables.local), "targets"),
+        _section("Targets", drawn_targets(chosen), "targets"),
         *(target_section((tables.totals, tables.paths, tables.local), id, mean, colours) for id in chosen),
+        # the table of every target last: the drawn targets' sections come before it, not below it
+        _section("Every target", targets_table(tables.totals, tables.local), "every-target"),
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -190,9 +198,19 @@ def _section(heading: str, content: str, anchor: str) -> str:
 def _summary(tables: ReportTables, features: list[str], mean: float) -> str:
     subjects = tables.paths.filter(pl.col("step") == 0)["cohort_size"]
     count = int(subjects[0]) if len(subjects) else 0
+    sizes = tables.totals["cohort_size"].to_numpy()
+    alone = float(np.mean(sizes <= 1)) if len(sizes) else 0.0
+    caveat = (
+        f" {alone:.0%} of the targets are alone in their cohort on every feature: their values rest on single"
+        " rows, and small cohorts give any feature that splits them a share; widen the windows or use fewer"
+        " features (and read each share against its floor: null=19)."
+        if alone > SINGLETON_WARNING_SHARE
+        else ""
+    )
     return escape(
         f"{tables.totals.height:,} targets × {len(features)} features, {count:,} subjects; mean {mean:.4g}."
         " Each value is how much a feature moves the target's cohort mean (subjects similar to it) away from the mean."
+        + caveat
     )
 
 

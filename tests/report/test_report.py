@@ -293,3 +293,18 @@ def test_the_effects_say_whose_they_are():
     assert "over this run's 3 chosen targets only" in chosen and "Shapley effects of these targets" in chosen
     sampled = report_html(ReportTables.of_result(cohortsql.cohort_shapley(loans, sample=6, seed=3, **options)), [])
     assert "estimated from a random sample of 6 targets" in sampled
+
+
+def test_the_report_says_at_its_top_when_most_targets_are_alone_and_draws_targets_before_the_table(tmp_path):
+    """The paper's Boston windows leave 82% of the tracts alone in their cohort: the report's first lines
+    say so and what to do; each drawn target's section comes before the table of every target."""
+    boston = pl.read_parquet(Path(__file__).parents[2] / "examples" / "data" / "boston_predictions.parquet")
+    features = [name for name in boston.columns if name not in ("medv", "prediction")]
+    result = cohortsql.cohort_shapley(
+        boston, prediction="prediction", similarity=dict.fromkeys(features, "quantile:0.1")
+    )
+    result.report(tmp_path / "boston.html", targets=[204])
+    html = (tmp_path / "boston.html").read_text()
+    header = html[html.index("<header>") : html.index("</header>")]
+    assert "82% of the targets are alone in their cohort on every feature" in header and "widen the windows" in header
+    assert html.index("<h2>Target 204</h2>") < html.index('id="every-target"')
