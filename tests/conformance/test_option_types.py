@@ -213,3 +213,36 @@ def test_a_numpy_boolean_is_a_boolean(switch):
     assert found.interactions is not None
     with pytest.raises(CohortError, match="interactions must be True or False, got 1"):
         cohortsql.cohort_shapley(FRAME, prediction="p", similarity=["a", "b"], interactions=1)
+
+
+NUMBERS = {
+    "bootstrap": (3, {"seed": 1}),
+    "confidence": (0.9, {"bootstrap": 3, "seed": 1}),
+    "seed": (2, {"sample": 5}),
+    "sample": (5, {"seed": 1}),
+    "max_permutations": (10, {"method": "permutation", "seed": 1}),
+    "tolerance": (0.5, {"method": "permutation", "seed": 1}),
+    "anchored": (1, {}),
+    "null": (2, {"null_features": ["a"], "seed": 1}),
+}
+"""Every numeric option of `cohort_shapley`, a value of it and what it needs beside it."""
+
+NUMPY_KINDS = {int: (np.int64, np.int32, np.uint8), float: (np.float64, np.float32)}
+
+
+@pytest.mark.parametrize("option", list(NUMBERS))
+def test_every_numeric_option_takes_numpy_numbers_and_refuses_a_boolean(option):
+    """The axis of an option's value type: a numpy number is the Python number it is (the same run,
+    the same recorded settings), and a boolean is never a number (True is not 1)."""
+    value, beside = NUMBERS[option]
+    run = dict(prediction="p", similarity=["a", "b"], **beside)
+    plain = cohortsql.cohort_shapley(FRAME, **run, **{option: value})
+    for kind in NUMPY_KINDS[type(value)]:
+        found = cohortsql.cohort_shapley(FRAME, **run, **{option: kind(value)})
+        np.testing.assert_array_equal(found.shapley, plain.shapley)
+        if float(kind(value)) == value:  # (a float32 of 0.9 is 0.8999999761581421: recorded as what it is)
+            assert {k: v for k, v in found.settings.items() if k != "created"} == {
+                k: v for k, v in plain.settings.items() if k != "created"
+            }
+    with pytest.raises(CohortError, match=option):
+        cohortsql.cohort_shapley(FRAME, **run, **{option: True})
