@@ -23,7 +23,7 @@ from cohortsql.numeric import permutation
 from cohortsql.request.arguments import drawn_seed, explained_columns
 from cohortsql.request.options import checked_options
 from cohortsql.request.similarity import SimilarityArgument
-from cohortsql.results.copies import COPY_CHECK_ROWS, warn_about_copies
+from cohortsql.results.copies import copy_check_rows, warn_about_copies
 from cohortsql.results.effects import ShapleyEffects, owen_effects_table
 from cohortsql.results.outcomes import ShapleyEffectsResults
 from cohortsql.run import readouts
@@ -141,7 +141,7 @@ def shapley_effects(
         nulls = null_references(session, copies, _shares(session, results), variances)
         if nulls is not None:
             results = {outcome: results[outcome].with_null(null) for outcome, null in zip(results, nulls)}
-        rows = session.sample_rows(COPY_CHECK_ROWS)
+        rows = session.sample_rows(copy_check_rows(session.prepared.d))
         features = session.prepared.feature_names
         exactly = compared_exactly(session.prepared)
     warn_about_cohorts(next(iter(results.values())).diagnostics, kinds, exactly)

@@ -25,7 +25,7 @@ from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import Options, checked_options, documented
 from cohortsql.request.similarity import SimilarityArgument
 from cohortsql.results.cohort import CohortShapleyResult, value_fields
-from cohortsql.results.copies import COPY_CHECK_ROWS, warn_about_copies
+from cohortsql.results.copies import copy_check_rows, warn_about_copies
 from cohortsql.results.outcomes import CohortShapleyResults
 from cohortsql.run import readouts
 from cohortsql.run.preparation import Prepared
@@ -202,8 +202,9 @@ def cohort_shapley_and(
             results = {outcome: replace(results[outcome], null=null) for outcome, null in zip(results, nulls)}
         first = next(iter(results.values()))
         # the data's rows, not the targets: three targets prove nothing (when every row is a target, they are)
-        every_row = len(first.ids) == session.prepared.subject_count <= COPY_CHECK_ROWS
-        rows = first.targets if every_row else session.sample_rows(COPY_CHECK_ROWS)
+        checked = copy_check_rows(session.prepared.d)
+        every_row = len(first.ids) == session.prepared.subject_count <= checked
+        rows = first.targets if every_row else session.sample_rows(checked)
         found = then(session)
         exactly = compared_exactly(session.prepared)
     warn_about_cohorts(first.diagnostics, first.kinds, exactly)

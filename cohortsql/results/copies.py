@@ -33,6 +33,22 @@ COPY_CHECK_ROWS = 20_000
 """Rows read to look for copies after Shapley effects (drawn at random beyond it): enough to place
 rates and ten bins' calibration to about 0.01."""
 
+COPY_CHECK_CELLS = 5_000_000
+"""A wide table's check reads at most this many cells (rows x features), and at least
+`COPY_CHECK_FEWEST` rows: at 1,024 features, 5,000 rows (0.5 s of a one-target call went to reading
+20,000 rows of 1,025 columns twice and coding them)."""
+
+COPY_CHECK_FEWEST = 5_000
+"""The fewest rows the check reads: a calibrated label's rate then sits within 0.006 (one standard
+deviation) of its probability's mean, well inside `LABEL_RATE_GAP` (at 2,000 rows it would be 0.009,
+and one label in eight would go unnamed)."""
+
+
+def copy_check_rows(features: int) -> int:
+    """How many rows the copy check reads for a table of `features` features."""
+    return max(COPY_CHECK_FEWEST, min(COPY_CHECK_ROWS, COPY_CHECK_CELLS // max(1, features)))
+
+
 LABEL_RATE_GAP = 0.015
 """A two-level column is the label of a probability only if its rate is within this of the
 probability's mean: a model fitted with an intercept reproduces its label's rate (to 1e-5 for

@@ -10,7 +10,14 @@ import pytest
 from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
 
 import cohortsql
-from cohortsql.results.copies import LABEL_MIN_ROWS, fitted_label, outcome_copies
+from cohortsql.results.copies import (
+    COPY_CHECK_FEWEST,
+    COPY_CHECK_ROWS,
+    LABEL_MIN_ROWS,
+    copy_check_rows,
+    fitted_label,
+    outcome_copies,
+)
 
 TITANIC = "examples/data/titanic_predictions.parquet"  # 1,046 passengers, a logistic regression's probability
 
@@ -91,6 +98,25 @@ def test_the_label_rule_needs_a_probability_calibrated_to_the_level_and_enough_r
     holes = titanic.with_columns(survived=pl.when(pl.int_range(pl.len()) % 7 == 0).then(None).otherwise("survived"))
     holes = holes.with_columns(survived=pl.when(pl.col("survived").is_null()).then(None).otherwise(titanic["survived"]))
     assert fitted_label(holes, ["survived"], p) is not None
+
+
+def test_a_wide_tables_check_reads_fewer_rows_and_still_names_a_label():
+    """A narrow table's check reads 20,000 rows; at 1,024 features it reads 5,000 (the cells, not the
+    rows, cost), never fewer; and 5,000 rows of a calibrated probability name its label on 40 of 40
+    draws (at 2,000 rows, the rate's noise hides it on 2 of the same 40)."""
+    assert copy_check_rows(10) == COPY_CHECK_ROWS and copy_check_rows(1_024) == COPY_CHECK_FEWEST == 5_000
+    assert copy_check_rows(100_000) == COPY_CHECK_FEWEST and copy_check_rows(0) == COPY_CHECK_ROWS
+    for seed in range(40):
+        draw = np.random.default_rng(seed)
+        probability = draw.beta(1, 4, COPY_CHECK_FEWEST)
+        rows = pl.DataFrame(
+            {
+                "deny": (draw.random(COPY_CHECK_FEWEST) < probability).astype(np.int8),
+                "x": draw.normal(size=COPY_CHECK_FEWEST),
+            }
+        )
+        found = fitted_label(rows, ["x", "deny"], probability)
+        assert found is not None and (found.name, found.level) == ("deny", 1)
 
 
 def test_the_command_line_names_the_label_and_marks_it():
