@@ -3,5 +3,5 @@
 -- a table of any size in bounded memory), in id order, with their weight under every weighting.
 SELECT *, {weights}
 FROM {subjects}
-WHERE {condition} AND {hash_part} < {threshold}
+WHERE {condition} AND {kept}
 ORDER BY __cohort_id

@@ -73,14 +73,29 @@ def sampled_rows(
 ) -> str:
     """About `fraction` of the rows satisfying `condition`, each kept on its own hash (no sort: bounded
     memory on any table), identically on every engine."""
-    key = f"{dialect.string(f'{int(seed)}:row:')} || CAST(__cohort_id AS {dialect.text_type})"
     return template("sampled_rows").format(
         weights=target_weight(measures),
         subjects=subjects,
         condition=condition,
-        hash_part=dialect.md5_part(dialect.md5_hash(key), 0),
-        threshold=dialect.number(float(fraction) * 2.0**32),
+        kept=_kept_on_hash(fraction, seed, dialect),
     )
+
+
+def sampled_data(subjects: str, columns: Sequence[str], fraction: float, seed: int, dialect: Dialect) -> str:
+    """The given columns of the rows `sampled_rows` keeps (every row when `fraction` is 1), in id order,
+    from `subjects`, subject rows that kept the data's columns (see ``sql/sampled_data.sql``)."""
+    return template("sampled_data").format(
+        columns=", ".join(dialect.quote(column) for column in columns),
+        subjects=subjects,
+        kept="TRUE" if fraction >= 1 else _kept_on_hash(fraction, seed, dialect),
+    )
+
+
+def _kept_on_hash(fraction: float, seed: int, dialect: Dialect) -> str:
+    """The condition that keeps a row on its own hash with `seed`: the first 32 bits of
+    md5('<seed>:row:<id>') below `fraction` of 2^32."""
+    key = f"{dialect.string(f'{int(seed)}:row:')} || CAST(__cohort_id AS {dialect.text_type})"
+    return f"{dialect.md5_part(dialect.md5_hash(key), 0)} < {dialect.number(float(fraction) * 2.0**32)}"
 
 
 def target_data(

@@ -81,7 +81,10 @@ def null_shares(
         passes = [
             _in_one_pass(copied, chosen, data, names.index(player), members[player], copies) for player in players
         ]
-        return np.asarray(passes, dtype=np.float64).transpose(1, 0, 2) / variances[:, None, None]
+        effects = np.asarray(passes, dtype=np.float64).transpose(1, 0, 2)
+        # a column without spread has no share (NaN, as in the effects table), not a 0 / 0 warning
+        spread = variances[:, None, None]
+        return np.divide(effects, spread, out=np.full_like(effects, np.nan), where=spread > 0)
     found = [  # the relation is dropped with the engine: the copies' runs read it
         [
             shares(with_copy(copied, chosen, data, members[player], copy))[:, names.index(player)]

@@ -491,3 +491,20 @@ def about_rows(engine: Engine, prepared: Prepared, fraction: float, seed: int) -
     condition = queries.targets.target_condition(False, None)
     sql = queries.targets.sampled_rows(prepared.subjects, condition, fraction, seed, prepared.measures, engine.dialect)
     return engine.fetch_arrow(sql, context="reading a sample of the rows")
+
+
+def sampled_data(engine: Engine, prepared: Prepared, fraction: float, seed: int) -> pl.DataFrame:
+    """The data's rows (every column, as they are) of the subject rows `about_rows` keeps (every row when
+    `fraction` is 1), in id order, read in one query from `Prepared.subjects_with_data` where reading
+    the rows and then their data by id took two scans and a list of ids."""
+    assert prepared.subjects_with_data is not None  # a call's own session: never a snapshot
+    sql = queries.targets.sampled_data(
+        f"({prepared.subjects_with_data}) AS subjects_with_data",
+        prepared.input.schema.names,
+        fraction,
+        seed,
+        engine.dialect,
+    )
+    frame = pl.from_arrow(engine.fetch_arrow(sql, context="reading a sample of the rows"))
+    assert isinstance(frame, pl.DataFrame)
+    return frame

@@ -239,7 +239,8 @@ def test_every_numeric_option_takes_numpy_numbers_and_refuses_a_boolean(option):
     plain = cohortsql.cohort_shapley(FRAME, **run, **{option: value})
     for kind in NUMPY_KINDS[type(value)]:
         found = cohortsql.cohort_shapley(FRAME, **run, **{option: kind(value)})
-        np.testing.assert_array_equal(found.shapley, plain.shapley)
+        # to rounding: DuckDB's threads may add a sum's terms in another order when the machine is busy
+        np.testing.assert_allclose(found.shapley, plain.shapley, rtol=1e-12, atol=1e-14)
         if float(kind(value)) == value:  # (a float32 of 0.9 is 0.8999999761581421: recorded as what it is)
             assert {k: v for k, v in found.settings.items() if k != "created"} == {
                 k: v for k, v in plain.settings.items() if k != "created"
