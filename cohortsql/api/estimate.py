@@ -15,7 +15,7 @@ from cohortsql.api.compare import checked_comparison
 from cohortsql.api.local import copy_shares
 from cohortsql.games.cohort import CohortGame
 from cohortsql.interrupts import interruptible_call
-from cohortsql.numeric import kernels
+from cohortsql.numeric import compilation, kernels
 from cohortsql.request.arguments import explained_columns
 from cohortsql.request.options import Options, checked_options
 from cohortsql.request.similarity import SimilarityArgument
@@ -254,6 +254,7 @@ def cohort_plan(session: Session, chosen: TargetSet, scale: PilotScale) -> Plan:
     scaled = scale.replicates * (scale.permutations if route.random else 1.0)
     share = 1.0 if scaled >= SCALED_PILOT else 0.5  # a scaled-down pilot may time every target
     games = chosen.distinct.num_rows * max(1, prepared.measures.games) * round(scale.replicates)
+    compiling = compilation.seconds()
     if route.exact and kernels.worth_compiling(games, prepared.players):
         kernels.compile_now()  # the run computes compiled: the pilot must not time the compilation
     pacer = make_pacer(running, prepared, chosen, route, Silent(), pilot_only=True, pilot_share=share)
@@ -280,9 +281,10 @@ def cohort_plan(session: Session, chosen: TargetSet, scale: PilotScale) -> Plan:
     terms_seconds, terms_pilot = 0.0, 0
     if passes:
         sample = chosen.first(pilot)
-        began = time.perf_counter()
+        began, compiled = time.perf_counter(), compilation.seconds()
         _run_second_passes(replace(session, options=_silent(asked)), sample, passes)
-        terms_pilot, timed = sample.distinct.num_rows, time.perf_counter() - began
+        timed = time.perf_counter() - began - (compilation.seconds() - compiled)  # the run reads numba's cache
+        terms_pilot = sample.distinct.num_rows
         terms_seconds = timed * chosen.distinct.num_rows / terms_pilot
     return Plan(
         targets=chosen.count,
@@ -296,6 +298,7 @@ def cohort_plan(session: Session, chosen: TargetSet, scale: PilotScale) -> Plan:
         pilot_targets=pilot,
         pilot_seconds=sum(seconds for _, seconds in pacer.timed),
         estimated_seconds=pacer.run_seconds(pilot) + terms_seconds,
+        compile_seconds=compilation.seconds() - compiling,
         replicates=prepared.measures.replicates,
         second_passes=passes,
         second_pass_seconds=terms_seconds,

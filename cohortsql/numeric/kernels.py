@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from cohortsql.numeric import compilation
 from cohortsql.numeric.local_values import LocalValues
 from cohortsql.numeric.shapley import TIE_TOLERANCE, CohortShapley, GameBatch, shapley_weights
 
@@ -47,7 +48,9 @@ def worth_compiling(targets: int, d: int) -> bool:
 
 def compiled_function(name: str) -> Any:
     """A function of `cohortsql.numeric.compiled` (numba is imported, and the function compiled or
-    read from numba's cache, on first use)."""
+    read from numba's cache, on first use: each compilation counted and announced,
+    `cohortsql.numeric.compilation`)."""
+    compilation.watch()
     from cohortsql.numeric import compiled
 
     return getattr(compiled, name)
@@ -55,9 +58,7 @@ def compiled_function(name: str) -> Any:
 
 def _kernel() -> Any:
     if not _compiled:
-        from cohortsql.numeric import compiled
-
-        _compiled.append(compiled.fused)
+        _compiled.append(compiled_function("fused"))
     return _compiled[0]
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from cohortsql.formats.tables import default_kinds_in_words
 from cohortsql.interrupts import check_not_interrupted
+from cohortsql.numeric import compilation
 from cohortsql.run.progress import Reporter, duration
 from cohortsql.run.route import ChosenMethod, ChosenPath, Route
 
@@ -119,6 +120,9 @@ class Plan:
     sets of the first targets, times the features."""
     null_timed: str = ""
     """How one feature's copies were timed, in words."""
+    compile_seconds: float = 0.0
+    """The time the dry run spent compiling the numba kernels: once per machine and column types (numba's
+    cache serves the run after it), so apart from `estimated_seconds`."""
 
     @property
     def method(self) -> ChosenMethod:
@@ -163,6 +167,15 @@ class Plan:
         return [
             f"then the null reference, {self.null_copies:,} shuffled copies: about {duration(self.null_seconds)}"
             f" ({duration(each)} for one feature's, {self.null_timed}; times {self.null_features} features)"
+        ]
+
+    def _compile_words(self) -> list[str]:
+        """The compilation this dry run paid, apart from the estimate."""
+        if not self.compile_seconds:
+            return []
+        return [
+            f"compiling the numba kernels took {duration(self.compile_seconds)} of this dry run (once on this"
+            " machine: the run reads them from numba's cache; not in the estimate)"
         ]
 
     def _second_pass_words(self) -> list[str]:
@@ -212,6 +225,7 @@ class Plan:
                 + (f", with fewer replicates or permutations, times {self.scale:,.3g})" if self.scale != 1 else ")"),
                 *self._second_pass_words(),
                 *self._null_words(),
+                *self._compile_words(),
                 *default_kinds_in_words(self.settings),
             ]
         )
@@ -319,7 +333,9 @@ class Pacer:
     seconds_per_batch_fixed: float = field(default=0.0, init=False)
     """A batch's cost whatever its size, from the first two batches' times (0 until both are known)."""
     timed: list[tuple[int, float]] = field(default_factory=list, init=False)
-    """(targets, seconds) of every batch so far."""
+    """(targets, seconds) of every batch so far, without the time spent compiling the kernels."""
+    compile_seconds: float = field(default=0.0, init=False)
+    """The time the batches spent compiling the numba kernels (`cohortsql.numeric.compilation`)."""
     started: float = field(default_factory=time.perf_counter, init=False)
 
     def batches(self) -> Iterator[tuple[int, int]]:
@@ -329,9 +345,11 @@ class Pacer:
         while start < self.total:
             size = max(1, min(size, self.total - start))
             check_not_interrupted()  # a Ctrl-C whose exception a library swallowed stops the next batch
-            began = time.perf_counter()
+            began, compiling = time.perf_counter(), compilation.seconds()
             yield start, size
-            self.timed.append((size, time.perf_counter() - began))
+            compiled = compilation.seconds() - compiling  # once per machine: the run after reads numba's cache
+            self.compile_seconds += compiled
+            self.timed.append((size, max(0.0, time.perf_counter() - began - compiled)))
             start += size
             self._fit()
             if len(self.timed) == 1:

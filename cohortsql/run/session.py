@@ -21,6 +21,7 @@ from cohortsql.engines import open_engine
 from cohortsql.engines.base import Engine, EngineSettings
 from cohortsql.formats.tables import run_settings
 from cohortsql.games.base import Game
+from cohortsql.numeric import compilation
 from cohortsql.request.arguments import RowMask
 from cohortsql.request.features import ResolvedFeature
 from cohortsql.request.options import Options, Where
@@ -194,7 +195,8 @@ def open_session(
     are targets. `rows_identified=False`: a computation that reads no row by itself needs no row positions
     (`cohortsql.run.preparation.prepare`)."""
     targets = options.selection.targets
-    with opened_engine(data, options.where) as engine:
+    announce = reporter(options.where.progress).note
+    with opened_engine(data, options.where) as engine, compilation.announcing(announce):
         prepared = prepare(
             engine,
             data,

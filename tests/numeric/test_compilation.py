@@ -1,0 +1,111 @@
+"""The numba kernels' compilations: said on stderr, left out of a run's pace and a dry run's estimate,
+a few per kernel whatever the column types, and none in a second process (numba's cache).
+
+Counted, never timed: `cohortsql.numeric.compilation` sees numba's ``numba:compile`` events."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cohortsql.numeric import compilation
+from cohortsql.run.pace import Pacer
+from cohortsql.run.progress import Silent
+
+pytest.importorskip("numba")
+
+# Tables of every column type the integrated kernel reads: small integers, doubles, integers too
+# large for a byte, text, booleans, missing values, and many binary columns.
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys, warnings
+    import numpy as np, polars as pl
+    import cohortsql
+    from cohortsql.numeric import compilation
+
+    warnings.simplefilter("ignore")
+    rng = np.random.default_rng(0)
+    n = 60
+    tables = [
+        ({"a": rng.integers(0, 3, n), "b": rng.normal(size=n)}, {"a": "exact", "b": "abs:0.5"}),
+        ({"b": rng.normal(size=n), "c": rng.normal(size=n)}, {"b": "abs:0.5", "c": "abs:0.5"}),
+        ({"a": rng.integers(0, 10**12, n)}, {"a": "abs:1000"}),
+        ({"t": rng.choice(["x", "y"], n), "q": rng.integers(0, 2, n) == 1}, {"t": "exact", "q": "exact"}),
+        ({"a": [None, *rng.integers(0, 3, n - 1)], "b": [None, *rng.normal(size=n - 1)]}, {"a": "exact", "b": "abs:0.5"}),
+        ({f"f{i}": rng.integers(0, 2, n) for i in range(12)}, {f"f{i}": "exact" for i in range(12)}),
+    ]
+    plan = str(cohortsql.estimate(
+        pl.DataFrame({**tables[0][0], "p": rng.normal(size=n)}),
+        prediction="p", similarity=tables[0][1], method="integrated", targets=list(range(10)),
+    ))
+    for columns, similarity in tables:
+        frame = pl.DataFrame({**columns, "p": rng.normal(size=n)})
+        cohortsql.cohort_shapley(frame, prediction="p", similarity=similarity, method="integrated", targets=[0, 1])
+    print(json.dumps({"compiled": compilation.compilations(), "plan": plan}))
+    """
+)
+
+
+def _run(cache: str) -> tuple[dict, str]:
+    environment = {**os.environ, "NUMBA_CACHE_DIR": cache}
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=environment, timeout=600, check=True
+    )
+    return json.loads(done.stdout.splitlines()[-1]), done.stderr
+
+
+@pytest.mark.timeout(1200)
+def test_a_first_process_says_it_compiles_a_few_kernels_and_a_second_compiles_none(tmp_path):
+    first, said = _run(str(tmp_path))
+    # every column type above, and the dry run, with the two argument types the kernel needs
+    # (integers as bytes, or not): no compilation per column type
+    assert first["compiled"] and set(first["compiled"]) == {"dissimilar_histogram"}
+    assert len(first["compiled"]) <= 2
+    assert said.count("compiling the numba kernel 'dissimilar_histogram'") == len(first["compiled"])
+    assert "compiling the numba kernels took" in first["plan"] and "not in the estimate" in first["plan"]
+    second, said = _run(str(tmp_path))
+    assert second["compiled"] == []
+    assert "compiling" not in said and "compiling" not in second["plan"]
+
+
+def test_a_batch_that_compiles_is_timed_without_its_compilation(monkeypatch):
+    """A pilot batch that compiled for 100 s is timed as the batch alone (the run reads numba's cache),
+    and the pacer keeps the 100 s apart."""
+    spent = iter([0.0, 100.0, 100.0, 100.0])
+    monkeypatch.setattr(compilation, "seconds", lambda: next(spent))
+    pacer = Pacer(total=2, reporter=Silent(), pairs_per_target=10, sums_per_pair=1, memory_batch=1)
+    for _ in pacer.batches():
+        pass
+    assert pacer.compile_seconds == 100.0
+    assert pacer.timed[0][1] == 0.0  # the batch took less than the 100 s it compiled
+    assert len(pacer.timed) == 2
+
+
+def test_announcements_go_to_the_innermost_note_and_stop_with_the_block(monkeypatch):
+    monkeypatch.setattr(compilation, "_WATCH", compilation._Watch())
+    said: list[str] = []
+    with compilation.announcing(said.append):
+        compilation._WATCH.started("dissimilar_histogram", True)
+        compilation._WATCH.started("impl", False)  # numba's own functions, compiled inside the kernel's
+        compilation._WATCH.ended(False)
+        compilation._WATCH.ended(True)
+    compilation._WATCH.started("fused", True)
+    compilation._WATCH.ended(True)
+    assert len(said) == 1 and "'dissimilar_histogram'" in said[0] and "about 10 s" in said[0]
+    assert compilation.compilations() == ("dissimilar_histogram", "fused")
+
+
+def test_the_wide_tables_tutorial_shows_the_announcement_as_it_is_said(monkeypatch):
+    monkeypatch.setattr(compilation, "_WATCH", compilation._Watch())
+    said: list[str] = []
+    with compilation.announcing(said.append):
+        compilation._WATCH.started("dissimilar_histogram", True)
+        compilation._WATCH.ended(True)
+    page = (Path(__file__).parents[2] / "docs" / "tutorials" / "wide-tables.md").read_text(encoding="utf-8")
+    assert f"cohortsql: {said[0]}\n" in page
