@@ -12,14 +12,24 @@ same targets, each against it.
 
 Part 2: d = 64, 256, 1,024 and 2,048 on the same rows and targets, to show the cost grows linearly in d.
 Part 3: the headline case under ``memory_limit="500MB"`` and the process's peak RSS.
+Part 4: a call's fixed cost (one target after a warm-up, at 1,000 and 20,000 rows) and its cost per
+target at 20,000 rows x 20 targets against the authors' scheme in the same run.
+Part 5 (asked for alone, ``--parts 5``: it builds a 200 MB table): d = 10,000 x 20,000 rows x 5 targets
+under ``memory_limit="1GB"``, and the peak RSS.
 
-Usage: python benchmarks/bench_wide.py [--rows 100000] [--targets 100] [--scheme-targets 2] [--parts 1,2,3]
+Until 2026-11-29 the scheme here made 501 matrix-vector products a target (91.3 s a target at 100,000
+rows, the "202x" of the benchmarks page); it is now one matrix product of the flags with every point's
+weights, the same numbers to 6e-15 and 2.2-2.7x faster at 20,000 rows, so the ratios printed are against a baseline as
+fast as numpy allows.
+
+Usage: python benchmarks/bench_wide.py [--rows 100000] [--targets 100] [--scheme-targets 2] [--parts 1,2,3,4|5] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -86,9 +96,20 @@ def converged(x: np.ndarray, y: np.ndarray, target: int, panels: int = 4000) -> 
 
 
 def authors_scheme(x: np.ndarray, y: np.ndarray, target: int, steps: int = 500) -> np.ndarray:
-    """The authors' scheme from its definition: the gradient at a = 0, 1/steps, ..., 1, and their mean."""
+    """The authors' scheme from its definition: the gradient at a = 0, 1/steps, ..., 1, and their mean,
+    as fast as numpy allows: every point's subject weights (1 - a)^(k_i - 1) and y_i times them as the
+    columns of one (n, 2 (steps + 1)) matrix, and every point's sums over the dissimilar subjects as
+    one BLAS product of the flags with it (not a matrix-vector product per point)."""
     flags = Flags(x, target)
-    return np.mean([flags.gradient(y, a) for a in np.linspace(0, 1, steps + 1)], axis=0)
+    q = 1.0 - np.linspace(0, 1, steps + 1)
+    k = flags.k[:, None]
+    s = q[None, :] ** k
+    lower = np.where(k > 0, q[None, :] ** np.maximum(k - 1, 0), 0.0)
+    sums = flags.dissimilar.T @ np.hstack([y[:, None] * lower, lower])  # (d, 2 (steps + 1))
+    d_numerator, d_denominator = -sums[:, : steps + 1], -sums[:, steps + 1 :]
+    denominator, numerator = s.sum(axis=0), y @ s
+    gradients = (d_numerator * denominator - numerator * d_denominator) / denominator**2
+    return gradients.mean(axis=1)
 
 
 def features_and_prediction(frame: pl.DataFrame, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -145,13 +166,48 @@ def part3(rows: int, targets: int) -> None:
     print(f"part 3: memory_limit='500MB': {seconds:.1f} s, peak RSS of this process so far {peak:,.0f} MB")
 
 
+def part4(rows: int, targets: int, repeats: int) -> None:
+    """A call's fixed cost and its cost per target against the authors' scheme, at 20,000 rows."""
+    d = 1024
+    frame = table(rows, d)
+    explained(frame.head(1000), d, [0])  # compile the kernel, warm DuckDB
+    print(f"part 4: d = {d}, after a warm-up call (medians of {repeats})")
+    for size in (1000, rows):
+        seconds = statistics.median(explained(frame.head(size), d, [0])[0] for _ in range(repeats))
+        print(f"  one target, {size:,} rows: {seconds:.2f} s")
+    seconds = statistics.median(explained(frame, d, list(range(targets)))[0] for _ in range(repeats))
+    x, y = features_and_prediction(frame, d)
+    began = time.perf_counter()
+    for target in range(min(targets, 3)):
+        authors_scheme(x, y, target)
+    theirs = (time.perf_counter() - began) / min(targets, 3)
+    print(
+        f"  {targets} targets, {rows:,} rows: {seconds:.2f} s, {seconds / targets:.3f} s a target (whole call /"
+        f" {targets}); the authors' scheme as one BLAS product a target: {theirs:.2f} s a target,"
+        f" {theirs / (seconds / targets):.1f}x"
+    )
+
+
+def part5(rows: int, targets: int) -> None:
+    """The widest table accepted, under a memory limit: d = 10,000 binary features."""
+    d = 10_000
+    frame = table(rows, d)
+    seconds, _ = explained(frame, d, list(range(targets)), engine=cohortsql.DuckDB(memory_limit="1GB"))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"part 5: d = {d:,}, {rows:,} rows, {targets} targets, memory_limit='1GB': {seconds:.1f} s, peak RSS of"
+        f" this process so far {peak:,.0f} MB (the table itself {frame.estimated_size() / 2**20:,.0f} MB in polars)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--targets", type=int, default=100)
     parser.add_argument("--scheme-rows", type=int, default=250)
     parser.add_argument("--scheme-targets", type=int, default=2)
-    parser.add_argument("--parts", default="1,2,3")
+    parser.add_argument("--parts", default="1,2,3,4")
+    parser.add_argument("--repeats", type=int, default=3)
     arguments = parser.parse_args()
     print(machine())
     parts = {int(part) for part in arguments.parts.split(",")}
@@ -161,6 +217,10 @@ def main() -> None:
         part2(min(arguments.rows, 20_000), min(arguments.targets, 10))
     if 3 in parts:
         part3(arguments.rows, arguments.targets)
+    if 4 in parts:
+        part4(min(arguments.rows, 20_000), min(arguments.targets, 20), arguments.repeats)
+    if 5 in parts:
+        part5(min(arguments.rows, 20_000), min(arguments.targets, 5))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ class Audited(Protocol):
     def summary(self) -> list[str]: ...
     @property
     def fairness(self) -> Fair | None: ...
+    @property
+    def outcome(self) -> str: ...
 
 
 class Fair(Protocol):
@@ -53,7 +55,8 @@ def audit_section(audit: Audited, whose: tuple[str, bool], targets: int) -> str:
     labels = [group_name(row["protected"], row["label"]) for row in groups.iter_rows(named=True)]
     low = groups["value_ci_low"].to_list() if "value_ci_low" in groups.columns else [math.nan] * groups.height
     high = groups["value_ci_high"].to_list() if "value_ci_high" in groups.columns else [math.nan] * groups.height
-    chart = svg.intervals(labels, groups["value"].to_list(), low, high)
+    caption = f"the attribute's mean value over the group's targets (in {audit.outcome}'s units)"
+    chart = svg.intervals(labels, groups["value"].to_list(), low, high, caption)
     rows = []
     for row, start, end in zip(groups.iter_rows(named=True), low, high):
         interval = f"{start:+.4g} to {end:+.4g}" if _finite(start) and _finite(end) else "–"

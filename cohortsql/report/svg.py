@@ -56,13 +56,14 @@ def bars(
             f'<g><title>{escape(tip)}</title><text x="{LABEL - 6}" y="{y + 15}" text-anchor="end">{_label(label)}</text>'
             f'<rect x="{start:.1f}" y="{y + 3}" width="{max(end - start, 0.5):.1f}" height="{ROW - 6}" fill="{colour}"/>'
         )
+        right = max(end, x(0.0))
         if errors:
             whisker = x(value + errors[index])
             parts.append(
                 f'<line x1="{x(value - errors[index]):.1f}" x2="{whisker:.1f}" y1="{y + 11}" y2="{y + 11}" class="whisker"/>'
             )
+            right = max(right, whisker)  # the value is written past its whisker, never struck by it
         floor = None if floors is None else floors[index]
-        right = max(end, x(0.0))
         if floor is not None and math.isfinite(floor):
             parts.append(
                 f'<line x1="{x(floor):.1f}" x2="{x(floor):.1f}" y1="{y + 1}" y2="{y + ROW - 1}" class="floor">'
@@ -74,14 +75,52 @@ def bars(
     return "".join(parts)
 
 
-def intervals(labels: Sequence[str], values: Sequence[float], lows: Sequence[float], highs: Sequence[float]) -> str:
+def nice_ticks(low: float, high: float, most: int = 5) -> list[float]:
+    """Round values from `low` to `high` for an axis: the smallest step of 1, 2, 2.5 or 5 times a power
+    of ten that leaves at most `most` ticks within the range, 0 among them when the range holds it."""
+    if not high > low:
+        return [low]
+    power = 10 ** math.floor(math.log10((high - low) / most))
+    for step in (factor * power for factor in (1, 2, 2.5, 5, 10, 20)):
+        first, last = math.ceil(low / step - 1e-9), math.floor(high / step + 1e-9)
+        if last - first + 1 <= most:
+            break
+    return [index * step for index in range(first, last + 1)]
+
+
+AXIS = 36
+"""The height of a horizontal axis below a chart: its tick values and its caption."""
+
+
+def _horizontal_axis(low: float, high: float, x: Callable[[float], float], y: float, caption: str) -> str:
+    """An axis at height `y`: a line from `low` to `high` under the marks, ticks with their values, and
+    `caption` (what the values are, in which units) below."""
+    ticks = nice_ticks(low, high)
+    parts = [f'<g class="axis"><line x1="{x(low):.1f}" x2="{x(high):.1f}" y1="{y}" y2="{y}" class="axis-line"/>']
+    for tick in ticks:
+        parts.append(
+            f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{y}" y2="{y + 4}" class="axis-line"/>'
+            f'<text x="{x(tick):.1f}" y="{y + 15}" text-anchor="middle" class="size">{tick:+.3g}</text>'
+        )
+    middle = (x(low) + x(high)) / 2
+    parts.append(f'<text x="{middle:.1f}" y="{y + 30}" text-anchor="middle" class="size">{escape(caption)}</text></g>')
+    return "".join(parts)
+
+
+def intervals(
+    labels: Sequence[str], values: Sequence[float], lows: Sequence[float], highs: Sequence[float], caption: str
+) -> str:
     """One row per label: the value as a dot, its interval as a whisker (where known, i.e. finite),
-    beside a dashed line at 0, the value and interval written at the right."""
+    beside a dashed line at 0, the value and interval written at the right, over an axis of the values
+    with its `caption`."""
     finite = [number for number in (*values, *lows, *highs) if math.isfinite(number)]
-    x = _scale(min(0.0, *finite), max(0.0, *finite), LABEL, WIDTH - 230)
-    height = ROW * len(labels) + 10
+    low, high = min(0.0, *finite), max(0.0, *finite)
+    x = _scale(low, high, LABEL, WIDTH - 230)
+    rows = ROW * len(labels) + 10
+    height = rows + AXIS
     parts = [f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img">']
-    parts.append(f'<line x1="{x(0.0):.1f}" x2="{x(0.0):.1f}" y1="5" y2="{height - 5}" class="guide"/>')
+    parts.append(f'<line x1="{x(0.0):.1f}" x2="{x(0.0):.1f}" y1="5" y2="{rows - 5}" class="guide"/>')
+    parts.append(_horizontal_axis(low, high, x, rows, caption))
     for index, (label, value, low, high) in enumerate(zip(labels, values, lows, highs)):
         y = 5 + index * ROW + 11
         known = math.isfinite(low) and math.isfinite(high)
@@ -191,7 +230,8 @@ def refinement(labels: Sequence[str], sizes: Sequence[float], means: Sequence[fl
     return "".join(parts)
 
 
-CELL = 34
+CELL = 44
+"""A heat-map cell's side in pixels: room for a value of 12 px type (`.cell` in report.css)."""
 
 
 def heatmap(labels: Sequence[str], values: Sequence[Sequence[float]]) -> str:
@@ -205,7 +245,9 @@ def heatmap(labels: Sequence[str], values: Sequence[Sequence[float]]) -> str:
     parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img">']
     for index, label in enumerate(labels):
         middle = left + CELL * index + CELL / 2
-        parts.append(f'<text x="{left - 6}" y="{top + CELL * index + 21}" text-anchor="end">{escape(label)}</text>')
+        parts.append(
+            f'<text x="{left - 6}" y="{top + CELL * index + CELL / 2 + 4:.1f}" text-anchor="end">{escape(label)}</text>'
+        )
         parts.append(
             f'<text transform="translate({middle:.1f},{top - 6}) rotate(-60)" text-anchor="start">{escape(label)}</text>'
         )
@@ -217,7 +259,7 @@ def heatmap(labels: Sequence[str], values: Sequence[Sequence[float]]) -> str:
             tip = f"{label} × {labels[column]}: {_number(value)}"
             parts.append(
                 f'<g><title>{escape(tip)}</title><rect x="{x}" y="{y}" width="{CELL - 1}" height="{CELL - 1}"'
-                f' fill="{colour}"/><text x="{x + CELL / 2:.1f}" y="{y + 21}" text-anchor="middle"'
+                f' fill="{colour}"/><text x="{x + CELL / 2:.1f}" y="{y + CELL / 2 + 4:.1f}" text-anchor="middle"'
                 f' class="cell">{value:.2g}</text></g>'
             )
     parts.append("</svg>")

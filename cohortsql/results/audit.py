@@ -71,6 +71,11 @@ class AuditResult:
     """With ``threshold=`` or ``observed=``: the decisions' group fairness metrics over every row
     (`cohortsql.fairness`), which the summary and the report show after the audit's own tables."""
 
+    @property
+    def outcome(self) -> str:
+        """The explained column (the model's prediction) whose variance and gaps the audit reads."""
+        return self.cohort.outcome or "the prediction"
+
     def summary(self) -> list[str]:
         """The audit in words, one line per attribute and one per group, e.g. ``afam: 3.8% of the
         variance explained (2.9-5.2%)`` and ``afam = 'yes': +0.047 on average, 39% of the group's gap``.
@@ -99,10 +104,13 @@ class AuditResult:
                 rows = "" if group["rows"] == group["count"] else f" of {plural(group['rows'], 'row')}"
                 lines.append(
                     f"  {group_name(row['protected'], group['label'])}: {rounded(group['value'], scale, signed=True)} on"
-                    f" average{_gap_words(group, scale)} ({plural(group['count'], 'target')}{rows}"
+                    f" average{_gap_words(group, scale, self.outcome)} ({plural(group['count'], 'target')}{rows}"
                     + (f": too few to read alone, under {SMALL_GROUP})" if group["count"] < SMALL_GROUP else ")")
                 )
-        if self.cohort.bootstrap is not None:
+        # the fairness section's own caveat (the same replicates) ends the whole text: the caveat once
+        if self.cohort.bootstrap is not None and (
+            self.fairness is None or not self.fairness.settings.get("confidence")
+        ):
             level = f"{self.cohort.bootstrap.confidence:.0%}"
             lines.append(f"(intervals: {level} {bootstrap_module.BIAS_CORRECTED})")
         if self.fairness is not None:
@@ -122,13 +130,14 @@ class AuditResult:
         return f"AuditResult({', '.join(self.protected)}; {len(self.cohort.ids)} targets)\n" + "\n".join(self.summary())
 
 
-def _gap_words(group: Mapping[str, Any], scale: float) -> str:
-    """ ", 39% of the group's gap", or why no share is given: the gap is not clearly away from 0."""
+def _gap_words(group: Mapping[str, Any], scale: float, outcome: str) -> str:
+    """ ", 39% of the group's gap of +0.12 in score" (the gap in the units of the explained column), or why
+    no share is given: the gap is not clearly away from 0."""
     share = group["share_of_gap"]
     if share is not None and math.isfinite(share):
         low, high = group.get("share_of_gap_ci_low"), group.get("share_of_gap_ci_high")
         interval = "" if low is None or high is None else f" ({percent(low)} to {percent(high)})"
-        return f", {percent(share)}{interval} of the group's gap"
+        return f", {percent(share)}{interval} of the group's gap of {rounded(group['gap'], scale, signed=True)} in {outcome}"
     low, high = group.get("gap_ci_low"), group.get("gap_ci_high")
     if low is None or high is None or rounded(low, scale) == rounded(high, scale) == "0":
         return ""  # no interval, or a gap that is 0 in every replicate (the group is everyone)

@@ -503,3 +503,15 @@ def test_an_audit_with_a_model_reads_a_stream_too(table):
     streamed = cohortsql.audit(pa.RecordBatchReader.from_batches(arrow.schema, arrow.to_batches()), **options)
     direct = cohortsql.audit(table, **options)
     assert_frame_equal(streamed.attributes, direct.attributes, check_exact=False, rel_tol=1e-12, abs_tol=1e-14)
+
+
+def test_a_group_line_gives_the_gap_in_units_and_the_intervals_caveat_once(table):
+    """A share of a group's gap names the gap it is a share of, in the explained column's units; with the
+    decisions' fairness beside the audit, the intervals are explained once, at the end."""
+    found = cohortsql.audit(table, **dict(AUDIT, bootstrap=8, seed=2, sample=120, threshold=0.5))
+    lines = found.summary()
+    b = found.groups.filter(pl.col("level") == "b").row(0, named=True)
+    line = next(line for line in lines if line.startswith("  group = 'b'"))
+    assert f"of the group's gap of {b['gap']:+.4g} in denial" in line, line
+    assert [line.startswith("(intervals:") for line in lines].count(True) == 1
+    assert lines[-1].startswith("(intervals:") and "replicates" in lines[-1]
