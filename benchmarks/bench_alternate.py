@@ -5,10 +5,11 @@ and the first DuckDB connection outside the timing; one warm-up call first): the
 drifts, and alternating gives both trees the same drift. Workloads: Boston, all 506 targets, exact
 cohort Shapley on the 13 predictors (`quantile:0.1`, the shipped model's predictions), and Shapley
 effects of 1,000,000 rows x 10 binned predictors (`bins:10`, every row a target: the grouping-sets
-path), as `bench_exact.py` and `bench_global.py` time them.
+path), as `bench_exact.py` and `bench_global.py` time them; and 20 targets of 2,000,000 rows x 12
+`abs:0.3` windows under `memory_limit="300MB"` (a narrow table's fixed costs: statistics, ids, checks).
 
     git worktree add /tmp/old <commit>
-    python benchmarks/bench_alternate.py --old /tmp/old [--new .] [--rounds 5]
+    python benchmarks/bench_alternate.py --old /tmp/old [--new .] [--rounds 5] [--only '2,000,000']
 """
 
 from __future__ import annotations
@@ -41,6 +42,15 @@ frame = pl.DataFrame({f"x{j}": x[:, j] for j in range(10)} | {"y": x @ np.linspa
 def run():
     return cohortsql.shapley_effects(frame, prediction="y", similarity={f"x{j}": "bins:10" for j in range(10)})
 """,
+    "2,000,000 rows x 12 abs:0.3 x 20 targets, memory_limit 300MB": """
+import numpy as np, polars as pl
+rng = np.random.default_rng(2026)
+x = rng.normal(size=(2_000_000, 12))
+frame = pl.DataFrame({f"x{j}": x[:, j] for j in range(12)} | {"y": x @ np.linspace(1, 0.1, 12)}).with_row_index("id")
+def run():
+    return cohortsql.cohort_shapley(frame, prediction="y", similarity={f"x{j}": "abs:0.3" for j in range(12)},
+                                    id="id", targets=list(range(20)), engine=cohortsql.DuckDB(memory_limit="300MB"))
+""",
 }
 
 TIMED = """
@@ -64,9 +74,11 @@ def timed(tree: Path, setup: str) -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
-def main(old: Path, new: Path, rounds: int) -> None:
+def main(old: Path, new: Path, rounds: int, only: str) -> None:
     print(machine())
     for name, setup in WORKLOADS.items():
+        if only not in name:
+            continue
         times: dict[str, list[float]] = {"old": [], "new": []}
         for _ in range(rounds):
             times["old"].append(timed(old, setup))
@@ -86,5 +98,6 @@ if __name__ == "__main__":
     parser.add_argument("--old", type=Path, required=True, help="the checkout to compare with (e.g. a git worktree)")
     parser.add_argument("--new", type=Path, default=ROOT)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", default="", help="run only the workloads whose names hold this text")
     options = parser.parse_args()
-    main(options.old.resolve(), options.new.resolve(), options.rounds)
+    main(options.old.resolve(), options.new.resolve(), options.rounds, options.only)

@@ -68,33 +68,13 @@ def sampled_targets(subjects: str, condition: str, size: int, seed: int, measure
     )
 
 
-def sampled_rows(
-    subjects: str, condition: str, fraction: float, seed: int, measures: Measures, dialect: Dialect
-) -> str:
-    """About `fraction` of the rows satisfying `condition`, each kept on its own hash (no sort: bounded
-    memory on any table), identically on every engine."""
-    return template("sampled_rows").format(
-        weights=target_weight(measures),
-        subjects=subjects,
-        condition=condition,
-        kept=_kept_on_hash(fraction, seed, dialect),
-    )
-
-
-def sampled_data(subjects: str, columns: Sequence[str], fraction: float, seed: int, dialect: Dialect) -> str:
-    """The given columns of the rows `sampled_rows` keeps (every row when `fraction` is 1), in id order,
-    from `subjects`, subject rows that kept the data's columns (see ``sql/sampled_data.sql``)."""
-    return template("sampled_data").format(
-        columns=", ".join(dialect.quote(column) for column in columns),
-        subjects=subjects,
-        kept="TRUE" if fraction >= 1 else _kept_on_hash(fraction, seed, dialect),
-    )
-
-
-def _kept_on_hash(fraction: float, seed: int, dialect: Dialect) -> str:
-    """The condition that keeps a row on its own hash with `seed`: the first 32 bits of
-    md5('<seed>:row:<id>') below `fraction` of 2^32."""
-    key = f"{dialect.string(f'{int(seed)}:row:')} || CAST(__cohort_id AS {dialect.text_type})"
+def kept_on_hash(fraction: float, seed: int, id: str, dialect: Dialect) -> str:
+    """The condition that keeps about `fraction` of the rows, each on its own hash with `seed` (no sort:
+    bounded memory on any table), identically on every engine: the first 32 bits of md5('<seed>:row:<id>')
+    below `fraction` of 2^32, `id` the SQL of the row's id. Every row when `fraction` is 1 or more."""
+    if fraction >= 1:
+        return "TRUE"
+    key = f"{dialect.string(f'{int(seed)}:row:')} || CAST({id} AS {dialect.text_type})"
     return f"{dialect.md5_part(dialect.md5_hash(key), 0)} < {dialect.number(float(fraction) * 2.0**32)}"
 
 

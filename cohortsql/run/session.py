@@ -29,15 +29,7 @@ from cohortsql.request.similarity import Similarity, SimilarityArgument
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, prepare
 from cohortsql.run.progress import Reporter, reporter
-from cohortsql.run.targets import (
-    TargetSet,
-    about_rows,
-    every_row,
-    read_rows,
-    read_target_data,
-    sampled_data,
-    select_targets,
-)
+from cohortsql.run.targets import TargetSet, read_target_data, sampled_data, select_targets
 
 
 @dataclass
@@ -80,14 +72,8 @@ class Session:
         when it has none; no sort, so bounded memory). What checks of the data as a whole read
         (`cohortsql.results.copies.warn_about_copies`)."""
         seed = self.options.selection.seed or 0
-        fraction = min(1.0, rows / self.prepared.subject_count) if self.prepared.subject_count else 1.0
-        if self.prepared.subjects_with_data is not None:
-            return sampled_data(self.engine, self.prepared, fraction, seed)
-        if fraction >= 1:
-            chosen = every_row(self.engine, self.prepared, None, seed)
-        else:
-            chosen = about_rows(self.engine, self.prepared, fraction, seed)
-        return read_rows(self.engine, self.prepared, chosen, context="reading a sample of the rows")
+        fraction = rows / self.prepared.subject_count if self.prepared.subject_count else 1.0
+        return sampled_data(self.engine, self.prepared, fraction, seed)
 
     def reporter(self) -> Reporter:
         """Where this call reports its progress."""

@@ -485,26 +485,18 @@ def every_row(engine: Engine, prepared: Prepared, sample: int | None, seed: int)
     return engine.fetch_arrow(sql, context="reading the baseline rows")
 
 
-def about_rows(engine: Engine, prepared: Prepared, fraction: float, seed: int) -> pa.Table:
-    """About `fraction` of the subject rows, each kept on its own hash with `seed`, in id order: a
-    sample that needs no sort, so that a check of the data reads a large table in bounded memory."""
-    condition = queries.targets.target_condition(False, None)
-    sql = queries.targets.sampled_rows(prepared.subjects, condition, fraction, seed, prepared.measures, engine.dialect)
-    return engine.fetch_arrow(sql, context="reading a sample of the rows")
-
-
 def sampled_data(engine: Engine, prepared: Prepared, fraction: float, seed: int) -> pl.DataFrame:
-    """The data's rows (every column, as they are) of the subject rows `about_rows` keeps (every row when
-    `fraction` is 1), in id order, read in one query from `Prepared.subjects_with_data` where reading
-    the rows and then their data by id took two scans and a list of ids."""
-    assert prepared.subjects_with_data is not None  # a call's own session: never a snapshot
-    sql = queries.targets.sampled_data(
-        f"({prepared.subjects_with_data}) AS subjects_with_data",
-        prepared.input.schema.names,
-        fraction,
-        seed,
-        engine.dialect,
+    """The data's rows (every column, as they are) of about `fraction` of the subjects, each kept on its
+    own hash with `seed` (`queries.targets.kept_on_hash`; every row when `fraction` is 1), in id order:
+    one scan of the input itself, whose columns are read as they are (the subjects' predictors, a
+    thousand expressions at d = 1,024, are not computed for it)."""
+    dialect = engine.dialect
+    membership = queries.targets.kept_on_hash(fraction, seed, prepared.id_sql, dialect)
+    names = prepared.input.schema.names
+    read = engine.fetch_arrow(
+        queries.targets.target_data(prepared.input.relation, names, prepared.id_sql, membership, dialect),
+        context="reading a sample of the rows",
     )
-    frame = pl.from_arrow(engine.fetch_arrow(sql, context="reading a sample of the rows"))
+    frame = pl.from_arrow(read.select(names))  # a select, not drop_columns: quadratic in the columns
     assert isinstance(frame, pl.DataFrame)
     return frame

@@ -202,3 +202,32 @@ def test_copies_are_found_by_every_features_share_as_defined(seed, monkeypatch):
     assert every.keys() == expected.keys() == set(frame.columns)
     for name, share in every.items():
         assert share == pytest.approx(expected[name], rel=1e-12, abs=1e-15), name
+
+
+def test_every_engine_reads_the_same_sample_for_the_check(engine, monkeypatch):
+    """The check's rows are drawn on each row's own hash with the call's seed, the same on every engine:
+    with 120 of 400 rows read, a copy of the outcome is named with the same share everywhere."""
+    import cohortsql.results.copies as copies
+
+    monkeypatch.setattr(copies, "COPY_CHECK_FEWEST", 120)
+    monkeypatch.setattr(copies, "COPY_CHECK_ROWS", 120)
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(400, 2))
+    score = x[:, 0] + 0.5 * x[:, 1]
+    frame = pl.DataFrame(
+        {
+            "id": np.arange(400),
+            "x0": x[:, 0],
+            "x1": x[:, 1],
+            "copy": score + rng.normal(scale=0.05, size=400),
+            "y": score,
+        }
+    )
+    kinds = {"x0": "abs:0.5", "x1": "abs:0.5", "copy": "abs:0.1"}
+    found = _copy_warnings(
+        cohortsql.cohort_shapley, frame, prediction="y", similarity=kinds, id="id", targets=[0, 1], **engine.options
+    )
+    reference = _copy_warnings(
+        cohortsql.cohort_shapley, frame, prediction="y", similarity=kinds, id="id", targets=[0, 1]
+    )
+    assert len(found) == 1 and found[0].startswith("'copy' alone accounts for") and found == reference
