@@ -79,7 +79,8 @@ class AuditResult:
     def summary(self) -> list[str]:
         """The audit in words, one line per attribute and one per group, e.g. ``afam: 3.8% of the
         variance explained (2.9-5.2%)`` and ``afam = 'yes': +0.047 on average, 39% of the group's gap
-        of +0.12 in score``. Values within rounding of zero for the prediction's own spread read as 0, at any scale."""
+        of +0.12 in score``. Values within rounding of zero for the prediction's own spread read as 0,
+        at any scale."""
         scale = self.cohort.spread
         lines = []
         for row in self.attributes.iter_rows(named=True):

@@ -333,9 +333,8 @@ class Pacer:
     seconds_per_batch_fixed: float = field(default=0.0, init=False)
     """A batch's cost whatever its size, from the first two batches' times (0 until both are known)."""
     timed: list[tuple[int, float]] = field(default_factory=list, init=False)
-    """(targets, seconds) of every batch so far, without the time spent compiling the kernels."""
-    compile_seconds: float = field(default=0.0, init=False)
-    """The time the batches spent compiling the numba kernels (`cohortsql.numeric.compilation`)."""
+    """(targets, seconds) of every batch so far, without the time spent compiling the kernels
+    (`cohortsql.numeric.compilation`)."""
     started: float = field(default_factory=time.perf_counter, init=False)
 
     def batches(self) -> Iterator[tuple[int, int]]:
@@ -348,7 +347,6 @@ class Pacer:
             began, compiling = time.perf_counter(), compilation.seconds()
             yield start, size
             compiled = compilation.seconds() - compiling  # once per machine: the run after reads numba's cache
-            self.compile_seconds += compiled
             self.timed.append((size, max(0.0, time.perf_counter() - began - compiled)))
             start += size
             self._fit()

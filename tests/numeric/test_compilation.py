@@ -75,14 +75,12 @@ def test_a_first_process_says_it_compiles_a_few_kernels_and_a_second_compiles_no
 
 
 def test_a_batch_that_compiles_is_timed_without_its_compilation(monkeypatch):
-    """A pilot batch that compiled for 100 s is timed as the batch alone (the run reads numba's cache),
-    and the pacer keeps the 100 s apart."""
+    """A pilot batch that compiled for 100 s is timed as the batch alone (the run reads numba's cache)."""
     spent = iter([0.0, 100.0, 100.0, 100.0])
     monkeypatch.setattr(compilation, "seconds", lambda: next(spent))
     pacer = Pacer(total=2, reporter=Silent(), pairs_per_target=10, sums_per_pair=1, memory_batch=1)
     for _ in pacer.batches():
         pass
-    assert pacer.compile_seconds == 100.0
     assert pacer.timed[0][1] == 0.0  # the batch took less than the 100 s it compiled
     assert len(pacer.timed) == 2
 
