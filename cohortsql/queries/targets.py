@@ -78,6 +78,14 @@ def kept_on_hash(fraction: float, seed: int, id: str, dialect: Dialect) -> str:
     return f"{dialect.md5_part(dialect.md5_hash(key), 0)} < {dialect.number(float(fraction) * 2.0**32)}"
 
 
+def sampled_data(source: str, columns: Sequence[str], id: str, membership: str, dialect: Dialect) -> str:
+    """The rows of `source` (the given columns, as they are) passing `membership` (`kept_on_hash`), in no
+    order (see ``sql/sampled_data.sql``)."""
+    return template("sampled_data").format(
+        columns=", ".join(dialect.quote(column) for column in columns), source=source, id=id, membership=membership
+    )
+
+
 def target_data(
     source: str, columns: Sequence[str], id: str, membership: str, dialect: Dialect, at_most: int | None = None
 ) -> str:

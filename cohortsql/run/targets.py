@@ -494,9 +494,11 @@ def sampled_data(engine: Engine, prepared: Prepared, fraction: float, seed: int)
     membership = queries.targets.kept_on_hash(fraction, seed, prepared.id_sql, dialect)
     names = prepared.input.schema.names
     read = engine.fetch_arrow(
-        queries.targets.target_data(prepared.input.relation, names, prepared.id_sql, membership, dialect),
+        queries.targets.sampled_data(prepared.input.relation, names, prepared.id_sql, membership, dialect),
         context="reading a sample of the rows",
     )
+    # sorted here, not by the engine: a few thousand rows, where Spark sorted its whole scan
+    read = read.sort_by("__cohort_id")
     frame = pl.from_arrow(read.select(names))  # a select, not drop_columns: quadratic in the columns
     assert isinstance(frame, pl.DataFrame)
     return frame
