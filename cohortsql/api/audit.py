@@ -35,7 +35,7 @@ from cohortsql.results.audit_groups import QUANTILE_GROUPS, targets_grouping
 from cohortsql.results.baseline import BaselineShapleyResult
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.fairness import FairnessResult
-from cohortsql.run.pace import Plan
+from cohortsql.run.plans import Plan
 from cohortsql.run.session import Session
 
 

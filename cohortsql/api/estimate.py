@@ -23,15 +23,8 @@ from cohortsql.run import readouts
 from cohortsql.run.baseline_exact import Model
 from cohortsql.run.integrated import IntegratedBatch
 from cohortsql.run.null_copies import check_players, null_shares
-from cohortsql.run.pace import (
-    CALIBRATION_FACTOR,
-    SCALED_PILOT,
-    ComparisonPlan,
-    ModelGamePlan,
-    PilotScale,
-    Plan,
-    fitted_costs,
-)
+from cohortsql.run.pace import CALIBRATION_FACTOR, fitted_costs
+from cohortsql.run.plans import SCALED_PILOT, ComparisonPlan, ModelGamePlan, PilotScale, Plan
 from cohortsql.run.progress import Silent
 from cohortsql.run.route import Route
 from cohortsql.run.session import Session, open_session

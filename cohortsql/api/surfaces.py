@@ -25,5 +25,5 @@ from cohortsql.request.arguments import RowMask as RowMask
 from cohortsql.request.arguments import checked_targets as checked_targets
 from cohortsql.request.similarity import SimilarityArgument as SimilarityArgument
 from cohortsql.request.user_sql import is_query as is_query
-from cohortsql.run.pace import ComparisonPlan as ComparisonPlan
-from cohortsql.run.pace import Plan as Plan
+from cohortsql.run.plans import ComparisonPlan as ComparisonPlan
+from cohortsql.run.plans import Plan as Plan

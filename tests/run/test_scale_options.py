@@ -11,7 +11,7 @@ import pytest
 import cohortsql
 from cohortsql.engines import EngineSettings, open_engine
 from cohortsql.numeric import shapley
-from cohortsql.run import pace, progress
+from cohortsql.run import pace, plans, progress
 from cohortsql.run import preparation as prepare
 
 FRAME = pl.DataFrame({"x": np.arange(40) % 7 * 1.0, "z": np.arange(40) % 3, "y": np.arange(40) / 10})
@@ -402,5 +402,5 @@ def test_a_scaled_down_pilot_may_time_every_target():
     exact = cohortsql.estimate(frame, prediction="y", similarity=similarity)
     assert exact.scale == 1 and exact.pilot_targets <= exact.distinct_targets // 2
     permutation = cohortsql.estimate(frame, prediction="y", similarity=similarity, method="permutation", seed=1)
-    assert permutation.scale >= pace.SCALED_PILOT
+    assert permutation.scale >= plans.SCALED_PILOT
     assert permutation.pilot_targets > permutation.distinct_targets // 2 >= exact.pilot_targets
