@@ -23,7 +23,7 @@ from cohortsql import queries
 from cohortsql._typing import METHODS, Method
 from cohortsql.errors import CohortError, check_choice
 from cohortsql.formats.files import read_frame
-from cohortsql.formats.tables import run_settings
+from cohortsql.formats.settings import run_settings
 from cohortsql.games.cohort import exact_values, permutation_values, target_generators
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import permutation, shapley

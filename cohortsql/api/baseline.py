@@ -24,7 +24,7 @@ from cohortsql._typing import (
 )
 from cohortsql.engines import Engine
 from cohortsql.errors import CohortError, check_choice
-from cohortsql.formats.tables import run_settings
+from cohortsql.formats.settings import run_settings
 from cohortsql.games.baseline.models import check_reproduces, model_function, predict
 from cohortsql.games.baseline.points import encode_points
 from cohortsql.games.baseline.realism import subject_bitsets

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from cohortsql._typing import CalibrationOptions
 from cohortsql.errors import CohortError
-from cohortsql.formats.tables import run_settings
+from cohortsql.formats.settings import run_settings
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric.realism import holdout_shares, marginal_shares
 from cohortsql.request import arguments

@@ -292,7 +292,7 @@ def _integrated_effects(session: Session, route: Route) -> dict[str, ShapleyEffe
     pacer = make_pacer(running, prepared, chosen, route, session.reporter())
     batches = list(local_batches(running, prepared, chosen, route, pacer, None, 0, None))
     fields, intervals, nodes = integrated_fields(session, chosen, batches)
-    settings = session.settings(chosen, method=route.method, path=route.path) | {"integration_nodes": str(nodes)}
+    settings = session.settings(chosen, method=route.method, path=route.path) | {"integration_nodes": nodes}
     target_weights = chosen.weights[:, 0]
     variances = _target_variances(session, chosen)
     features = prepared.player_names

@@ -15,7 +15,7 @@ import pyarrow as pa
 from cohortsql import queries
 from cohortsql._typing import FairnessOptions
 from cohortsql.errors import CohortError, CohortWarning
-from cohortsql.formats.tables import run_settings
+from cohortsql.formats.settings import run_settings
 from cohortsql.interrupts import interruptible_call
 from cohortsql.numeric import fairness as metrics_module
 from cohortsql.numeric.bootstrap import bias_corrected_interval

@@ -123,7 +123,7 @@ def explain_integrated(
     prepared = session.prepared
     check_integrated(session.options.terms, prepared)
     fields, intervals, nodes = integrated_fields(session, chosen, batches)
-    settings = session.settings(chosen, method="integrated", path="integrated") | {"integration_nodes": str(nodes)}
+    settings = session.settings(chosen, method="integrated", path="integrated") | {"integration_nodes": nodes}
     return {
         outcome: CohortShapleyResult(
             **session.result_fields(chosen, index),

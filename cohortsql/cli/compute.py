@@ -10,21 +10,28 @@ from typing import Any
 import typer
 
 from cohortsql import _typing
+from cohortsql.cli.examples import examples
 from cohortsql.cli.failures import print_warnings_so_far
 from cohortsql.cli.flags import A_TABLE, EXPLAINED, OUTPUTS, Flags
 from cohortsql.cli.options import command, configured_engine, names, numbers, pick, request
 from cohortsql.errors import CohortError
 
-SHAPLEY_EPILOG = (
-    "Examples:\n\n"
-    "  cohortsql shapley --config examples/boston.toml\n\n"
-    "  cohortsql shapley examples/data/boston_predictions.parquet --prediction prediction"
-    " --similar lstat=quantile:0.1 --similar rm=quantile:0.1 --features chas,rad --out explained.parquet --reasons 3\n\n"
-    "  cohortsql shapley 'scores/*.parquet' --prediction score --id loan_id --features age,income"
-    " --targets \"region = 'north'\" --sample 1000 --into-table explained --database results.duckdb\n\n"
-    "  cohortsql shapley loans.parquet --prediction score --prediction default --weight w --features age,income"
-    " --target-ids 17,42 --bootstrap 200 --seed 7\n\n"
-    "  cohortsql shapley big.parquet --prediction score --features age,income,region --dry-run"
+SHAPLEY_EPILOG = examples(
+    "cohortsql shapley --config examples/boston.toml",
+    (
+        "cohortsql shapley examples/data/boston_predictions.parquet --prediction prediction"
+        " --similar lstat=quantile:0.1 --similar rm=quantile:0.1 --features chas,rad --out explained.parquet"
+        " --reasons 3"
+    ),
+    (
+        "cohortsql shapley 'scores/*.parquet' --prediction score --id loan_id --features age,income"
+        " --targets \"region = 'north'\" --sample 1000 --into-table explained --database results.duckdb"
+    ),
+    (
+        "cohortsql shapley loans.parquet --prediction score --prediction default --weight w"
+        " --features age,income --target-ids 17,42 --bootstrap 200 --seed 7"
+    ),
+    "cohortsql shapley big.parquet --prediction score --features age,income,region --dry-run",
 )
 
 
@@ -163,17 +170,20 @@ def compare(options: Flags) -> None:
         return
     result = compare_methods(options.get("data"), model=loaded, **arguments)
     tables = {"": result.local, "global": result.global_, "totals": result.totals}
-    written = write(options, tables, result.cohort.settings | {"comparison": "CS, BS, ABS"})
+    written = write(options, tables, result.cohort.settings | {"comparison": ["CS", "BS", "ABS"]})
     print_warnings_so_far()
     typer.echo(comparison_summary(result, options["top"]) + written)
 
 
-AUDIT_EPILOG = (
-    "Examples:\n\n"
-    "  cohortsql audit mortgages.parquet --prediction denial --protected race --features dti,lvr,credit,insurance"
-    " --report audit.html\n\n"
-    "  cohortsql audit scores.parquet --prediction score --protected race --protected sex --features age,income,zip"
-    " --id loan_id --model model.pkl --out audit.parquet --seed 7"
+AUDIT_EPILOG = examples(
+    (
+        "cohortsql audit mortgages.parquet --prediction denial --protected race"
+        " --features dti,lvr,credit,insurance --report audit.html"
+    ),
+    (
+        "cohortsql audit scores.parquet --prediction score --protected race --protected sex"
+        " --features age,income,zip --id loan_id --model model.pkl --out audit.parquet --seed 7"
+    ),
 )
 
 
@@ -224,7 +234,7 @@ def audit(options: Flags) -> None:
     tables = {"": found.attributes, "groups": found.groups, "proxies": found.proxies}
     if found.fairness is not None:
         tables |= {"fairness": found.fairness.groups, "metrics": found.fairness.metrics}
-    written = write(options, tables, found.cohort.settings | {"protected": ", ".join(protected)})
+    written = write(options, tables, found.cohort.settings | {"protected": list(protected)})
     if report:
         found.report(report)
         written += f"\nwrote {report}"
@@ -264,52 +274,59 @@ def calibrate(options: Flags) -> None:
     typer.echo(calibration_summary(result) + written)
 
 
-EFFECTS_EPILOG = (
-    "Examples:\n\n"
-    "  cohortsql effects examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm,chas\n\n"
-    "  cohortsql effects big.parquet --prediction score --features age,income,region --sample 0.01 --seed 1\n\n"
-    "  cohortsql effects loans.parquet --prediction score --prediction default --weight w --features age,income"
-    " --bootstrap 200 --seed 7"
+EFFECTS_EPILOG = examples(
+    ("cohortsql effects examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm,chas"),
+    "cohortsql effects big.parquet --prediction score --features age,income,region --sample 0.01 --seed 1",
+    (
+        "cohortsql effects loans.parquet --prediction score --prediction default --weight w"
+        " --features age,income --bootstrap 200 --seed 7"
+    ),
 )
 
 
-UNIQUENESS_EPILOG = (
-    "Examples:\n\n"
-    "  cohortsql uniqueness examples/data/titanic.csv --features sex,age,pclass --out uniqueness.parquet\n\n"
-    "  cohortsql uniqueness patients.parquet --id patient --features zip,birth_year,sex --similar age=exact"
+UNIQUENESS_EPILOG = examples(
+    "cohortsql uniqueness examples/data/titanic.csv --features sex,age,pclass --out uniqueness.parquet",
+    "cohortsql uniqueness patients.parquet --id patient --features zip,birth_year,sex --similar age=exact",
 )
 
 
-GAME_EPILOG = (
-    "Examples:\n\n"
-    "  cohortsql game loans.parquet --game cohort-variance --prediction score --features age,income,region\n\n"
-    "  cohortsql game patients.parquet --game k-anonymity:5 --id patient --features zip,birth_year,sex"
-    " --bootstrap 200 --seed 7 --out exposed.parquet"
+GAME_EPILOG = examples(
+    "cohortsql game loans.parquet --game cohort-variance --prediction score --features age,income,region",
+    (
+        "cohortsql game patients.parquet --game k-anonymity:5 --id patient --features zip,birth_year,sex"
+        " --bootstrap 200 --seed 7 --out exposed.parquet"
+    ),
 )
 
 
-COMPARE_EPILOG = (
-    "Examples:\n\n"
-    "  cohortsql compare titanic.parquet --prediction prediction --model titanic.pkl --model-output probability"
-    " --similar age=range:0.1 --features pclass,sex,sibsp,parch --out compared.parquet\n\n"
-    "  cohortsql compare scores.parquet --prediction score --model model.joblib --features age,income"
-    " --sample 500 --baseline-sample 2000 --seed 1"
+COMPARE_EPILOG = examples(
+    (
+        "cohortsql compare titanic.parquet --prediction prediction --model titanic.pkl"
+        " --model-output probability --similar age=range:0.1 --features pclass,sex,sibsp,parch"
+        " --out compared.parquet"
+    ),
+    (
+        "cohortsql compare scores.parquet --prediction score --model model.joblib --features age,income"
+        " --sample 500 --baseline-sample 2000 --seed 1"
+    ),
 )
 
 
-CALIBRATE_EPILOG = (
-    "Examples:\n\n"
-    "  cohortsql calibrate examples/data/boston_predictions.parquet --features crim,zn,indus,nox,rm,age,dis,tax,lstat"
-    " --runs 20 --seed 1 --plot calibration.png\n\n"
-    "  cohortsql calibrate examples/data/titanic.csv --features pclass,sex,age,sibsp,parch --kind quantile"
+CALIBRATE_EPILOG = examples(
+    (
+        "cohortsql calibrate examples/data/boston_predictions.parquet"
+        " --features crim,zn,indus,nox,rm,age,dis,tax,lstat --runs 20 --seed 1 --plot calibration.png"
+    ),
+    "cohortsql calibrate examples/data/titanic.csv --features pclass,sex,age,sibsp,parch --kind quantile",
 )
 
 
-INSERTION_EPILOG = (
-    "Examples:\n\n"
-    "  cohortsql shapley scores.parquet --prediction score --id loan --features age,income,region --out values.parquet\n\n"
-    "  cohortsql insertion-deletion scores.parquet --prediction score --id loan --features age,income,region"
-    " --attributions values.parquet --out tests.parquet"
+INSERTION_EPILOG = examples(
+    ("cohortsql shapley scores.parquet --prediction score --id loan --features age,income,region --out values.parquet"),
+    (
+        "cohortsql insertion-deletion scores.parquet --prediction score --id loan"
+        " --features age,income,region --attributions values.parquet --out tests.parquet"
+    ),
 )
 
 
@@ -341,11 +358,12 @@ def insertion_deletion(options: Flags) -> None:
     typer.echo("\n".join(lines) + written)
 
 
-FAIRNESS_EPILOG = (
-    "Examples:\n\n"
-    "  cohortsql fairness scores.parquet --prediction score --threshold 0.5 --protected sex --observed repaid\n\n"
-    "  cohortsql fairness decisions.parquet --prediction approved --protected race --protected age"
-    " --protected-bins age=30,50 --out fairness.parquet"
+FAIRNESS_EPILOG = examples(
+    ("cohortsql fairness scores.parquet --prediction score --threshold 0.5 --protected sex --observed repaid"),
+    (
+        "cohortsql fairness decisions.parquet --prediction approved --protected race --protected age"
+        " --protected-bins age=30,50 --out fairness.parquet"
+    ),
 )
 
 

@@ -8,14 +8,15 @@ from typing import Annotated, Any
 
 import typer
 
+from cohortsql.cli.examples import examples
 from cohortsql.cli.failures import _reported_failures, print_warnings_so_far
 from cohortsql.cli.flags import EXPLAINED, OUTPUTS, Debug, Flags, OutcomeOption
 from cohortsql.cli.options import command, pick, request, similarity
 from cohortsql.errors import CohortError
 
-REPORT_EPILOG = (
-    "Example:\n\n  cohortsql shapley --config examples/boston.toml --out boston.parquet\n\n"
-    "  cohortsql report boston.parquet --target-ids 204 --out boston.html"
+REPORT_EPILOG = examples(
+    "cohortsql shapley --config examples/boston.toml --out boston.parquet",
+    "cohortsql report boston.parquet --target-ids 204 --out boston.html",
 )
 
 
@@ -46,13 +47,16 @@ def report(
         typer.echo(f"wrote {written}")
 
 
-SQL_EPILOG = (
-    "Examples:\n\n"
-    "  cohortsql sql examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm"
-    " --target-ids 3,17 --dialect spark --table analytics.boston_scores\n\n"
-    "  cohortsql sql scores.parquet --prediction score --id loan --features region,band --variant cells\n\n"
-    "  cohortsql sql scores.parquet --prediction score --id loan --similar income=quantile:0.1"
-    " --dialect postgres --table risk.scores --variant values"
+SQL_EPILOG = examples(
+    (
+        "cohortsql sql examples/data/boston_predictions.parquet --prediction prediction --features lstat,rm"
+        " --target-ids 3,17 --dialect spark --table analytics.boston_scores"
+    ),
+    "cohortsql sql scores.parquet --prediction score --id loan --features region,band --variant cells",
+    (
+        "cohortsql sql scores.parquet --prediction score --id loan --similar income=quantile:0.1"
+        " --dialect postgres --table risk.scores --variant values"
+    ),
 )
 
 
@@ -73,11 +77,10 @@ def sql(options: Flags) -> None:
     typer.echo(sql_query(options.get("data"), **request(options, SQL_ARGUMENTS)))
 
 
-ASSEMBLE_EPILOG = (
-    "Examples:\n\n"
-    "  cohortsql sql scores.parquet --prediction score --id loan --features age,region > histogram.sql\n\n"
-    "  (run histogram.sql in the warehouse, save its result as histogram.parquet)\n\n"
-    "  cohortsql assemble histogram.parquet --features age,region --out explained.parquet"
+ASSEMBLE_EPILOG = examples(
+    "cohortsql sql scores.parquet --prediction score --id loan --features age,region > histogram.sql",
+    "# run histogram.sql in the warehouse; save the result as histogram.parquet",
+    "cohortsql assemble histogram.parquet --features age,region --out explained.parquet",
 )
 
 
@@ -105,11 +108,10 @@ def assemble(options: Flags) -> None:
 PLOT_KINDS = ("stacked", "stacked-squared", "effects", "target", "path", "beeswarm", "dependence")
 
 
-PLOT_EPILOG = (
-    "Examples:\n\n"
-    "  cohortsql shapley --config examples/boston.toml --out explained.parquet\n\n"
-    "  cohortsql plot explained.parquet --kind stacked --out stacked.png\n\n"
-    "  cohortsql plot explained.parquet --kind path --id 204 --out path.png"
+PLOT_EPILOG = examples(
+    "cohortsql shapley --config examples/boston.toml --out explained.parquet",
+    "cohortsql plot explained.parquet --kind stacked --out stacked.png",
+    "cohortsql plot explained.parquet --kind path --id 204 --out path.png",
 )
 
 

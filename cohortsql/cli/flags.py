@@ -13,12 +13,14 @@ from typing import Annotated, Any, TypedDict
 import typer
 
 from cohortsql._typing import DIALECTS, ENGINES, METHODS, MODEL_INPUTS, MODEL_OUTPUTS, PATHS, VARIANTS
-from cohortsql.api.declared import with_declared_defaults
+from cohortsql.api.declared import CONCERN_OF, with_declared_defaults
 
 
 def _option(kind: Any, help: str, *declarations: str) -> Any:
-    """A flag of type `kind` that is None when not given, so that a config file's value counts."""
-    return Annotated[kind | None, typer.Option(*declarations, help=help)]
+    """A flag of type `kind` that is None when not given, so that a config file's value counts; a
+    repeatable flag (a list) shows the type of one value."""
+    repeated = typing.get_args(kind)[0].__name__ if typing.get_origin(kind) is list else None
+    return Annotated[kind | None, typer.Option(*declarations, help=help, metavar=repeated and f"<{repeated}>")]
 
 
 def _switch(name: str, help: str) -> Any:
@@ -28,19 +30,17 @@ def _switch(name: str, help: str) -> Any:
 
 TargetIds = _option(
     str,
-    "Comma-separated ids of the targets (read in the id's type); beside --sample, ids explained with the"
-    " sample that count in no average over targets (shapley, audit).",
+    "Comma-separated ids of the targets; beside --sample, shown but in no average.",
 )
 OutcomeOption = Annotated[
     str | None,
     typer.Option("--outcome", help="Of a run that explained several columns (--prediction repeated), the one to show."),
 ]
-Debug = Annotated[bool, typer.Option(help="Show the traceback of a failure.")]
+Debug = Annotated[bool, typer.Option("--debug", help="Show the traceback of a failure.")]
 _ENGINES_HELP = (
-    f"{' | '.join(name for name in ENGINES if not ENGINES[name].schemes)} (default duckdb; spark for Spark tables),"
-    " or a warehouse's URI: "
-    + ", ".join(f"{scheme}://..." for entry in ENGINES.values() for scheme in entry.schemes)
-    + " (credentials from the URI or the driver's environment; never printed)."
+    f"{' | '.join(name for name in ENGINES if not ENGINES[name].schemes)} (default duckdb), or a warehouse's URI"
+    f" ({', '.join(scheme + '://' for entry in ENGINES.values() for scheme in entry.schemes)});"
+    " credentials are never printed."
 )
 _VARIANTS_HELP = (
     f"{' | '.join(VARIANTS)}: one row per target and mask; the same with identical subjects merged first;"
@@ -70,8 +70,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "prediction": (
         _option(
             list[str],
-            "The column to explain (a model's prediction or an outcome); repeat it to explain several"
-            " columns over the same cohorts in one pass.",
+            "The column to explain; repeat it for several, over the same cohorts in one pass.",
         ),
         None,
     ),
@@ -87,8 +86,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "model": (
         _option(
             Path,
-            "The fitted model, saved with pickle (or joblib: .joblib). Loading it runs code stored in the file:"
-            " only load files you trust.",
+            "The fitted model (pickle, or .joblib); loading it runs its code: only files you trust.",
             "--model",
         ),
         None,
@@ -96,16 +94,15 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "protected": (
         _option(
             list[str],
-            "A protected attribute to audit (a column; it need not be a model input); repeat it, or"
-            " separate names with commas, for several.",
+            "A protected attribute to audit (it need not be a model input); repeatable, or comma-separated.",
         ),
         None,
     ),
     "protected_bins": (
         _option(
             list[str],
-            "NAME=E1,E2,... (the groups' edges: under E1, E1 to E2, ..., E2 and over) or NAME=quantiles:N,"
-            " repeatable: how a numeric protected attribute's targets are grouped (default: quartiles).",
+            "NAME=E1,E2,... (the groups' edges) or NAME=quantiles:N, repeatable: how a numeric attribute is"
+            " grouped (default: quartiles).",
             "--protected-bins",
         ),
         None,
@@ -113,29 +110,28 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "threshold": (
         _option(
             float,
-            "fairness: the score at or above which a row is selected (default: --prediction holds 0/1 decisions).",
+            "fairness: the score at or above which a row is selected (default: 0/1 decisions).",
         ),
         None,
     ),
     "observed": (
-        _option(str, "fairness: the column of observed outcomes (0/1 or booleans), for true and false positive rates."),
+        _option(str, "fairness: the observed outcomes (0/1), for true and false positive rates."),
         None,
     ),
     "model_targets": (
         _option(
             int,
-            "With --model: how many targets (a random sample) the model's baseline Shapley covers"
-            " (default {default:model_targets}).",
+            "How many random targets the model's baseline Shapley covers (default {default:model_targets}).",
         ),
         None,
     ),
     "id": (_option(str, "The column that identifies rows (default: 0-based row position).", "--id"), None),
-    "weight": (_option(str, "A column of case weights (>= 0; an integer weight counts as that many rows)."), None),
+    "weight": (_option(str, "Case weights (>= 0; a weight of 3 counts as three rows)."), None),
     "similar": (
         _option(
             list[str],
-            "FEATURE=KIND, repeatable (*=KIND: every column not named otherwise). Kinds: exact, abs:D[unit],"
-            " relative:D, range:R, quantile:R[:P], bins:K, sql:EXPR.",
+            "FEATURE=KIND, repeatable (*=KIND: every other column); KIND: exact, abs:D, relative:D, range:R,"
+            " quantile:R, bins:K, sql:EXPR.",
             "--similar",
         ),
         None,
@@ -143,7 +139,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "features": (
         _option(
             str,
-            "Comma-separated features that get default kinds; all: every column but the id, weight and explained ones.",
+            "Comma-separated features with default kinds (all: every other column).",
         ),
         None,
     ),
@@ -152,21 +148,21 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "sample": (
         _option(
             float,
-            "A random sample of the targets (of --targets' rows, or every row): a count (>= 1) or a fraction (< 1).",
+            "A random sample of the targets: a count (>= 1) or a fraction (< 1).",
         ),
         None,
     ),
-    "seed": (_option(int, "Seed for the sample of targets, the permutations and the bootstrap replicates."), None),
+    "seed": (_option(int, "Seed of the sample, the permutations and the bootstrap."), None),
     "bootstrap": (
-        _option(int, "B Bayesian-bootstrap replicates, in the same pass: intervals of every value (try 200)."),
+        _option(int, "Bayesian-bootstrap replicates, for intervals of every value (try 200)."),
         None,
     ),
     "confidence": (_option(float, "The bootstrap intervals' coverage (default {default:confidence})."), None),
     "null": (
         _option(
             int,
-            "B shuffled copies of each feature: its share beside theirs (null_share, null_share_high, p_value);"
-            " 19 let p reach 0.05 (audit default {default:audit_null}; 0: none).",
+            "Shuffled copies of each feature, its share's floor; 19 let p reach 0.05 (audit default"
+            " {default:audit_null}; 0: none).",
             "--null",
         ),
         None,
@@ -200,8 +196,8 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "model_tolerance": (
         _option(
             float,
-            "How far the model may differ from the --prediction column on the targets (relative; default"
-            " {default:model_tolerance}; inf skips the check).",
+            "How far the model may differ from --prediction (relative; default {default:model_tolerance};"
+            " inf: no check).",
             "--model-tolerance",
         ),
         None,
@@ -209,8 +205,8 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "baseline_sample": (
         _option(
             int,
-            "All-baseline Shapley over this many rows drawn at random (default: every row for baseline;"
-            " {default:audit_baseline_sample} for the audit's model).",
+            "All-baseline Shapley over this many random rows (default every row; audit"
+            " {default:audit_baseline_sample}).",
         ),
         None,
     ),
@@ -218,23 +214,21 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "interactions": (
         _switch(
             "interactions",
-            "Also the pairwise Shapley interaction values (exact method): printed by size, written as _interactions.",
+            "Also the pairwise Shapley interaction values (written as _interactions).",
         ),
         None,
     ),
     "anchored": (
         _option(
             int,
-            "Also the paper's anchored terms (Harsanyi dividends) of every set of 1..K features (exact method),"
-            " written as _anchored.",
+            "Also the anchored terms of every set of 1..K features (written as _anchored).",
         ),
         None,
     ),
     "groups": (
         _option(
             list[str],
-            "NAME=FEATURE,FEATURE,..., repeatable: explain those features as one player, similar when similar"
-            " on every member (features not named stay players of their own).",
+            "NAME=FEATURE,FEATURE,..., repeatable: those features as one player.",
             "--group",
             "--groups",
         ),
@@ -243,8 +237,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "group_values": (
         _option(
             str,
-            "With --group: players (each group's value) or owen (also each feature's Owen value within its"
-            " group, written as _owen).",
+            "players, or owen: also each feature's Owen value in its group (_owen).",
         ),
         None,
     ),
@@ -268,8 +261,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "data_table": (
         _option(
             str,
-            "A table (or view) of the engine's database to read instead of DATA, e.g. risk.scores with"
-            " --engine postgresql://...",
+            "A table of the engine's database to read instead of DATA, e.g. risk.scores.",
             "--table",
         ),
         None,
@@ -280,15 +272,14 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "temp_directory": (_option(Path, "Where DuckDB spills."), None),
     "engine": (_option(str, _ENGINES_HELP, "--engine"), None),
     "spark_master": (
-        _option(str, "Spark master URL (default local[*]; with SPARK_REMOTE set and no master: Spark Connect)."),
+        _option(str, "Spark master URL (default local[*]; Spark Connect when SPARK_REMOTE is set)."),
         None,
     ),
     "progress": (_switch("progress", "Progress on stderr (default: on a terminal, for long runs)."), None),
     "out": (
         _option(
             Path,
-            "Write the results here (.parquet or .csv); `shapley` writes the per-target totals and refinement"
-            " paths beside it (_totals, _paths, and _reasons with --reasons).",
+            "Write the results here (.parquet or .csv); companions beside it (_totals, _paths, ...).",
         ),
         None,
     ),
@@ -302,16 +293,19 @@ FLAGS: dict[str, tuple[Any, Any]] = {
         None,
     ),
     "into_table": (
-        _option(str, "Also write the results into this table (of --database on DuckDB, of the catalog on Spark)."),
+        _option(str, "Also write the results into this table (of --database on DuckDB)."),
         None,
     ),
     "database": (_option(Path, "DuckDB database file for --into-table."), None),
     "replace": (_switch("replace", "Let --into-table replace existing tables of the same names."), None),
     "top": (_option(int, "How many features the summary lists (default {top})."), None),
     "report": (_option(Path, "Also write the HTML report here (.html), with its Audit section.", "--report"), None),
-    "reasons": (_option(int, "Give each target's top N features in words (printed for the first targets)."), None),
+    "reasons": (_option(int, "Each target's top N features in words."), None),
     "dry_run": (
-        Annotated[bool, typer.Option(help="Print the plan and a time estimate from a pilot batch; compute nothing.")],
+        Annotated[
+            bool,
+            typer.Option("--dry-run", help="Print the plan and a time estimate from a pilot batch; compute nothing."),
+        ],
         False,
     ),
     "config": (_option(Path, "TOML file with any of these options; flags override it."), None),
@@ -395,10 +389,43 @@ class Flags(TypedDict, total=False):
 AFTER_CONFIG: Flags = {"top": 10, "replace": False}
 """The defaults of flags that neither the command line nor the config file gave."""
 
-for _annotation, _ in FLAGS.values():  # each help says the declared default, written once
+CONCERN_PANELS = {
+    "selection": "Targets",
+    "weighting": "Weights and intervals",
+    "nulls": "Null reference",
+    "estimation": "Method",
+    "terms": "Interactions",
+    "grouping": "Groups of features",
+    "modelling": "Model",
+    "auditing": "Protected attributes",
+    "calibration": "Calibration",
+    "where": "Engine",
+}
+"""The help's panel of each concern's flags (`cohortsql.request.options`' concerns, as the options page groups them)."""
+
+PANELS = {
+    **dict.fromkeys(("prediction", "game", "similar", "features", "data_table", "attributions"), "What to explain"),
+    "target_ids": "Targets",
+    "model": "Model",
+    **dict.fromkeys(("protected", "threshold", "observed"), "Protected attributes"),
+    **dict.fromkeys(("table", "dialect", "variant"), "SQL"),
+    **dict.fromkeys(("out", "into_table", "database", "replace", "top", "reasons", "report", "plot"), "Output"),
+}
+"""The help's panel of each flag outside the concerns; the rest (positional arguments, --dry-run,
+--config, --debug) are under "Options", first, with --help."""
+
+
+def panel(name: str) -> str | None:
+    """The panel of `name`'s flag in a command's ``--help``: its concern's, or its own (`PANELS`)."""
+    concern = CONCERN_OF.get(name)
+    return CONCERN_PANELS[concern] if concern is not None else PANELS.get(name)
+
+
+for _name, (_annotation, _) in FLAGS.items():  # each help says the declared default, written once; its panel
     for _declaration in getattr(_annotation, "__metadata__", ()):
         if getattr(_declaration, "help", None):
             _declaration.help = with_declared_defaults(_declaration.help).replace("{top}", str(AFTER_CONFIG["top"]))
+            _declaration.rich_help_panel = panel(_name)
 
 API_ONLY = frozenset({"connection", "batch_rows", "baseline", "include"})
 """API options with no flag of their own: a live connection, the model's batch size, baseline

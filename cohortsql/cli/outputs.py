@@ -20,9 +20,10 @@ if TYPE_CHECKING:
     import polars as pl
 
     from cohortsql.api.surfaces import Engine, Sources
+    from cohortsql.formats.settings import Settings
 
 
-def write(options: Flags, tables: dict[str, pl.DataFrame], settings: dict[str, str]) -> str:
+def write(options: Flags, tables: dict[str, pl.DataFrame], settings: Settings) -> str:
     """--out (the first table at the path, the others beside it) and --into-table; says what it wrote.
     Nothing is written after a Ctrl-C, even one whose exception a library swallowed."""
     from cohortsql.interrupts import check_not_interrupted

@@ -141,7 +141,7 @@ def effects_summary(effects: ShapleyEffects | ShapleyEffectsResults, warned: Col
         )
     lines += _marks_legend(shown) + _floor_legend(effects.null)
     if "shapley_effect_ci_low" in ranked.columns:
-        level = float(effects.settings.get("confidence", "0.95"))
+        level = float(effects.settings.get("confidence", 0.95))
         replicates = effects.settings.get("bootstrap", "")
         lines.append(f"({level:.0%} {BIAS_CORRECTED}, from {replicates} Bayesian-bootstrap replicates)")
     note = zero_errors_note(ranked)

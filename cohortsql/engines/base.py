@@ -347,7 +347,7 @@ class Engine(ABC):
         *,
         replace: bool,
         protected: tuple[str, ...] = (),
-        settings: Mapping[str, str] | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
         """Store result tables by name, all or none; refuse existing names unless `replace`, and `protected`
         always; record the run's `settings` (JSON) as a row of `RUNS_TABLE`. Each table is an Arrow table,

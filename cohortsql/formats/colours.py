@@ -4,7 +4,6 @@ needs no matplotlib)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,14 +18,11 @@ def feature_colours(features: Sequence[str]) -> dict[str, str]:
     return {feature: PALETTE[index % len(PALETTE)] for index, feature in enumerate(features)}
 
 
-def run_feature_order(settings: Mapping[str, str], shown: Sequence[str]) -> list[str]:
+def run_feature_order(settings: Mapping[str, Any], shown: Sequence[str]) -> list[str]:
     """The run's features in the order it was given them (the keys of its ``similarity`` setting), so
     that a table sorted by importance draws each feature in the colour it has in the other figures;
     `shown` as it is where the settings do not name every shown feature (a table from elsewhere)."""
-    try:
-        named = json.loads(settings.get("similarity", "{}"))
-    except ValueError:
-        named = {}
+    named = settings.get("similarity")
     order = list(named) if isinstance(named, dict) else []
     return order if set(shown) <= set(order) else list(shown)
 

@@ -21,6 +21,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from cohortsql.errors import CohortError
+from cohortsql.formats.settings import Settings, settings_from_text, settings_text
 
 FORMATS = (".parquet", ".csv")
 
@@ -45,12 +46,14 @@ def read_frame(path: str | os.PathLike[str], role: str) -> pl.DataFrame:
         raise CohortError(f"cannot read {str(source)!r} ({role}): {str(error).splitlines()[0]}") from None
 
 
-def parquet_settings(path: str | os.PathLike[str]) -> dict[str, str]:
+def parquet_settings(path: str | os.PathLike[str]) -> Settings:
     """The run settings a result file carries as Parquet key-value metadata (none for CSV)."""
     if Path(path).suffix.lower() != ".parquet":
         return {}
     metadata = _metadata(path)
-    return {key: value for key, value in metadata.items() if not key.startswith("ARROW") and key != FILES_KEY}
+    return settings_from_text(
+        {key: value for key, value in metadata.items() if not key.startswith("ARROW") and key != FILES_KEY}
+    )
 
 
 def _metadata(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -70,20 +73,21 @@ def check_destination(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str], metadata: Mapping[str, str] | None = None) -> None:
+def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str], settings: Mapping[str, Any] | None = None) -> None:
     """Write one frame as Parquet or CSV (by the file's suffix), atomically."""
-    write_frames({Path(path): frame}, metadata)
+    write_frames({Path(path): frame}, settings)
 
 
 def write_frames(
-    frames: Mapping[Path, pl.DataFrame], metadata: Mapping[str, str] | None = None, remove: Sequence[Path] = ()
+    frames: Mapping[Path, pl.DataFrame], settings: Mapping[str, Any] | None = None, remove: Sequence[Path] = ()
 ) -> None:
     """Write every frame to its path, all or nothing, and remove the files `remove` with them; Parquet
-    files carry `metadata` (key-value)."""
+    files carry `settings` as key-value metadata (each value as JSON, `settings_text`)."""
+    metadata = settings_text(settings) if settings else None
 
     def write(frame: pl.DataFrame, temporary: Path, target: Path) -> None:
         if target.suffix.lower() == ".parquet":
-            frame.write_parquet(temporary, metadata=dict(metadata) if metadata else None)
+            frame.write_parquet(temporary, metadata=metadata)
         else:
             frame.write_csv(temporary)
 
@@ -108,14 +112,14 @@ FILES_KEY = "cohortsql_files"
 """The key of a main file's metadata that lists the companions its run wrote (a JSON list of labels)."""
 
 
-def write_set(out: Path, tables: Mapping[str, pl.DataFrame], metadata: Mapping[str, str]) -> list[Path]:
+def write_set(out: Path, tables: Mapping[str, pl.DataFrame], settings: Mapping[str, Any]) -> list[Path]:
     """A run's files as one set: the table labelled ``""`` at `out`, the others beside it
     (`sibling_path`), and any companion an earlier run left there removed with them, all or nothing;
     the main file's metadata lists the companions written (`FILES_KEY`). Returns the paths written."""
     labels = [label for label in tables if label]
     paths = {sibling_path(out, label) if label else out: frame for label, frame in tables.items()}
     stale = [sibling_path(out, label) for label in COMPANIONS if label not in labels]
-    write_frames(paths, {**metadata, FILES_KEY: json.dumps(labels)}, remove=[path for path in stale if path.exists()])
+    write_frames(paths, {**settings, FILES_KEY: labels}, remove=[path for path in stale if path.exists()])
     return list(paths)
 
 

@@ -1,14 +1,11 @@
-"""What the per-target results share: the run's settings as text, the diagnostics that say how far to
-trust the values (singletons, cohort sizes, narrow features), each target's feature values as text,
-per-group tables and standard errors with the finite-population correction.
+"""What the per-target results share: the diagnostics that say how far to trust the values
+(singletons, cohort sizes, narrow features), each target's feature values as text, per-group tables
+and standard errors with the finite-population correction.
 """
 
 from __future__ import annotations
 
-import datetime
-import json
 from collections.abc import Collection, Mapping, Sequence
-from importlib import metadata
 from typing import Any, TypedDict
 
 import numpy as np
@@ -68,29 +65,6 @@ def warn_about_cohorts(
             f"similarity on {name!r} alone ({kind}) keeps over {BROAD_SHARE:.0%} of the table for {broad:.0%} of"
             f" the targets, so {name!r} can earn little credit: {advice}"
         )
-
-
-def _plain(value: object) -> object:
-    """A setting's value JSON holds: a numpy scalar as the Python number it is, anything else as text."""
-    if isinstance(value, np.generic):
-        return value.item()
-    return str(value)
-
-
-def run_settings(**settings: Any) -> dict[str, str]:
-    """A run's settings as text (JSON for structured values), plus the library's version and the time."""
-    try:
-        version = metadata.version("cohortsql")
-    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-        version = "unknown"
-    text = {
-        name: value if isinstance(value, str) else json.dumps(value, default=_plain) for name, value in settings.items()
-    }
-    return {
-        "cohortsql_version": version,
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        **text,
-    }
 
 
 class Diagnostics(TypedDict, total=False):
@@ -306,13 +280,12 @@ KINDS_SHOWN = 100
 its results (``similarity``, ``default_kinds``, ``windows``)."""
 
 
-def default_kinds_in_words(settings: Mapping[str, str], shown: int = KINDS_SHOWN) -> list[str]:
+def default_kinds_in_words(settings: Mapping[str, Any], shown: int = KINDS_SHOWN) -> list[str]:
     """Every feature's similarity kind, why it got it when it was chosen by default, and a window's
     half-width in the feature's units (from the settings' ``similarity``, ``default_kinds`` and
     ``windows``); nothing when every kind was given and none is a window."""
-    kinds = json.loads(settings.get("similarity", "{}"))
-    reasons = json.loads(settings.get("default_kinds", "{}"))
-    windows = json.loads(settings.get("windows", "{}"))
+    kinds, reasons = settings.get("similarity") or {}, settings.get("default_kinds") or {}
+    windows = settings.get("windows") or {}
     if not reasons and not windows:
         return []
     width = max(len(name) for name in kinds)
@@ -348,7 +321,7 @@ def effects_table(features: tuple[str, ...], effects: np.ndarray, errors: np.nda
 
 
 def effects_of_tables(
-    local: pl.DataFrame, totals: pl.DataFrame, paths: pl.DataFrame, settings: Mapping[str, str]
+    local: pl.DataFrame, totals: pl.DataFrame, paths: pl.DataFrame, settings: Mapping[str, Any]
 ) -> pl.DataFrame:
     """`CohortShapleyResult.global_`'s effects from the tables `cohortsql shapley --out` writes: per
     feature the mean Shapley value of the squared game, its standard error (with the finite-population correction when

@@ -130,7 +130,7 @@ def effects(source: ShapleyEffects | ShapleyEffectsResults | Source, *, outcome:
     )
     label = "Shapley effect (mean Shapley value of the squared game)"
     if "shapley_effect_ci_low" in table.columns:
-        level = settings.get("confidence", "0.95")
+        level = settings.get("confidence", 0.95)
         label += f"\nwhiskers: {float(level):.0%} bias-corrected bootstrap intervals"
     floors = effect_floors(table)
     if floors is not None:

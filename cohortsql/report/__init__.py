@@ -11,8 +11,8 @@ writes give the same report.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
 from importlib import resources
@@ -25,6 +25,7 @@ import polars as pl
 from cohortsql.errors import CohortError
 from cohortsql.formats.colours import feature_colours
 from cohortsql.formats.files import companions, one_outcome, parquet_settings, read_frame, sibling_path, write_text
+from cohortsql.formats.settings import Settings
 from cohortsql.formats.tables import (
     BIAS_CORRECTED,
     SINGLETON_WARNING_SHARE,
@@ -49,7 +50,7 @@ class Reported(Protocol):
     @property
     def global_(self) -> pl.DataFrame: ...
     @property
-    def settings(self) -> dict[str, str]: ...
+    def settings(self) -> Settings: ...
     @property
     def interactions(self) -> np.ndarray | None: ...
     @property
@@ -70,7 +71,7 @@ class ReportTables:
     totals: pl.DataFrame
     paths: pl.DataFrame
     effects: pl.DataFrame
-    settings: dict[str, str]
+    settings: Settings
     interactions: pl.DataFrame | None = None
     """With ``interactions=True``: id, feature, other, interaction (`CohortShapleyResult.interaction_table`)."""
     owen: pl.DataFrame | None = None
@@ -153,7 +154,7 @@ def report_html(tables: ReportTables, targets: list[Any] | None = None, title: s
     colours = feature_colours(features)
     chosen = chosen_targets(tables.totals, targets)
     mean = float(np.mean(tables.totals["cohort_mean"].to_numpy() - tables.totals["value"].to_numpy()))
-    name = title or f"cohort Shapley: {tables.settings.get('prediction', 'prediction').strip(chr(34))}"
+    name = title or f"cohort Shapley: {_plain(tables.settings.get('prediction', 'prediction'))}"
     body = [
         f"<header><h1>{escape(name)}</h1><p>{_summary(tables, features, mean)}</p></header>",
         *(
@@ -230,18 +231,11 @@ def _settings(tables: ReportTables) -> str:
 
 
 def _setting(value: object) -> str:
-    """A setting as people read it (HTML): JSON's null as a dash, a mapping one ``key: value`` line each,
-    a list joined by commas, text without its JSON quotes."""
-    text = str(value)
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return escape(text)
-    if parsed is None:
-        return "–"
-    if isinstance(parsed, dict):
-        return "<br>".join(f"{escape(str(key))}: {escape(_plain(item))}" for key, item in parsed.items())
-    return escape(_plain(parsed))
+    """A setting as people read it (HTML): None as a dash, a mapping one ``key: value`` line each, a
+    list joined by commas."""
+    if isinstance(value, dict):
+        return "<br>".join(f"{escape(str(key))}: {escape(_plain(item))}" for key, item in value.items())
+    return escape(_plain(value))
 
 
 def _plain(value: object) -> str:
@@ -263,13 +257,14 @@ def _over_whom(tables: ReportTables) -> tuple[str, bool]:
     return over_whom(tables.settings, sampled_targets(tables), tables.totals.height)
 
 
-def over_whom(settings: dict[str, str], count: int, explained: int) -> tuple[str, bool]:
+def over_whom(settings: Mapping[str, Any], count: int, explained: int) -> tuple[str, bool]:
     """Whose effects these are, in words, and whether they are only some chosen targets' (ids or a
     predicate), which say nothing about the population: nothing to say when every row is a target (the
     settings' ``targets`` reads "every row"); a random sample's (of `count` targets; `explained` with
     the ids asked for beside it) are estimates of the population's."""
-    targets, sample = settings.get("targets", "every row"), settings.get("sample", "null")
-    if sample != "null" or targets.lstrip("-").replace(".", "").isdigit():
+    targets = "every row" if settings.get("targets") is None else str(settings["targets"])
+    sample = settings.get("sample")
+    if sample is not None or targets.lstrip("-").replace(".", "").isdigit():
         included = explained - count
         beside = (
             f"; {included:,} more asked for beside it (include=) {'is' if included == 1 else 'are'} shown but"
@@ -278,7 +273,7 @@ def over_whom(settings: dict[str, str], count: int, explained: int) -> tuple[str
             else ""
         )
         return f", estimated from a random sample of {count:,} targets (with its standard error){beside}", False
-    if targets in ("every row", "null"):
+    if targets == "every row":
         return "", False
     return (
         f", over this run's {count:,} chosen target{'' if count == 1 else 's'} only: their own spread around the"
@@ -287,7 +282,7 @@ def over_whom(settings: dict[str, str], count: int, explained: int) -> tuple[str
 
 
 def effects_section(
-    effects: pl.DataFrame, whom: tuple[str, bool], colours: dict[str, str], confidence: str | None
+    effects: pl.DataFrame, whom: tuple[str, bool], colours: dict[str, str], confidence: float | None
 ) -> str:
     """The effects as bars with their standard errors, and a table with the standard errors (0 where
     every row was a target, so there is no sampling error, said in a note) and the bootstrap intervals

@@ -13,7 +13,8 @@ import polars as pl
 
 from cohortsql.formats.colours import feature_colours, run_feature_order
 from cohortsql.formats.files import write_text
-from cohortsql.report import _asset, _section, _setting, check_report_path, effects_section, over_whom
+from cohortsql.formats.settings import Settings
+from cohortsql.report import _asset, _plain, _section, _setting, check_report_path, effects_section, over_whom
 
 
 class EffectsReported(Protocol):
@@ -30,7 +31,7 @@ class EffectsReported(Protocol):
     @property
     def targets(self) -> int: ...
     @property
-    def settings(self) -> dict[str, str]: ...
+    def settings(self) -> Settings: ...
     @property
     def diagnostics(self) -> object: ...
 
@@ -45,7 +46,7 @@ def write_effects_report(result: EffectsReported, path: str | os.PathLike[str], 
 def effects_report_html(result: EffectsReported, title: str | None = None) -> str:
     """The effects report as one HTML document."""
     settings = dict(result.settings)
-    name = title or f"Shapley effects: {settings.get('prediction', 'prediction').strip(chr(34))}"
+    name = title or f"Shapley effects: {_plain(settings.get('prediction', 'prediction'))}"
     whom = over_whom(settings, result.targets, result.targets)
     share = result.explained / result.variance if result.variance > 0 else float("nan")
     summary = (

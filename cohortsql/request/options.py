@@ -204,7 +204,7 @@ _GROUPS: dict[str, type] = {
 }
 """Each concern's dataclass, by its attribute on `Options`."""
 
-_GROUP_OF = {option.name: group for group, kind in _GROUPS.items() for option in fields(kind)}
+CONCERN_OF = {option.name: group for group, kind in _GROUPS.items() for option in fields(kind)}
 """The concern each option belongs to (its name is its flag's on the command line)."""
 
 
@@ -308,7 +308,7 @@ def checked_options(given: Mapping[str, object], allowed: Any, **defaults: objec
         raise CohortError("baseline_sample= draws from every row: it needs baseline='all'")
     by_group: dict[str, dict[str, object]] = {group: {} for group in _GROUPS}
     for name, value in checked.items():
-        by_group[_GROUP_OF[name]][name] = value
+        by_group[CONCERN_OF[name]][name] = value
     options = Options(**{group: _GROUPS[group](**values) for group, values in by_group.items()})
     needs_seed = (
         options.weighting.bootstrap > 0 or options.modelling.baseline_sample is not None or options.nulls.null > 0
@@ -347,7 +347,7 @@ def declared_default(name: str) -> object:
     """Option `name`'s default, as its concern's dataclass declares it (or a call's own, `CALL_DEFAULTS`)."""
     if name in CALL_DEFAULTS:
         return CALL_DEFAULTS[name]
-    declared = next(option for option in fields(_GROUPS[_GROUP_OF[name]]) if option.name == name)
+    declared = next(option for option in fields(_GROUPS[CONCERN_OF[name]]) if option.name == name)
     return declared.default_factory() if callable(declared.default_factory) else declared.default
 
 

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from cohortsql.errors import CohortError
 from cohortsql.formats.files import write_frame
+from cohortsql.formats.settings import Settings
 from cohortsql.formats.tables import feature_texts, group_table, target_groups
 from cohortsql.results.insertion import InsertionDeletion, tests_of
 from cohortsql.results.null import NullReference
@@ -49,8 +50,10 @@ class TargetValues:
     """Permutation method: how many permutations each target used."""
     method: str = "exact"
     """How the values were computed: ``exact`` (every subset) or ``permutation`` (Monte Carlo)."""
-    settings: dict[str, str] = field(default_factory=dict)
-    """The run's settings (kinds, method, targets, seed, engine, version): written with every output."""
+    settings: Settings = field(default_factory=dict)
+    """The run's settings (kinds, windows, method, targets, seed, engine, version) as Python values
+    (``settings["similarity"]`` is a dict, ``settings["seed"]`` an int or None): written with every
+    output, each value as JSON (`cohortsql.formats.settings`)."""
     weights: np.ndarray | None = None
     """Each target's case weight (None: unweighted); averages over targets are weighted by them."""
     groups: dict[str, tuple[str, ...]] | None = None

@@ -13,6 +13,7 @@ import polars as pl
 
 from cohortsql._typing import CalibrationKind
 from cohortsql.formats.files import write_frame
+from cohortsql.formats.settings import Settings
 
 REALISTIC_SHARE = 0.95
 """The recommended threshold is the smallest at which this share of held-out rows is realistic (paper, Appendix 5)."""
@@ -33,7 +34,7 @@ class Calibration:
     exact_features: tuple[str, ...]
     rows: int
     """How many rows the calibration used (a sample when the table had more than `max_rows`)."""
-    settings: dict[str, str] = field(default_factory=dict)
+    settings: Settings = field(default_factory=dict)
 
     @cached_property
     def recommended(self) -> float | None:

@@ -125,7 +125,7 @@ class Comparison:
         """`local` at `path`, `global_` and `totals` beside it (``_global``, ``_totals``), all or nothing
         (companions an earlier run left beside `path` are removed with them)."""
         tables = {"": self.local, "global": self.global_, "totals": self.totals}
-        write_set(Path(path), tables, self.cohort.settings | {"comparison": "CS, BS, ABS"})
+        write_set(Path(path), tables, self.cohort.settings | {"comparison": ["CS", "BS", "ABS"]})
 
     def __repr__(self) -> str:
         return (

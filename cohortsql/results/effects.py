@@ -14,6 +14,7 @@ import polars as pl
 
 from cohortsql.errors import CohortError
 from cohortsql.formats.files import write_frame
+from cohortsql.formats.settings import Settings
 from cohortsql.formats.tables import Diagnostics, anchored_table, by_importance, effects_table, standard_error
 from cohortsql.numeric.bootstrap import bias_corrected_interval
 from cohortsql.numeric.dividends import anchored_terms, interaction_values
@@ -40,8 +41,8 @@ class ShapleyEffects:
     path: str
     diagnostics: Diagnostics = field(default_factory=lambda: Diagnostics())
     """How much of v_var rests on tiny cohorts (see `cohortsql.results.cohort.diagnostics`)."""
-    settings: dict[str, str] = field(default_factory=dict)
-    """The run's settings: written with every output."""
+    settings: Settings = field(default_factory=dict)
+    """The run's settings as Python values (``settings["windows"]`` is a dict): written with every output."""
     method: str = "exact"
     """``exact`` (the Shapley values of v_var) or ``permutation`` (the mean of the targets' estimates)."""
     features: tuple[str, ...] = ()
@@ -83,7 +84,7 @@ class ShapleyEffects:
         population: int | None,
         path: str,
         diagnostics: Diagnostics,
-        settings: dict[str, str],
+        settings: Settings,
         target_weights: np.ndarray | None = None,
         replicate_games: np.ndarray | None,
         confidence: float,
@@ -130,7 +131,7 @@ class ShapleyEffects:
         subjects: int,
         population: int | None,
         diagnostics: Diagnostics,
-        settings: dict[str, str],
+        settings: Settings,
         method: str,
         path: str,
         replicate_effects: np.ndarray | None,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from cohortsql.formats.settings import Settings
 from cohortsql.formats.tables import SMALL_GROUP, group_name
 from cohortsql.numeric.bootstrap import BIAS_CORRECTED
 
@@ -43,7 +44,7 @@ class FairnessResult:
     groups: pl.DataFrame
     metrics: pl.DataFrame
     protected: tuple[str, ...]
-    settings: dict[str, str] = field(default_factory=dict)
+    settings: Settings = field(default_factory=dict)
     """How the decisions were made and the intervals drawn (prediction, threshold, outcome, bootstrap, seed)."""
 
     @property
@@ -51,9 +52,9 @@ class FairnessResult:
         """How a row was selected, in words: ``score >= 0.5``, or ``approved = 1``."""
         threshold = self.settings.get("threshold")
         prediction = self.settings.get("prediction", "the prediction")
-        decided = f"{prediction} = 1" if threshold in (None, "null") else f"{prediction} >= {threshold}"
+        decided = f"{prediction} = 1" if threshold is None else f"{prediction} >= {threshold}"
         observed = self.settings.get("observed")
-        return decided + ("" if observed in (None, "null") else f"; observed outcome {observed}")
+        return decided + ("" if observed is None else f"; observed outcome {observed}")
 
     def summary(self) -> list[str]:
         """The metrics in words, one line per attribute and one per group, e.g. ``sex: demographic-parity

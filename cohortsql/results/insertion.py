@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from cohortsql.errors import CohortError
+from cohortsql.formats.settings import Settings
 
 Tester = Callable[..., "InsertionDeletion"]
 """`cohortsql.insertion_deletion`, which computes the tests (the API registers it: results lie below the
@@ -32,35 +33,24 @@ def register_tester(function: Tester) -> Tester:
 
 
 def tests_of(
-    values: Any, data: Any, settings: dict[str, str], similarity: Any, prediction: str | None, options: dict[str, Any]
+    values: Any, data: Any, settings: Settings, similarity: Any, prediction: str | None, options: dict[str, Any]
 ) -> InsertionDeletion:
     """The insertion and deletion tests of a result's `values` on `data`: the explained column, the
     features' kinds and the id and weight columns its run recorded in `settings`, unless given."""
-    import json
-
-    def recorded(name: str) -> Any:
-        text = settings.get(name)
-        if text is None:
-            return None
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-
     if getattr(values, "groups", None):
         raise CohortError(
             "insertion_deletion tests each feature's attribution: a run of groups of features attributes to"
             " the groups; test the values of a run without groups="
         )
-    prediction = prediction or recorded("prediction")
+    prediction = prediction or settings.get("prediction")
     if not isinstance(prediction, str):
         raise CohortError("these values name no one explained column: pass prediction= (the column they explain)")
-    similarity = similarity or recorded("similarity")
+    similarity = similarity or settings.get("similarity")
     if not similarity:
         raise CohortError("these values record no features' kinds: pass similarity= (as the run took it)")
     for name in ("id", "weight"):
-        if name not in options and recorded(name) is not None:
-            options[name] = recorded(name)
+        if name not in options and settings.get(name) is not None:
+            options[name] = settings.get(name)
     if not TESTER:
         raise RuntimeError("cohortsql.insertion_deletion is not registered (import cohortsql)")
     return TESTER[0](data, prediction=prediction, similarity=similarity, attributions=values, **options)
@@ -87,7 +77,7 @@ class InsertionDeletion:
     ``deletion`` (cohort means), ``insertion_size`` and ``deletion_size`` (their cohorts' weights)."""
     features: tuple[str, ...]
     outcome: str
-    settings: dict[str, str] = field(default_factory=dict)
+    settings: Settings = field(default_factory=dict)
 
     def __repr__(self) -> str:
         means = self.abc.select(pl.col("insertion_abc").mean(), pl.col("deletion_abc").mean()).row(0)

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from cohortsql.errors import CohortError
 from cohortsql.formats.files import write_frame
+from cohortsql.formats.settings import Settings
 from cohortsql.formats.tables import Diagnostics
 from cohortsql.results.cohort import CohortShapleyResult
 from cohortsql.results.effects import ShapleyEffects
@@ -48,10 +49,10 @@ class _ByOutcome(Mapping[str, R], Generic[R]):
         return tuple(self._results)
 
     @property
-    def settings(self) -> dict[str, str]:
+    def settings(self) -> Settings:
         """The run's settings (those of the first outcome, with every explained column)."""
         first = next(iter(self._results.values()))
-        return {**first.settings, "prediction": ", ".join(self._results)}
+        return {**first.settings, "prediction": list(self._results)}
 
     def _stacked(self, table: Callable[[R], pl.DataFrame]) -> pl.DataFrame:
         """`table` of every outcome's result, stacked, with an ``outcome`` column first."""

@@ -5,9 +5,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from cohortsql.formats.settings import Settings
 from cohortsql.formats.tables import default_kinds_in_words
 from cohortsql.run.progress import duration
 from cohortsql.run.route import ChosenMethod, ChosenPath, Route
@@ -61,7 +61,7 @@ class Plan:
     the pilot computes a few replicates and permutations of those asked); the estimate includes it."""
     rows_collapsed: bool = False
     """Whether identical subjects are compared once, as one row of their total weight."""
-    settings: Mapping[str, str] = field(default_factory=dict)
+    settings: Settings = field(default_factory=dict)
     """The run's settings as its results will record them: every feature's kind, the reason for each
     default, each window's half-width (`cohortsql.formats.tables.default_kinds_in_words`)."""
     second_passes: tuple[str, ...] = ()

@@ -19,7 +19,7 @@ import polars as pl
 
 from cohortsql.engines import open_engine
 from cohortsql.engines.base import Engine, EngineSettings
-from cohortsql.formats.tables import run_settings
+from cohortsql.formats.settings import run_settings
 from cohortsql.games.base import Game
 from cohortsql.numeric import compilation
 from cohortsql.request.arguments import RowMask

@@ -264,7 +264,7 @@ def test_unseeded_permutation_effects_record_the_seed_that_repeats_them():
     frame = window_table(13, n=60)
     options = dict(prediction="y", similarity=WINDOWS, method="permutation", max_permutations=10)
     first = cohortsql.shapley_effects(frame, **options)
-    seed = int(first.settings["seed"])
+    seed = first.settings["seed"]
     again = cohortsql.shapley_effects(frame, **options, seed=seed)
     assert again.effects.equals(first.effects)
 

@@ -115,7 +115,7 @@ def test_a_feature_no_group_names_is_a_player_of_its_own_and_owen_is_then_shaple
     np.testing.assert_allclose(result.owen[:, 2:], result.shapley[:, 1:], atol=1e-12)
     np.testing.assert_allclose(result.owen.sum(axis=1), result.totals["value"].to_numpy(), atol=1e-12)
     assert result.similarity["d"] == "quantile:0.3" and result.similarity["solo"] == "c=range:0.2"
-    assert result.settings["groups"] == '{"ab": ["a", "b"], "solo": ["c"]}'
+    assert result.settings["groups"] == {"ab": ["a", "b"], "solo": ["c"]}
 
 
 def test_wide_tables_in_groups_are_exact_and_agree_with_one_column_per_group():

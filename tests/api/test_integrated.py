@@ -38,7 +38,7 @@ def test_the_authors_toy_equals_its_analytic_values():
     np.testing.assert_allclose(
         found.shapley[3], [3 / 7 + 2 / (7 * root) * arctangents, 4 / 7 - 2 / (7 * root) * arctangents], atol=1e-12
     )
-    assert found.method == "integrated" and int(found.settings["integration_nodes"]) > 0
+    assert found.method == "integrated" and found.settings["integration_nodes"] > 0
 
 
 def columns_and_tests(frame: pl.DataFrame, kinds: dict[str, str]):

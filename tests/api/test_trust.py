@@ -122,8 +122,8 @@ def test_every_output_says_how_it_was_made(tmp_path):
     )
     assert result.exit_code == 0, result.output
     metadata = pl.read_parquet_metadata(tmp_path / "out_totals.parquet")
-    assert json.loads(metadata["similarity"]) == {"x": "exact"} and metadata["method"] == "exact"
-    assert metadata["cohortsql_version"] and metadata["engine"] == "duckdb"
+    assert json.loads(metadata["similarity"]) == {"x": "exact"} and json.loads(metadata["method"]) == "exact"
+    assert json.loads(metadata["cohortsql_version"]) and json.loads(metadata["engine"]) == "duckdb"
     with duckdb.connect(str(database), read_only=True) as connection:
         ((tables, settings),) = connection.execute("SELECT tables, settings FROM cohortsql_runs").fetchall()
         comment = connection.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'explained'").fetchall()

@@ -512,6 +512,46 @@ def test_the_help_lists_no_earlier_names_and_report_offers_no_sample():
     assert "--target-ids" in report.stdout and "--sample" not in report.stdout
 
 
+COMMANDS_SHOWN = ("shapley", "effects", "audit", "game", "compare", "fairness", "calibrate", "sql")
+
+
+@pytest.mark.parametrize("command", COMMANDS_SHOWN)
+def test_a_commands_help_reads_at_80_columns_in_the_panels_of_the_options_page(command):
+    """Each flag under its concern's panel (as the options page groups them), helps of a line or two
+    (the long texts are in the docs), examples that paste into a shell as shown."""
+    from cohortsql.cli.flags import CONCERN_PANELS
+
+    shown = runner.invoke(app, [command, "--help"], terminal_width=80).output
+    lines = shown.splitlines()
+    assert len(lines) <= 150 and max(len(line) for line in lines) <= 80
+    panels = re.findall(r"╭─ (.+?) ─", shown)
+    assert panels[:2] == ["Arguments", "Options"] and len(panels) == len(set(panels)) >= 4
+    assert set(panels[2:]) <= {*CONCERN_PANELS.values(), "What to explain", "Protected attributes", "SQL", "Output"}
+    rows = [line for line in lines if line.startswith("│ --")]
+    continued = [line for line in lines if line.startswith("│ ") and not line.startswith("│ --")]
+    assert len(continued) <= 2 * len(rows)  # at most three lines a flag on average
+    examples = shown.split("Examples:")[1].splitlines()
+    for line, after in zip(examples, examples[1:]):
+        if after.startswith("     --"):
+            assert line.rstrip().endswith(" \\"), line
+
+
+def test_examples_are_laid_out_without_changing_the_command():
+    from cohortsql.cli.examples import WIDTH, laid_out
+
+    command = (
+        "cohortsql shapley 'scores/*.parquet' --prediction score --id loan_id --features age,income"
+        " --targets \"region = 'north'\" --sample 1000 --into-table explained --database results.duckdb"
+    )
+    text = laid_out(command)
+    assert all(len(line) <= WIDTH for line in text.splitlines()) and len(text.splitlines()) == 3
+    assert text.replace(" \\\n    ", " ") == command
+    assert "\n    --targets \"region = 'north'\"" in text or "--targets \"region = 'north'\" " in text
+    assert laid_out("# a comment that is longer than the width of a line but is not a command at all, as it is") == (
+        "# a comment that is longer than the width of a line but is not a command at all, as it is"
+    )
+
+
 def test_no_arguments_show_the_help():
     done = subprocess.run([sys.executable, "-m", "cohortsql"], capture_output=True, text=True)
     assert done.returncode == 0 and "Usage: cohortsql" in done.stdout and "shapley" in done.stdout

@@ -170,8 +170,9 @@ def test_files_get_the_umasks_permissions(scores):
 
 
 def test_parquet_files_carry_metadata(scores):
-    output.write_frame(pl.DataFrame({"a": [1]}), scores / "out.parquet", {"cohortsql": "yes"})
-    assert pl.read_parquet_metadata(scores / "out.parquet")["cohortsql"] == "yes"
+    output.write_frame(pl.DataFrame({"a": [1]}), scores / "out.parquet", {"cohortsql": "yes", "seed": 3})
+    metadata = pl.read_parquet_metadata(scores / "out.parquet")
+    assert (metadata["cohortsql"], metadata["seed"]) == ('"yes"', "3")  # each value as JSON
 
 
 # -- one line and status 2 for every mistake --------------------------------------------------

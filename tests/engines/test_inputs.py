@@ -1,6 +1,5 @@
 """Every accepted input form, target selection, ids, defaults and the result tables."""
 
-import json
 from pathlib import Path
 
 import duckdb
@@ -175,7 +174,7 @@ def test_a_long_tailed_number_gets_a_quantile_window_by_default(engine, options)
     features = ["income", "height", "share"]
     defaulted = cohortsql.cohort_shapley(frame, prediction="y", similarity=features, **options, **engine.options)
     assert defaulted.similarity == {"income": "quantile:0.1", "height": "range:0.1", "share": "range:0.1"}
-    reasons = json.loads(defaulted.settings["default_kinds"])
+    reasons = defaulted.settings["default_kinds"]
     assert reasons["income"].startswith("long-tailed: range:0.1 would keep 9")
     assert "keeping" in reasons["height"] and reasons["height"].endswith("of its values around the mean")
     given = {"income": "quantile:0.1", "height": "range:0.1", "share": "range:0.1"}

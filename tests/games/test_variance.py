@@ -96,7 +96,7 @@ def test_permutations_of_two_players_are_the_exact_values_and_every_estimate_add
     assert drawn_in_groups.features == ("place", "sex")
     np.testing.assert_allclose(drawn_in_groups.shapley, grouped.shapley, atol=1e-12)
     wide = variance_game(data, method="permutation", max_permutations=400, seed=2)
-    assert wide.method == "permutation" and (wide.permutations == 400).all() and wide.settings["seed"] == "2"
+    assert wide.method == "permutation" and (wide.permutations == 400).all() and wide.settings["seed"] == 2
     np.testing.assert_allclose(wide.shapley.sum(axis=1), wide.value, atol=1e-12)  # each permutation adds up
     for t in range(data.height):
         value = variance_values(data, KINDS, t)

@@ -70,7 +70,7 @@ def test_the_effects_file_brings_its_standard_errors(tmp_path):
     assert CliRunner().invoke(app, ["effects", *common, "--out", str(effects)]).exit_code == 0
     tables = ReportTables.of_files(sample, effects)
     assert tables.effects["shapley_effect_se"].min() > 0
-    assert tables.settings["sample"] == "100"
+    assert tables.settings["sample"] == 100
 
 
 def test_the_report_shows_intervals_and_says_why_standard_errors_are_zero(tmp_path):

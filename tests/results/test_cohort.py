@@ -205,13 +205,8 @@ def test_a_range_beyond_the_whole_range_is_refused_naming_the_unit():
 
 def test_settings_show_no_float_noise():
     """age's window read 4.6000000000000005 and rm's 0.22735000000000005: twelve significant digits."""
-    import json
-
     boston = pl.read_parquet(Path(__file__).parents[2] / "examples" / "data" / "boston_predictions.parquet")
     similarity = dict.fromkeys(["age", "rm", "lstat", "crim", "dis"], "quantile:0.1")
-    windows = json.loads(
-        cohortsql.cohort_shapley(boston, prediction="prediction", similarity=similarity, targets=[0]).settings[
-            "windows"
-        ]
-    )
+    result = cohortsql.cohort_shapley(boston, prediction="prediction", similarity=similarity, targets=[0])
+    windows = result.settings["windows"]
     assert windows["rm"] == 0.22735 and all(len(repr(width)) <= 14 for width in windows.values()), windows

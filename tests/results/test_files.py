@@ -3,10 +3,13 @@ its main file, and the settings it carries read back."""
 
 import json
 
+import numpy as np
 import polars as pl
 import pytest
 
+import cohortsql
 from cohortsql.formats import files
+from cohortsql.formats.settings import settings_from_text
 
 FRAME = pl.DataFrame({"id": [1, 2], "value": [0.5, -0.5]})
 
@@ -20,6 +23,36 @@ def test_a_set_replaces_the_companions_of_an_earlier_set(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["res.parquet", "res_paths.parquet"]
     assert files.companions(out) == ["paths"]
     assert files.parquet_settings(out) == {"method": "exact"}  # the list is not a setting
+
+
+def test_a_results_settings_are_python_values_and_come_back_from_its_file(tmp_path):
+    table = pl.DataFrame(
+        {"x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "k": ["a", "b"] * 3, "y": [0.1, 0.4, 0.2, 0.9, 0.5, 0.3]}
+    )
+    result = cohortsql.cohort_shapley(
+        table, prediction="y", similarity={"x": "abs:1.5", "k": "exact"}, bootstrap=np.int64(20), seed=3
+    )
+    settings = result.settings
+    assert settings["similarity"] == {"x": "abs:1.5", "k": "exact"} and settings["windows"] == {"x": 1.5}
+    assert settings["seed"] == 3 and settings["bootstrap"] == 20 and type(settings["bootstrap"]) is int
+    assert settings["confidence"] == 0.95 and settings["id"] is None and settings["prediction"] == "y"
+    out = tmp_path / "res.parquet"
+    result.write_parquet(out)
+    assert files.parquet_settings(out) == settings
+    # in the file, every value is JSON (a column name too, so that a column called 1 or null stays text)
+    metadata = pl.read_parquet_metadata(out)
+    assert metadata["prediction"] == '"y"' and json.loads(metadata["windows"]) == {"x": 1.5}
+
+
+def test_settings_written_before_every_value_was_json_read_as_they_can_be():
+    old = {"prediction": "score", "seed": "3", "id": "null", "similarity": '{"x": "exact"}', "targets": "every row"}
+    assert settings_from_text(old) == {
+        "prediction": "score",
+        "seed": 3,
+        "id": None,
+        "similarity": {"x": "exact"},
+        "targets": "every row",
+    }
 
 
 def test_a_file_written_before_the_list_existed_has_no_list(tmp_path):

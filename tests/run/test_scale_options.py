@@ -290,7 +290,7 @@ def test_a_dry_run_lists_every_features_kind_and_window():
     assert "similarity per feature" in text
     assert re.search(r"\n  x  range:0\.1 +window ±[0-9.]+; by default:", text), text
     assert "\n  z  exact" in text
-    assert plan.settings["similarity"] == '{"x": "range:0.1", "z": "exact"}'
+    assert plan.settings["similarity"] == {"x": "range:0.1", "z": "exact"}
 
 
 def test_the_command_lines_dry_run_lists_the_kinds(tmp_path):
