@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 import reference
+from polars.testing import assert_frame_equal
 from reference import comparable, reference_kind
 
 import cohortsql
@@ -507,7 +508,10 @@ def test_a_results_own_tests_equal_the_function_on_every_engine(engine, method):
     called = cohortsql.insertion_deletion(
         frame, prediction="prediction", similarity=kinds, id="row", attributions=result, **engine.options
     )
-    assert own.abc.equals(called.abc) and own.curves.equals(called.curves)
+    # the same query: equal but for the last bit of the engine's parallel sums, which two calls of the
+    # function itself may also differ in (2.2e-16 in 1 of 15 runs of this test on DuckDB)
+    for mine, theirs in ((own.abc, called.abc), (own.curves, called.curves)):
+        assert_frame_equal(mine, theirs, check_exact=False, rel_tol=1e-13, abs_tol=1e-15)
     if engine.name == "duckdb" and method == "exact":
         loans = cohortsql.datasets.loans()
         baseline = cohortsql.baseline_shapley(

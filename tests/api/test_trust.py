@@ -128,7 +128,7 @@ def test_every_output_says_how_it_was_made(tmp_path):
         ((tables, settings),) = connection.execute("SELECT tables, settings FROM cohortsql_runs").fetchall()
         comment = connection.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'explained'").fetchall()
     assert tables == "explained, explained_totals, explained_paths"
-    assert json.loads(settings)["prediction"] == "y" and json.loads(comment[0][0])["seed"] == "3"
+    assert json.loads(settings)["prediction"] == "y" and json.loads(comment[0][0])["seed"] == 3
 
 
 def test_a_table_in_a_schema_of_a_database_file(tmp_path):
