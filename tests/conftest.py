@@ -225,8 +225,23 @@ def on_the_shared_spark(nodeid: str) -> bool:
     return "spark" in nodeid.lower() and name not in SPARK_OF_THEIR_OWN
 
 
+SPARK_ROWS = "COHORTSQL_SPARK_ROWS"
+"""Set to 1 (CI does, in ``.ci/run``): run the Spark rows of the tests every engine runs. Without it those
+rows are skipped, with the reason, and `python -m pytest` takes about 7 minutes on 2 cores instead of 11;
+the tests about Spark itself (Spark in their names: Spark against DuckDB on every option, its Connect
+clients, its tables, failures and executors) run either way."""
+
+
+def spark_row(nodeid: str) -> bool:
+    """Whether a test (by its id) is the Spark row of a test parametrised over engines or surfaces:
+    Spark only in its parameters (``test_weights.py::test_x[spark-1]``), not in its file's or its name."""
+    test, _, parameters = nodeid.partition("[")
+    return "spark" in parameters.lower() and "spark" not in test.lower()
+
+
 def pytest_collection_modifyitems(items):
-    """A test on the shared Spark session must name Spark in its id (see `pytest_xdist_make_scheduler`)."""
+    """A test on the shared Spark session must name Spark in its id (see `pytest_xdist_make_scheduler`);
+    the Spark rows of the tests every engine runs wait for `SPARK_ROWS`."""
     unnamed = [
         item.nodeid
         for item in items
@@ -234,3 +249,8 @@ def pytest_collection_modifyitems(items):
     ]
     if unnamed:
         raise pytest.UsageError(f"tests on Spark must have 'spark' in their names: {', '.join(unnamed)}")
+    if os.environ.get(SPARK_ROWS) != "1":
+        skip = pytest.mark.skip(reason=f"a Spark row of a test every engine runs: {SPARK_ROWS}=1 runs it (CI does)")
+        for item in items:
+            if spark_row(item.nodeid):
+                item.add_marker(skip)
