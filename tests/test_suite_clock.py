@@ -38,3 +38,16 @@ def test_no_test_waits_on_a_clock_shorter_than_the_suites_timeout():
             if any(limit < floor for limit in limits) or CLOCK_ASSERTION.search(line):
                 found.append(f"{path.relative_to(TESTS)}:{number}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_ci_runs_every_spark_row_that_a_developers_run_skips():
+    """`python -m pytest` skips the Spark rows of the tests every engine runs (Spark only in the
+    parameters); CI sets the flag that runs them. Tests about Spark itself are never rows."""
+    from conftest import SPARK_ROWS, spark_row
+
+    assert f"{SPARK_ROWS}=1 python -m pytest" in (TESTS.parent / ".ci" / "run").read_text()
+    assert spark_row("tests/api/test_weights.py::test_a_weight_of_zero_is_a_dropped_row[spark]")
+    assert spark_row("tests/conformance/test_matrix.py::test_every_case_on_every_surface[one row-printed_spark]")
+    assert not spark_row("tests/engines/test_engines.py::test_spark_equals_duckdb[classic-defaults]")
+    assert not spark_row("tests/engines/test_spark_ids.py::test_text_ids_keep_grouping[a]")
+    assert not spark_row("tests/api/test_weights.py::test_a_weight_of_zero_is_a_dropped_row[duckdb]")
