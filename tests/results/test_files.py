@@ -77,3 +77,17 @@ def test_the_companions_are_the_labels_a_command_writes():
 def test_reading_what_is_not_a_result_file_is_one_error(tmp_path, name, message):
     with pytest.raises(files.CohortError, match=message):
         files.read_frame(tmp_path / name, "a test")
+
+
+def test_columns_called_null_or_1_stay_names_in_the_settings_and_the_file(tmp_path):
+    """A column called ``null`` was the text ``null`` in the file, which the report's settings table read
+    as JSON's null (a dash for the explained column); each value as JSON keeps it a name."""
+    rng = np.random.default_rng(1)
+    table = pl.DataFrame({"1": rng.integers(0, 3, 30), "null": rng.normal(size=30)})
+    result = cohortsql.cohort_shapley(table, prediction="null", similarity={"1": "exact"})
+    out = tmp_path / "res.parquet"
+    result.write_parquet(out)
+    settings = files.parquet_settings(out)
+    assert settings["prediction"] == "null" and settings["similarity"] == {"1": "exact"}
+    result.report(tmp_path / "report.html")
+    assert "<th>prediction</th><td>null</td>" in (tmp_path / "report.html").read_text()
