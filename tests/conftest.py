@@ -227,7 +227,7 @@ def on_the_shared_spark(nodeid: str) -> bool:
 
 SPARK_ROWS = "COHORTSQL_SPARK_ROWS"
 """Set to 1 (CI does, in ``.ci/run``): run the Spark rows of the tests every engine runs. Without it those
-rows are skipped, with the reason, and `python -m pytest` takes about 7 minutes on 2 cores instead of 11;
+rows are skipped, with the reason, and `python -m pytest` takes about 7 minutes on 2 cores instead of 10;
 the tests about Spark itself (Spark in their names: Spark against DuckDB on every option, its Connect
 clients, its tables, failures and executors) run either way."""
 

@@ -13,7 +13,8 @@ from typing import Annotated, Any, TypedDict
 import typer
 
 from cohortsql._typing import DIALECTS, ENGINES, METHODS, MODEL_INPUTS, MODEL_OUTPUTS, PATHS, VARIANTS
-from cohortsql.api.declared import CONCERN_OF, with_declared_defaults
+from cohortsql.api.declared import with_declared_defaults
+from cohortsql.cli.panels import panel
 
 
 def _option(kind: Any, help: str, *declarations: str) -> Any:
@@ -388,38 +389,6 @@ class Flags(TypedDict, total=False):
 
 AFTER_CONFIG: Flags = {"top": 10, "replace": False}
 """The defaults of flags that neither the command line nor the config file gave."""
-
-CONCERN_PANELS = {
-    "selection": "Targets",
-    "weighting": "Weights and intervals",
-    "nulls": "Null reference",
-    "estimation": "Method",
-    "terms": "Interactions",
-    "grouping": "Groups of features",
-    "modelling": "Model",
-    "auditing": "Protected attributes",
-    "calibration": "Calibration",
-    "where": "Engine",
-}
-"""The help's panel of each concern's flags (`cohortsql.request.options`' concerns, as the options page groups them)."""
-
-PANELS = {
-    **dict.fromkeys(("prediction", "game", "similar", "features", "data_table", "attributions"), "What to explain"),
-    "target_ids": "Targets",
-    "model": "Model",
-    **dict.fromkeys(("protected", "threshold", "observed"), "Protected attributes"),
-    **dict.fromkeys(("table", "dialect", "variant"), "SQL"),
-    **dict.fromkeys(("out", "into_table", "database", "replace", "top", "reasons", "report", "plot"), "Output"),
-}
-"""The help's panel of each flag outside the concerns; the rest (positional arguments, --dry-run,
---config, --debug) are under "Options", first, with --help."""
-
-
-def panel(name: str) -> str | None:
-    """The panel of `name`'s flag in a command's ``--help``: its concern's, or its own (`PANELS`)."""
-    concern = CONCERN_OF.get(name)
-    return CONCERN_PANELS[concern] if concern is not None else PANELS.get(name)
-
 
 for _name, (_annotation, _) in FLAGS.items():  # each help says the declared default, written once; its panel
     for _declaration in getattr(_annotation, "__metadata__", ()):

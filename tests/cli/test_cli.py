@@ -519,7 +519,7 @@ COMMANDS_SHOWN = ("shapley", "effects", "audit", "game", "compare", "fairness", 
 def test_a_commands_help_reads_at_80_columns_in_the_panels_of_the_options_page(command):
     """Each flag under its concern's panel (as the options page groups them), helps of a line or two
     (the long texts are in the docs), examples that paste into a shell as shown."""
-    from cohortsql.cli.flags import CONCERN_PANELS
+    from cohortsql.cli.panels import CONCERN_PANELS
 
     shown = runner.invoke(app, [command, "--help"], terminal_width=80).output
     lines = shown.splitlines()
