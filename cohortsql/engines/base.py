@@ -153,6 +153,11 @@ class Engine(ABC):
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
         """Run a query and return its result; failures raise `CohortError` starting with `context`."""
 
+    def fetch_row_table(self, select: str, *, context: str) -> pa.Table:
+        """`fetch_arrow` of a query whose result is one row (a statistics row): by default the same
+        call; an engine that reads such a result faster another way overrides it."""
+        return self.fetch_arrow(select, context=context)
+
     @abstractmethod
     def _execute(self, sql: str, *, context: str) -> None:
         """Run a statement of cohortsql's own SQL (through `_run`); failures raise `CohortError` starting with `context`."""
@@ -443,7 +448,7 @@ def fetch_numpy(engine: Engine, select: str, *, context: str) -> dict[str, np.nd
 
 def fetch_record(engine: Engine, select: str, *, context: str) -> Row:
     """The single row of a query as a column -> value mapping."""
-    rows = engine.fetch_arrow(select, context=context).to_pylist()
+    rows = engine.fetch_row_table(select, context=context).to_pylist()
     if len(rows) != 1:
         raise CohortError(f"{context}: expected one row, got {len(rows)}")
     return rows[0]

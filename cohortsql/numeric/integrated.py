@@ -95,20 +95,25 @@ def _powers(q: np.ndarray, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return power, lower
 
 
-def _integrands(histogram: IntegratedHistogram, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """d nu / d z_j and 2 (nu - ybar) d nu / d z_j at z = (1 - q) 1, each (targets, games, players, nodes)."""
+def _path_weights(histogram: IntegratedHistogram, q: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The rule's sums that each player's values are linear in, (4, targets, games, K).
+
+    With L_k(q) = q^(k-1), the integrand on player j is sum_k L_k (-Y_jk / D + C_jk N / D^2), and its
+    squared variant the same times 2 (N / D - ybar): over a rule of nodes q_i and weights w_i, player
+    j's integral is sum_k (-Y_jk a_k + C_jk b_k) with a_k = sum_i w_i L_k(q_i) / D(q_i) and b_k =
+    sum_i w_i L_k(q_i) N(q_i) / D(q_i)^2 (and a'_k, b'_k with the factor 2 (N / D - ybar)): sums over
+    the k alone, K of them, where evaluating every player's integrand at every node took K x players
+    of them per node."""
     power, lower = _powers(q, histogram.ks)
     weighting = histogram.weighting_of_game
-    denominator = _times(histogram.counts, power)[:, weighting]  # (T, G, n)
-    numerator = _times(histogram.sums, power)  # (T, G, n)
-    d_denominator = -_times(histogram.player_counts, lower)[:, weighting]  # (T, G, P, n)
-    d_numerator = -_times(histogram.player_sums, lower)  # (T, G, P, n)
-    gradient = (d_numerator * denominator[:, :, None] - numerator[:, :, None] * d_denominator) / (
-        denominator[:, :, None] ** 2
-    )
+    denominator = _times(histogram.counts, power)[:, weighting]  # D: (T, G, nodes)
+    numerator = _times(histogram.sums, power)  # N: (T, G, nodes)
     overall = histogram.sums.sum(axis=-1) / histogram.counts.sum(axis=-1)[:, weighting]  # nu at q = 1
-    deviation = numerator / denominator - overall[..., None]
-    return gradient, 2.0 * deviation[:, :, None] * gradient
+    twice_deviation = 2.0 * (numerator / denominator - overall[..., None])
+    of_sums = weights / denominator  # multiplies -Y_jk L_k
+    of_counts = of_sums * numerator / denominator  # multiplies C_jk L_k
+    per_node = np.stack([of_sums, of_counts, twice_deviation * of_sums, twice_deviation * of_counts])
+    return _times(per_node, lower.T)
 
 
 def _times(sums: np.ndarray, powers: np.ndarray) -> np.ndarray:
@@ -122,13 +127,23 @@ def integrate(histogram: IntegratedHistogram, *, tolerance: float = TOLERANCE) -
     nodes, and split in halves until the two agree to `tolerance` of the largest value (of the values
     and of the squared values, separately) times the panel's share of the path; the finer rule's sums
     are kept."""
-    whole = _on_panel(histogram, 0.0, 1.0, 2 * RULE_NODES)
+    player_counts = histogram.player_counts[:, histogram.weighting_of_game]  # C_jk of each game: (T, G, P, K)
+
+    def on_panel(low: float, high: float, nodes: int) -> tuple[np.ndarray, np.ndarray]:
+        x, w = _rule(nodes)
+        sums, counts, squared_sums, squared_counts = _path_weights(histogram, low + (high - low) * x, (high - low) * w)
+        return (
+            _by_player(player_counts, counts) - _by_player(histogram.player_sums, sums),
+            _by_player(player_counts, squared_counts) - _by_player(histogram.player_sums, squared_sums),
+        )
+
+    whole = on_panel(0.0, 1.0, 2 * RULE_NODES)
     scales = _scale(whole[0]), _scale(whole[1])
     values, squared = np.zeros_like(whole[0]), np.zeros_like(whole[1])
     panels, nodes, made = [(0.0, 1.0, whole)], 2 * RULE_NODES, 1
     while panels:
         low, high, fine = panels.pop()
-        coarse = _on_panel(histogram, low, high, RULE_NODES)
+        coarse = on_panel(low, high, RULE_NODES)
         nodes += RULE_NODES
         # the panel's share of the tolerance, never below what rounding leaves of the largest value
         allowed = max(tolerance * (high - low), ROUNDING)
@@ -139,7 +154,7 @@ def integrate(histogram: IntegratedHistogram, *, tolerance: float = TOLERANCE) -
             continue
         middle = (low + high) / 2
         for piece in ((low, middle), (middle, high)):
-            panels.append((*piece, _on_panel(histogram, *piece, 2 * RULE_NODES)))
+            panels.append((*piece, on_panel(*piece, 2 * RULE_NODES)))
             nodes += 2 * RULE_NODES
         made += 2
     if histogram.ks[0] != 0 or np.any(histogram.counts[..., 0] <= 0):
@@ -150,12 +165,9 @@ def integrate(histogram: IntegratedHistogram, *, tolerance: float = TOLERANCE) -
     return IntegratedValues(values, squared, full_cohort - overall, full_cohort, nodes)
 
 
-def _on_panel(histogram: IntegratedHistogram, low: float, high: float, nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    x, w = _rule(nodes)
-    q = low + (high - low) * x
-    gradient, squared = _integrands(histogram, q)
-    weights = (high - low) * w
-    return gradient @ weights, squared @ weights
+def _by_player(per_player: np.ndarray, per_k: np.ndarray) -> np.ndarray:
+    """sum_k per_player[t, g, j, k] per_k[t, g, k]: (T, G, P), one batched matrix product."""
+    return (per_player @ per_k[..., None])[..., 0]
 
 
 def _scale(values: np.ndarray) -> float:
