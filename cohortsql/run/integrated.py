@@ -15,7 +15,7 @@ import pyarrow as pa
 from cohortsql import queries
 from cohortsql.engines.base import Engine, fetch_numpy
 from cohortsql.numeric import dissimilar
-from cohortsql.numeric.integrated import RULE_NODES, IntegratedHistogram, IntegratedValues, integrate
+from cohortsql.numeric.integrated import IntegratedHistogram, IntegratedValues, integrate
 from cohortsql.numeric.shapley import importance_order
 from cohortsql.queries.measures import MeasureSource
 from cohortsql.request.measures import Measures
@@ -39,12 +39,11 @@ def players_of(prepared: Prepared) -> list[tuple[int, ...]]:
 
 def integrated_batch_size(prepared: Prepared) -> int:
     """The most targets whose integrated histograms (at most min(d + 1, subject rows) values of k, each
-    with every sum in total and per player: as fetched, scattered and summed) and integrands (each game,
-    player and node of the finer rule, a few arrays of them) fit the batch memory budget."""
+    with every sum in total and per player: as built, made dense and integrated) fit the batch memory
+    budget (the integration's own arrays hold one sum per k: `cohortsql.numeric.integrated`)."""
     measures, players = prepared.measures, prepared.players
     sums = (measures.weightings + measures.games) * (1 + players)
     per_target = min(prepared.d + 1, prepared.subject_rows) * sums * 8 * 3
-    per_target += max(1, measures.games) * players * 2 * RULE_NODES * 8 * 6
     return max(1, prepared.batch_bytes // per_target)
 
 
@@ -86,8 +85,7 @@ def integrated_batches(
     engine.expect_aggregates(integrated_sums(prepared))
     for start, size in pacer.batches():
         batch = targets.numbered(start, size)
-        columns = _histogram(engine, prepared, subjects, batch, players, context)
-        histogram, weights = integrated_histogram(columns, size, len(players), measures)
+        histogram, weights = _histogram(engine, prepared, subjects, batch, players, context)
         values = integrate(histogram)
         orders, path_weights, path_means = [], [], []
         for outcome in range(measures.outcomes):
@@ -124,14 +122,15 @@ def _histogram(
     batch: pa.Table,
     players: Sequence[Sequence[int]],
     context: str,
-) -> dict[str, np.ndarray]:
-    """The batch's (target, k) histogram: built here from the streamed subjects (`dissimilar`) where the
-    engine allows it, else by the engine's SQL (``sql/integrated_histogram.sql``)."""
+) -> tuple[IntegratedHistogram, np.ndarray]:
+    """The batch's (target, k) histogram (`integrated_histogram`): built here from the streamed subjects
+    (`dissimilar`) where the engine allows it, else by the engine's SQL (``sql/integrated_histogram.sql``)."""
     if subjects.kernel is not None:
-        return _kernel_histogram(prepared, subjects.kernel, batch, players, context, ranks=None)
+        return _kernel_histogram(prepared, subjects.kernel, batch, players, context)
     with engine.temporary(engine.upload(batch, "targets")) as uploaded:
         sql = queries.integrated.integrated_histogram(_sql_inputs(engine, prepared, subjects.weighted), uploaded)
-        return fetch_numpy(engine, sql, context=context)
+        columns = fetch_numpy(engine, sql, context=context)
+    return integrated_histogram(columns, batch.num_rows, len(players), prepared.measures)
 
 
 def _sql_inputs(engine: Engine, prepared: Prepared, weighted: WeightedSubjects) -> queries.integrated.HistogramInputs:
@@ -142,7 +141,7 @@ def _sql_inputs(engine: Engine, prepared: Prepared, weighted: WeightedSubjects) 
     )
 
 
-def _kernel_histogram(
+def _kernel_passes(
     prepared: Prepared,
     subjects: KernelSubjects,
     batch: pa.Table,
@@ -150,10 +149,12 @@ def _kernel_histogram(
     context: str,
     *,
     ranks: np.ndarray | None,
-) -> dict[str, np.ndarray]:
-    """The (target, k) histogram (or with `ranks`, the (target, smallest dissimilar rank) one) of the
-    batch, in the columns the SQL gives, from the subjects (streamed, or kept from an earlier pass) by
-    the compiled kernel (`cohortsql.numeric.dissimilar`), a pass of targets at a time that fits its memory."""
+) -> Iterator[tuple[int, np.ndarray]]:
+    """The dense cells of the batch's targets (`dissimilar.DissimilarHistogram.totals`: (targets, sums,
+    players + 2, 1 + players) by k, or with `ranks` (targets, sums, players + 2, 1) by smallest
+    dissimilar rank, whose sums are W_0 and each outcome's first sum), built from the subjects
+    (streamed, or kept from an earlier pass) by the compiled kernel, a pass of targets at a time that fits
+    its memory; each pass with the position of its first target in the batch."""
     measures = prepared.measures
     every = subjects.measure_names
     names = (
@@ -165,8 +166,6 @@ def _kernel_histogram(
     player_of = np.zeros(prepared.d, dtype=np.int64)
     for player, members in enumerate(players):
         player_of[list(members)] = player
-    key = "k" if ranks is None else "rank"
-    parts: dict[str, list[np.ndarray]] = {"target": [], key: []}
     # the dense cells of a pass within the batch budget (a quarter of an engine's memory limit, if less)
     step = (
         dissimilar.targets_per_pass(len(players), len(names), prepared.batch_bytes) if ranks is None else batch.num_rows
@@ -179,24 +178,44 @@ def _kernel_histogram(
         )
         for features, values in subjects.batches(context):
             histogram.add(features, values if len(chosen) == len(every) else values[:, chosen])
-        totals = histogram.totals  # (targets, sums, cells, 1 or players + 1)
-        target, cell = np.nonzero(totals[:, 0, :, 0] > 0)  # the cells some subject reached (weights are > 0)
-        parts["target"].append(first + target)
-        parts[key].append(cell)
-        for index, name in enumerate(names):
-            parts.setdefault(name, []).append(totals[target, index, cell, 0])
-            if ranks is None:
-                for player in range(len(players)):
-                    named = queries.integrated.player_name(name, player)
-                    parts.setdefault(named, []).append(totals[target, index, cell, 1 + player])
-    return {name: np.concatenate(arrays) for name, arrays in parts.items()}
+        yield first, histogram.totals
+
+
+def _kernel_histogram(
+    prepared: Prepared,
+    subjects: KernelSubjects,
+    batch: pa.Table,
+    players: Sequence[Sequence[int]],
+    context: str,
+) -> tuple[IntegratedHistogram, np.ndarray]:
+    """`integrated_histogram` of the batch from the kernel's dense cells, kept at the k some subject
+    reached (the cells are allocated lazily: at d = 10,000 a target's are 1.6 GB, of which a few
+    hundred k are written)."""
+    parts = []
+    for first, totals in _kernel_passes(prepared, subjects, batch, players, context, ranks=None):
+        reached = np.flatnonzero((totals[:, 0, :, 0] > 0).any(axis=0))  # (weights are > 0)
+        parts.append((first, reached, totals[:, :, reached]))
+    ks = np.unique(np.concatenate([reached for _, reached, _ in parts]))
+    cells = np.zeros((batch.num_rows, len(subjects.measure_names), len(ks), len(players) + 1))
+    for first, reached, part in parts:
+        cells[first : first + len(part), :, np.searchsorted(ks, reached)] = part
+    by_player = np.moveaxis(cells[..., 1:], -1, -2)  # (targets, sums, players, K)
+    weightings = prepared.measures.weightings
+    return _with_weights(
+        ks,
+        cells[:, :weightings, :, 0],
+        cells[:, weightings:, :, 0],
+        np.ascontiguousarray(by_player[:, :weightings]),
+        np.ascontiguousarray(by_player[:, weightings:]),
+        prepared.measures,
+    )
 
 
 def integrated_histogram(
     columns: dict[str, np.ndarray], rows: int, players: int, measures: Measures
 ) -> tuple[IntegratedHistogram, np.ndarray]:
-    """The (target, k) rows of a batch as dense arrays over the k that occur (`IntegratedHistogram`),
-    and each target's weights of its full cohort and of each player's cohort alone."""
+    """The (target, k) rows of a batch (columns of the SQL's result) as dense arrays over the k that occur
+    (`IntegratedHistogram`), and each target's weights of its full cohort and of each player's cohort alone."""
     target = np.asarray(columns["target"], dtype=np.int64)
     k = np.asarray(columns["k"], dtype=np.int64)
     ks, position = np.unique(k, return_inverse=True)
@@ -211,8 +230,21 @@ def integrated_histogram(
         return np.stack([dense([queries.integrated.player_name(name, j) for name in names]) for j in range(players)], 2)
 
     weight_names, sum_names = measures.weight_names, measures.sum_names
-    counts, sums = dense(weight_names), dense(sum_names)
-    player_counts, player_sums = per_player(weight_names), per_player(sum_names)
+    return _with_weights(
+        ks, dense(weight_names), dense(sum_names), per_player(weight_names), per_player(sum_names), measures
+    )
+
+
+def _with_weights(
+    ks: np.ndarray,
+    counts: np.ndarray,
+    sums: np.ndarray,
+    player_counts: np.ndarray,
+    player_sums: np.ndarray,
+    measures: Measures,
+) -> tuple[IntegratedHistogram, np.ndarray]:
+    """The histogram of these dense arrays (`IntegratedHistogram`'s), and each target's weights of its
+    full cohort and of each player's cohort alone: (targets, weightings, 1 + players)."""
     totals = counts.sum(axis=-1)  # W_b of every subject
     similar_alone = totals[..., None] - player_counts.sum(axis=-1)  # (rows, weightings, players)
     full = counts[..., 0] if ks.size and ks[0] == 0 else np.zeros(counts.shape[:2])
@@ -254,7 +286,7 @@ def refinement_curves(
     curves = []
     for largest in (False, True)[: 2 if deletion else 1]:
         if subjects.kernel is not None:  # the largest rank is the smallest of the reversed ranks, reversed
-            columns = _kernel_histogram(
+            ((_, totals),) = _kernel_passes(  # one pass: every target of the batch
                 prepared,
                 subjects.kernel,
                 batch,
@@ -262,19 +294,20 @@ def refinement_curves(
                 "following the players' order",
                 ranks=count + 1 - ranks if largest else ranks,
             )
-            if largest:
-                columns["rank"] = count + 1 - columns["rank"]
+            dense = np.moveaxis(totals[..., 0], 1, 0)  # (sums, rows, count + 2)
+            if largest:  # cell r of the reversed ranks is cell count + 1 - r
+                dense = dense[..., ::-1]
         else:
             with engine.temporary(engine.upload(_with_ranks(batch, ranks), "ranked_targets")) as uploaded:
                 sql = queries.integrated.rank_histogram(
                     _sql_inputs(engine, prepared, subjects.weighted), uploaded, largest=largest
                 )
                 columns = fetch_numpy(engine, sql, context="following the players' order")
-        dense = np.zeros((len(names), rows, count + 2))
-        target = np.asarray(columns["target"], dtype=np.int64)
-        rank = np.asarray(columns["rank"], dtype=np.int64)
-        for index, name in enumerate(names):
-            np.add.at(dense[index], (target, rank), np.asarray(columns[name], dtype=np.float64))
+            dense = np.zeros((len(names), rows, count + 2))
+            target = np.asarray(columns["target"], dtype=np.int64)
+            rank = np.asarray(columns["rank"], dtype=np.int64)
+            for index, name in enumerate(names):
+                np.add.at(dense[index], (target, rank), np.asarray(columns[name], dtype=np.float64))
         if largest:  # in the cohort after m players are dropped: largest dissimilar rank <= m
             cumulative = np.cumsum(dense[..., : count + 1], axis=-1)
         else:  # in the cohort of the first m players: smallest dissimilar rank > m
