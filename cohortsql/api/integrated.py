@@ -203,7 +203,9 @@ def insertion_deletion(
         for start in range(0, chosen.count, CURVE_BATCH):
             rows = chosen.table.slice(start, CURVE_BATCH)
             batch = rows.append_column("__cohort_batch", pa.array(np.arange(rows.num_rows, dtype=np.int32)))
-            parts.append(refinement_curves(engine, prepared, subjects, batch, ranks[start : start + rows.num_rows]))
+            parts.append(
+                refinement_curves(engine, prepared, subjects, start, batch, ranks[start : start + rows.num_rows])
+            )
         settings = session.settings(chosen, method="insertion_deletion", path="integrated")
     offset = prepared.pilots[0]
     inserted = np.concatenate([part.insertion[:, 0] for part in parts]) + offset

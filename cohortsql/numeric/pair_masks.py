@@ -53,6 +53,10 @@ class Columns:
         """How many rows the columns hold (a compact array of no column is (d, 0))."""
         return max(array.shape[1] for array in self.arrays)
 
+    def between(self, first: int, last: int) -> Columns:
+        """Rows `first` to `last` (excluded) of columns that are not compact (views, not copies)."""
+        return Columns(self.floats[:, first:last], self.ints[:, first:last], self.missing[:, first:last])
+
     @classmethod
     def of(
         cls,

@@ -85,14 +85,14 @@ def integrated_batches(
     engine.expect_aggregates(integrated_sums(prepared))
     for start, size in pacer.batches():
         batch = targets.numbered(start, size)
-        histogram, weights = _histogram(engine, prepared, subjects, batch, players, context)
+        histogram, weights = _histogram(engine, prepared, subjects, start, batch, players, context)
         values = integrate(histogram)
         orders, path_weights, path_means = [], [], []
         for outcome in range(measures.outcomes):
             order = importance_order(values.shapley[:, measures.game(outcome, 0)])
             ranks = np.empty_like(order)
             np.put_along_axis(ranks, order, np.arange(1, order.shape[1] + 1)[None, :], axis=1)
-            curves = refinement_curves(engine, prepared, subjects, batch, ranks, deletion=False)
+            curves = refinement_curves(engine, prepared, subjects, start, batch, ranks, deletion=False)
             orders.append(order)
             path_weights.append(curves.insertion_weight[:, 1:])
             path_means.append(curves.insertion[:, outcome, 1:])
@@ -119,14 +119,16 @@ def _histogram(
     engine: Engine,
     prepared: Prepared,
     subjects: Subjects,
+    start: int,
     batch: pa.Table,
     players: Sequence[Sequence[int]],
     context: str,
 ) -> tuple[IntegratedHistogram, np.ndarray]:
     """The batch's (target, k) histogram (`integrated_histogram`): built here from the streamed subjects
-    (`dissimilar`) where the engine allows it, else by the engine's SQL (``sql/integrated_histogram.sql``)."""
+    (`dissimilar`) where the engine allows it, else by the engine's SQL (``sql/integrated_histogram.sql``).
+    `start`: the batch's first row among the targets `subjects` were made for."""
     if subjects.kernel is not None:
-        return _kernel_histogram(prepared, subjects.kernel, batch, players, context)
+        return _kernel_histogram(prepared, subjects.kernel, start, batch, players, context)
     with engine.temporary(engine.upload(batch, "targets")) as uploaded:
         sql = queries.integrated.integrated_histogram(_sql_inputs(engine, prepared, subjects.weighted), uploaded)
         columns = fetch_numpy(engine, sql, context=context)
@@ -144,6 +146,7 @@ def _sql_inputs(engine: Engine, prepared: Prepared, weighted: WeightedSubjects) 
 def _kernel_passes(
     prepared: Prepared,
     subjects: KernelSubjects,
+    start: int,
     batch: pa.Table,
     players: Sequence[Sequence[int]],
     context: str,
@@ -174,7 +177,7 @@ def _kernel_passes(
         part = batch.slice(first, step)
         part_ranks = None if ranks is None else ranks[first : first + part.num_rows]
         histogram = dissimilar.DissimilarHistogram(
-            subjects.targets(part), subjects.tests, player_of, len(names), part_ranks
+            subjects.targets(start + first, part.num_rows), subjects.tests, player_of, len(names), part_ranks
         )
         for features, values in subjects.batches(context):
             histogram.add(features, values if len(chosen) == len(every) else values[:, chosen])
@@ -184,6 +187,7 @@ def _kernel_passes(
 def _kernel_histogram(
     prepared: Prepared,
     subjects: KernelSubjects,
+    start: int,
     batch: pa.Table,
     players: Sequence[Sequence[int]],
     context: str,
@@ -192,7 +196,7 @@ def _kernel_histogram(
     reached (the cells are allocated lazily: at d = 10,000 a target's are 1.6 GB, of which a few
     hundred k are written)."""
     parts = []
-    for first, totals in _kernel_passes(prepared, subjects, batch, players, context, ranks=None):
+    for first, totals in _kernel_passes(prepared, subjects, start, batch, players, context, ranks=None):
         reached = np.flatnonzero((totals[:, 0, :, 0] > 0).any(axis=0))  # (weights are > 0)
         parts.append((first, reached, totals[:, :, reached]))
     ks = np.unique(np.concatenate([reached for _, reached, _ in parts]))
@@ -271,14 +275,15 @@ def refinement_curves(
     engine: Engine,
     prepared: Prepared,
     subjects: Subjects,
+    start: int,
     batch: pa.Table,
     ranks: np.ndarray,
     *,
     deletion: bool = True,
 ) -> Curves:
-    """The insertion (and `deletion`) curves of the `batch` of targets, each along its players' `ranks`
-    ((rows, players), 1 for the first): one GROUP BY target, smallest dissimilar rank (and one by
-    largest), O(n d) per target, exact."""
+    """The insertion (and `deletion`) curves of the `batch` of targets (from row `start` of the targets
+    `subjects` were made for), each along its players' `ranks` ((rows, players), 1 for the first): one
+    GROUP BY target, smallest dissimilar rank (and one by largest), O(n d) per target, exact."""
     players = players_of(prepared)
     count, outcomes = len(players), prepared.measures.outcomes
     rows = batch.num_rows
@@ -289,6 +294,7 @@ def refinement_curves(
             ((_, totals),) = _kernel_passes(  # one pass: every target of the batch
                 prepared,
                 subjects.kernel,
+                start,
                 batch,
                 players,
                 "following the players' order",

@@ -21,11 +21,17 @@ from cohortsql.run.preparation import Prepared, WeightedSubjects
 SUBJECT_BATCH_ROWS = 8_192
 """Subjects per Arrow batch the kernel reads (`Engine.arrow_batches`): a few MB of features at d = 1,000."""
 
+CODED_TARGET_BYTES = 64 * 2**20
+"""Targets coded at once and kept (each feature a double, a 64-bit integer and a missing flag: 17 bytes):
+3,800 targets at d = 1,024, so that a call's batches of targets are coded once, not once per pass."""
+
 
 class KernelSubjects:
     """Every subject's features (`pair_masks.Columns`, compact) and measures (each of `measure_names`,
     a column of doubles), batch by batch. Text is coded against the values of every target of the call
-    (`targets`), so that one coding serves each batch of them."""
+    (`targets`), so that one coding serves each batch of them; the targets themselves are coded a chunk
+    at a time (`CODED_TARGET_BYTES`), which the passes over a batch of them (its histogram, its
+    refinement curves) share."""
 
     def __init__(
         self,
@@ -42,13 +48,23 @@ class KernelSubjects:
         self.query = queries.histogram.pair_inputs(
             weighted.relation, prepared.features, prepared.measures, engine.dialect, collapsed=prepared.compressed
         )
+        self.every_target = targets
+        self.coded: tuple[int, pair_masks.Columns] | None = None
+        """The first row of the targets coded last, and those coded from it."""
         self.kept: list[tuple[pair_masks.Columns, np.ndarray]] | None = None
         self.passes = 0
         """How many times the subjects were read from the engine."""
 
-    def targets(self, batch: pa.Table) -> pair_masks.Columns:
-        """A batch of targets coded as the subjects are."""
-        return pair_masks.Columns.of([batch.column(name) for name in self.columns], self.tests, self.vocabulary)
+    def targets(self, first: int, count: int) -> pair_masks.Columns:
+        """The `count` targets from row `first` of the call's targets, coded as the subjects are."""
+        if self.coded is not None:
+            start, coded = self.coded
+            if start <= first and first + count <= start + coded.rows:
+                return coded.between(first - start, first - start + count)
+        chunk = self.every_target.slice(first, max(count, CODED_TARGET_BYTES // (17 * max(1, len(self.columns)))))
+        coded = pair_masks.Columns.of([chunk.column(name) for name in self.columns], self.tests, self.vocabulary)
+        self.coded = (first, coded)
+        return coded.between(0, count)
 
     def batches(self, context: str) -> Iterator[tuple[pair_masks.Columns, np.ndarray]]:
         """(features, measures: (rows, measures)) of every subject, a batch at a time: from memory when a
