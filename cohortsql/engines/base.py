@@ -32,6 +32,9 @@ from cohortsql.errors import CohortError
 from cohortsql.numeric.pair_tests import PairTest
 from cohortsql.request.user_sql import is_query, query_text
 
+FEW_ROWS = 10_000
+"""The most rows a result read by `Engine.fetch_few_rows` has."""
+
 
 @dataclass(frozen=True)
 class EngineSettings:
@@ -153,9 +156,10 @@ class Engine(ABC):
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
         """Run a query and return its result; failures raise `CohortError` starting with `context`."""
 
-    def fetch_row_table(self, select: str, *, context: str) -> pa.Table:
-        """`fetch_arrow` of a query whose result is one row (a statistics row): by default the same
-        call; an engine that reads such a result faster another way overrides it."""
+    def fetch_few_rows(self, select: str, *, context: str) -> pa.Table:
+        """`fetch_arrow` of a query whose result has at most `FEW_ROWS` rows (a statistics row, listed
+        targets, a sample): by default the same call; an engine that reads such results faster another
+        way (at the cost of a copy of the rows) overrides it."""
         return self.fetch_arrow(select, context=context)
 
     @abstractmethod
@@ -448,7 +452,7 @@ def fetch_numpy(engine: Engine, select: str, *, context: str) -> dict[str, np.nd
 
 def fetch_record(engine: Engine, select: str, *, context: str) -> Row:
     """The single row of a query as a column -> value mapping."""
-    rows = engine.fetch_row_table(select, context=context).to_pylist()
+    rows = engine.fetch_few_rows(select, context=context).to_pylist()
     if len(rows) != 1:
         raise CohortError(f"{context}: expected one row, got {len(rows)}")
     return rows[0]

@@ -86,6 +86,7 @@ def statistics_aggregates(
     duplicates_in_place: bool,
     distinct_rows: bool,
     known: KnownQuantiles = NO_QUANTILES,
+    counted_apart: frozenset[int] = frozenset(),
 ) -> dict[str, str]:
     """The whole-table aggregates by name: n, moments of each y_k - pilot_k (`centred_values`, the SQL of
     each; see `centred`), checks, and each feature's needs.
@@ -93,7 +94,8 @@ def statistics_aggregates(
     `id` is the SQL of each row's id (the id column, or the row position); `check_ids` counts missing
     ids and, when `duplicates_in_place`, repeated ones (an id column must identify rows; otherwise
     `duplicate_ids` counts them in a query of their own). With a `weight` column, the moments are its
-    weighted sums (`weighted_moments` turns them into the mean and variance)."""
+    weighted sums (`weighted_moments` turns them into the mean and variance). The features numbered in
+    `counted_apart` have their statistics counted elsewhere (`cohortsql.run.streamed_statistics`)."""
     aggregates = {"subjects": "count(*)"}
     weights = None if weight is None else f"CAST({dialect.quote(weight)} AS DOUBLE)"
     if weights is not None:
@@ -119,6 +121,8 @@ def statistics_aggregates(
             [dialect.quote(feature.name) for feature in features]
         )
     for feature in features:
+        if feature.index in counted_apart:
+            continue
         for name, sql in feature_statistics(feature, dialect.quote(feature.name), dialect, known).items():
             aggregates[statistic_alias(feature.index, name)] = sql
     return aggregates
@@ -181,6 +185,11 @@ def positive_weights(source: str, weight: str, dialect: Dialect) -> str:
 def table_statistics(source: str, aggregates: Mapping[str, str], dialect: Dialect) -> str:
     """One row of whole-table statistics (see ``sql/table_statistics.sql``)."""
     return template("table_statistics").format(source=source, aggregates=select_list(aggregates, dialect))
+
+
+def feature_columns(source: str, names: Sequence[str], dialect: Dialect) -> str:
+    """SELECT the columns `names` of `source` as they are."""
+    return f"SELECT {', '.join(dialect.quote(name) for name in names)} FROM {source}"
 
 
 def distinct_counts(source: str, columns: Mapping[str, str], dialect: Dialect) -> str:

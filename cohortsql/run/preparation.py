@@ -37,6 +37,7 @@ from cohortsql.run.data_checks import (
     positive_rows,
 )
 from cohortsql.run.feature_statistics import count_distinct_values, known_quantiles, measure_tails
+from cohortsql.run.streamed_statistics import plain_features, streamed_statistics
 from cohortsql.run.table_statistics import TableStatistics
 
 BATCH_MEMORY_BYTES = 256 * 2**20
@@ -210,6 +211,7 @@ def prepare(
     mergeable = not any(isinstance(feature.kind, SqlPredicate) for feature in features)
     in_place = engine.memory_budget is None and engine.counts_distinct_beside_aggregates
     ids_apart = id is not None and not in_place  # repeated ids counted by a grouped query of their own
+    streamed = plain_features(engine, features)
     aggregates = queries.statistics.statistics_aggregates(
         features,
         explained,
@@ -221,6 +223,7 @@ def prepare(
         duplicates_in_place=in_place,
         distinct_rows=mergeable and not ids_apart,
         known=known,
+        counted_apart=frozenset(feature.index for feature in streamed),
     )
     # how small each y - pilot gets, in the same pass: its squares must keep their digits
     aggregates |= {
@@ -229,6 +232,8 @@ def prepare(
     row = fetch_record(
         engine, queries.statistics.table_statistics(relation, aggregates, dialect), context="computing table statistics"
     )
+    if streamed:
+        row |= streamed_statistics(engine, relation, streamed)
     if ids_apart:  # which then estimates the distinct rows too
         hashed = features if mergeable else ()
         context = "checking that ids are unique"
@@ -331,7 +336,7 @@ def game_means(measures: Measures, totals: Mapping[str, float]) -> tuple[np.ndar
 def _pilot(engine: Engine, source: str, prediction: str, exact: bool) -> tuple[float | int, float | None]:
     """A pilot value of an explained column (an int for an integer column, `exact`; else a float) and
     the column's largest finite |y| (None without a finite value)."""
-    rows = engine.fetch_arrow(
+    rows = engine.fetch_few_rows(
         queries.statistics.pilot(source, prediction, engine.dialect, exact=exact), context="reading the data"
     ).to_pylist()
     if not rows or rows[0]["pilot"] is None:

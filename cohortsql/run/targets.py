@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from cohortsql import queries
 from cohortsql._typing import Targets
-from cohortsql.engines.base import Engine, fetch_numpy, fetch_record
+from cohortsql.engines.base import FEW_ROWS, Engine, fetch_numpy, fetch_record
 from cohortsql.engines.inputs import POSITION_COLUMN
 from cohortsql.errors import CohortError
 from cohortsql.request.arguments import RowMask, drawn_seed
@@ -107,7 +107,9 @@ def select_targets(
             raise CohortError(f"targets {prepared.target_predicate!r} selects no rows; loosen the predicate")
         size = _sample_size(sample, population)
         sql = queries.targets.sampled_targets(subjects, condition, size, seed, prepared.measures, engine.dialect)
-        table, weights = read_targets(engine, prepared, sql, context="selecting a sample of targets")
+        table, weights = read_targets(
+            engine, prepared, sql, context="selecting a sample of targets", few=size <= FEW_ROWS
+        )
         if include is not None:
             table, weights, included = _with_included(engine, prepared, table, include)
     elif targets is None or isinstance(targets, str):
@@ -264,11 +266,13 @@ def _sample_size(sample: object, n: int) -> int:
     return max(1, math.ceil(float(sample) * n))
 
 
-def read_targets(engine: Engine, prepared: Prepared, sql: str, *, context: str) -> tuple[pa.Table, np.ndarray]:
+def read_targets(
+    engine: Engine, prepared: Prepared, sql: str, *, context: str, few: bool = False
+) -> tuple[pa.Table, np.ndarray]:
     """The target rows of query `sql` (in id order) and each one's weight under every weighting,
     (targets, 1 + B): its own, then times its draw of each bootstrap replicate, read in long form
-    (``sql/target_draws.sql``) so that no query grows with B."""
-    table = engine.fetch_arrow(sql, context=context)
+    (``sql/target_draws.sql``) so that no query grows with B. `few`: at most `FEW_ROWS` rows."""
+    table = (engine.fetch_few_rows if few else engine.fetch_arrow)(sql, context=context)
     own = table.column(f"__cohort_{prepared.measures.weight_name(0)}").to_numpy().astype(np.float64)
     measures = prepared.measures
     if not measures.replicates or table.num_rows == 0:
@@ -342,6 +346,7 @@ def rows_by_id(
                 subjects or prepared.subjects, condition, prepared.measures, _listed(requested)
             ),
             context=f"matching {role} ids to the {column}",
+            few=len(requested) <= FEW_ROWS,
         )
     found = pl.Series(table.column("__cohort_id"))
     missing = pl.Series(requested).filter(~pl.Series(requested).is_in(found.implode())).unique(maintain_order=True)
@@ -493,7 +498,7 @@ def sampled_data(engine: Engine, prepared: Prepared, fraction: float, seed: int)
     dialect = engine.dialect
     membership = queries.targets.kept_on_hash(fraction, seed, prepared.id_sql, dialect)
     names = prepared.input.schema.names
-    read = engine.fetch_arrow(
+    read = (engine.fetch_few_rows if fraction * prepared.subject_count <= FEW_ROWS else engine.fetch_arrow)(
         queries.targets.sampled_data(prepared.input.relation, names, prepared.id_sql, membership, dialect),
         context="reading a sample of the rows",
     )

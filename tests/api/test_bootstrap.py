@@ -144,7 +144,7 @@ def test_no_query_grows_with_the_replicates_under_a_memory_limit(monkeypatch):
     """20,000 replicates under memory_limit=200MB peaked at 2.5 GB before DuckDB ran out of memory: every
     query summed a column per replicate. Now their queries are as wide for 4,000 replicates as for 40."""
     longest = {}
-    for method in ("fetch_arrow", "create"):
+    for method in ("fetch_arrow", "fetch_few_rows", "create"):
         original = getattr(DuckDBEngine, method)
 
         def recorded(self, select, *args, _original=original, **kwargs):

@@ -13,15 +13,16 @@ from cohortsql.run import targets as targets_module
 
 @pytest.fixture
 def reads(monkeypatch):
-    """The (context, SQL) of every query the DuckDB engine reads back."""
+    """The (context, SQL) of every query the DuckDB engine reads back (few rows or many)."""
     seen: list[tuple[str, str]] = []
-    original = DuckDBEngine.fetch_arrow
+    for method in ("fetch_arrow", "fetch_few_rows"):
+        original = getattr(DuckDBEngine, method)
 
-    def recording(self, select, *, context):
-        seen.append((context, select))
-        return original(self, select, context=context)
+        def recording(self, select, *, context, _original=original):
+            seen.append((context, select))
+            return _original(self, select, context=context)
 
-    monkeypatch.setattr(DuckDBEngine, "fetch_arrow", recording)
+        monkeypatch.setattr(DuckDBEngine, method, recording)
     return seen
 
 
