@@ -128,7 +128,8 @@ def _histogram(
     (`dissimilar`) where the engine allows it, else by the engine's SQL (``sql/integrated_histogram.sql``).
     `start`: the batch's first row among the targets `subjects` were made for."""
     if subjects.kernel is not None:
-        return _kernel_histogram(prepared, subjects.kernel, start, batch, players, context)
+        passes = _kernel_passes(prepared, subjects.kernel, start, batch, players, context, ranks=None)
+        return _histogram_of_cells(passes, batch.num_rows, len(players), prepared.measures)
     with engine.temporary(engine.upload(batch, "targets")) as uploaded:
         sql = queries.integrated.integrated_histogram(_sql_inputs(engine, prepared, subjects.weighted), uploaded)
         columns = fetch_numpy(engine, sql, context=context)
@@ -184,34 +185,29 @@ def _kernel_passes(
         yield first, histogram.totals
 
 
-def _kernel_histogram(
-    prepared: Prepared,
-    subjects: KernelSubjects,
-    start: int,
-    batch: pa.Table,
-    players: Sequence[Sequence[int]],
-    context: str,
+def _histogram_of_cells(
+    passes: Iterator[tuple[int, np.ndarray]], rows: int, players: int, measures: Measures
 ) -> tuple[IntegratedHistogram, np.ndarray]:
-    """`integrated_histogram` of the batch from the kernel's dense cells, kept at the k some subject
-    reached (the cells are allocated lazily: at d = 10,000 a target's are 1.6 GB, of which a few
-    hundred k are written)."""
+    """`integrated_histogram` of a batch of `rows` targets from the kernel's dense cells (`_kernel_passes`),
+    kept at the k some subject reached (the cells are allocated lazily: at d = 10,000 a target's are
+    1.6 GB, of which a few hundred k are written)."""
     parts = []
-    for first, totals in _kernel_passes(prepared, subjects, start, batch, players, context, ranks=None):
+    for first, totals in passes:
         reached = np.flatnonzero((totals[:, 0, :, 0] > 0).any(axis=0))  # (weights are > 0)
         parts.append((first, reached, totals[:, :, reached]))
     ks = np.unique(np.concatenate([reached for _, reached, _ in parts]))
-    cells = np.zeros((batch.num_rows, len(subjects.measure_names), len(ks), len(players) + 1))
+    cells = np.zeros((rows, parts[0][2].shape[1], len(ks), players + 1))
     for first, reached, part in parts:
         cells[first : first + len(part), :, np.searchsorted(ks, reached)] = part
     by_player = np.moveaxis(cells[..., 1:], -1, -2)  # (targets, sums, players, K)
-    weightings = prepared.measures.weightings
+    weightings = measures.weightings
     return _with_weights(
         ks,
         cells[:, :weightings, :, 0],
         cells[:, weightings:, :, 0],
         np.ascontiguousarray(by_player[:, :weightings]),
         np.ascontiguousarray(by_player[:, weightings:]),
-        prepared.measures,
+        measures,
     )
 
 
