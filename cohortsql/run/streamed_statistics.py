@@ -25,8 +25,12 @@ STREAMED_FROM_FEATURES = 64
 rows): below it, their aggregates cost the statistics statement little."""
 
 DISTINCT_KEPT = 4_096
-"""A column's distinct values are kept for an exact count while they are at most this many (a few MB for
-a thousand columns); a column with more is estimated by the engine (``approx_count_distinct``)."""
+"""A column's distinct values are kept for an exact count while they are at most this many; a column with
+more is estimated by the engine (``approx_count_distinct``)."""
+
+KEPT_BYTES = 64 * 2**20
+"""The distinct values kept for all the columns hold at most this many bytes (a column's share of it:
+long text reaches it before `DISTINCT_KEPT` values do); a column beyond its share is estimated too."""
 
 BATCH_ROWS = 8_192
 """Rows per batch the columns stream in."""
@@ -53,7 +57,8 @@ def streamed_statistics(engine: Engine, relation: str, features: Sequence[Featur
     of the statistics row (`queries.statistics.statistic_alias`)."""
     nulls = [0] * len(features)
     seen: list[list[pa.Array]] = [[] for _ in features]
-    sizes = [0] * len(features)
+    sizes, held = [0] * len(features), [0] * len(features)
+    share = KEPT_BYTES // len(features)
     many: set[int] = set()
     select = queries.statistics.feature_columns(relation, [feature.name for feature in features], engine.dialect)
     for batch in engine.arrow_batches(select, rows=BATCH_ROWS, context="counting the features' values"):
@@ -61,21 +66,30 @@ def streamed_statistics(engine: Engine, relation: str, features: Sequence[Featur
             nulls[position] += column.null_count
             if position in many:
                 continue
-            distinct = pc.unique(column)
-            seen[position].append(distinct)
-            sizes[position] += len(distinct)
-            if sizes[position] > DISTINCT_KEPT:
-                merged = _merged(seen[position])
-                seen[position], sizes[position] = [merged], len(merged)
-                if len(merged) > DISTINCT_KEPT + 1:  # (NULL is one of them)
-                    many.add(position)
-                    seen[position] = []
+            try:
+                distinct = pc.unique(column)
+                seen[position].append(distinct)
+                sizes[position] += len(distinct)
+                held[position] += distinct.nbytes
+                if sizes[position] > DISTINCT_KEPT or held[position] > share:
+                    merged = _merged(seen[position])
+                    seen[position], sizes[position], held[position] = [merged], len(merged), merged.nbytes
+            except pa.ArrowException:  # a type Arrow does not hash or concatenate: the engine estimates it
+                sizes[position] = DISTINCT_KEPT + 2
+            if sizes[position] > DISTINCT_KEPT + 1 or held[position] > share:  # (NULL is one of the values)
+                many.add(position)
+                seen[position] = []
     row: Row = {}
     for position, feature in enumerate(features):
         row[queries.statistics.statistic_alias(feature.index, "nulls")] = nulls[position]
-        if position not in many:
+        if position in many:
+            continue
+        try:
             merged = _merged(seen[position])
-            row[queries.statistics.statistic_alias(feature.index, "levels")] = len(merged) - merged.null_count
+        except pa.ArrowException:
+            many.add(position)
+            continue
+        row[queries.statistics.statistic_alias(feature.index, "levels")] = len(merged) - merged.null_count
     if many:
         estimates = {
             queries.statistics.statistic_alias(features[position].index, "levels"): engine.dialect.distinct_estimate(

@@ -21,13 +21,16 @@ from cohortsql.run import preparation, streamed_statistics
 
 def wide(features: int, rows: int = 6_000) -> tuple[pl.DataFrame, dict[str, str]]:
     rng = np.random.default_rng(features)
-    columns: dict[str, object] = {f"b{j}": rng.integers(0, 2, rows).astype(np.int8) for j in range(features - 6)}
+    columns: dict[str, object] = {f"b{j}": rng.integers(0, 2, rows).astype(np.int8) for j in range(features - 8)}
     columns["with_missing"] = pl.Series([None if i % 7 == 0 else i % 3 for i in range(rows)], dtype=pl.Int64)
     columns["flag"] = rng.uniform(size=rows) < 0.5
     columns["word"] = pl.Series([None if word == "-" else word for word in rng.choice(["a", "b", "c", "-"], rows)])
     columns["day"] = [datetime.date(2026, 1, 1) + datetime.timedelta(days=int(k)) for k in rng.integers(0, 90, rows)]
     columns["many"] = rng.integers(0, 60, rows)  # more than MANY_LEVELS: a warning
     columns["like_an_id"] = np.arange(rows)  # more distinct values than are kept: estimated by DuckDB
+    # fewer values than are kept, but more bytes than a column's share: estimated by DuckDB too
+    columns["long_text"] = [f"{i % 400:04d}" + "x" * 3_000 for i in range(rows)]
+    columns["category"] = pl.Series(rng.choice(["low", "mid", "high"], rows)).cast(pl.Categorical)
     frame = pl.DataFrame(columns).with_columns(y=pl.Series(rng.normal(size=rows))).with_row_index("id")
     return frame, {name: "exact" for name in columns}
 
@@ -45,7 +48,18 @@ def resolved(frame: pl.DataFrame, kinds: dict[str, str]) -> tuple[tuple, list[st
 
 def test_plain_features_resolve_as_the_statistics_statement_resolves_them(monkeypatch):
     frame, kinds = wide(80)
+    estimated: list[str] = []
+    original = DuckDBEngine.fetch_few_rows
+
+    def recording(self, select, *, context):
+        if context == "estimating the features' distinct values":
+            estimated.append(select)
+        return original(self, select, context=context)
+
+    monkeypatch.setattr(DuckDBEngine, "fetch_few_rows", recording)
     here, said_here = resolved(frame, kinds)
+    [estimate] = estimated
+    assert '"like_an_id"' in estimate and '"long_text"' in estimate and '"many"' not in estimate
     monkeypatch.setattr(streamed_statistics, "STREAMED_FROM_FEATURES", 10**9)
     by_sql, said_by_sql = resolved(frame, kinds)
     # the same features warned about, in the same words (a count kept here is exact, DuckDB's an estimate)
@@ -57,6 +71,7 @@ def test_plain_features_resolve_as_the_statistics_statement_resolves_them(monkey
         assert streamed.levels == pytest.approx(counted.levels, rel=0.05), streamed.name
     levels = {feature.name: feature.levels for feature in here}
     assert levels["with_missing"] == 3 and levels["word"] == 3 and levels["flag"] == 2 and levels["many"] == 60
+    assert levels["category"] == 3
     missing = {feature.name: feature.has_missing for feature in here}
     assert missing["with_missing"] and missing["word"] and not missing["b0"] and not missing["flag"]
 
