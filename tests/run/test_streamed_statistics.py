@@ -46,19 +46,24 @@ def resolved(frame: pl.DataFrame, kinds: dict[str, str]) -> tuple[tuple, list[st
     return prepared.features, sorted(str(warning.message) for warning in caught)
 
 
-def test_plain_features_resolve_as_the_statistics_statement_resolves_them(monkeypatch):
-    frame, kinds = wide(80)
-    estimated: list[str] = []
+@pytest.fixture
+def statements(monkeypatch) -> list[tuple[str, str]]:
+    """The (context, SQL) of every few-row result DuckDB reads."""
+    seen: list[tuple[str, str]] = []
     original = DuckDBEngine.fetch_few_rows
 
     def recording(self, select, *, context):
-        if context == "estimating the features' distinct values":
-            estimated.append(select)
+        seen.append((context, select))
         return original(self, select, context=context)
 
     monkeypatch.setattr(DuckDBEngine, "fetch_few_rows", recording)
+    return seen
+
+
+def test_plain_features_resolve_as_the_statistics_statement_resolves_them(monkeypatch, statements):
+    frame, kinds = wide(80)
     here, said_here = resolved(frame, kinds)
-    [estimate] = estimated
+    [estimate] = [sql for context, sql in statements if context == "estimating the features' distinct values"]
     assert '"like_an_id"' in estimate and '"long_text"' in estimate and '"many"' not in estimate
     monkeypatch.setattr(streamed_statistics, "STREAMED_FROM_FEATURES", 10**9)
     by_sql, said_by_sql = resolved(frame, kinds)
@@ -76,21 +81,12 @@ def test_plain_features_resolve_as_the_statistics_statement_resolves_them(monkey
     assert missing["with_missing"] and missing["word"] and not missing["b0"] and not missing["flag"]
 
 
-def test_the_statistics_statement_does_not_grow_with_plain_features(monkeypatch):
+def test_the_statistics_statement_does_not_grow_with_plain_features(statements):
     """The statement names each column once (in the hash of the distinct rows), where it held two
     aggregates of about 100 characters per feature."""
-    seen: list[str] = []
-    original = DuckDBEngine.fetch_few_rows
-
-    def recording(self, select, *, context):
-        if context == "computing table statistics":
-            seen.append(select)
-        return original(self, select, context=context)
-
-    monkeypatch.setattr(DuckDBEngine, "fetch_few_rows", recording)
     for features in (70, 400):
         frame, kinds = wide(features, rows=300)
         resolved(frame, kinds)
-    narrow, wide_statement = seen
+    narrow, wide_statement = [sql for context, sql in statements if context == "computing table statistics"]
     assert ":levels" not in wide_statement and ":nulls" not in wide_statement
     assert len(wide_statement) - len(narrow) <= 10 * (400 - 70)
