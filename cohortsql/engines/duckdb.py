@@ -217,7 +217,7 @@ class DuckDBEngine(Engine):
         """The DB-API reads a statement with one binding; the relation API (`fetch_arrow`) binds it once
         to make the relation and again to run it: 0.1 s of 0.3 s for the statistics of 1,024 features,
         10 ms for any query of a registered Arrow input of 1,025 columns. (Its Arrow output copies the
-        rows once more: nothing for a few rows, 20% more time and twice the memory for millions.)"""
+        rows once more, DuckDB warns: nothing for a few rows; 18% more time for 200,000 rows x 256 bytes.)"""
 
         def read() -> pa.Table:
             with warnings.catch_warnings():
