@@ -4,8 +4,7 @@
 -- Beside it, the column's largest finite |y|: squares beyond a DOUBLE are refused before any sum of them.
 SELECT
     {value} AS pilot,
-    (SELECT max(abs(CAST({prediction} AS DOUBLE))) FROM {source} AS every_row
-     WHERE abs(CAST({prediction} AS DOUBLE)) < CAST('Infinity' AS DOUBLE)) AS largest
+    (SELECT max(abs(CAST({prediction} AS DOUBLE))) FROM {source} AS every_row WHERE {finite}) AS largest
 FROM {source}
-WHERE abs(CAST({prediction} AS DOUBLE)) < CAST('Infinity' AS DOUBLE)
+WHERE {finite}
 LIMIT 1

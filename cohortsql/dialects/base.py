@@ -138,6 +138,10 @@ class Dialect:
         """Whether a floating-point value is NaN (NULL for NULL)."""
         return f"isnan({value})"
 
+    def is_finite(self, value: str) -> str:
+        """Whether a DOUBLE value is finite: false for NaN and the infinities (NULL for NULL)."""
+        return f"abs({value}) < CAST('Infinity' AS DOUBLE)"
+
     def nan_as_null(self, column: str) -> str:
         """A column as DOUBLE with NaN read as NULL. Not ``nullif(x, 'NaN')``: on a Parquet column DuckDB
         2.0 drops that (the file's statistics leave NaN out, so it takes the column to have none) and a

@@ -35,6 +35,16 @@ class DuckDBDialect(Dialect):
                 code.append(token)
         return " ".join(code)
 
+    # DuckDB 2.0.1 takes a Parquet column's statistics (whose minimum and maximum leave NaN out, as the
+    # format says) to mean it holds no NaN: over read_parquet, count_if(isnan(x)) and a filter on
+    # abs(x) < 'Infinity' skip its NaN (a file of 45 NaN in 500 rows counted none, and a NaN prediction
+    # passed the finiteness check). isfinite has no such shortcut: every test of NaN goes through it.
+    def is_nan(self, value: str) -> str:
+        return f"(NOT isfinite({value}) AND NOT isinf({value}))"
+
+    def is_finite(self, value: str) -> str:
+        return f"isfinite({value})"
+
     def failure(self, condition: str, message: str) -> str:
         return f"CAST(CASE WHEN {condition} THEN error({self.string(message)}) END AS DOUBLE)"
 

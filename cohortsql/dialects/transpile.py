@@ -31,6 +31,7 @@ class TranspiledDialect(DuckDBDialect):
     warehouse lacks, then transpiled (`cohortsql.dialects.transpile`)."""
 
     failure = Dialect.failure  # PostgreSQL has no error function a query can call
+    is_finite = Dialect.is_finite  # PostgreSQL's isfinite takes dates and timestamps, not numbers
     snapshot = Dialect.snapshot  # none, unless the warehouse's dialect says how (PostgreSQL does)
 
     def md5_hash(self, text: str) -> str:

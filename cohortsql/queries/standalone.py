@@ -25,7 +25,7 @@ from cohortsql.queries.histogram import MASK_WORD_BITS, mask_histogram
 from cohortsql.queries.integrated import HistogramInputs, integrated_histogram, player_name
 from cohortsql.queries.measures import collapsed_subjects, weighted_subjects
 from cohortsql.queries.statistics import (
-    BAD_VALUE,
+    bad_value,
     parameter_aggregates,
     positive_weights,
     statistic_alias,
@@ -283,7 +283,7 @@ def _refusals(resolved: Sequence[ResolvedFeature], prediction: str, dialect: Dia
     value = dialect.quote(prediction)
     refusals = [
         dialect.failure(
-            f"sum(CASE WHEN {BAD_VALUE.format(y=value)} THEN 1 ELSE 0 END) > 0",
+            f"sum(CASE WHEN {bad_value(value, dialect)} THEN 1 ELSE 0 END) > 0",
             f"cohortsql: prediction column {prediction!r} has NULL, NaN or infinite values; drop or fill them",
         )
     ]

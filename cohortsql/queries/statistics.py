@@ -14,8 +14,10 @@ from cohortsql.queries.templates import template
 from cohortsql.request.features import DEFAULT_WINDOW, NUMERIC_KINDS, ColumnKind, Feature, ResolvedFeature
 from cohortsql.request.similarity import MICROS_PER_DAY, NO_QUANTILES, KnownQuantiles, Similarity
 
-BAD_VALUE = "NOT coalesce(abs(CAST({y} AS DOUBLE)) < CAST('Infinity' AS DOUBLE), FALSE)"
-"""True for a NULL, NaN or infinite value of the explained column."""
+
+def bad_value(y: str, dialect: Dialect) -> str:
+    """True for a NULL, NaN or infinite value of the explained column `y` (SQL)."""
+    return f"NOT coalesce({dialect.is_finite(f'CAST({y} AS DOUBLE)')}, FALSE)"
 
 
 def pilot(source: str, prediction: str, dialect: Dialect, *, exact: bool = False) -> str:
@@ -23,7 +25,10 @@ def pilot(source: str, prediction: str, dialect: Dialect, *, exact: bool = False
     (an integer column's) in the column's own type, not as DOUBLE."""
     value = dialect.quote(prediction)
     return template("pilot").format(
-        source=source, value=value if exact else f"CAST({value} AS DOUBLE)", prediction=value
+        source=source,
+        value=value if exact else f"CAST({value} AS DOUBLE)",
+        prediction=value,
+        finite=dialect.is_finite(f"CAST({value} AS DOUBLE)"),
     )
 
 
@@ -102,7 +107,7 @@ def statistics_aggregates(
         aggregates["total_weight"] = f"sum({weights})"
     for index, (outcome, value) in enumerate(zip(outcomes, centred_values)):
         y = dialect.quote(outcome)
-        bad_y = BAD_VALUE.format(y=y)
+        bad_y = bad_value(y, dialect)
         centred = f"CASE WHEN {bad_y} THEN NULL ELSE {value} END"
         if weights is None:
             aggregates[f"mean:{index}"] = f"avg({centred})"
@@ -172,7 +177,7 @@ and a total beyond a DOUBLE reads as infinite everywhere."""
 def weight_checks(source: str, weight: str, id: str, dialect: Dialect) -> str:
     """One row of checks on the case-weight column over every row (see ``sql/weight_checks.sql``)."""
     value = f"CAST({dialect.quote(weight)} AS DOUBLE)"
-    bad = f"NOT coalesce({value} >= 0 AND {value} < CAST('Infinity' AS DOUBLE), FALSE)"
+    bad = f"NOT coalesce({value} >= 0 AND {dialect.is_finite(value)}, FALSE)"
     scale = dialect.number(WEIGHT_SCALE)
     return template("weight_checks").format(bad=bad, id=id, weight=value, scale=scale, source=source)
 
