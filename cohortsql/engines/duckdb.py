@@ -329,7 +329,7 @@ class DuckDBEngine(Engine):
     def _register_arrow(self, table: pa.Table, positions: bool) -> Input:
         registered = with_positions(table) if positions else table
         relation = self._temporary_relation(in_parallel_batches(registered))  # no copy
-        return Input(relation, table.schema, positions, True)
+        return Input(relation, table.schema, positions, True, registered)
 
     def _register_path(self, path: str, positions: bool) -> Input:
         if not self._files_visible:

@@ -29,19 +29,30 @@ def prepared_value(feature: ResolvedFeature, dialect: Dialect) -> str:
     return column
 
 
+def is_plain(feature: ResolvedFeature, dialect: Dialect) -> bool:
+    """Whether the feature's prepared value is its data column as it is (integers, text, booleans)."""
+    return prepared_value(feature, dialect) == dialect.quote(feature.name)
+
+
 def subject_fields(
     features: Sequence[ResolvedFeature],
     id: str,
     target_predicate: str | None,
     keep_data_columns: bool,
     dialect: Dialect,
+    *,
+    plain_from_data: bool = False,
 ) -> dict[str, str]:
-    """The template fields that define a subject row: id, target flag, prepared predictors."""
+    """The template fields that define a subject row: id, target flag, prepared predictors.
+    `plain_from_data` (with `keep_data_columns`): the predictors that are a data column as it is
+    (`is_plain`) are not selected a second time; the reader copies them from the data's columns."""
+    assert keep_data_columns or not plain_from_data
+    selected = [feature for feature in features if not (plain_from_data and is_plain(feature, dialect))]
     return dict(
         id=id,
         is_target="TRUE" if target_predicate is None else f"coalesce(({target_predicate}), FALSE)",
-        predictors=",\n    ".join(
-            f"{prepared_value(feature, dialect)} AS {dialect.quote(feature.column)}" for feature in features
+        predictors="".join(
+            f",\n    {prepared_value(feature, dialect)} AS {dialect.quote(feature.column)}" for feature in selected
         ),
         data_columns=",\n    *" if keep_data_columns else "",
     )
@@ -65,11 +76,13 @@ def subjects(
     target_predicate: str | None,
     keep_data_columns: bool,
     dialect: Dialect,
+    *,
+    plain_from_data: bool = False,
 ) -> str:
     """SELECT the subjects from `source` (see ``sql/subjects.sql``) with the columns `values` (name ->
-    SQL; `explained_values`); `id` is the SQL of each row's id."""
+    SQL; `explained_values`); `id` is the SQL of each row's id. `plain_from_data`: see `subject_fields`."""
     return template("subjects").format(
         source=source,
         values="".join(f"{sql} AS {name},\n    " for name, sql in values.items()),
-        **subject_fields(features, id, target_predicate, keep_data_columns, dialect),
+        **subject_fields(features, id, target_predicate, keep_data_columns, dialect, plain_from_data=plain_from_data),
     )

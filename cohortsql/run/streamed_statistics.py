@@ -10,7 +10,7 @@ aggregate estimates), else estimated by the engine's own aggregate in a query of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,16 +52,18 @@ def plain_features(engine: Engine, features: Sequence[Feature]) -> tuple[Feature
     return plain if len(plain) >= STREAMED_FROM_FEATURES else ()
 
 
-def streamed_statistics(engine: Engine, relation: str, features: Sequence[Feature]) -> Row:
+def streamed_statistics(
+    engine: Engine, relation: str, features: Sequence[Feature], in_memory: pa.Table | None = None
+) -> Row:
     """Each feature's ``nulls`` and ``levels`` (its distinct values other than NULL), under the aliases
-    of the statistics row (`queries.statistics.statistic_alias`)."""
+    of the statistics row (`queries.statistics.statistic_alias`). `in_memory`: the relation's rows
+    themselves (`cohortsql.engines.inputs.Input.in_memory`), read here rather than through the engine."""
     nulls = [0] * len(features)
     seen: list[list[pa.Array]] = [[] for _ in features]
     sizes, held = [0] * len(features), [0] * len(features)
     share = KEPT_BYTES // len(features)
     many: set[int] = set()
-    select = queries.statistics.feature_columns(relation, [feature.name for feature in features], engine.dialect)
-    for batch in engine.arrow_batches(select, rows=BATCH_ROWS, context="counting the features' values"):
+    for batch in _batches(engine, relation, [feature.name for feature in features], in_memory):
         for position, column in enumerate(batch.columns):
             nulls[position] += column.null_count
             if position in many:
@@ -103,6 +105,15 @@ def streamed_statistics(engine: Engine, relation: str, features: Sequence[Featur
             context="estimating the features' distinct values",
         )
     return row
+
+
+def _batches(engine: Engine, relation: str, names: list[str], in_memory: pa.Table | None) -> Iterator[pa.RecordBatch]:
+    """The columns `names` of every row, `BATCH_ROWS` at a time."""
+    if in_memory is not None:
+        yield from in_memory.select(names).to_batches(max_chunksize=BATCH_ROWS)
+        return
+    select = queries.statistics.feature_columns(relation, names, engine.dialect)
+    yield from engine.arrow_batches(select, rows=BATCH_ROWS, context="counting the features' values")
 
 
 def _merged(parts: list[pa.Array]) -> pa.Array:

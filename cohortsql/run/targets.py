@@ -23,6 +23,7 @@ from cohortsql.engines.inputs import POSITION_COLUMN
 from cohortsql.errors import CohortError
 from cohortsql.request.arguments import RowMask, drawn_seed
 from cohortsql.request.features import ResolvedFeature
+from cohortsql.run.data_frames import data_frame
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.replicates import draw_groups
 
@@ -316,14 +317,28 @@ def _targets_by_id(
     table, weights = rows_by_id(
         engine, prepared, targets, role="target", within_targets=True, subjects=f"({source}) AS subjects_with_data"
     )
+    table = with_plain_predictors(table, prepared.features)
     names = prepared.input.schema.names
-    data = pl.from_arrow(table.select(names))
-    assert isinstance(data, pl.DataFrame)
+    data = data_frame(table, prepared.input.schema)
     if not prepared.custom:  # the subjects keep the data's columns only for sql: predicates
         dropped = {*names, *([POSITION_COLUMN] if prepared.input.positions else [])}
         # a select of the rest: pyarrow's drop_columns takes 0.6 s for 1,025 names (quadratic)
         table = table.select([name for name in table.column_names if name not in dropped])
     return table, weights, data
+
+
+def with_plain_predictors(table: pa.Table, features: Sequence[ResolvedFeature]) -> pa.Table:
+    """The rows of `Prepared.subjects_with_data` with every predictor: those that are a data column as it
+    is (`queries.subjects.is_plain`) copied from it, in the subjects' order of the predictors (after
+    ``__cohort_target``)."""
+    columns = dict(zip(table.column_names, table.columns))
+    predictors = {feature.column: columns.get(feature.column, columns[feature.name]) for feature in features}
+    before = table.column_names[: table.column_names.index("__cohort_target") + 1]
+    rest = [name for name in table.column_names[len(before) :] if name not in predictors]
+    names = [*before, *predictors, *rest]
+    return pa.Table.from_arrays(
+        [predictors[name] if name in predictors else columns[name] for name in names], names=names
+    )
 
 
 def rows_by_id(
@@ -449,9 +464,7 @@ def read_rows(
         )
     if not read.column("__cohort_id").equals(rows.column("__cohort_id")):
         raise RuntimeError("the rows read back do not match the requested ids (ids out of order)")
-    frame = pl.from_arrow(read.drop_columns(["__cohort_id"]))
-    assert isinstance(frame, pl.DataFrame)
-    return frame
+    return data_frame(read, prepared.input.schema)
 
 
 def _distinct_targets(
@@ -494,16 +507,20 @@ def sampled_data(engine: Engine, prepared: Prepared, fraction: float, seed: int)
     """The data's rows (every column, as they are) of about `fraction` of the subjects, each kept on its
     own hash with `seed` (`queries.targets.kept_on_hash`; every row when `fraction` is 1), in id order:
     one scan of the input itself, whose columns are read as they are (the subjects' predictors, a
-    thousand expressions at d = 1,024, are not computed for it)."""
+    thousand expressions at d = 1,024, are not computed for it); every row of data the engine reads from
+    this process's memory (`Input.in_memory`) is read there."""
     dialect = engine.dialect
-    membership = queries.targets.kept_on_hash(fraction, seed, prepared.id_sql, dialect)
     names = prepared.input.schema.names
-    read = (engine.fetch_few_rows if fraction * prepared.subject_count <= FEW_ROWS else engine.fetch_arrow)(
-        queries.targets.sampled_data(prepared.input.relation, names, prepared.id_sql, membership, dialect),
-        context="reading a sample of the rows",
-    )
-    # sorted here, not by the engine: a few thousand rows, where Spark sorted its whole scan
-    read = read.sort_by("__cohort_id")
-    frame = pl.from_arrow(read.select(names))  # a select, not drop_columns: quadratic in the columns
-    assert isinstance(frame, pl.DataFrame)
-    return frame
+    in_memory = prepared.input.in_memory
+    if fraction >= 1 and in_memory is not None:
+        # rows in the order of their positions already; sorted by id as the engine's are
+        read = in_memory if prepared.id is None else in_memory.sort_by(prepared.id)
+    else:
+        membership = queries.targets.kept_on_hash(fraction, seed, prepared.id_sql, dialect)
+        read = (engine.fetch_few_rows if fraction * prepared.subject_count <= FEW_ROWS else engine.fetch_arrow)(
+            queries.targets.sampled_data(prepared.input.relation, names, prepared.id_sql, membership, dialect),
+            context="reading a sample of the rows",
+        )
+        # sorted here, not by the engine: a few thousand rows, where Spark sorted its whole scan
+        read = read.sort_by("__cohort_id")
+    return data_frame(read, prepared.input.schema)

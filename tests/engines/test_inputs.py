@@ -250,6 +250,40 @@ def test_a_nan_prediction_or_weight_in_a_parquet_file_is_refused_as_nan(column, 
         cohortsql.cohort_shapley(path, prediction="y", similarity={"x": "abs:0.5"}, weight="w", **engine.options)
 
 
+def test_a_duration_column_comes_back_as_it_was_given(engine):
+    """A column DuckDB reads as an interval (a polars Duration), feature or not: the targets' rows hold
+    the caller's durations (polars cannot import Arrow's interval type: every call on such a frame had
+    failed), and the copy check's sample of the rows is read as well."""
+    import datetime
+
+    rng = np.random.default_rng(2)
+    frame = pl.DataFrame(
+        {
+            "x": rng.normal(size=40),
+            "y": rng.normal(size=40),
+            "span": pl.Series([None if k == 3 else datetime.timedelta(days=k, microseconds=7) for k in range(40)]),
+        }
+    )
+    for targets in ([0, 3, 7], None):
+        result = cohortsql.cohort_shapley(
+            frame, prediction="y", similarity={"x": "abs:0.3"}, targets=targets, **engine.options
+        )
+        assert result.targets.equals(frame[targets or slice(None)]), targets
+
+
+def test_an_interval_of_months_comes_back_as_its_parts():
+    """A DuckDB table's INTERVAL column, which may count months (no duration can): a struct of its months,
+    days and nanoseconds."""
+    connection = duckdb.connect()
+    connection.execute(
+        "CREATE TABLE t AS SELECT i AS x, i * 0.5 AS y, INTERVAL (i) MONTH + INTERVAL 2 DAY AS every FROM range(12) r(i)"
+    )
+    result = cohortsql.cohort_shapley(
+        "t", prediction="y", similarity={"x": "abs:2"}, targets=[1], connection=connection
+    )
+    assert result.targets["every"].to_list() == [{"months": 1, "days": 2, "nanoseconds": 0}]
+
+
 def test_result_tables(expected, tmp_path):
     local = expected.local
     assert local.columns == ["id", "feature", "feature_value", "prediction", "shapley", "shapley_squared"]

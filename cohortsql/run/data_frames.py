@@ -1,0 +1,56 @@
+"""The data's own columns read back from an engine (targets' rows, the copy check's sample) as a polars
+frame in the caller's types. DuckDB reads an Arrow dictionary as text and a duration as an interval,
+whose Arrow type (month_day_nano_interval) polars cannot import: the frame had failed to build for any
+table with a duration column, used or not."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+_PARTS = ("months", "days", "nanoseconds")
+_INTERVAL = np.dtype(list(zip(_PARTS, ("<i4", "<i4", "<i8"))))
+"""An Arrow month_day_nano_interval value as it lies in its buffer."""
+_NANOSECONDS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+_DAY_NANOSECONDS = 86_400 * 10**9
+
+
+def data_frame(table: pa.Table, schema: pa.Schema) -> pl.DataFrame:
+    """The columns of `schema` (the input's) from `table`: dictionaries as their values, as DuckDB reads
+    them; intervals as durations where the input's column is a duration, else as structs of their
+    months, days and nanoseconds, which polars can hold."""
+    columns = [_readable(table.column(field.name), field.type) for field in schema]
+    frame = pl.from_arrow(pa.Table.from_arrays(columns, names=schema.names))
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def _readable(column: pa.ChunkedArray, given: pa.DataType) -> pa.ChunkedArray:
+    if pa.types.is_dictionary(column.type):
+        return column.cast(column.type.value_type)
+    if column.type != pa.month_day_nano_interval():
+        return column
+    chunks: list[pa.Array] = [_from_interval(chunk, given) for chunk in column.chunks]
+    return pa.chunked_array(chunks) if chunks else pa.chunked_array([pa.array([], _interval_type(given))])
+
+
+def _interval_type(given: pa.DataType) -> pa.DataType:
+    if pa.types.is_duration(given):
+        return given
+    return pa.struct(list(zip(_PARTS, (pa.int32(), pa.int32(), pa.int64()))))
+
+
+def _from_interval(chunk: pa.Array, given: pa.DataType) -> pa.Array:
+    values = chunk.buffers()[1]
+    assert values is not None, "an interval array holds its values"
+    parts = np.frombuffer(memoryview(values), dtype=_INTERVAL, count=chunk.offset + len(chunk))[chunk.offset :]
+    missing = chunk.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_duration(given):  # DuckDB's interval of a duration: days and nanoseconds, no months
+        nanoseconds = parts["days"].astype(np.int64) * _DAY_NANOSECONDS + parts["nanoseconds"]
+        return pa.array(nanoseconds // _NANOSECONDS[given.unit], given, mask=missing)
+    return pa.StructArray.from_arrays(
+        [pa.array(parts[name]) for name in _PARTS],
+        names=list(_PARTS),
+        mask=pa.array(missing),
+    )
