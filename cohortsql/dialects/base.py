@@ -34,6 +34,10 @@ class Dialect:
     exact_quantiles: ClassVar[bool] = True
     """Whether the engine has an exact quantile aggregate; without one, printed SQL gets quantile
     windows' quantiles as literals computed from the data it was printed from."""
+    sums_overflow_to_infinity: ClassVar[bool] = False
+    """Whether a sum of DOUBLEs beyond the largest gives infinity (DuckDB, Spark), which a check of the
+    sums reads after the fact, rather than stop the query with an error (PostgreSQL): then the largest
+    |y| is checked before any sum of squares is taken, in a query of its own."""
     snapshot: ClassVar[tuple[str, ...] | None] = None
     """For a server cohortsql reaches through ADBC: the statements (in the server's own SQL) that make
     a new transaction read one snapshot of the data, run first in it (``()``: every transaction does);

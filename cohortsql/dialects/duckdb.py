@@ -14,6 +14,7 @@ _DOLLAR_TAG = re.compile(r"^\$[A-Za-z_]*\$")
 class DuckDBDialect(Dialect):
     name = "duckdb"
     snapshot: ClassVar[tuple[str, ...] | None] = ()  # a DuckDB transaction reads one snapshot (MVCC)
+    sums_overflow_to_infinity = True
 
     def code_outside_quotes(self, text: str, role: str) -> str:
         """The operators of `text` as DuckDB's own lexer (`duckdb.tokenize`) reads it, strings,

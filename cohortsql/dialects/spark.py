@@ -12,6 +12,7 @@ class SparkDialect(Dialect):
     name = "spark"
     identifier_quote = "`"
     text_type = "STRING"
+    sums_overflow_to_infinity = True
 
     def string(self, text: str) -> str:
         # Spark reads backslash escapes inside string literals.

@@ -32,6 +32,7 @@ class TranspiledDialect(DuckDBDialect):
 
     failure = Dialect.failure  # PostgreSQL has no error function a query can call
     is_finite = Dialect.is_finite  # PostgreSQL's isfinite takes dates and timestamps, not numbers
+    sums_overflow_to_infinity = False  # PostgreSQL stops an overflowing sum with an error
     snapshot = Dialect.snapshot  # none, unless the warehouse's dialect says how (PostgreSQL does)
 
     def md5_hash(self, text: str) -> str:

@@ -20,16 +20,25 @@ def bad_value(y: str, dialect: Dialect) -> str:
     return f"NOT coalesce({dialect.is_finite(f'CAST({y} AS DOUBLE)')}, FALSE)"
 
 
-def pilot(source: str, prediction: str, dialect: Dialect, *, exact: bool = False) -> str:
+def pilot(source: str, prediction: str, dialect: Dialect, *, exact: bool = False, largest: bool = True) -> str:
     """SELECT any one finite value of the explained column (see ``sql/pilot.sql``); an `exact` one
-    (an integer column's) in the column's own type, not as DOUBLE."""
+    (an integer column's) in the column's own type, not as DOUBLE. `largest`: beside it, the largest
+    finite |y| (`largest_finite`) over every row, a second scan (on Spark a job of its own, 0.3 s of
+    1,000,000 cached rows)."""
     value = dialect.quote(prediction)
+    every_row = f"(SELECT {largest_finite(prediction, dialect)} FROM {source} AS every_row)"
     return template("pilot").format(
         source=source,
         value=value if exact else f"CAST({value} AS DOUBLE)",
-        prediction=value,
+        largest=f",\n    {every_row} AS largest" if largest else "",
         finite=dialect.is_finite(f"CAST({value} AS DOUBLE)"),
     )
+
+
+def largest_finite(prediction: str, dialect: Dialect) -> str:
+    """The aggregate of the explained column's largest finite |y| over the rows (NULL without one)."""
+    value = f"CAST({dialect.quote(prediction)} AS DOUBLE)"
+    return f"max(CASE WHEN {dialect.is_finite(value)} THEN abs({value}) END)"
 
 
 def centred(prediction: str, pilot_value: float | int, dialect: Dialect) -> str:

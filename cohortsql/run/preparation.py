@@ -202,7 +202,7 @@ def prepare(
     integers = [pa.types.is_integer(source.schema.field(outcome).type) for outcome in outcomes]
     read = [_pilot(engine, relation, outcome, exact) for outcome, exact in zip(outcomes, integers)]
     own_pilots = [pilot for pilot, _ in read]
-    check_squares_fit(outcomes, [largest for _, largest in read])
+    check_squares_fit(outcomes, [largest for _, largest in read])  # where read with the pilot
     explained = [outcome for outcome in outcomes for _ in powers]
     pilots = tuple(pilot if power == 1 else 0.0 for pilot in own_pilots for power in powers)
     centred_firsts = [
@@ -231,9 +231,17 @@ def prepare(
     aggregates |= {
         f"largest:{index}": queries.statistics.largest_magnitude(first) for index, first in enumerate(centred_firsts)
     }
+    if dialect.sums_overflow_to_infinity:  # the largest |y| read beside sums that cannot stop the query
+        aggregates |= {
+            f"largest_value:{index}": queries.statistics.largest_finite(outcome, dialect)
+            for index, outcome in enumerate(outcomes)
+        }
     row = fetch_record(
         engine, queries.statistics.table_statistics(relation, aggregates, dialect), context="computing table statistics"
     )
+    if dialect.sums_overflow_to_infinity:
+        largest = [row[f"largest_value:{index}"] for index in range(len(outcomes))]
+        check_squares_fit(outcomes, [None if value is None else float(value) for value in largest])
     if streamed:
         row |= streamed_statistics(engine, relation, streamed, source.in_memory if weight is None else None)
     if ids_apart:  # which then estimates the distinct rows too
@@ -343,15 +351,18 @@ def game_means(measures: Measures, totals: Mapping[str, float]) -> tuple[np.ndar
 
 
 def _pilot(engine: Engine, source: str, prediction: str, exact: bool) -> tuple[float | int, float | None]:
-    """A pilot value of an explained column (an int for an integer column, `exact`; else a float) and
-    the column's largest finite |y| (None without a finite value)."""
+    """A pilot value of an explained column (an int for an integer column, `exact`; else a float) and,
+    on an engine whose overflowing sums stop the query (`Dialect.sums_overflow_to_infinity`), the
+    column's largest finite |y| (None without a finite value, or where the statistics read it)."""
+    apart = not engine.dialect.sums_overflow_to_infinity
     rows = engine.fetch_few_rows(
-        queries.statistics.pilot(source, prediction, engine.dialect, exact=exact), context="reading the data"
+        queries.statistics.pilot(source, prediction, engine.dialect, exact=exact, largest=apart),
+        context="reading the data",
     ).to_pylist()
     if not rows or rows[0]["pilot"] is None:
         return (0 if exact else 0.0), None
-    largest = None if rows[0]["largest"] is None else float(rows[0]["largest"])
-    return (int(rows[0]["pilot"]) if exact else float(rows[0]["pilot"])), largest
+    largest = rows[0].get("largest")
+    return (int(rows[0]["pilot"]) if exact else float(rows[0]["pilot"])), None if largest is None else float(largest)
 
 
 def _batch_bytes(engine: Engine) -> int:

@@ -290,6 +290,31 @@ def test_scales_whose_squares_do_not_fit_a_double_are_refused_with_the_factor(sc
         cohortsql.shapley_effects(data, prediction="score", similarity=SIMILARITY, id="id", method="integrated")
 
 
+@pytest.mark.parametrize("scale", [1e160, 1e300])
+def test_squares_beyond_a_double_are_refused_on_every_engine(scale, engine, monkeypatch):
+    """Where a sum that overflows gives infinity (DuckDB, Spark), the largest |y| is read beside the
+    statistics and the pilot reads one row, not a second scan of every row (a Spark job of its own);
+    where it stops the query (PostgreSQL), it is read with the pilot, before any sum of squares. Either
+    way the column is refused with the factor that rescales it, not with the engine's overflow."""
+    from cohortsql.engines.base import Engine
+    from cohortsql.engines.duckdb import DuckDBEngine
+
+    pilots: list[str] = []
+    for engine_class in (Engine, DuckDBEngine):  # the base's read serves Spark's and ADBC's
+
+        def spied(self, select, *, context, _original=engine_class.fetch_few_rows):
+            if "AS pilot" in select:
+                pilots.append(select)
+            return _original(self, select, context=context)
+
+        monkeypatch.setattr(engine_class, "fetch_few_rows", spied)
+    data = records(14).with_columns(score=pl.col("score") * scale)
+    exponent = f"{scale:.0e}".split("e+")[1]
+    with pytest.raises(cohortsql.CohortError, match=rf"reaches about \de\+{exponent}: its sums of squares overflow"):
+        cohortsql.cohort_shapley(data, prediction="score", similarity=SIMILARITY, id="id", **engine.options)
+    assert pilots and all(("every_row" in sql) == (engine.name == "adbc") for sql in pilots)
+
+
 def test_bootstrap_intervals_are_the_same_on_both_paths():
     data = records(15)
     runs = [

@@ -231,3 +231,30 @@ def test_every_engine_reads_the_same_sample_for_the_check(engine, monkeypatch):
         cohortsql.cohort_shapley, frame, prediction="y", similarity=kinds, id="id", targets=[0, 1]
     )
     assert len(found) == 1 and found[0].startswith("'copy' alone accounts for") and found == reference
+
+
+@pytest.mark.parametrize("ids", ["integers", "text"])
+def test_the_checks_sample_is_the_rows_whose_hash_is_below_the_fraction(ids, engine, monkeypatch):
+    """The rows the check reads are those whose md5('<seed>:row:<id>') begins, as a big-endian 32-bit
+    number, below the fraction of 2^32 (120 of 400 rows: 0.3), as hashlib computes it, on every engine."""
+    import hashlib
+
+    import cohortsql.api.local as local
+    import cohortsql.results.copies as copies
+
+    monkeypatch.setattr(copies, "COPY_CHECK_FEWEST", 120)
+    monkeypatch.setattr(copies, "COPY_CHECK_ROWS", 120)
+    read: list[pl.DataFrame] = []
+    monkeypatch.setattr(local, "warn_about_copies", lambda rows, *arguments: read.append(rows))
+    rng = np.random.default_rng(6)
+    identifiers = [k * 7 - 900 for k in range(400)] if ids == "integers" else [f"r{k}'s" for k in range(400)]
+    frame = pl.DataFrame({"id": identifiers, "x": rng.normal(size=400), "y": rng.normal(size=400)})
+    cohortsql.cohort_shapley(
+        frame, prediction="y", similarity={"x": "abs:0.5"}, id="id", targets=[identifiers[0]], **engine.options
+    )
+    kept = [
+        value
+        for value in identifiers
+        if int.from_bytes(hashlib.md5(f"0:row:{value}".encode()).digest()[:4], "big") < 0.3 * 2**32
+    ]
+    assert 90 < len(kept) < 150 and read[0]["id"].to_list() == sorted(kept)
