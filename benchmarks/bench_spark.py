@@ -27,7 +27,7 @@ values never pass through the driver.
    `cohort_shapley` on Spark (histograms assembled on the driver).
 
     python benchmarks/bench_spark.py [--rows 1000000] [--targets 100] [--calls 100,1000]
-                                     [--sizes 1000,10000,50000] [--parts 1,2]
+                                     [--sizes 1000,10000,50000] [--parts 1,2|calls]
 """
 
 from __future__ import annotations
@@ -83,14 +83,21 @@ def totals(sql: str) -> str:
     return f"SELECT count(*), sum(n), sum(total) FROM ({sql}) AS h"
 
 
-def histogram_part(spark: Any, rows: int, targets: int, calls: list[int]) -> None:
+def uniform_rows(rows: int) -> pa.Table:
+    """`rows` rows of D uniform features, y their sum, and a random D-bit code (a stored stand-in for the mask)."""
     rng = np.random.default_rng(2026)
     x = rng.uniform(size=(rows, D))
-    subjects = pa.table(
+    return pa.table(
         {f"x{j}": x[:, j] for j in range(D)}
         | {"y": x.sum(axis=1), "code": rng.integers(0, 1 << D, size=rows).astype(np.int16)}
     )
-    chosen = pa.table({"target": np.arange(targets, dtype=np.int32)} | {f"x{j}": x[:targets, j] for j in range(D)})
+
+
+def histogram_part(spark: Any, rows: int, targets: int, calls: list[int]) -> None:
+    subjects = uniform_rows(rows)
+    chosen = pa.table(
+        {"target": np.arange(targets, dtype=np.int32)} | {f"x{j}": subjects.column(f"x{j}")[:targets] for j in range(D)}
+    )
     spark.createDataFrame(subjects).createOrReplaceTempView("s_input")
     spark.sql("CACHE TABLE s AS SELECT * FROM s_input")
     spark.createDataFrame(chosen).createOrReplaceTempView("t")
@@ -352,6 +359,9 @@ def main(rows: int, targets: int, calls: list[int], sizes: list[int], parts: lis
     print(machine() + f"; Spark {spark.version} local[2]")
     if "1" in parts:
         histogram_part(spark, rows, targets, calls)
+    elif "calls" in parts:  # part 1's whole calls alone
+        print(f"\n1. the whole calls alone, {rows:,} rows x {D} abs:{DELTA} windows")
+        whole_call(spark, uniform_rows(rows), calls)
     if "2" in parts:
         table_part(spark, sizes, directory)
 
@@ -362,7 +372,9 @@ if __name__ == "__main__":
     parser.add_argument("--targets", type=int, default=100)
     parser.add_argument("--calls", default="100,1000", help="targets of the whole calls timed in part 1")
     parser.add_argument("--sizes", default="1000,10000,50000")
-    parser.add_argument("--parts", default="1,2", help="which parts to run, e.g. 2")
+    parser.add_argument(
+        "--parts", default="1,2", help="which parts to run, e.g. 2; 'calls': part 1's whole calls alone"
+    )
     arguments = parser.parse_args()
     sizes = [int(size) for size in arguments.sizes.split(",")]
     calls = [int(count) for count in arguments.calls.split(",")]

@@ -26,10 +26,11 @@ from cohortsql.request.arguments import RowMask
 from cohortsql.request.features import ResolvedFeature
 from cohortsql.request.options import Options, Where
 from cohortsql.request.similarity import Similarity, SimilarityArgument
+from cohortsql.run.data_rows import sampled_data
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, prepare
 from cohortsql.run.progress import Reporter, reporter
-from cohortsql.run.targets import TargetSet, read_target_data, sampled_data, select_targets
+from cohortsql.run.targets import TargetSet, read_target_data, select_targets
 
 
 @dataclass

@@ -14,7 +14,7 @@ import pytest
 
 import cohortsql
 from cohortsql.engines.duckdb import DuckDBEngine
-from cohortsql.run import preparation, targets
+from cohortsql.run import data_rows, preparation
 from cohortsql.run.streamed_statistics import STREAMED_FROM_FEATURES
 
 
@@ -74,7 +74,7 @@ def prepared_and_sample(data: object, id: str | None = "id") -> tuple[preparatio
         prepared = preparation.prepare(
             engine, data, outcomes=("y",), similarity=kinds(frame), id=id, target_predicate=None, max_features=2_000
         )
-        return prepared, targets.sampled_data(engine, prepared, 1.0, seed=0)
+        return prepared, data_rows.sampled_data(engine, prepared, 1.0, seed=0)
 
 
 @pytest.mark.parametrize("id", ["id", None], ids=["id column", "row positions"])

@@ -1,13 +1,18 @@
-"""The data's own columns read back from an engine (targets' rows, the copy check's sample) as a polars
-frame in the caller's types. DuckDB reads an Arrow dictionary as text and a duration as an interval,
-whose Arrow type (month_day_nano_interval) polars cannot import: the frame had failed to build for any
-table with a duration column, used or not."""
+"""The data's own rows as they are (every column): read back from an engine (targets' rows, the copy
+check's sample) as a polars frame in the caller's types, and the copy check's sample itself. DuckDB
+reads an Arrow dictionary as text and a duration as an interval, whose Arrow type
+(month_day_nano_interval) polars cannot import: the frame had failed to build for any table with a
+duration column, used or not."""
 
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
+
+from cohortsql import queries
+from cohortsql.engines.base import FEW_ROWS, Engine
+from cohortsql.run.preparation import Prepared
 
 _PARTS = ("months", "days", "nanoseconds")
 _INTERVAL = np.dtype(list(zip(_PARTS, ("<i4", "<i4", "<i8"))))
@@ -54,3 +59,26 @@ def _from_interval(chunk: pa.Array, given: pa.DataType) -> pa.Array:
         names=list(_PARTS),
         mask=pa.array(missing),
     )
+
+
+def sampled_data(engine: Engine, prepared: Prepared, fraction: float, seed: int) -> pl.DataFrame:
+    """The data's rows (every column, as they are) of about `fraction` of the subjects, each kept on its
+    own hash with `seed` (`queries.targets.kept_on_hash`; every row when `fraction` is 1), in id order:
+    one scan of the input itself, whose columns are read as they are (the subjects' predictors, a
+    thousand expressions at d = 1,024, are not computed for it); every row of data the engine reads from
+    this process's memory (`Input.in_memory`) is read there."""
+    dialect = engine.dialect
+    names = prepared.input.schema.names
+    in_memory = prepared.input.in_memory
+    if fraction >= 1 and in_memory is not None:
+        # rows in the order of their positions already; sorted by id as the engine's are
+        read = in_memory if prepared.id is None else in_memory.sort_by(prepared.id)
+    else:
+        membership = queries.targets.kept_on_hash(fraction, seed, prepared.id_sql, dialect)
+        read = (engine.fetch_few_rows if fraction * prepared.subject_count <= FEW_ROWS else engine.fetch_arrow)(
+            queries.targets.sampled_data(prepared.input.relation, names, prepared.id_sql, membership, dialect),
+            context="reading a sample of the rows",
+        )
+        # sorted here, not by the engine: a few thousand rows, where Spark sorted its whole scan
+        read = read.sort_by("__cohort_id")
+    return data_frame(read, prepared.input.schema)
