@@ -23,8 +23,8 @@ _DAY_NANOSECONDS = 86_400 * 10**9
 
 def data_frame(table: pa.Table, schema: pa.Schema) -> pl.DataFrame:
     """The columns of `schema` (the input's) from `table`: dictionaries as their values, as DuckDB reads
-    them; intervals as durations where the input's column is a duration, else as structs of their
-    months, days and nanoseconds, which polars can hold."""
+    them; intervals, at any depth of lists and structs, as durations where the input's column has a
+    duration there, else as structs of their months, days and nanoseconds, which polars can hold."""
     columns = [_readable(table.column(field.name), field.type) for field in schema]
     frame = pl.from_arrow(pa.Table.from_arrays(columns, names=schema.names))
     assert isinstance(frame, pl.DataFrame)
@@ -32,12 +32,47 @@ def data_frame(table: pa.Table, schema: pa.Schema) -> pl.DataFrame:
 
 
 def _readable(column: pa.ChunkedArray, given: pa.DataType) -> pa.ChunkedArray:
-    if pa.types.is_dictionary(column.type):
-        return column.cast(column.type.value_type)
-    if column.type != pa.month_day_nano_interval():
+    if not _converted(column.type):
         return column
-    chunks: list[pa.Array] = [_from_interval(chunk, given) for chunk in column.chunks]
-    return pa.chunked_array(chunks) if chunks else pa.chunked_array([pa.array([], _interval_type(given))])
+    chunks = [_array(chunk, given) for chunk in column.chunks] or [_array(pa.array([], column.type), given)]
+    return pa.chunked_array(chunks)
+
+
+def _converted(kind: pa.DataType) -> bool:
+    """Whether a column of this type holds a dictionary or an interval, at any depth."""
+    if pa.types.is_dictionary(kind) or kind == pa.month_day_nano_interval():
+        return True
+    return any(_converted(kind.field(index).type) for index in range(kind.num_fields))
+
+
+def _array(array: pa.Array, given: pa.DataType) -> pa.Array:
+    """`array` with its dictionaries decoded and its intervals read (`given`: the input's type there)."""
+    if not _converted(array.type):
+        return array
+    if isinstance(array, pa.DictionaryArray):
+        return _array(array.dictionary_decode(), given)
+    if array.type == pa.month_day_nano_interval():
+        return _from_interval(array, given)
+    if array.offset:  # a slice: its own copy, whose offsets and null bitmap start at 0
+        array = pa.concat_arrays([array])
+    missing = array.is_null()
+    inner = given.value_type if pa.types.is_list(given) or pa.types.is_large_list(given) else given
+    if isinstance(array, pa.ListArray):
+        return pa.ListArray.from_arrays(array.offsets, _array(array.values, inner), mask=missing)
+    if isinstance(array, pa.LargeListArray):
+        return pa.LargeListArray.from_arrays(array.offsets, _array(array.values, inner), mask=missing)
+    if isinstance(array, pa.StructArray):
+        names = [array.type.field(index).name for index in range(array.type.num_fields)]
+        fields = [_array(array.field(index), _member(given, name)) for index, name in enumerate(names)]
+        return pa.StructArray.from_arrays(fields, names=names, mask=missing)
+    return array  # a map or a fixed-size list of intervals: left as DuckDB gives it
+
+
+def _member(given: pa.DataType, name: str) -> pa.DataType:
+    """The input's type of struct member `name` (an interval's default when the input has none)."""
+    if pa.types.is_struct(given) and given.get_field_index(name) >= 0:
+        return given.field(name).type
+    return pa.month_day_nano_interval()
 
 
 def _interval_type(given: pa.DataType) -> pa.DataType:

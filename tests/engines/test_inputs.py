@@ -251,9 +251,9 @@ def test_a_nan_prediction_or_weight_in_a_parquet_file_is_refused_as_nan(column, 
 
 
 def test_a_duration_column_comes_back_as_it_was_given(engine):
-    """A column DuckDB reads as an interval (a polars Duration), feature or not: the targets' rows hold
-    the caller's durations (polars cannot import Arrow's interval type: every call on such a frame had
-    failed), and the copy check's sample of the rows is read as well."""
+    """A column DuckDB reads as an interval (a polars Duration, also in a list or a struct), feature or
+    not: the targets' rows hold the caller's durations (polars cannot import Arrow's interval type:
+    every call on such a frame had failed), and the copy check's sample of the rows is read as well."""
     import datetime
 
     rng = np.random.default_rng(2)
@@ -262,8 +262,12 @@ def test_a_duration_column_comes_back_as_it_was_given(engine):
             "x": rng.normal(size=40),
             "y": rng.normal(size=40),
             "span": pl.Series([None if k == 3 else datetime.timedelta(days=k, microseconds=7) for k in range(40)]),
+            "spans": [None if k == 5 else [datetime.timedelta(seconds=k), None] for k in range(40)],
+            "stay": [{"length": datetime.timedelta(hours=k), "ward": f"w{k % 3}"} for k in range(40)],
         }
     )
+    if engine.name == "adbc":  # the PostgreSQL driver maps no struct column (a clear error of its own)
+        frame = frame.drop("stay")
     for targets in ([0, 3, 7], None):
         result = cohortsql.cohort_shapley(
             frame, prediction="y", similarity={"x": "abs:0.3"}, targets=targets, **engine.options
