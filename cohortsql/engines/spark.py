@@ -419,6 +419,9 @@ class SparkEngine(Engine):
         if name in self._cached:
             self.session.catalog.uncacheTable(name)
             self._cached.discard(name)
+        if kind == "VIEW":  # a temporary view of the session (`_view`): 3 ms by the catalog, 17 ms by SQL
+            self._run(lambda: self.session.catalog.dropTempView(name), f"dropping {name!r}")
+            return
         super()._drop(kind, name)
 
     # A query runs so that `interrupt` stops it: a Spark Connect session interrupts its own operations;
