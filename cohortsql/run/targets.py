@@ -332,7 +332,9 @@ def with_plain_predictors(table: pa.Table, features: Sequence[ResolvedFeature]) 
     is (`queries.subjects.is_plain`) copied from it, in the subjects' order of the predictors (after
     ``__cohort_target``)."""
     columns = dict(zip(table.column_names, table.columns))
-    predictors = {feature.column: columns.get(feature.column, columns[feature.name]) for feature in features}
+    predictors = {
+        feature.column: columns[feature.column if feature.column in columns else feature.name] for feature in features
+    }
     before = table.column_names[: table.column_names.index("__cohort_target") + 1]
     rest = [name for name in table.column_names[len(before) :] if name not in predictors]
     names = [*before, *predictors, *rest]
