@@ -202,7 +202,8 @@ def prepare(
     integers = [pa.types.is_integer(source.schema.field(outcome).type) for outcome in outcomes]
     read = [_pilot(engine, relation, outcome, exact) for outcome, exact in zip(outcomes, integers)]
     own_pilots = [pilot for pilot, _ in read]
-    check_squares_fit(outcomes, [largest for _, largest in read])  # where read with the pilot
+    if not dialect.sums_overflow_to_infinity:  # before any sum, which would stop the query
+        check_squares_fit(outcomes, [largest for _, largest in read])
     explained = [outcome for outcome in outcomes for _ in powers]
     pilots = tuple(pilot if power == 1 else 0.0 for pilot in own_pilots for power in powers)
     centred_firsts = [
