@@ -37,6 +37,7 @@ from cohortsql.run.data_checks import (
     positive_rows,
 )
 from cohortsql.run.feature_statistics import count_distinct_values, known_quantiles, measure_tails
+from cohortsql.run.ids_in_memory import ids_counted_here, repeated_ids
 from cohortsql.run.streamed_statistics import plain_features, streamed_statistics
 from cohortsql.run.table_statistics import TableStatistics
 
@@ -213,7 +214,16 @@ def prepare(
     # sql: predicates may read any column of a row: rows can only be merged when none is used.
     mergeable = not any(isinstance(feature.kind, SqlPredicate) for feature in features)
     in_place = engine.memory_budget is None and engine.counts_distinct_beside_aggregates
-    ids_apart = id is not None and not in_place  # repeated ids counted by a grouped query of their own
+    # repeated ids counted in this process (the data is in its memory: `ids_in_memory`), among the
+    # statistics, or by a grouped query of their own
+    ids_here = (
+        ids_counted_here(source.in_memory, id, engine.memory_budget)
+        # with weights, the subjects are the rows of positive weight, which the engine selects; the
+        # distinct rows' estimate joins the statistics
+        if id is not None and weight is None and engine.counts_distinct_beside_aggregates
+        else None
+    )
+    ids_apart = id is not None and not in_place and ids_here is None
     streamed = plain_features(engine, features)
     aggregates = queries.statistics.statistics_aggregates(
         features,
@@ -223,7 +233,7 @@ def prepare(
         weight,
         dialect,
         check_ids=id is not None,
-        duplicates_in_place=in_place,
+        duplicates_in_place=in_place and ids_here is None,
         distinct_rows=mergeable and not ids_apart,
         known=known,
         counted_apart=frozenset(feature.index for feature in streamed),
@@ -245,6 +255,8 @@ def prepare(
         check_squares_fit(outcomes, [None if value is None else float(value) for value in largest])
     if streamed:
         row |= streamed_statistics(engine, relation, streamed, source.in_memory if weight is None else None)
+    if ids_here is not None:
+        row["duplicate_ids"] = repeated_ids(ids_here)
     if ids_apart:  # which then estimates the distinct rows too
         hashed = features if mergeable else ()
         context = "checking that ids are unique"
