@@ -1,7 +1,8 @@
 """Time two checkouts of cohortsql on the same workloads, alternated, to say whether a change made them slower.
 
 Each round runs every workload once under each tree, old then new, each in a fresh process (imports
-and the first DuckDB connection outside the timing; one warm-up call first): the machine's load
+and the first DuckDB connection outside the timing; one warm-up call first, then the median of
+`--calls` timed calls): the machine's load
 drifts, and alternating gives both trees the same drift. Workloads: Boston, all 506 targets, exact
 cohort Shapley on the 13 predictors (`quantile:0.1`, the shipped model's predictions), and Shapley
 effects of 1,000,000 rows x 10 binned predictors (`bins:10`, every row a target: the grouping-sets
@@ -9,7 +10,7 @@ path), as `bench_exact.py` and `bench_global.py` time them; and 20 targets of 2,
 `abs:0.3` windows under `memory_limit="300MB"` (a narrow table's fixed costs: statistics, ids, checks).
 
     git worktree add /tmp/old <commit>
-    python benchmarks/bench_alternate.py --old /tmp/old [--new .] [--rounds 5] [--only '2,000,000']
+    python benchmarks/bench_alternate.py --old /tmp/old [--new .] [--rounds 5] [--only '2,000,000'] [--calls 3]
 """
 
 from __future__ import annotations
@@ -54,39 +55,46 @@ def run():
 }
 
 TIMED = """
-import time, warnings
+import statistics, time, warnings
 warnings.simplefilter("ignore")
 import cohortsql
 {setup}
 run()
-began = time.perf_counter()
-run()
-print(time.perf_counter() - began)
+seen = []
+for _ in range({calls}):
+    began = time.perf_counter()
+    run()
+    seen.append(time.perf_counter() - began)
+print(statistics.median(seen))
 """
 
 
-def timed(tree: Path, setup: str) -> float:
-    """One timed call of a workload under the package of `tree`, in a fresh process."""
+def timed(tree: Path, setup: str, calls: int) -> float:
+    """The median of `calls` timed calls of a workload under the package of `tree`, in a fresh process."""
     environment = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run(
-        [sys.executable, "-c", TIMED.format(setup=setup)], env=environment, capture_output=True, text=True, check=True
+        [sys.executable, "-c", TIMED.format(setup=setup, calls=calls)],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return float(done.stdout.strip().splitlines()[-1])
 
 
-def main(old: Path, new: Path, rounds: int, only: str) -> None:
+def main(old: Path, new: Path, rounds: int, only: str, calls: int) -> None:
     print(machine())
     for name, setup in WORKLOADS.items():
         if only not in name:
             continue
         times: dict[str, list[float]] = {"old": [], "new": []}
         for _ in range(rounds):
-            times["old"].append(timed(old, setup))
-            times["new"].append(timed(new, setup))
+            times["old"].append(timed(old, setup, calls))
+            times["new"].append(timed(new, setup, calls))
         medians = {tree: statistics.median(values) for tree, values in times.items()}
         print(
-            f"{name}: old {medians['old']:.3f} s, new {medians['new']:.3f} s (medians of {rounds}, alternated);"
-            f" new / old = {medians['new'] / medians['old']:.3f}"
+            f"{name}: old {medians['old']:.3f} s, new {medians['new']:.3f} s (medians of {rounds} processes"
+            f" alternated, each the median of {calls} calls); new / old = {medians['new'] / medians['old']:.3f}"
         )
         print(
             f"    old {', '.join(f'{t:.3f}' for t in times['old'])}; new {', '.join(f'{t:.3f}' for t in times['new'])}"
@@ -99,5 +107,6 @@ if __name__ == "__main__":
     parser.add_argument("--new", type=Path, default=ROOT)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", default="", help="run only the workloads whose names hold this text")
+    parser.add_argument("--calls", type=int, default=1, help="timed calls in each process (after a warm-up call)")
     options = parser.parse_args()
-    main(options.old.resolve(), options.new.resolve(), options.rounds, options.only)
+    main(options.old.resolve(), options.new.resolve(), options.rounds, options.only, options.calls)
