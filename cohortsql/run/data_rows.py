@@ -98,20 +98,21 @@ def _from_interval(chunk: pa.Array, given: pa.DataType) -> pa.Array:
 
 def sampled_data(engine: Engine, prepared: Prepared, fraction: float, seed: int) -> pl.DataFrame:
     """The data's rows (every column, as they are) of about `fraction` of the subjects, each kept on its
-    own hash with `seed` (`queries.targets.kept_on_hash`; every row when `fraction` is 1), in id order:
-    one scan of the input itself, whose columns are read as they are (the subjects' predictors, a
-    thousand expressions at d = 1,024, are not computed for it); every row of data the engine reads from
-    this process's memory (`Input.in_memory`) is read there."""
+    own hash with `seed` (`queries.targets.kept_on_hash`; every subject when `fraction` is 1), in id
+    order: one scan of the subjects' rows of the data (`Prepared.subject_data`: rows of weight 0 are
+    none), whose columns are read as they are (the subjects' predictors, a thousand expressions at
+    d = 1,024, are not computed for it); every row of unweighted data the engine reads from this
+    process's memory (`Input.in_memory`) is read there."""
     dialect = engine.dialect
     names = prepared.input.schema.names
-    in_memory = prepared.input.in_memory
+    in_memory = prepared.input.in_memory if prepared.weight is None else None
     if fraction >= 1 and in_memory is not None:
         # rows in the order of their positions already; sorted by id as the engine's are
         read = in_memory if prepared.id is None else in_memory.sort_by(prepared.id)
     else:
         membership = queries.targets.kept_on_hash(fraction, seed, prepared.id_sql, dialect)
         read = (engine.fetch_few_rows if fraction * prepared.subject_count <= FEW_ROWS else engine.fetch_arrow)(
-            queries.targets.sampled_data(prepared.input.relation, names, prepared.id_sql, membership, dialect),
+            queries.targets.sampled_data(prepared.subject_data, names, prepared.id_sql, membership, dialect),
             context="reading a sample of the rows",
         )
         # sorted here, not by the engine: a few thousand rows, where Spark sorted its whole scan

@@ -58,6 +58,9 @@ class Prepared:
     """The data on the engine, the resolved features, whole-table statistics and the subjects relations."""
 
     input: Input
+    subject_data: str
+    """The subjects' rows as they are in the data (every column): the input's relation, or with a `weight`
+    column its rows of positive weight (a row of weight 0 is dropped everywhere)."""
     id: str | None
     """The caller's id column (None: ids are row positions)."""
     id_sql: str
@@ -299,6 +302,7 @@ def prepare(
     )
     return Prepared(
         input=source,
+        subject_data=relation,
         id=id,
         id_sql=id_sql,
         outcomes=tuple(outcomes),

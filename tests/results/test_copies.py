@@ -258,3 +258,34 @@ def test_the_checks_sample_is_the_rows_whose_hash_is_below_the_fraction(ids, eng
         if int.from_bytes(hashlib.md5(f"0:row:{value}".encode()).digest()[:4], "big") < 0.3 * 2**32
     ]
     assert 90 < len(kept) < 150 and read[0]["id"].to_list() == sorted(kept)
+
+
+@pytest.mark.parametrize("source", ["frame", "file"])
+def test_weighted_datas_check_reads_its_rows_of_positive_weight_only(
+    source, engine, local_files, tmp_path, monkeypatch
+):
+    """Rows of weight 0 are no subjects: the check reads none of them, and a table of 40 subjects among
+    6,000 rows reads 40 rows (every row of the input was read when the subjects were at most the rows the
+    check reads)."""
+    import cohortsql.api.local as local
+
+    read: list[pl.DataFrame] = []
+    monkeypatch.setattr(local, "warn_about_copies", lambda rows, *arguments: read.append(rows))
+    rng = np.random.default_rng(8)
+    rows = 6_000
+    frame = pl.DataFrame(
+        {
+            "id": np.arange(rows),
+            "x": rng.normal(size=rows),
+            "y": rng.normal(size=rows),
+            "w": np.where(np.arange(rows) % 150 == 0, 2.0, 0.0),
+        }
+    )
+    data: object = frame
+    if source == "file":
+        data = str(tmp_path / "rows.parquet")
+        frame.write_parquet(data)
+    cohortsql.cohort_shapley(
+        data, prediction="y", similarity={"x": "abs:0.5"}, id="id", weight="w", targets=[0, 150], **engine.options
+    )
+    assert read[0]["id"].to_list() == list(range(0, rows, 150))
