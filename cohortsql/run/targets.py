@@ -188,11 +188,9 @@ def target_relation(
         table, _, _ = _targets_by_id(engine, prepared, targets, with_data=False)  # refuses ids the data lack
         count = table.num_rows
         ids = table.column("__cohort_id").combine_chunks()
-        if len(ids) <= LITERAL_IDS:
-            membership = queries.targets.id_membership("__cohort_id", ids.to_pylist(), None, engine.dialect)
-        else:
-            uploaded = engine.upload(pa.table({"id": ids}), "ids")
-            membership = queries.targets.id_membership("__cohort_id", None, uploaded, engine.dialect)
+        listed = ids.to_pylist() if len(ids) <= LITERAL_IDS else None
+        uploaded = None if listed is not None else engine.upload(pa.table({"id": ids}), "ids")
+        membership = queries.targets.id_membership("__cohort_id", listed, uploaded, engine.dialect, integer_bounds(ids))
         condition = queries.targets.target_condition(prepared.target_predicate is not None, membership)
         select = queries.targets.target_rows(subjects, condition, prepared.measures)
     if count == 0:
@@ -431,11 +429,21 @@ def _listed(ids: pa.Array) -> int | None:
 @contextmanager
 def id_membership(engine: Engine, column: str, ids: pa.Array) -> Iterator[str]:
     """SQL testing that `column` is one of `ids`, for the duration of a with-block."""
+    bounds = integer_bounds(ids)
     if len(ids) <= LITERAL_IDS:
-        yield queries.targets.id_membership(column, ids.to_pylist(), None, engine.dialect)
+        yield queries.targets.id_membership(column, ids.to_pylist(), None, engine.dialect, bounds)
         return
     with engine.temporary(engine.upload(pa.table({"id": ids}), "ids")) as uploaded:
-        yield queries.targets.id_membership(column, None, uploaded, engine.dialect)
+        yield queries.targets.id_membership(column, None, uploaded, engine.dialect, bounds)
+
+
+def integer_bounds(ids: pa.Array) -> tuple[int, int] | None:
+    """The least and greatest of `ids` when they are integers (`queries.targets.id_membership`), else None:
+    text and other ids may sort otherwise in the engine (a collation) than here."""
+    if not pa.types.is_integer(ids.type) or len(ids) == 0:
+        return None
+    extremes = pc.min_max(ids)
+    return extremes["min"].as_py(), extremes["max"].as_py()
 
 
 def read_target_data(engine: Engine, prepared: Prepared, targets: TargetSet) -> pl.DataFrame:

@@ -106,3 +106,30 @@ def test_predictors_that_are_a_data_column_are_read_once(reads):
     assert 'CAST("x" AS DOUBLE) AS "__cohort_f0"' in matching  # x is compared as a double: computed
     apart = cohortsql.cohort_shapley(data.sort("k"), prediction="y", similarity=similarity, targets=[3, 5])
     np.testing.assert_array_equal(result.shapley, apart.shapley)
+
+
+@pytest.mark.parametrize("listed", [True, False], ids=["listed", "uploaded"])
+def test_integer_ids_are_read_within_their_range(reads, monkeypatch, listed):
+    """Integer ids are also tested against their least and greatest (a range a scan skips blocks by): the
+    same rows, at the ends of BIGINT too."""
+    if not listed:
+        monkeypatch.setattr(targets_module, "LITERAL_IDS", 1)
+    data = frame().with_columns(k=pl.Series([-(2**63), *range(-29, 29), 2**63 - 1], dtype=pl.Int64))
+    result = cohortsql.cohort_shapley(
+        data, prediction="y", similarity={"x": "abs:0.2"}, id="k", targets=[2**63 - 1, -(2**63), 3]
+    )
+    [matching] = by_id_reads(reads)
+    assert f"__cohort_id BETWEEN {-(2**63)} AND {2**63 - 1} AND __cohort_id IN" in matching
+    assert result.ids.to_list() == [-(2**63), 3, 2**63 - 1]
+    assert result.targets.equals(data.filter(pl.col("k").is_in([-(2**63), 3, 2**63 - 1])).sort("k"))
+
+
+def test_text_ids_are_read_by_their_list_alone(reads):
+    """Text may sort otherwise in the engine (a collation) than here: no range."""
+    data = frame().with_columns(k=pl.Series([f"id {k}" for k in range(60)]))
+    result = cohortsql.cohort_shapley(
+        data, prediction="y", similarity={"x": "abs:0.2"}, id="k", targets=["id 9", "id 10"]
+    )
+    [matching] = by_id_reads(reads)
+    assert "BETWEEN" not in matching
+    assert result.ids.to_list() == ["id 10", "id 9"]
