@@ -40,7 +40,8 @@ from cohortsql.run.preparation import Prepared
 from cohortsql.run.route import Route
 from cohortsql.run.session import Session, open_session
 from cohortsql.run.strategy import MAX_FEATURES, model_route
-from cohortsql.run.targets import TargetSet, every_row, read_rows, rows_by_id
+from cohortsql.run.target_ids import read_rows
+from cohortsql.run.targets import TargetSet, every_row, rows_by_id
 
 
 @interruptible_call

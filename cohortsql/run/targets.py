@@ -6,8 +6,7 @@ identical targets are computed once and fanned out.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,6 +25,13 @@ from cohortsql.request.features import ResolvedFeature
 from cohortsql.run.data_rows import data_frame
 from cohortsql.run.preparation import Prepared
 from cohortsql.run.replicates import draw_groups
+from cohortsql.run.target_ids import (
+    id_membership,
+    id_type,
+    listed_ids,
+    read_rows,
+    requested_ids,
+)
 
 
 @dataclass(frozen=True)
@@ -188,10 +194,8 @@ def target_relation(
         table, _, _ = _targets_by_id(engine, prepared, targets, with_data=False)  # refuses ids the data lack
         count = table.num_rows
         ids = table.column("__cohort_id").combine_chunks()
-        listed = ids.to_pylist() if len(ids) <= LITERAL_IDS else None
-        uploaded = None if listed is not None else engine.upload(pa.table({"id": ids}), "ids")
-        membership = queries.targets.id_membership("__cohort_id", listed, uploaded, engine.dialect, integer_bounds(ids))
-        condition = queries.targets.target_condition(prepared.target_predicate is not None, membership)
+        with id_membership(engine, "__cohort_id", ids, lasting=True) as membership:
+            condition = queries.targets.target_condition(prepared.target_predicate is not None, membership)
         select = queries.targets.target_rows(subjects, condition, prepared.measures)
     if count == 0:
         raise CohortError(f"targets {prepared.target_predicate!r} selects no rows; loosen the predicate")
@@ -358,7 +362,7 @@ def rows_by_id(
             engine,
             prepared,
             queries.targets.target_rows(
-                subjects or prepared.subjects, condition, prepared.measures, _listed(requested)
+                subjects or prepared.subjects, condition, prepared.measures, listed_ids(requested)
             ),
             context=f"matching {role} ids to the {column}",
             few=len(requested) <= FEW_ROWS,
@@ -373,108 +377,11 @@ def rows_by_id(
     return table, weights
 
 
-def id_type(prepared: Prepared) -> pa.DataType:
-    """The Arrow type of the ids: the id column's, or int64 for row positions."""
-    if prepared.id is None:
-        return pa.int64()
-    return prepared.input.schema.field(prepared.id).type
-
-
-def requested_ids(values: Any, dtype: pa.DataType, id: str | None, role: str = "target") -> pa.Array:
-    """Ids (of targets, or of another `role`: baselines) as an Arrow array of the id column's type (text
-    from the command line is parsed)."""
-    if isinstance(values, pl.Series):
-        listed = values.to_list()
-    elif isinstance(values, pa.Array):
-        listed = values.to_pylist()
-    else:
-        listed = list(values)
-    if not listed:
-        if role != "target":
-            raise CohortError(f"{role} is an empty list; name at least one row's id")
-        raise CohortError("targets is an empty list; pass None to explain every row")
-    if any(value is None for value in listed):
-        raise CohortError(f"{role} ids include None; ids identify rows and are never missing")
-    try:  # integers beyond the signed range may be values of a UINT64 id column
-        array = pa.array(listed) if not _beyond_bigint(listed) else pa.array(listed, pa.uint64())
-    except OverflowError:
-        raise CohortError(f"{role} ids {listed[:5]!r} hold a number too large for any id column") from None
-    except (pa.ArrowException, TypeError, ValueError):
-        raise CohortError(f"{role} ids must all be of one type, got {listed[:5]!r}") from None
-    if pa.types.is_dictionary(dtype):
-        dtype = dtype.value_type
-    try:
-        return array.cast(dtype)
-    except (pa.ArrowException, TypeError, ValueError) as error:
-        column = "the row positions (integers)" if id is None else f"id column {id!r} ({dtype})"
-        raise CohortError(f"{role} ids {listed[:5]!r} are not values of {column}: {error}") from None
-
-
-def _beyond_bigint(listed: list[Any]) -> bool:
-    return any(isinstance(value, int) and value > 2**63 - 1 for value in listed)
-
-
-LITERAL_IDS = 5_000
-"""Up to this many ids are written into the query (an IN list the engine pushes into its scan: 8 ms
-against 38 ms for a semi-join on 2,000,000 rows, measured on DuckDB); more are uploaded as a table."""
-
-
-def _listed(ids: pa.Array) -> int | None:
-    """How many rows an ordered read of `ids` written into the query can return (ids are unique), for
-    its LIMIT (`queries.targets.top_rows`); None for ids read from an uploaded table: a top-N of that
-    many rows would hold them all in each of Spark's tasks."""
-    return len(ids) if len(ids) <= LITERAL_IDS else None
-
-
-@contextmanager
-def id_membership(engine: Engine, column: str, ids: pa.Array) -> Iterator[str]:
-    """SQL testing that `column` is one of `ids`, for the duration of a with-block."""
-    bounds = integer_bounds(ids)
-    if len(ids) <= LITERAL_IDS:
-        yield queries.targets.id_membership(column, ids.to_pylist(), None, engine.dialect, bounds)
-        return
-    with engine.temporary(engine.upload(pa.table({"id": ids}), "ids")) as uploaded:
-        yield queries.targets.id_membership(column, None, uploaded, engine.dialect, bounds)
-
-
-def integer_bounds(ids: pa.Array) -> tuple[int, int] | None:
-    """The least and greatest of `ids` when they are integers (`queries.targets.id_membership`), else None:
-    text and other ids may sort otherwise in the engine (a collation) than here."""
-    if not pa.types.is_integer(ids.type) or len(ids) == 0:
-        return None
-    extremes = pc.min_max(ids)
-    return extremes["min"].as_py(), extremes["max"].as_py()
-
-
 def read_target_data(engine: Engine, prepared: Prepared, targets: TargetSet) -> pl.DataFrame:
     """The target rows as they are in the data (every column), in id order: read with the targets, or now by id."""
     if targets.data is not None:
         return targets.data
     return read_rows(engine, prepared, targets.table)
-
-
-def read_rows(
-    engine: Engine, prepared: Prepared, rows: pa.Table, context: str = "reading the target rows"
-) -> pl.DataFrame:
-    """The data rows (every column, as they are) of `rows` (subject rows in id order), read by id."""
-    ids = rows.column("__cohort_id").combine_chunks()
-    every_row = not prepared.measures.weighted and len(ids) == prepared.subject_count
-    # Every row of the data (ids are distinct): no list of ids to write and parse (5 ms for Boston's 506).
-    with nullcontext("TRUE") if every_row else id_membership(engine, prepared.id_sql, ids) as membership:
-        read = engine.fetch_arrow(
-            queries.targets.target_data(
-                prepared.input.relation,
-                prepared.input.schema.names,
-                prepared.id_sql,
-                membership,
-                engine.dialect,
-                None if every_row else _listed(ids),
-            ),
-            context=context,
-        )
-    if not read.column("__cohort_id").equals(rows.column("__cohort_id")):
-        raise RuntimeError("the rows read back do not match the requested ids (ids out of order)")
-    return data_frame(read, prepared.input.schema)
 
 
 def _distinct_targets(

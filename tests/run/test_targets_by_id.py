@@ -8,6 +8,7 @@ import pytest
 
 import cohortsql
 from cohortsql.engines.duckdb import DuckDBEngine
+from cohortsql.run import target_ids
 from cohortsql.run import targets as targets_module
 
 
@@ -46,7 +47,7 @@ def test_rows_chosen_by_id_are_read_with_their_data_as_a_top_n_of_as_many_rows_a
 
 
 def test_ids_read_from_an_uploaded_table_are_sorted_without_a_limit(reads, monkeypatch):
-    monkeypatch.setattr(targets_module, "LITERAL_IDS", 1)
+    monkeypatch.setattr(target_ids, "LITERAL_IDS", 1)
     result = cohortsql.cohort_shapley(frame(), prediction="y", similarity={"x": "abs:0.2"}, id="k", targets=[50, 30])
     [matching] = by_id_reads(reads)
     assert "LIMIT" not in matching
@@ -113,7 +114,7 @@ def test_integer_ids_are_read_within_their_range(reads, monkeypatch, listed):
     """Integer ids are also tested against their least and greatest (a range a scan skips blocks by): the
     same rows, at the ends of BIGINT too."""
     if not listed:
-        monkeypatch.setattr(targets_module, "LITERAL_IDS", 1)
+        monkeypatch.setattr(target_ids, "LITERAL_IDS", 1)
     data = frame().with_columns(k=pl.Series([-(2**63), *range(-29, 29), 2**63 - 1], dtype=pl.Int64))
     result = cohortsql.cohort_shapley(
         data, prediction="y", similarity={"x": "abs:0.2"}, id="k", targets=[2**63 - 1, -(2**63), 3]
