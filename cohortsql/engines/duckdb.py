@@ -9,7 +9,6 @@ column, a Parquet file's come from its own row numbers, and anything else is cop
 from __future__ import annotations
 
 import contextlib
-import glob
 import json
 import warnings
 from collections.abc import Iterator, Sequence
@@ -27,6 +26,14 @@ from cohortsql.engines.base import (
     Select,
     Sources,
     ValuesOfHistograms,
+)
+from cohortsql.engines.duckdb_files import (
+    csv_problem,
+    matching_files,
+    parquet_positions,
+    parsed_sources,
+    reader_call,
+    sniffed_csv,
 )
 from cohortsql.engines.duckdb_settings import (
     PERFECT_HASH_BITS,
@@ -50,9 +57,6 @@ from cohortsql.engines.inputs import (
 )
 from cohortsql.errors import CohortError
 from cohortsql.request.user_sql import is_query, query_text
-
-_GLOB_CHARACTERS = set("*?[")
-_READER_FUNCTIONS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json"}
 
 
 class DuckDBEngine(Engine):
@@ -192,23 +196,7 @@ class DuckDBEngine(Engine):
         (serialized,) = self.fetch_arrow(
             f"SELECT json_serialize_sql({self.dialect.string(query)}) AS tree", context="reading the data query"
         )["tree"].to_pylist()
-        tree = json.loads(str(serialized))
-        if tree.get("error"):
-            return Sources((), ())
-        files: list[str] = []
-        tables: list[str] = []
-        for node in _nodes(tree):
-            if node.get("type") == "BASE_TABLE":
-                name = ".".join(str(part) for part in (node.get("schema_name"), node.get("table_name")) if part)
-                tables.append(name)
-                files.append(str(node.get("table_name") or ""))
-            elif node.get("type") == "TABLE_FUNCTION":
-                for leaf in _nodes(node.get("function")):
-                    literal = leaf.get("literal")
-                    if leaf.get("type") == "VALUE_CONSTANT" and isinstance(literal, dict):
-                        if literal.get("kind") == "STRING":
-                            files.append(str(literal.get("text")))
-        return Sources(tuple(file for file in files if file), tuple(tables))
+        return parsed_sources(json.loads(str(serialized)))
 
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
         return self._run(lambda: self.connection.sql(select).to_arrow_table(), context)
@@ -332,19 +320,9 @@ class DuckDBEngine(Engine):
         return Input(relation, table.schema, positions, True, registered)
 
     def _register_path(self, path: str, positions: bool) -> Input:
-        if not self._files_visible:
-            files = [path]
-        elif _GLOB_CHARACTERS & set(path):
-            files = sorted(glob.glob(path))
-            if not files:
-                raise CohortError(f"no file matches {path!r}; check the path and the pattern")
-        elif not Path(path).is_file():
-            hint = " or table" if not self._owns_connection else ""
-            raise CohortError(f"no file{hint} named {path!r}; check the path")
-        else:
-            files = [path]
+        files = matching_files(path, visible=self._files_visible, tables_too=not self._owns_connection)
         reader = file_format(path)
-        call = f"{_READER_FUNCTIONS[reader]}({self.dialect.string(path)}{_csv_buffer(reader, self._limit)})"
+        call = reader_call(path, reader, self._limit, self.dialect)
         if reader == "csv":
             self._check_csv(files[0])
         if reader != "parquet":
@@ -390,22 +368,9 @@ class DuckDBEngine(Engine):
 
     def _check_csv(self, path: str) -> None:
         """Refuse a CSV file that DuckDB's sniffer would read without its header or past skipped lines."""
-        (sniffed,) = self.fetch_arrow(
-            f"SELECT SkipRows AS skip, HasHeader AS header, Delimiter AS delimiter,"
-            f" [c.name FOR c IN Columns] AS names FROM sniff_csv({self.dialect.string(path)})",
-            context=f"reading {path!r}",
-        ).to_pylist()
-        (only, *others) = sniffed["names"] or [""]
-        # One column whose name holds another delimiter: lines of different lengths hid the real one.
-        ragged = not others and any(mark in only for mark in ",;\t|" if mark != sniffed["delimiter"])
-        if sniffed["skip"] or not sniffed["header"] or ragged:
-            problem = (
-                f"its first {sniffed['skip']} lines do not fit the rest"
-                if sniffed["skip"]
-                else f"lines of different lengths: it read one column named {only!r}"
-                if ragged
-                else "no header row"
-            )
+        (sniffed,) = self.fetch_arrow(sniffed_csv(path, self.dialect), context=f"reading {path!r}").to_pylist()
+        problem = csv_problem(sniffed)
+        if problem is not None:
             raise CohortError(
                 f"cannot read {path!r} as one table with named columns ({problem}): check that it starts with a"
                 " header and that every line has the same number of fields"
@@ -413,22 +378,11 @@ class DuckDBEngine(Engine):
 
     def _parquet_positions(self, path: str, files: list[str]) -> str:
         """Parquet rows numbered by file (in name order) and row within the file: no scan order involved."""
-        options = f"{self.dialect.string(path)}, file_row_number = true, filename = true"
         counts = self.fetch_arrow(
             f"SELECT file_name, num_rows FROM parquet_file_metadata({self.dialect.string(path)})",
             context="reading the Parquet metadata",
         ).to_pylist()
-        rows_by_file = {row["file_name"]: row["num_rows"] for row in counts}
-        offsets, start = [], 0
-        for file in sorted(rows_by_file):
-            offsets.append(f"({self.dialect.string(file)}, {start})")
-            start += rows_by_file[file]
-        q = self.dialect.quote
-        return (
-            f"(SELECT p.* EXCLUDE (file_row_number, filename), o.{q('offset')} + p.file_row_number AS {q(POSITION_COLUMN)}"
-            f" FROM read_parquet({options}) AS p JOIN (VALUES {', '.join(offsets)}) AS o(file, {q('offset')})"
-            " ON p.filename = o.file)"
-        )
+        return parquet_positions(path, {row["file_name"]: row["num_rows"] for row in counts}, self.dialect)
 
     def _copy(self, relation: str, positions: bool, *, context: str = "reading the data") -> Input:
         """Copy a relation once into a temporary table (numbering its rows in that one scan when asked)."""
@@ -501,30 +455,6 @@ class DuckDBEngine(Engine):
             self.connection.execute(f"DETACH DATABASE IF EXISTS {self.dialect.quote(name)}")
         else:
             self.connection.execute(f"DROP {kind} IF EXISTS {self.dialect.quote(name)}")
-
-
-CSV_BUFFER_BYTES = 32 * 2**20
-"""DuckDB's CSV reader's buffer by default: it is allocated whole, so under a memory_limit of 50 MB the
-copy of a 2,000,000-row CSV failed before reading a row ('could not allocate block of size 30.5 MiB')."""
-
-
-def _csv_buffer(reader: str, limit: int | None) -> str:
-    """``, buffer_size = N`` for a CSV read under a memory limit: an eighth of it (at least 4 MB, the
-    reader's longest line twice; at most DuckDB's own default); nothing otherwise."""
-    if reader != "csv" or limit is None or limit // 8 >= CSV_BUFFER_BYTES:
-        return ""
-    return f", buffer_size = {max(4 * 2**20, limit // 8)}"
-
-
-def _nodes(tree: object) -> Iterator[dict[str, object]]:
-    """Every object of a parsed statement's JSON, depth first."""
-    if isinstance(tree, dict):
-        yield tree
-        for value in tree.values():
-            yield from _nodes(value)
-    elif isinstance(tree, list):
-        for value in tree:
-            yield from _nodes(value)
 
 
 ENGINE = DuckDBEngine
