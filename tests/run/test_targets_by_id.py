@@ -134,3 +134,13 @@ def test_text_ids_are_read_by_their_list_alone(reads):
     [matching] = by_id_reads(reads)
     assert "BETWEEN" not in matching
     assert result.ids.to_list() == ["id 10", "id 9"]
+
+
+def test_integer_ids_at_bigints_ends_are_read_on_every_engine(engine):
+    """The range's literals at BIGINT's ends (Spark and PostgreSQL read -9223372036854775808 as a decimal)."""
+    data = frame().with_columns(k=pl.Series([-(2**63), *range(-29, 29), 2**63 - 1], dtype=pl.Int64))
+    result = cohortsql.cohort_shapley(
+        data, prediction="y", similarity={"x": "abs:0.2"}, id="k", targets=[2**63 - 1, -(2**63)], **engine.options
+    )
+    assert result.ids.to_list() == [-(2**63), 2**63 - 1]
+    assert result.targets.equals(data.filter(pl.col("k").is_in([-(2**63), 2**63 - 1])).sort("k"))
