@@ -261,7 +261,7 @@ class SparkEngine(Engine):
 
     def count_duplicate_ids(self, ids: str, *, rows: int, context: str) -> Row | None:
         """On the executors (`cohortsql.engines.spark_ids`) for tables of `EXECUTOR_ID_ROWS` rows whose
-        ids pyarrow compares as Spark does, when their Python imports cohortsql; otherwise None, and
+        ids polars compares as Spark does, when their Python imports cohortsql; otherwise None, and
         Spark SQL's grouped query."""
         if rows < EXECUTOR_ID_ROWS or not self._python_on_executors():
             return None

@@ -1,8 +1,8 @@
 """Spark's check that ids are unique without its grouped aggregate: the rows' ids, and hashes of their
 predictor values, are spread over the tasks by id (``repartition``: equal ids meet in one task); each
-task counts the ids it holds more than once (pyarrow's ``unique``) and keeps a sketch of its distinct
-hashes (`cohortsql.numeric.distinct_sketch`); the driver sums the counts and merges the sketches into
-the estimate of distinct predictor rows (`cohortsql.run.preparation.COMPRESS_BELOW`).
+task counts the ids it holds more than once (polars, `cohortsql.engines.id_counts`) and keeps a sketch
+of its distinct hashes (`cohortsql.numeric.distinct_sketch`); the driver sums the counts and merges the
+sketches into the estimate of distinct predictor rows (`cohortsql.run.preparation.COMPRESS_BELOW`).
 
 Why: Spark's GROUP BY id with a HyperLogLog of the rows' hashes, 1,000,000 rows on local[2], took
 0.73 s against 0.52 s this way (medians of 8, alternated in one session; `benchmarks/bench_spark.py`
@@ -17,7 +17,6 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
     BinaryType,
@@ -31,6 +30,7 @@ from pyspark.sql.types import (
 )
 
 from cohortsql._typing import Row
+from cohortsql.engines.id_counts import repeated_ids
 from cohortsql.engines.spark_functions import without_pandas_warning
 from cohortsql.numeric import distinct_sketch
 
@@ -40,7 +40,7 @@ over more tasks than the cluster has cores."""
 
 
 def compares_ids_alike(kind: DataType) -> bool:
-    """Whether pyarrow's equality of ids of this Spark type is Spark's: integers, decimals, dates,
+    """Whether polars' equality of ids of this Spark type (read through Arrow) is Spark's: integers, decimals, dates,
     timestamps, bytes and text of the binary collation. Not floating point (Spark's GROUP BY puts -0.0
     with 0.0 and every NaN together) nor text of another collation (``UTF8_LCASE`` groups 'A' with 'a')."""
     if isinstance(kind, StringType):
@@ -52,7 +52,7 @@ def duplicate_ids(session: SparkSession, ids: str, *, rows: int, tasks: int) -> 
     """``duplicate_ids`` (how many rows repeat another row's id) and, when query `ids` hashes the rows,
     ``distinct_rows`` (the sketch's estimate of distinct row hashes) of query `ids` (an id column, then
     perhaps a BIGINT hash column: `cohortsql.queries.statistics.ids_and_row_hashes`) of about `rows` rows,
-    spread over at least `tasks` tasks. None when pyarrow would not compare the ids as Spark does
+    spread over at least `tasks` tasks. None when polars would not compare the ids as Spark does
     (`compares_ids_alike`): the caller's grouped query counts them."""
     frame = session.sql(ids)
     if not compares_ids_alike(frame.schema[0].dataType):
@@ -65,11 +65,10 @@ def duplicate_ids(session: SparkSession, ids: str, *, rows: int, tasks: int) -> 
             held.append(batch.column(0))
             if hashed:
                 hashes.append(batch.column(1).to_numpy())
-        ids = pa.chunked_array(held) if held else pa.chunked_array([], pa.null())
         sketch = distinct_sketch.smallest_hashes(np.concatenate(hashes)) if hashes else np.zeros(0, np.uint64)
         yield pa.record_batch(
             {
-                "repeated": pa.array([len(ids) - len(pc.unique(ids))], pa.int64()),
+                "repeated": pa.array([repeated_ids(pa.chunked_array(held)) if held else 0], pa.int64()),
                 "sketch": pa.array([sketch.tobytes()], pa.binary()),
             }
         )

@@ -19,6 +19,7 @@ import pyarrow as pa
 from cohortsql import queries
 from cohortsql._typing import GroupValues
 from cohortsql.engines.base import Engine, fetch_record
+from cohortsql.engines.id_counts import repeated_ids
 from cohortsql.engines.inputs import POSITION_COLUMN, Input
 from cohortsql.errors import CohortError
 from cohortsql.request.features import ResolvedFeature, plan_features, resolve_feature
@@ -37,7 +38,7 @@ from cohortsql.run.data_checks import (
     positive_rows,
 )
 from cohortsql.run.feature_statistics import count_distinct_values, known_quantiles, measure_tails
-from cohortsql.run.ids_in_memory import ids_counted_here, repeated_ids
+from cohortsql.run.ids_in_memory import ids_counted_here
 from cohortsql.run.streamed_statistics import plain_features, streamed_statistics
 from cohortsql.run.table_statistics import TableStatistics
 
