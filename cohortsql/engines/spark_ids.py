@@ -40,9 +40,10 @@ over more tasks than the cluster has cores."""
 
 
 def compares_ids_alike(kind: DataType) -> bool:
-    """Whether polars' equality of ids of this Spark type (read through Arrow) is Spark's: integers, decimals, dates,
-    timestamps, bytes and text of the binary collation. Not floating point (Spark's GROUP BY puts -0.0
-    with 0.0 and every NaN together) nor text of another collation (``UTF8_LCASE`` groups 'A' with 'a')."""
+    """Whether polars' equality of ids of this Spark type (read through Arrow) is Spark's: integers,
+    decimals, dates, timestamps, bytes and text of the binary collation. Not floating point (Spark's
+    GROUP BY puts -0.0 with 0.0 and every NaN together) nor text of another collation (``UTF8_LCASE``
+    groups 'A' with 'a')."""
     if isinstance(kind, StringType):
         return getattr(kind, "collation", "UTF8_BINARY") == "UTF8_BINARY"
     return isinstance(kind, IntegralType | DecimalType | DateType | TimestampType | TimestampNTZType | BinaryType)
