@@ -88,6 +88,11 @@ def statistic_alias(feature_index: int, name: str) -> str:
     return f"{feature_index}:{name}"
 
 
+COUNTED_STATISTICS = frozenset({"nulls", "levels", "nan", "infinite"})
+"""A feature's statistics that are counts of its values (`feature_statistics`), which an engine whose rows
+stream here may count outside SQL (`cohortsql.run.streamed_statistics`)."""
+
+
 def statistics_aggregates(
     features: Sequence[Feature],
     outcomes: Sequence[str],
@@ -109,7 +114,8 @@ def statistics_aggregates(
     ids and, when `duplicates_in_place`, repeated ones (an id column must identify rows; otherwise
     `duplicate_ids` counts them in a query of their own). With a `weight` column, the moments are its
     weighted sums (`weighted_moments` turns them into the mean and variance). The features numbered in
-    `counted_apart` have their statistics counted elsewhere (`cohortsql.run.streamed_statistics`)."""
+    `counted_apart` have their counts (`COUNTED_STATISTICS`) counted elsewhere
+    (`cohortsql.run.streamed_statistics`): only their parameters are aggregated here."""
     aggregates = {"subjects": "count(*)"}
     weights = None if weight is None else f"CAST({dialect.quote(weight)} AS DOUBLE)"
     if weights is not None:
@@ -135,10 +141,9 @@ def statistics_aggregates(
             [dialect.quote(feature.name) for feature in features]
         )
     for feature in features:
-        if feature.index in counted_apart:
-            continue
         for name, sql in feature_statistics(feature, dialect.quote(feature.name), dialect, known).items():
-            aggregates[statistic_alias(feature.index, name)] = sql
+            if feature.index not in counted_apart or name not in COUNTED_STATISTICS:
+                aggregates[statistic_alias(feature.index, name)] = sql
     return aggregates
 
 
