@@ -95,14 +95,17 @@ def outcome_copies(targets: pl.DataFrame, features: Sequence[str], explained: np
     rows, y = targets.select(present).filter(pl.Series(finite)), y[finite]
     levels = _level_codes(rows)
     spread, mean = float(np.var(y)), float(np.mean(y))
+    counts = {name: np.bincount(levels[name]) for name in present}
+    few = {name for name in present if np.count_nonzero(counts[name]) <= len(y) // FEW_LEVELS}
+    ranked_together = _rank_correlations(rows, [name for name in present if name not in few], y)
     found = {}
     for name in present:
-        codes = levels[name]
-        counts = np.bincount(codes)
-        held = counts > 0
-        if np.count_nonzero(held) <= len(y) // FEW_LEVELS:
-            level_means = np.bincount(codes, weights=y)[held] / counts[held]
-            share = float((counts[held] * (level_means - mean) ** 2).sum() / len(y)) / spread
+        held = counts[name] > 0
+        if name in few:
+            level_means = np.bincount(levels[name], weights=y)[held] / counts[name][held]
+            share = float((counts[name][held] * (level_means - mean) ** 2).sum() / len(y)) / spread
+        elif name in ranked_together:
+            share = ranked_together[name]
         elif rows[name].dtype.is_numeric():
             frame = pl.DataFrame({"x": rows[name], "y": y})
             ranked = frame.filter(pl.col("x").is_not_null() & pl.col("x").cast(pl.Float64).is_finite())
@@ -115,6 +118,26 @@ def outcome_copies(targets: pl.DataFrame, features: Sequence[str], explained: np
         if np.isfinite(share) and share >= COPY_SHARE:
             found[name] = share
     return found
+
+
+def _rank_correlations(rows: pl.DataFrame, names: Sequence[str], y: np.ndarray) -> dict[str, float]:
+    """The squared rank correlation (Spearman's) with `y` of each numeric column of `names` that holds
+    neither a missing nor a non-finite value, all ranked in one parallel query and correlated in one
+    product (a frame and two ranks a feature took 1 ms: 1.2 s of a call at 1,024 float features); NaN
+    for a constant column. The others are left to the caller."""
+    numeric = [name for name in names if rows[name].dtype.is_numeric()]
+    if not numeric:
+        return {}
+    whole = rows.select(pl.col(name).cast(pl.Float64).is_finite().fill_null(False).all() for name in numeric)
+    complete = [name for name in numeric if whole[name][0]]
+    if not complete:
+        return {}
+    x = rows.select(pl.col(complete).rank().cast(pl.Float64)).to_numpy()
+    ranks = pl.Series(y).rank().cast(pl.Float64).to_numpy()
+    x, ranks = x - x.mean(axis=0), ranks - ranks.mean()
+    with np.errstate(invalid="ignore", divide="ignore"):  # constant ranks: no correlation to speak of
+        correlation = (ranks @ x) / np.sqrt((x * x).sum(axis=0) * (ranks @ ranks))
+    return dict(zip(complete, (correlation**2).tolist()))
 
 
 _NARROW_INTEGERS = (pl.Boolean, pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16, pl.UInt32)

@@ -13,6 +13,7 @@ import cohortsql
 from cohortsql.results.copies import (
     COPY_CHECK_FEWEST,
     COPY_CHECK_ROWS,
+    COPY_SHARE,
     LABEL_MIN_ROWS,
     copy_check_rows,
     fitted_label,
@@ -289,3 +290,41 @@ def test_weighted_datas_check_reads_its_rows_of_positive_weight_only(
         data, prediction="y", similarity={"x": "abs:0.5"}, id="id", weight="w", targets=[0, 150], **engine.options
     )
     assert read[0]["id"].to_list() == list(range(0, rows, 150))
+
+
+def test_rank_copies_are_the_columns_whose_squared_spearman_reaches_the_share():
+    """Numeric columns of many values are ranked together and correlated in one product: each share is
+    scipy's Spearman correlation squared, over the rows where the column is finite (a column with missing
+    or infinite values, one of float32, integers, decimals, a monotone copy and a constant among them)."""
+    from decimal import Decimal
+
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(21)
+    n = 300
+    y = rng.normal(size=n)
+    near = y + rng.normal(size=n) * 0.08  # a noisy copy: just above or below the share
+    frame = pl.DataFrame(
+        {
+            "monotone": np.exp(y),
+            "near": near,
+            "noise": rng.normal(size=n),
+            "constant": np.full(n, 2.5),
+            "integers": np.argsort(np.argsort(y)) * 3 - 100,
+            "narrow": pl.Series(y + rng.normal(size=n) * 0.3, dtype=pl.Float32),
+            "money": pl.Series([Decimal(int(v * 100)) / 100 for v in y], dtype=pl.Decimal(12, 2)),
+            "gaps": pl.Series([None if i % 6 == 0 else float(v) for i, v in enumerate(y)]),
+            "infinite": np.where(np.arange(n) % 10 == 0, np.inf, near),
+        }
+    )
+    found = outcome_copies(frame, frame.columns, y)
+    expected = {}
+    for name in frame.columns:
+        values = frame[name].cast(pl.Float64).to_numpy()
+        kept = np.isfinite(values)
+        if np.ptp(values[kept]) > 0:
+            share = spearmanr(values[kept], y[kept]).statistic ** 2
+            if share >= COPY_SHARE:
+                expected[name] = share
+    assert found.keys() == expected.keys() and {"monotone", "integers", "money", "gaps"} <= found.keys()
+    assert all(found[name] == pytest.approx(expected[name], abs=1e-12) for name in found)
