@@ -30,8 +30,9 @@ def prepared_value(feature: ResolvedFeature, dialect: Dialect) -> str:
 
 
 def is_plain(feature: ResolvedFeature, dialect: Dialect) -> bool:
-    """Whether the feature's prepared value is its data column as it is (integers, text, booleans)."""
-    return prepared_value(feature, dialect) == dialect.quote(feature.name)
+    """Whether the feature's prepared value is its data column as it is: integers, text, booleans as they
+    are, and a cast to the column's own type (a DOUBLE column without NaN, a BIGINT one)."""
+    return feature.of_its_own_type or prepared_value(feature, dialect) == dialect.quote(feature.name)
 
 
 def subject_fields(

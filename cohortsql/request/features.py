@@ -67,6 +67,9 @@ which spares an expression per subject and batch); integers widened to BIGINT (o
 when their range could overflow BIGINT in a subtraction); dates as days and timestamps as microseconds
 since 1970-01-01 (integers: differences exact)."""
 
+OWN_TYPES = frozenset({("double", "double"), ("bigint", "int64")})
+"""(representation, Arrow type) of a column that its representation casts to its own type."""
+
 NUMERIC_KINDS: tuple[ColumnKind, ...] = ("integer", "float", "decimal", "date", "timestamp")
 _SAFE_BIGINT = 2**62
 """Integers within (-2^62, 2^62) subtract without overflowing BIGINT."""
@@ -142,6 +145,9 @@ class ResolvedFeature:
     """Why the feature got its kind when the caller gave none (None when the caller chose it)."""
     time_zone: bool = False
     """Whether its values are timestamps with a time zone (instants)."""
+    of_its_own_type: bool = False
+    """Whether its column already has the type of its representation (``double`` of a DOUBLE column,
+    ``bigint`` of a BIGINT one): its subject column is then the data column as it is."""
     copy: int = 0
     """0 for the feature itself; b >= 1 for its b-th permuted copy (the null reference), which reads the
     same kind and parameters from a column of its own."""
@@ -358,17 +364,19 @@ def resolve_feature(feature: Feature, statistics: Row, rows: int) -> ResolvedFea
             f"feature {feature.name!r}: similarity {kind} makes a {overflowing[0]} beyond the largest number"
             " (a DOUBLE overflows): choose a smaller parameter, or rescale the column"
         )
+    representation = _representation(feature, kind, statistics)
     return ResolvedFeature(
         name=feature.name,
         index=feature.index,
         values=feature.values,
         kind=kind,
-        representation=_representation(feature, kind, statistics),
+        representation=representation,
         parameters=parameters if kind.numeric else {},
         has_missing=bool(statistics["nulls"] or statistics.get("nan")),
         levels=None if levels is None else int(levels),
         reason=reason,
         time_zone=feature.time_zone,
+        of_its_own_type=(representation, feature.dtype) in OWN_TYPES,
     )
 
 
@@ -377,7 +385,8 @@ def portable(feature: ResolvedFeature) -> ResolvedFeature:
     to missing ones even when this data holds neither (``double`` and `has_missing` are facts about
     this data only)."""
     representation = "float" if feature.representation == "double" else feature.representation
-    return replace(feature, representation=representation, has_missing=True)
+    own = feature.of_its_own_type and representation == feature.representation
+    return replace(feature, representation=representation, has_missing=True, of_its_own_type=own)
 
 
 def _representation(feature: Feature, kind: Similarity, statistics: Row) -> Representation:

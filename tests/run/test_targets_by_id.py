@@ -95,16 +95,19 @@ def test_the_targets_data_read_with_them_equal_the_data_read_apart(options, monk
 
 def test_predictors_that_are_a_data_column_are_read_once(reads):
     """A target's row is read with its data's columns: a predictor that is a column as it is (an exact
-    integer, text, a boolean) is read once, as the data's column, not a second time under its subject
-    name (at 1,024 binary features the query read 2,051 columns, and took twice as long)."""
+    integer, text, a boolean, a window over DOUBLE) is read once, as the data's column, not a second
+    time under its subject name (at 1,024 binary features the query read 2,051 columns, and took twice
+    as long)."""
     data = frame().with_columns(
-        small=pl.Series(np.arange(60) % 3, dtype=pl.Int16), flag=pl.Series(np.arange(60) % 2 == 0)
+        small=pl.Series(np.arange(60) % 3, dtype=pl.Int16),
+        flag=pl.Series(np.arange(60) % 2 == 0),
+        single=pl.Series(np.arange(60) / 7, dtype=pl.Float32),
     )
-    similarity = {"x": "abs:0.2", "small": "exact", "flag": "exact"}
+    similarity = {"x": "abs:0.2", "small": "exact", "flag": "exact", "single": "abs:1"}
     result = cohortsql.cohort_shapley(data, prediction="y", similarity=similarity, id="k", targets=[30, 50])
     [matching] = by_id_reads(reads)
-    assert '"small" AS' not in matching and '"flag" AS' not in matching
-    assert 'CAST("x" AS DOUBLE) AS "__cohort_f0"' in matching  # x is compared as a double: computed
+    assert '"small" AS' not in matching and '"flag" AS' not in matching and 'CAST("x"' not in matching
+    assert 'CAST("single" AS DOUBLE) AS "__cohort_f3"' in matching  # a float32 is compared as a double
     apart = cohortsql.cohort_shapley(data.sort("k"), prediction="y", similarity=similarity, targets=[3, 5])
     np.testing.assert_array_equal(result.shapley, apart.shapley)
 
@@ -144,3 +147,19 @@ def test_integer_ids_at_bigints_ends_are_read_on_every_engine(engine):
     )
     assert result.ids.to_list() == [-(2**63), 2**63 - 1]
     assert result.targets.equals(data.filter(pl.col("k").is_in([-(2**63), 2**63 - 1])).sort("k"))
+
+
+def test_windows_over_columns_of_their_own_type_are_read_once(reads):
+    """A DOUBLE column without NaN and a BIGINT column are their subject columns as they are: the target
+    read selects them once (1,024 float windows: 0.13 -> 0.07 s), an INTEGER column is still cast, and the
+    values are those of every target's run (whose targets are read from the subjects relation)."""
+    data = frame().with_columns(
+        wide=pl.Series(np.arange(60) * 7, dtype=pl.Int64), narrow=pl.Series(np.arange(60) % 9, dtype=pl.Int32)
+    )
+    similarity = {"x": "abs:0.2", "wide": "abs:50", "narrow": "abs:2"}
+    result = cohortsql.cohort_shapley(data, prediction="y", similarity=similarity, id="k", targets=[50, 30])
+    [matching] = by_id_reads(reads)
+    assert 'CAST("x" AS DOUBLE)' not in matching and 'CAST("wide" AS BIGINT)' not in matching
+    assert 'CAST("narrow" AS BIGINT)' in matching
+    every = cohortsql.cohort_shapley(data, prediction="y", similarity=similarity, id="k")
+    assert np.array_equal(result.shapley, every.shapley[[3, 5]])
