@@ -7,9 +7,9 @@ Each table is explained for one target after a warm-up call, `--repeats` times; 
 printed with the whole call's, and "everything else" is the call less the steps (Python between the
 queries, the kernel and the integration). A step added to every call shows up here as a line.
 
-Tables: 12 features (6 `abs:0.3` windows on doubles, 6 exact integer columns) and 1,024 binary exact
-features, `--rows` rows each (20,000 by default); the exact method for d = 12, the integrated one for
-d = 1,024 (what each width runs).
+Tables: 12 features (6 `abs:0.3` windows on doubles, 6 exact integer columns), 1,024 binary exact
+features and 1,024 `abs:0.5` windows on doubles, `--rows` rows each (20,000 by default); the exact
+method for d = 12, the integrated one for d = 1,024 (what each width runs).
 
 Usage: python benchmarks/bench_bookkeeping.py [--rows 20000] [--repeats 5]
 """
@@ -56,6 +56,14 @@ def wide(rows: int) -> tuple[pl.DataFrame, dict[str, str], str]:
     y = x[:, :16] @ rng.normal(size=16) + rng.normal(scale=0.1, size=rows)
     frame = pl.DataFrame({f"x{j}": x[:, j] for j in range(1024)}).with_columns(y=pl.Series(y)).with_row_index("id")
     return frame, {f"x{j}": "exact" for j in range(1024)}, "integrated"
+
+
+def wide_floats(rows: int) -> tuple[pl.DataFrame, dict[str, str], str]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(rows, 1024))
+    y = x[:, :16] @ rng.normal(size=16) + rng.normal(scale=0.1, size=rows)
+    frame = pl.DataFrame({f"x{j}": x[:, j] for j in range(1024)}).with_columns(y=pl.Series(y)).with_row_index("id")
+    return frame, {f"x{j}": "abs:0.5" for j in range(1024)}, "integrated"
 
 
 class Steps:
@@ -121,7 +129,8 @@ def main() -> None:
     arguments = parser.parse_args()
     warnings.simplefilter("ignore")
     print(machine())
-    for label, make in (("12 features", narrow), ("1,024 features", wide)):
+    tables = (("12 features", narrow), ("1,024 binary features", wide), ("1,024 float windows", wide_floats))
+    for label, make in tables:
         measure(label, *make(arguments.rows), arguments.repeats)
 
 
