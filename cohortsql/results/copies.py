@@ -97,23 +97,15 @@ def outcome_copies(targets: pl.DataFrame, features: Sequence[str], explained: np
     spread, mean = float(np.var(y)), float(np.mean(y))
     counts = {name: np.bincount(levels[name]) for name in present}
     few = {name for name in present if np.count_nonzero(counts[name]) <= len(y) // FEW_LEVELS}
-    many = [name for name in present if name not in few]
-    ranked_together = _rank_correlations(rows, many, y, {name: (levels[name], counts[name]) for name in many})
+    ranked = _rank_correlations(rows, [name for name in present if name not in few], y, levels)
     found = {}
     for name in present:
         held = counts[name] > 0
         if name in few:
             level_means = np.bincount(levels[name], weights=y)[held] / counts[name][held]
             share = float((counts[name][held] * (level_means - mean) ** 2).sum() / len(y)) / spread
-        elif name in ranked_together:
-            share = ranked_together[name]
-        elif rows[name].dtype.is_numeric():
-            frame = pl.DataFrame({"x": rows[name], "y": y})
-            ranked = frame.filter(pl.col("x").is_not_null() & pl.col("x").cast(pl.Float64).is_finite())
-            if ranked.height < COPY_MIN_ROWS or ranked["x"].n_unique() < 2:
-                continue
-            with np.errstate(invalid="ignore", divide="ignore"):  # constant ranks: no correlation to speak of
-                share = float(np.corrcoef(ranked["x"].rank().to_numpy(), ranked["y"].rank().to_numpy())[0, 1] ** 2)
+        elif name in ranked:
+            share = ranked[name]
         else:
             continue
         if np.isfinite(share) and share >= COPY_SHARE:
@@ -122,33 +114,54 @@ def outcome_copies(targets: pl.DataFrame, features: Sequence[str], explained: np
 
 
 def _rank_correlations(
-    rows: pl.DataFrame, names: Sequence[str], y: np.ndarray, coded: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    rows: pl.DataFrame, names: Sequence[str], y: np.ndarray, levels: Mapping[str, np.ndarray]
 ) -> dict[str, float]:
-    """The squared rank correlation (Spearman's) with `y` of each numeric column of `names` that holds
-    neither a missing nor a non-finite value, correlated all at once in one product (a frame and two
-    ranks a feature took 1 ms: 1.2 s of a call at 1,024 float features); NaN for a constant column. A
-    column's average ranks come from its level codes and their counts (`coded`: `_level_codes`, whose
-    codes follow the values' order): a level's rows hold the ranks after every lower level's, and share
-    their mean. The others are left to the caller."""
-    complete = [name for name in names if _complete_numbers(rows[name])]
-    if not complete:
-        return {}
-    x = np.empty((len(y), len(complete)))
-    for position, name in enumerate(complete):
-        codes, counts = coded[name]
-        x[:, position] = np.cumsum(counts)[codes] - (counts[codes] - 1) / 2
-    ranks = pl.Series(y).rank().cast(pl.Float64).to_numpy()
-    x, ranks = x - x.mean(axis=0), ranks - ranks.mean()
+    """The squared rank correlation (Spearman's) with `y` of each numeric column of `names`, over its rows
+    of finite values when they are at least `COPY_MIN_ROWS`; NaN for a constant column. A column's
+    average ranks come from its level codes (`levels`: `_level_codes`, whose codes follow the values'
+    order): a level's rows hold the ranks after every lower level's, and share their mean. The columns
+    with every value finite are correlated together in one product (a frame and two ranks a feature
+    took 1 ms: 1.2 s of a call at 1,024 float features)."""
+    shares: dict[str, float] = {}
+    complete: list[str] = []
+    for name in names:
+        if not rows[name].dtype.is_numeric():
+            continue
+        kept = _finite_rows(rows[name])
+        if kept.all():
+            complete.append(name)
+        elif np.count_nonzero(kept) >= COPY_MIN_ROWS:
+            [shares[name]] = _squared_correlations(_average_ranks(levels[name][kept])[:, None], y[kept])
+    if complete:
+        every = np.column_stack([_average_ranks(levels[name]) for name in complete])
+        shares |= dict(zip(complete, _squared_correlations(every, y)))
+    return shares
+
+
+def _finite_rows(column: pl.Series) -> np.ndarray:
+    """Which rows of a numeric `column` hold a finite value (not NULL, NaN or infinite)."""
+    if not column.null_count():  # most columns: no mask to build
+        return np.isfinite(column.to_numpy()) if column.dtype.is_float() else np.ones(len(column), dtype=bool)
+    kept = column.is_not_null().to_numpy()
+    if column.dtype.is_float():
+        kept &= np.isfinite(column.fill_null(0).to_numpy())
+    return kept
+
+
+def _average_ranks(codes: np.ndarray) -> np.ndarray:
+    """Each row's rank among the rows (1 for the least), tied rows sharing their mean, from codes that
+    follow the values' order."""
+    counts = np.bincount(codes)
+    return np.cumsum(counts)[codes] - (counts[codes] - 1) / 2
+
+
+def _squared_correlations(ranks: np.ndarray, y: np.ndarray) -> list[float]:
+    """The squared correlation of each column of `ranks` (rows, columns) with the ranks of `y`."""
+    x, own = ranks - ranks.mean(axis=0), _average_ranks(np.unique(y, return_inverse=True)[1])
+    own = own - own.mean()
     with np.errstate(invalid="ignore", divide="ignore"):  # constant ranks: no correlation to speak of
-        correlation = (ranks @ x) / np.sqrt((x * x).sum(axis=0) * (ranks @ ranks))
-    return dict(zip(complete, (correlation**2).tolist()))
-
-
-def _complete_numbers(column: pl.Series) -> bool:
-    """Whether `column` holds numbers only, every one of them finite."""
-    if not column.dtype.is_numeric() or column.null_count():
-        return False
-    return not column.dtype.is_float() or bool(np.isfinite(column.to_numpy()).all())
+        correlation = (own @ x) / np.sqrt((x * x).sum(axis=0) * (own @ own))
+    return (correlation**2).tolist()
 
 
 _NARROW_INTEGERS = (pl.Boolean, pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16, pl.UInt32)
