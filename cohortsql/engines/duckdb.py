@@ -332,7 +332,7 @@ class DuckDBEngine(Engine):
         if not positions:
             return self._described(call, False, True)
         try:
-            return self._described(self._parquet_positions(path, files), True, True)
+            return self._described(self._parquet_positions(path), True, True)
         except CohortError:  # e.g. the file has its own column named file_row_number
             return self._copy(call, positions)
 
@@ -376,7 +376,7 @@ class DuckDBEngine(Engine):
                 " header and that every line has the same number of fields"
             )
 
-    def _parquet_positions(self, path: str, files: list[str]) -> str:
+    def _parquet_positions(self, path: str) -> str:
         """Parquet rows numbered by file (in name order) and row within the file: no scan order involved."""
         counts = self.fetch_arrow(
             f"SELECT file_name, num_rows FROM parquet_file_metadata({self.dialect.string(path)})",

@@ -3,9 +3,8 @@
 values of the id column (`cohortsql.engines.id_counts`) where the engine would group every row by its id.
 
 Why: on 2,000,000 rows of integer ids under ``memory_limit='300MB'``, DuckDB's grouped query (with the
-distinct rows' hash beside it) took 0.19 s of a 1.5 s call, and polars' count 8 ms for ids in order,
-41 ms for shuffled ones, holding about 8 bytes an id more at its peak (20,000,000 ids: 160 MB; pyarrow's
-``unique`` took 118 ms and held more). Only ids whose equality is the same in polars and in SQL are
+distinct rows' hash beside it) took 0.19 s of a 1.5 s call, polars' count 8-41 ms, holding about 8 bytes
+an id more at its peak (20,000,000 ids: 160 MB). Only ids whose equality is the same in polars and in SQL are
 counted here (integers, decimals, dates, timestamps): text is equal under the engine's collation, so it
 keeps the engine's query.
 """
