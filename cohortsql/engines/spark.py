@@ -64,7 +64,8 @@ and the merge costing more than the pairs); above, much slower (1,000,000 x 100 
 docs/engines.md)."""
 
 EXECUTOR_ID_ROWS = 100_000
-"""Rows from which the executors check that ids are unique (`cohortsql.engines.spark_ids`), tables whose
+"""Rows from which the executors check that ids are unique (`cohortsql.engines.spark_ids`) when the
+driver does not (text ids; more than `spark_ids.DRIVER_ID_ROWS` rows), tables whose
 mask histograms are built there too from about 50 targets (`EXECUTOR_HISTOGRAM_PAIRS`). Warm, they are
 quicker at every size (local[2], medians of 6 to 8 alternated: 506 rows 0.18 s against 0.26 s, 100,000
 rows 0.23 s against 0.28 s, 1,000,000 rows 0.52 s against 0.73 s), but their first start in a session
@@ -260,14 +261,19 @@ class SparkEngine(Engine):
         return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
     def count_duplicate_ids(self, ids: str, *, rows: int, context: str) -> Row | None:
-        """On the executors (`cohortsql.engines.spark_ids`) for tables of `EXECUTOR_ID_ROWS` rows whose
-        ids polars compares as Spark does, when their Python imports cohortsql; otherwise None, and
-        Spark SQL's grouped query."""
+        """Here for tables of at most `spark_ids.DRIVER_ID_ROWS` rows of integer, decimal, date or
+        timestamp ids; on the executors (`cohortsql.engines.spark_ids`) for tables of `EXECUTOR_ID_ROWS`
+        rows whose ids polars compares as Spark does, when their Python imports cohortsql; otherwise
+        None, and Spark SQL's grouped query."""
+        from cohortsql.engines import spark_ids
+
+        if rows <= spark_ids.DRIVER_ID_ROWS:
+            counted = self._run(partial(spark_ids.counted_here, self.session, ids), context)
+            if counted is not None:
+                return counted
         if rows < EXECUTOR_ID_ROWS or not self._python_on_executors():
             return None
-        from cohortsql.engines.spark_ids import duplicate_ids
-
-        return self._run(partial(duplicate_ids, self.session, ids, rows=rows, tasks=self._tasks()), context)
+        return self._run(partial(spark_ids.duplicate_ids, self.session, ids, rows=rows, tasks=self._tasks()), context)
 
     def _tasks(self) -> int:
         """About as many tasks as the cluster has cores: its default parallelism (a Connect client cannot

@@ -160,9 +160,9 @@ def duplicate_ids(source: str, id: str, dialect: Dialect, features: Sequence[Fea
     under memory_limit='40MB' (DuckDB 2.0.1), the distinct count failed in 5 of 8 runs beside the
     statistics query's other aggregates and the grouping in none. On Spark the estimate (a
     HyperLogLog, which Spark cannot compile with other aggregates) costs less here than among the
-    statistics' aggregates: 0.82 s against 1.11 s for both queries on 1,000,000 rows, local[2]; from
-    `cohortsql.engines.spark.EXECUTOR_ID_ROWS` rows Spark's executors count instead
-    (`ids_and_row_hashes`)."""
+    statistics' aggregates: 0.82 s against 1.11 s for both queries on 1,000,000 rows, local[2]; Spark
+    reads fixed-width ids of smaller tables into this process, and its executors count those of larger
+    ones, instead (`ids_and_row_hashes`, `cohortsql.engines.spark_ids`)."""
     rows, row_hash = dialect.quote("rows"), dialect.quote("row_hash")
     distinct = f", {dialect.distinct_estimate(row_hash)} AS {dialect.quote('distinct_rows')}" if features else ""
     columns = [dialect.quote(feature.name) for feature in features]
