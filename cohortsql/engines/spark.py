@@ -51,6 +51,7 @@ from cohortsql.engines.inputs import (
     without_positions,
 )
 from cohortsql.engines.spark_failures import SPARK_FAILURES, WORKERS_CANNOT_IMPORT, failure_message, quiet_loggers
+from cohortsql.engines.spark_rows import collected
 from cohortsql.engines.spark_session import start_session
 from cohortsql.errors import CohortError, warn
 from cohortsql.request.user_sql import is_query, query_text
@@ -214,6 +215,20 @@ class SparkEngine(Engine):
 
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
         return self._run(lambda: self.session.sql(select).toArrow(), context)
+
+    def fetch_few_rows(self, select: str, *, context: str) -> pa.Table:
+        """On a classic session, a result of numbers and booleans collected as Python values, which
+        reads a LIMIT's rows without Arrow's exchange into one partition (`spark_rows`); otherwise
+        `fetch_arrow`."""
+        if self._remote:
+            return self.fetch_arrow(select, context=context)
+
+        def read() -> pa.Table:
+            frame = self.session.sql(select)
+            rows = collected(frame)
+            return frame.toArrow() if rows is None else rows
+
+        return self._run(read, context)
 
     def interrupt(self) -> None:
         """Cancel this engine's queries, again and again until none is in flight: a query may submit
