@@ -162,6 +162,12 @@ class Engine(ABC):
         way (at the cost of a copy of the rows) overrides it."""
         return self.fetch_arrow(select, context=context)
 
+    def fetch_one_row(self, select: str, *, context: str) -> pa.Table:
+        """`fetch_few_rows` of a query whose result has at most one row (the statistics, a pilot value):
+        by default the same call; Spark collects a row of numbers without its Arrow collection
+        (`cohortsql.engines.spark_rows`)."""
+        return self.fetch_few_rows(select, context=context)
+
     @abstractmethod
     def _execute(self, sql: str, *, context: str) -> None:
         """Run a statement of cohortsql's own SQL (through `_run`); failures raise `CohortError` starting with `context`."""
@@ -452,7 +458,7 @@ def fetch_numpy(engine: Engine, select: str, *, context: str) -> dict[str, np.nd
 
 def fetch_record(engine: Engine, select: str, *, context: str) -> Row:
     """The single row of a query as a column -> value mapping."""
-    rows = engine.fetch_few_rows(select, context=context).to_pylist()
+    rows = engine.fetch_one_row(select, context=context).to_pylist()
     if len(rows) != 1:
         raise CohortError(f"{context}: expected one row, got {len(rows)}")
     return rows[0]

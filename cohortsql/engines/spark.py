@@ -216,10 +216,9 @@ class SparkEngine(Engine):
     def fetch_arrow(self, select: str, *, context: str) -> pa.Table:
         return self._run(lambda: self.session.sql(select).toArrow(), context)
 
-    def fetch_few_rows(self, select: str, *, context: str) -> pa.Table:
-        """On a classic session, a result of numbers and booleans collected as Python values, which
-        reads a LIMIT's rows without Arrow's exchange into one partition (`spark_rows`); otherwise
-        `fetch_arrow`."""
+    def fetch_one_row(self, select: str, *, context: str) -> pa.Table:
+        """On a classic session, a row of numbers and booleans collected as Python values, which reads a
+        LIMIT's row without Arrow's exchange into one partition (`spark_rows`); otherwise `fetch_arrow`."""
         if self._remote:
             return self.fetch_arrow(select, context=context)
 

@@ -1,13 +1,14 @@
-"""A few rows of a Spark query read as Python values rather than as Arrow batches, for results of
-numbers and booleans (`collected`).
+"""A row of a Spark query (the statistics, a pilot value: `Engine.fetch_one_row`) read as Python values
+rather than as Arrow batches, for results of numbers and booleans (`collected`).
 
-Why: Spark's Arrow collection runs a query's LIMIT (or ORDER BY ... LIMIT) as an exchange of every
-partition's first rows into one partition, a second stage, where ``collect()`` takes its rows from as
-few partitions as it needs, in one. The pilot's ``LIMIT 1`` over 1,000,000 cached rows (local[2],
-medians of 9, two rounds) took 0.13-0.27 s as Arrow and 0.06-0.09 s collected; 100 target rows by id,
-ordered, 0.17-0.25 s and 0.12-0.17 s. A number or a boolean has one Python value, which gives back the
-Arrow value Spark's own collection would; other types keep that collection (a timestamp's Python value
-is in the session's time zone, text's Arrow type is a setting's, nested values have their own rules).
+Why: Spark's Arrow collection runs a query's LIMIT as an exchange of every partition's first rows into
+one partition, a second stage, where ``collect()`` takes its rows from as few partitions as it needs,
+in one. The pilot's ``LIMIT 1`` over 1,000,000 cached rows (local[2], medians of 9, two rounds) took
+0.13-0.27 s as Arrow and 0.06-0.09 s collected. A number or a boolean has one Python value, which gives
+back the Arrow value Spark's own collection would; other types keep that collection (a timestamp's
+Python value is in the session's time zone, text's Arrow type is a setting's, nested values have their
+own rules). Only results of one row: Python values cost about a microsecond each, where Arrow reads
+thousands of rows of a thousand columns (a sample at d = 1,024) in one buffer a column.
 """
 
 from __future__ import annotations

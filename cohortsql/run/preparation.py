@@ -373,7 +373,7 @@ def _pilot(engine: Engine, source: str, prediction: str, exact: bool) -> tuple[f
     on an engine whose overflowing sums stop the query (`Dialect.sums_overflow_to_infinity`), the
     column's largest finite |y| (None without a finite value, or where the statistics read it)."""
     apart = not engine.dialect.sums_overflow_to_infinity
-    rows = engine.fetch_few_rows(
+    rows = engine.fetch_one_row(
         queries.statistics.pilot(source, prediction, engine.dialect, exact=exact, largest=apart),
         context="reading the data",
     ).to_pylist()

@@ -1,4 +1,4 @@
-"""A few rows of numbers and booleans read from Spark as Python values (`cohortsql.engines.spark_rows`):
+"""A row of numbers and booleans read from Spark as Python values (`cohortsql.engines.spark_rows`):
 the same Arrow table as Spark's Arrow collection gives (every numeric type at its ends, NaN, the
 infinities, signed zeros, NULLs, repeated names, no rows), other types left to that collection, and a
 call's pilot (a LIMIT 1) read without it."""
@@ -95,3 +95,19 @@ def test_a_call_reads_its_pilot_without_spark_s_arrow(spark_session, monkeypatch
     np.testing.assert_allclose(on_spark.shapley, cohortsql.cohort_shapley(data, **options).shapley, atol=1e-12)
     assert not [plan for plan in arrow_reads if "pilot" in plan], arrow_reads
     assert [plan for plan in arrow_reads if "name" in plan], arrow_reads  # the sample: text
+
+
+def test_only_one_row_is_collected(spark_session, monkeypatch):
+    """`fetch_one_row` collects; a result of many rows of numbers (`fetch_few_rows`: a sample, target
+    rows) keeps Spark's Arrow collection, which reads a column in one buffer."""
+    from cohortsql.engines.spark import SparkEngine
+
+    classic = type(spark_session.range(1))
+    arrow_reads = []
+    original = classic.toArrow
+    monkeypatch.setattr(classic, "toArrow", lambda frame: arrow_reads.append(frame) or original(frame))
+    engine = SparkEngine(spark_session)
+    many = engine.fetch_few_rows("SELECT id, id * 0.5 AS half FROM range(10000)", context="the test")
+    assert (many.num_rows, len(arrow_reads)) == (10_000, 1)
+    one = engine.fetch_one_row("SELECT count(*) AS n, max(id * 0.5) AS half FROM range(10000)", context="the test")
+    assert (one.to_pylist(), len(arrow_reads)) == ([{"n": 10_000, "half": 4999.5}], 1)
