@@ -113,19 +113,24 @@ def test_the_ids_check_of_its_own_also_estimates_the_distinct_rows(spark_session
     """Where repeated ids are counted by a grouped query of its own (Spark; DuckDB under a memory
     limit), that query also estimates the distinct predictor rows, over one row per id (Spark cannot
     compile its HyperLogLog with the statistics' other aggregates): identical rows are collapsed there
-    as where both are among the statistics."""
+    as where both are among the statistics. So does Spark's count of integer ids in this process
+    (`spark_ids.counted_here`), its grouped query set aside here."""
+    from cohortsql.engines import spark_ids
+
     data = arrow_table().append_column("b", pa.array(np.arange(400) % 2 == 0))
     in_place = _prepared(data)
     assert in_place == (True, 6)  # 3 values of z x 2 of b
     assert _prepared(data, engine=cohortsql.DuckDB(memory_limit="500MB")) == in_place
+    assert _prepared(data, connection=spark_session) == in_place  # the ids read here
     queries = {}
-    original = SparkEngine.fetch_arrow
+    for read, original in (("fetch_arrow", SparkEngine.fetch_arrow), ("fetch_one_row", SparkEngine.fetch_one_row)):
 
-    def recording(self, select, *, context):
-        queries[context] = select
-        return original(self, select, context=context)
+        def recording(self, select, *, context, _original=original):
+            queries[context] = select
+            return _original(self, select, context=context)
 
-    monkeypatch.setattr(SparkEngine, "fetch_arrow", recording)
+        monkeypatch.setattr(SparkEngine, read, recording)
+    monkeypatch.setattr(spark_ids, "DRIVER_ID_ROWS", -1)
     assert _prepared(data, connection=spark_session) == in_place
     assert "AS `distinct_rows`" in queries["checking that ids are unique"]
     assert "AS `distinct_rows`" not in queries["computing table statistics"]
