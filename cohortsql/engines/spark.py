@@ -64,14 +64,6 @@ SQL's is quicker (20 Boston targets: 0.57-0.73 s a call against 0.9 s, the Pytho
 and the merge costing more than the pairs); above, much slower (1,000,000 x 100 x 12 windows: see
 docs/engines.md)."""
 
-EXECUTOR_ID_ROWS = 100_000
-"""Rows from which the executors check that ids are unique (`cohortsql.engines.spark_ids`) when the
-driver does not (text ids; more than `spark_ids.DRIVER_ID_ROWS` rows), tables whose
-mask histograms are built there too from about 50 targets (`EXECUTOR_HISTOGRAM_PAIRS`). Warm, they are
-quicker at every size (local[2], medians of 6 to 8 alternated: 506 rows 0.18 s against 0.26 s, 100,000
-rows 0.23 s against 0.28 s, 1,000,000 rows 0.52 s against 0.73 s), but their first start in a session
-took 1.3 s: a small table would pay it for the check alone."""
-
 SCAN_PARTITIONS_PER_CORE = 2
 """The input is read in at most this many partitions a core (merged without a shuffle, `DataFrame.coalesce`).
 A frame made from 1,000,000 in-memory rows has 100 partitions; on local[2] the ids' uniqueness check took
@@ -276,7 +268,7 @@ class SparkEngine(Engine):
 
     def count_duplicate_ids(self, ids: str, *, rows: int, context: str) -> Row | None:
         """Here for tables of at most `spark_ids.DRIVER_ID_ROWS` rows of integer, decimal, date or
-        timestamp ids; on the executors (`cohortsql.engines.spark_ids`) for tables of `EXECUTOR_ID_ROWS`
+        timestamp ids; on the executors (`cohortsql.engines.spark_ids`) for tables of `spark_ids.EXECUTOR_ID_ROWS`
         rows whose ids polars compares as Spark does, when their Python imports cohortsql; otherwise
         None, and Spark SQL's grouped query."""
         from cohortsql.engines import spark_ids
@@ -285,7 +277,7 @@ class SparkEngine(Engine):
             counted = self._run(partial(spark_ids.counted_here, self.session, ids), context)
             if counted is not None:
                 return counted
-        if rows < EXECUTOR_ID_ROWS or not self._python_on_executors():
+        if rows < spark_ids.EXECUTOR_ID_ROWS or not self._python_on_executors():
             return None
         return self._run(partial(spark_ids.duplicate_ids, self.session, ids, rows=rows, tasks=self._tasks()), context)
 

@@ -30,7 +30,7 @@ SCRIPT = textwrap.dedent(
     import cohortsql.engines.spark_ids
 
     cohortsql.engines.spark.EXECUTOR_HISTOGRAM_PAIRS = 0  # the executors' histogram for every batch
-    cohortsql.engines.spark.EXECUTOR_ID_ROWS = 0  # and their ids' check
+    cohortsql.engines.spark_ids.EXECUTOR_ID_ROWS = 0  # and their ids' check
     cohortsql.engines.spark_ids.DRIVER_ID_ROWS = -1  # not this process
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -107,7 +107,7 @@ def test_many_distinct_rows_are_estimated_within_the_sketch_s_error(spark_sessio
 
 def test_text_ids_of_a_case_insensitive_collation_keep_spark_sql_s_grouping(spark_session, monkeypatch):
     """UTF8_LCASE groups 'A' with 'a': pyarrow would not, so the grouped query counts them (and the call stops)."""
-    monkeypatch.setattr(spark_engine, "EXECUTOR_ID_ROWS", 0)
+    monkeypatch.setattr(spark_ids, "EXECUTOR_ID_ROWS", 0)
     table = pa.table({"id": ["a", "A", "b"], "x": [1.0, 2.0, 3.0], "y": [0.0, 1.0, 2.0]})
     spark_session.createDataFrame(table).createOrReplaceTempView("collated_input")
     frame = spark_session.sql("SELECT id COLLATE UTF8_LCASE AS id, x, y FROM collated_input")
@@ -129,7 +129,7 @@ def test_a_call_checks_its_ids_on_the_executors_from_enough_rows(spark_session, 
     checked on the executors, the values equal DuckDB's; repeated ids stop the call with the same
     message both ways."""
     monkeypatch.setattr(spark_ids, "DRIVER_ID_ROWS", -1)
-    monkeypatch.setattr(spark_engine, "EXECUTOR_ID_ROWS", threshold)
+    monkeypatch.setattr(spark_ids, "EXECUTOR_ID_ROWS", threshold)
     counted = checks_on_the_executors(monkeypatch)
     data = TITANIC.select("id", "pclass", "sex", "age", "survived").with_columns(
         y=(pl.col("survived") == "survived").cast(pl.Float64)
@@ -147,7 +147,7 @@ def test_a_call_checks_its_ids_on_the_executors_from_enough_rows(spark_session, 
 
 def test_a_spark_connect_session_checks_its_ids_on_the_executors(spark_connect, monkeypatch):
     monkeypatch.setattr(spark_ids, "DRIVER_ID_ROWS", -1)
-    monkeypatch.setattr(spark_engine, "EXECUTOR_ID_ROWS", 0)
+    monkeypatch.setattr(spark_ids, "EXECUTOR_ID_ROWS", 0)
     counted = checks_on_the_executors(monkeypatch)
     data = TITANIC.select("id", "pclass", "sex", "sibsp", "parch").with_columns(
         y=pl.col("sibsp") * 1.5 + pl.col("parch")
@@ -174,7 +174,7 @@ def test_a_call_reads_fixed_width_ids_here_without_a_query_grouping_them(spark_s
     """Up to `DRIVER_ID_ROWS` rows, a call reads integer, decimal, date and timestamp ids into this
     process (no grouped query, no executors' check): the same values as DuckDB's, and repeated ids
     stop it naming the count; text ids keep Spark SQL's grouped query."""
-    monkeypatch.setattr(spark_engine, "EXECUTOR_ID_ROWS", 0)
+    monkeypatch.setattr(spark_ids, "EXECUTOR_ID_ROWS", 0)
     counted = checks_on_the_executors(monkeypatch)
     queries_run = []
     original = spark_engine.SparkEngine.fetch_arrow
