@@ -189,10 +189,17 @@ class Dialect:
         if isinstance(value, str):
             return self.string(value)
         if isinstance(value, datetime.datetime):
-            return f"TIMESTAMP {self.string(value.isoformat(sep=' '))}"
+            text = self.string(value.isoformat(sep=" "))
+            return f"TIMESTAMP {text}" if value.tzinfo is None else self.instant(text)
         if isinstance(value, datetime.date):
             return f"DATE {self.string(value.isoformat())}"
         raise CohortError(f"cannot write the value {value!r} into SQL; use integers, numbers, text or dates")
+
+    def instant(self, text: str) -> str:
+        """A timestamp with its UTC offset (`text`, a string literal) as the instant it names. Not a
+        TIMESTAMP literal: DuckDB and PostgreSQL read '2020-01-01 00:00:03+01:00' as 00:00:03 without a
+        zone, and a target id of a column zoned Europe/Paris was not found (2026-11-29)."""
+        return f"CAST({text} AS TIMESTAMPTZ)"
 
     def quantile_aggregate(self, expression: str, probability: float) -> str:
         """The engine's exact quantile aggregate, computed in DOUBLE."""

@@ -19,6 +19,9 @@ class SparkDialect(Dialect):
         _refuse_nul(text, "text")
         return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
+    def instant(self, text: str) -> str:
+        return f"TIMESTAMP {text}"  # Spark's TIMESTAMP is an instant: it applies the offset
+
     def quantile_aggregate(self, expression: str, probability: float) -> str:
         return f"percentile(CAST({expression} AS DOUBLE), {self.number(probability)})"
 

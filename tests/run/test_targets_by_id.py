@@ -2,6 +2,8 @@
 two), as an ordered read bounded by the number of ids written into the query (a top-N, one Spark job
 where a whole sort takes a sampling job and a shuffle), never fewer rows than match."""
 
+import datetime
+
 import numpy as np
 import polars as pl
 import pytest
@@ -147,6 +149,23 @@ def test_integer_ids_at_bigints_ends_are_read_on_every_engine(engine):
     )
     assert result.ids.to_list() == [-(2**63), 2**63 - 1]
     assert result.targets.equals(data.filter(pl.col("k").is_in([-(2**63), 2**63 - 1])).sort("k"))
+
+
+@pytest.mark.parametrize("zone", ["Europe/Paris", "America/St_Johns"])
+def test_ids_of_a_zoned_timestamp_are_found_as_the_instants_they_are_on_every_engine(engine, zone):
+    """A target id of a column with a time zone is the instant it names, however it is written: the
+    column's own value, the same instant in UTC or with another offset (DuckDB and PostgreSQL had read
+    the literal's offset away: no target was found outside UTC)."""
+    start = pl.datetime(2020, 3, 29, time_zone=zone)
+    data = frame().with_columns(k=start + pl.duration(minutes=pl.Series(np.arange(60) * 37)))
+    own = data["k"][[4, 41]].to_list()
+    written = [own[0].astimezone(datetime.UTC), own[1].astimezone(datetime.timezone(datetime.timedelta(hours=9)))]
+    for targets in (own, written):
+        result = cohortsql.cohort_shapley(
+            data, prediction="y", similarity={"x": "abs:0.2"}, id="k", targets=targets, **engine.options
+        )
+        assert [moment.timestamp() for moment in result.ids.to_list()] == [moment.timestamp() for moment in own]
+        assert np.array_equal(result.targets["x"].to_numpy(), data["x"].to_numpy()[[4, 41]])
 
 
 def test_windows_over_columns_of_their_own_type_are_read_once(reads):
