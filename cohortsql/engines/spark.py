@@ -12,7 +12,6 @@ path and the file's own row index. Otherwise the call asks for an ``id`` column.
 
 from __future__ import annotations
 
-import glob
 import re
 import threading
 import time
@@ -42,15 +41,14 @@ from cohortsql.engines.base import (
     ValuesOfHistograms,
 )
 from cohortsql.engines.inputs import (
-    POSITION_COLUMN,
     Input,
     as_arrow,
-    file_format,
     sendable,
     with_positions,
     without_positions,
 )
 from cohortsql.engines.spark_failures import SPARK_FAILURES, WORKERS_CANNOT_IMPORT, failure_message, quiet_loggers
+from cohortsql.engines.spark_files import read_path
 from cohortsql.engines.spark_rows import collected
 from cohortsql.engines.spark_session import start_session
 from cohortsql.errors import CohortError, warn
@@ -79,8 +77,6 @@ _EXECUTORS_IMPORT: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDiction
 CANCEL_INTERVAL_SECONDS = 0.25
 CANCEL_SECONDS = 60.0
 """After an interrupt, how often and for how long the cancel is repeated while a query is in flight."""
-
-_FILE_COLUMN, _INDEX_COLUMN, _OFFSET_COLUMN = "__cohort_file", "__cohort_index", "__cohort_offset"
 
 
 class SparkEngine(Engine):
@@ -152,7 +148,7 @@ class SparkEngine(Engine):
             elif self._has_table(data):
                 frame = self.session.table(data)
             else:
-                frame, ordered = self._read_path(data, positions)
+                frame, ordered = read_path(self.session, data, positions, self._run)
         else:
             table = as_arrow(data)
             if table is None:
@@ -349,41 +345,6 @@ class SparkEngine(Engine):
         self._run(lambda: writer.saveAsTable(name), f"writing table {name!r}")
 
     # -- inputs --------------------------------------------------------------------------------
-
-    def _read_path(self, path: str, positions: bool) -> tuple[DataFrame, bool]:
-        if "://" not in path and not (glob.glob(path) if set("*?[") & set(path) else Path(path).exists()):
-            raise CohortError(f"no file or table named {path!r}; check the path")
-        reader = file_format(path)
-        read = self.session.read
-        if reader == "csv":
-            return self._run(lambda: read.csv(path, header=True, inferSchema=True), f"reading {path!r}"), False
-        if reader == "json":
-            return self._run(lambda: read.json(path), f"reading {path!r}"), False
-        frame = self._run(lambda: read.parquet(path), f"reading {path!r}")
-        if not positions:
-            return frame, False
-        return self._numbered_parquet(frame), True
-
-    def _numbered_parquet(self, frame: DataFrame) -> DataFrame:
-        """Rows numbered by file (in path order) and by the file's own row index: no scan order involved."""
-        # SQL strings, not pyspark.sql.functions: their columns are the classic or the Connect kind
-        # depending on the process, not on the session the frame belongs to.
-        located = frame.selectExpr(
-            "*", f"_metadata.file_path AS {_FILE_COLUMN}", f"_metadata.row_index AS {_INDEX_COLUMN}"
-        )
-        counts = self._run(
-            lambda: located.groupBy(_FILE_COLUMN).count().collect(), "counting the rows of each Parquet file"
-        )
-        offsets, start = [], 0
-        for row in sorted(counts, key=lambda row: row[_FILE_COLUMN]):
-            offsets.append((row[_FILE_COLUMN], start))
-            start += row["count"]
-        table = self.session.createDataFrame(offsets, f"{_FILE_COLUMN} string, {_OFFSET_COLUMN} bigint")
-        return (
-            located.join(table.hint("broadcast"), _FILE_COLUMN)
-            .selectExpr("*", f"{_OFFSET_COLUMN} + {_INDEX_COLUMN} AS {POSITION_COLUMN}")
-            .drop(_FILE_COLUMN, _INDEX_COLUMN, _OFFSET_COLUMN)
-        )
 
     def _frame(self, table: pa.Table) -> DataFrame:
         return self._run(
