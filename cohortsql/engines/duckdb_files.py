@@ -13,10 +13,9 @@ from typing import Any
 
 from cohortsql.dialects.base import Dialect
 from cohortsql.engines.base import Sources
-from cohortsql.engines.inputs import POSITION_COLUMN
+from cohortsql.engines.inputs import GLOB_CHARACTERS, POSITION_COLUMN
 from cohortsql.errors import CohortError
 
-GLOB_CHARACTERS = frozenset("*?[")
 READER_FUNCTIONS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json"}
 
 CSV_BUFFER_BYTES = 32 * 2**20

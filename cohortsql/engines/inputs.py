@@ -46,6 +46,10 @@ class Input(NamedTuple):
     here, not through a query (which costs DuckDB 10-30 ms of binding at 1,000 columns)."""
 
 
+GLOB_CHARACTERS = frozenset("*?[")
+"""The characters that make a path a glob, for every engine that reads files."""
+
+
 def file_format(path: str) -> str:
     """``parquet``, ``csv`` or ``json`` from a file name (compression suffixes aside)."""
     suffixes = [suffix.lower() for suffix in Path(path).suffixes]

@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from cohortsql.engines.inputs import POSITION_COLUMN, file_format
+from cohortsql.engines.inputs import GLOB_CHARACTERS, POSITION_COLUMN, file_format
 from cohortsql.errors import CohortError
 
 Run = Callable[[Callable[[], Any], str], Any]
@@ -24,7 +24,7 @@ _FILE_COLUMN, _INDEX_COLUMN, _OFFSET_COLUMN = "__cohort_file", "__cohort_index",
 def read_path(session: SparkSession, path: str, positions: bool, run: Run) -> tuple[DataFrame, bool]:
     """The file or files at `path` (a local path or glob, or a URI Spark reads) and whether their rows
     are numbered (Parquet read with `positions`); a local path that names nothing is refused."""
-    if "://" not in path and not (glob.glob(path) if set("*?[") & set(path) else Path(path).exists()):
+    if "://" not in path and not (glob.glob(path) if GLOB_CHARACTERS & set(path) else Path(path).exists()):
         raise CohortError(f"no file or table named {path!r}; check the path")
     reader = file_format(path)
     read = session.read
