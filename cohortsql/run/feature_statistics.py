@@ -26,6 +26,34 @@ exactly (a small hash table); above it the estimate's error (about 2%) cannot re
 so the choice between `exact` and a window is the same as an exact count's, on every engine."""
 
 
+def count_nonfinite_values(
+    engine: Engine, relation: str, features: Sequence[Feature], statistics: TableStatistics
+) -> None:
+    """Each float feature's ``nan`` and ``infinite`` (those it needs), which the statistics pass counted
+    together (`cohortsql.queries.statistics.NONFINITE`): 0 where that count is, else counted apart in one
+    query of the features that have such values."""
+    apart: dict[str, str] = {}
+    for feature in features:
+        own = statistics.features[feature.index]
+        if queries.statistics.NONFINITE not in own:
+            continue
+        parts = queries.statistics.nonfinite_parts(feature, engine.dialect)
+        if int(own.pop(queries.statistics.NONFINITE) or 0):
+            apart |= {queries.statistics.statistic_alias(feature.index, name): sql for name, sql in parts.items()}
+        else:
+            own |= dict.fromkeys(parts, 0)
+    if not apart:
+        return
+    row = fetch_record(
+        engine,
+        queries.statistics.table_statistics(relation, apart, engine.dialect),
+        context="counting NaN and infinite values",
+    )
+    for alias, value in row.items():
+        position, _, name = alias.partition(":")
+        statistics.features[int(position)][name] = value
+
+
 def count_distinct_values(
     engine: Engine, relation: str, features: Sequence[Feature], statistics: TableStatistics
 ) -> None:

@@ -37,7 +37,12 @@ from cohortsql.run.data_checks import (
     check_table,
     positive_rows,
 )
-from cohortsql.run.feature_statistics import count_distinct_values, known_quantiles, measure_tails
+from cohortsql.run.feature_statistics import (
+    count_distinct_values,
+    count_nonfinite_values,
+    known_quantiles,
+    measure_tails,
+)
 from cohortsql.run.ids_in_memory import ids_counted_here
 from cohortsql.run.streamed_statistics import plain_features, streamed_statistics
 from cohortsql.run.table_statistics import TableStatistics
@@ -273,6 +278,7 @@ def prepare(
     statistics = TableStatistics.parse(row, len(explained), len(features), weighted=weight is not None)
     check_finite(statistics, row, outcomes, weight, powers)
     check_powers_keep_their_digits(row, outcomes, powers)
+    count_nonfinite_values(engine, relation, features, statistics)
     count_distinct_values(engine, relation, features, statistics)
     n = statistics.subjects
     measure_tails(engine, relation, features, statistics, weight)
