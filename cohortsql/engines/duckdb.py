@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any, Self
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from cohortsql.dialects import DUCKDB
 from cohortsql.engines.base import (
     Engine,
     EngineSettings,
+    PairInputs,
     QueryOfArguments,
     Select,
     Sources,
@@ -55,6 +57,7 @@ from cohortsql.engines.inputs import (
     with_positions,
     without_positions,
 )
+from cohortsql.engines.local_histogram import in_process_histogram
 from cohortsql.errors import CohortError
 from cohortsql.request.user_sql import is_query, query_text
 
@@ -229,6 +232,11 @@ class DuckDBEngine(Engine):
 
         while (batch := self._run(next_batch, context)) is not None:
             yield batch
+
+    def pair_histogram(self, inputs: PairInputs, targets: pa.Table, *, context: str) -> dict[str, np.ndarray] | None:
+        """In this process by the compiled kernel for runs of many pairs
+        (`cohortsql.engines.local_histogram`); otherwise None, and DuckDB's histogram query."""
+        return in_process_histogram(self, inputs, targets, context=context)
 
     @property
     def memory_budget(self) -> int | None:

@@ -70,10 +70,7 @@ def partial_histograms(
     names, measures = list(columns), list(sums)
 
     def partial(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        histogram = pair_masks.PartialHistogram(encoded, tests, len(measures))
-        for batch in batches:
-            rows = pair_masks.Columns.of([batch.column(name) for name in names], tests, vocabulary)
-            histogram.add(rows, np.column_stack([batch.column(name).fill_null(0.0).to_numpy() for name in measures]))
+        histogram = pair_masks.histogram_of_batches(encoded, tests, vocabulary, names, measures, batches)
         target, mask, totals = histogram.cells()
         yield pa.record_batch(
             {"target": pa.array(numbers[target], pa.int32()), "mask0": pa.array(mask, pa.int64())}

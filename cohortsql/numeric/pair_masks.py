@@ -19,7 +19,7 @@ and a missing value (NULL) is similar to a missing value only. Pure numpy, no I/
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,6 +165,24 @@ class PartialHistogram:
         return target, mask, self.totals[target, mask]
 
 
+def histogram_of_batches(
+    targets: Columns,
+    tests: Sequence[PairTest],
+    vocabulary: Sequence[pa.Array | None],
+    columns: Sequence[str],
+    sums: Sequence[str],
+    batches: Iterable[pa.RecordBatch],
+) -> PartialHistogram:
+    """The mask histogram of the coded `targets` against every subject of `batches` (the feature
+    `columns`, coded by `tests` against the targets' `vocabulary`, and one column per sum, each row's
+    measure; a missing measure adds 0), one batch at a time."""
+    histogram = PartialHistogram(targets, tests, len(sums))
+    for batch in batches:
+        rows = Columns.of([batch.column(name) for name in columns], tests, vocabulary)
+        histogram.add(rows, np.column_stack([batch.column(name).fill_null(0.0).to_numpy() for name in sums]))
+    return histogram
+
+
 def merged_cells(
     target: np.ndarray, mask: np.ndarray, totals: Sequence[np.ndarray], d: int
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
@@ -178,7 +196,12 @@ def merged_cells(
 
 def targets_per_pass(d: int, sums: int) -> int:
     """The targets whose dense cells (2^d of `sums` and a reached flag each) fit in `CELL_BYTES`."""
-    return CELL_BYTES // ((1 << d) * (sums + 1) * 8)
+    return CELL_BYTES // cell_bytes(d, sums)
+
+
+def cell_bytes(d: int, sums: int) -> int:
+    """The bytes of one target's dense cells: 2^d of `sums` and a reached flag, 8 bytes each."""
+    return (1 << d) * (sums + 1) * 8
 
 
 def _parameters(tests: Sequence[PairTest]) -> tuple[np.ndarray, ...]:
