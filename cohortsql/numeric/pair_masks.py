@@ -1,6 +1,7 @@
-"""The mask histogram of subjects against targets in numpy (numba where installed), for engines whose
-SQL aggregate is slow: Spark builds each task's partial histogram with it on its executors
-(docs/design.md §2; `cohortsql.engines.spark_histogram`).
+"""The mask histogram of subjects against targets in numpy (numba where installed), where an engine's
+SQL aggregate is slower: Spark builds each task's partial histogram with it on its executors
+(docs/design.md §2; `cohortsql.engines.spark_histogram`), DuckDB a run of many pairs in this process
+(`cohortsql.engines.local_histogram`).
 
 For target t and subject s the mask is m = sum_j z_tj(x_sj) << j, and the histogram holds, per
 (t, m) that some subject reaches, the sums of the subjects' measures (their weights, and weights
