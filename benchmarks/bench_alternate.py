@@ -58,6 +58,7 @@ TIMED = """
 import statistics, time, warnings
 warnings.simplefilter("ignore")
 import cohortsql
+print(cohortsql.__file__)
 {setup}
 run()
 seen = []
@@ -70,16 +71,23 @@ print(statistics.median(seen))
 
 
 def timed(tree: Path, setup: str, calls: int) -> float:
-    """The median of `calls` timed calls of a workload under the package of `tree`, in a fresh process."""
+    """The median of `calls` timed calls of a workload under the package of `tree`, in a fresh process.
+    ``-P``: ``python -c`` would put the working directory first on the path, so that run from a
+    checkout both trees timed that checkout's package (until 2026-11-29 this script did, when run from
+    the repository's root as its usage says); the process says which package it imported, and a
+    package from elsewhere stops the comparison."""
     environment = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run(
-        [sys.executable, "-c", TIMED.format(setup=setup, calls=calls)],
+        [sys.executable, "-P", "-c", TIMED.format(setup=setup, calls=calls)],
         env=environment,
         capture_output=True,
         text=True,
         check=True,
     )
-    return float(done.stdout.strip().splitlines()[-1])
+    imported, *_, median = done.stdout.strip().splitlines()
+    if not Path(imported).resolve().is_relative_to(tree.resolve()):
+        raise SystemExit(f"the run for {tree} imported cohortsql from {imported}")
+    return float(median)
 
 
 def main(old: Path, new: Path, rounds: int, only: str, calls: int) -> None:
