@@ -18,8 +18,10 @@ from cohortsql.engines.base import Engine, PairInputs
 from cohortsql.numeric import kernels, pair_masks
 
 IN_PROCESS_HISTOGRAM_PAIRS = 1_000_000
-"""Target-subject pairs of a run from which this process builds its mask histograms (fewer: the engine's
-query, which costs little then)."""
+"""Target-subject pairs of a run from which this process builds its mask histograms; fewer, the engine's
+query. Whole calls, medians of 7 alternated in one process: 8 windows x 100 targets, 250,000 pairs
+0.145 s by the query against 0.116 s here, 1,000,000 pairs 0.147 against 0.107 s, 4,000,000 0.185
+against 0.098 s; Boston's 506 x 506 pairs over 13 windows (8,192 cells a target) 0.165 against 0.19 s."""
 
 BUDGET_SHARE = 4
 """Under a memory limit, the dense cells held at once take at most this fraction (1 / 4) of it: they
