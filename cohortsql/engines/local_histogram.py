@@ -11,6 +11,8 @@ on one core (the same 352,946 cells)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 
@@ -30,6 +32,10 @@ live outside the engine's own accounting."""
 SUBJECT_BATCH_ROWS = 65_536
 """Subjects per batch read from the engine."""
 
+THREADS = min(4, os.cpu_count() or 1)
+"""Partial histograms built side by side (`cohortsql.numeric.pair_masks.histogram_of_batches`), each
+holding its own cells: the targets of a pass are divided by it."""
+
 
 def in_process_histogram(
     engine: Engine, inputs: PairInputs, targets: pa.Table, *, context: str
@@ -41,9 +47,10 @@ def in_process_histogram(
     subjects, tests, columns, sums, pairs = inputs
     if pairs < IN_PROCESS_HISTOGRAM_PAIRS or not kernels.available():
         return None
-    step = pair_masks.targets_per_pass(len(tests), len(sums))
+    step = pair_masks.targets_per_pass(len(tests), len(sums)) // THREADS
     if engine.memory_budget is not None:
-        step = min(step, engine.memory_budget // BUDGET_SHARE // pair_masks.cell_bytes(len(tests), len(sums)))
+        share = engine.memory_budget // BUDGET_SHARE // THREADS
+        step = min(step, share // pair_masks.cell_bytes(len(tests), len(sums)))
     if step < 1:
         return None
     vocabulary = [pair_masks.vocabulary(targets.column(name), test) for name, test in zip(columns, tests)]
@@ -52,7 +59,7 @@ def in_process_histogram(
         chunk = targets.slice(first, step)
         coded = pair_masks.Columns.of([chunk.column(name) for name in columns], tests, vocabulary)
         batches = engine.arrow_batches(subjects, rows=SUBJECT_BATCH_ROWS, context=context)
-        histogram = pair_masks.histogram_of_batches(coded, tests, vocabulary, columns, sums, batches)
+        histogram = pair_masks.histogram_of_batches(coded, tests, vocabulary, columns, sums, batches, threads=THREADS)
         target, mask, totals = histogram.cells()
         numbers = chunk.column("__cohort_batch").to_numpy()
         parts.append(

@@ -2,7 +2,7 @@
 the values are those of its histogram query, for every kind with a numeric test (windows of floats,
 integers and dates, relative windows, bins, quantiles, exact integers, text and booleans, missing
 values, NaN), with case weights and two explained columns, in one pass or in several (a memory limit's
-share, or the cells' budget); small runs, and runs whose cells would not fit a memory limit's share, keep
+share, or the cells' budget), on one thread or several; small runs, and runs whose cells would not fit a memory limit's share, keep
 the query."""
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ def ways(monkeypatch) -> dict[str, int]:
     counted = {"here": 0, "query": 0}
     here, query = pair_masks.histogram_of_batches, pairwise._sql_histogram
 
-    def built_here(*arguments):
+    def built_here(*arguments, **keywords):
         counted["here"] += 1
-        return here(*arguments)
+        return here(*arguments, **keywords)
 
     def built_by_query(*arguments):
         counted["query"] += 1
@@ -108,18 +108,38 @@ def test_the_histograms_built_here_are_the_querys_for_every_kind(monkeypatch, wa
 def test_targets_go_through_in_passes_that_fit_the_cells_budget(monkeypatch, ways):
     expected = run()  # 100 targets x 700 rows: the query
     monkeypatch.setattr(local_histogram, "IN_PROCESS_HISTOGRAM_PAIRS", 0)
-    monkeypatch.setattr(pair_masks, "CELL_BYTES", 7 * pair_masks.cell_bytes(len(KINDS), SUMS))
+    monkeypatch.setattr(local_histogram, "THREADS", 2)
+    monkeypatch.setattr(pair_masks, "CELL_BYTES", 14 * pair_masks.cell_bytes(len(KINDS), SUMS))
     found = run()
-    assert ways == {"here": 15, "query": 1}  # 100 targets, 7 a pass
+    assert ways == {"here": 15, "query": 1}  # 100 targets, 7 a pass (each of the 2 threads holds 7's cells)
     assert_same(found, expected)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_batches_added_on_several_threads_give_the_querys_values(monkeypatch, ways, threads):
+    expected = run()
+    monkeypatch.setattr(local_histogram, "IN_PROCESS_HISTOGRAM_PAIRS", 0)
+    monkeypatch.setattr(local_histogram, "THREADS", threads)
+    monkeypatch.setattr(local_histogram, "SUBJECT_BATCH_ROWS", 64)  # 11 batches of subjects
+    added = []
+    original = pair_masks.PartialHistogram.add
+    monkeypatch.setattr(
+        pair_masks.PartialHistogram,
+        "add",
+        lambda self, *arguments: added.append(id(self)) or original(self, *arguments),
+    )
+    assert_same(run(), expected)
+    assert ways == {"here": 1, "query": 1}
+    assert len(added) == 11 and len(set(added)) == threads
 
 
 def test_under_a_memory_limit_the_cells_take_a_share_of_it_or_the_query_builds_them(monkeypatch, ways):
     expected = run()
     monkeypatch.setattr(local_histogram, "IN_PROCESS_HISTOGRAM_PAIRS", 0)
+    monkeypatch.setattr(local_histogram, "THREADS", 2)
     limited = cohortsql.DuckDB(memory_limit="100MB")
     one_target = pair_masks.cell_bytes(len(KINDS), SUMS)
-    monkeypatch.setattr(local_histogram, "BUDGET_SHARE", memory_limit_bytes("100MB") // (10 * one_target))
+    monkeypatch.setattr(local_histogram, "BUDGET_SHARE", memory_limit_bytes("100MB") // (2 * 10 * one_target))
     assert_same(run(limited), expected)
     assert ways == {"here": 10, "query": 1}  # 10 targets a pass
     monkeypatch.setattr(local_histogram, "BUDGET_SHARE", 10**12)
