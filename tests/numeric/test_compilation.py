@@ -107,3 +107,31 @@ def test_the_wide_tables_tutorial_shows_the_announcement_as_it_is_said(monkeypat
         compilation._WATCH.ended(True)
     page = (Path(__file__).parents[2] / "docs" / "tutorials" / "wide-tables.md").read_text(encoding="utf-8")
     assert f"cohortsql: {said[0]}\n" in page
+
+
+THREADED = textwrap.dedent(
+    """
+    import numpy as np, polars as pl, cohortsql, warnings
+    from cohortsql.engines import local_histogram
+    from cohortsql.numeric import compilation
+
+    warnings.simplefilter("ignore")
+    local_histogram.THREADS, local_histogram.SUBJECT_BATCH_ROWS = 2, 500  # 6 batches on 2 threads
+    rng = np.random.default_rng(0)
+    frame = pl.DataFrame({f"x{j}": rng.uniform(size=3_000) for j in range(4)} | {"y": rng.normal(size=3_000)})
+    result = cohortsql.cohort_shapley(frame, prediction="y", similarity={f"x{j}": "abs:0.1" for j in range(4)},
+                                      targets=list(range(400)))  # 1,200,000 pairs: the histogram built here
+    print(json.dumps({"compiled": compilation.compilations(), "targets": len(result.ids)}))
+    """
+).replace("import numpy", "import json\nimport numpy")
+
+
+@pytest.mark.timeout(900)
+def test_a_histogram_built_on_threads_compiles_its_kernel_once_and_finishes(tmp_path):
+    """The first batch's kernel compiles on the calling thread: compiled on a pool's thread, the process hung."""
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", THREADED], capture_output=True, text=True, env=environment, timeout=600, check=True
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == {"compiled": ["pair_histogram"], "targets": 400}
+    assert done.stderr.count("compiling the numba kernel 'pair_histogram'") == 1
