@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from cohortsql.numeric import compilation
@@ -109,29 +110,25 @@ def test_the_wide_tables_tutorial_shows_the_announcement_as_it_is_said(monkeypat
     assert f"cohortsql: {said[0]}\n" in page
 
 
-THREADED = textwrap.dedent(
-    """
-    import numpy as np, polars as pl, cohortsql, warnings
-    from cohortsql.engines import local_histogram
-    from cohortsql.numeric import compilation
-
-    warnings.simplefilter("ignore")
-    local_histogram.THREADS, local_histogram.SUBJECT_BATCH_ROWS = 2, 500  # 6 batches on 2 threads
-    rng = np.random.default_rng(0)
-    frame = pl.DataFrame({f"x{j}": rng.uniform(size=3_000) for j in range(4)} | {"y": rng.normal(size=3_000)})
-    result = cohortsql.cohort_shapley(frame, prediction="y", similarity={f"x{j}": "abs:0.1" for j in range(4)},
-                                      targets=list(range(400)))  # 1,200,000 pairs: the histogram built here
-    print(json.dumps({"compiled": compilation.compilations(), "targets": len(result.ids)}))
-    """
-).replace("import numpy", "import json\nimport numpy")
-
-
 @pytest.mark.timeout(900)
 def test_a_histogram_built_on_threads_compiles_its_kernel_once_and_finishes(tmp_path):
-    """The first batch's kernel compiles on the calling thread: compiled on a pool's thread, the process hung."""
-    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-c", THREADED], capture_output=True, text=True, env=environment, timeout=600, check=True
+    """The in-process histogram's first batch compiles its kernel on the calling thread: compiled on a
+    pool's thread, this run (a fresh cache, progress reported) hung before printing anything."""
+    data = tmp_path / "rows.parquet"
+    duckdb.sql(
+        "COPY (SELECT hash(range) % 1000 / 1000.0 AS x0, hash(range, 1) % 1000 / 1000.0 AS x1,"
+        f" hash(range, 2) % 1000 / 1000.0 AS x2, range * 1.0 AS y FROM range(1000000)) TO '{data}' (FORMAT parquet)"
     )
-    assert json.loads(done.stdout.splitlines()[-1]) == {"compiled": ["pair_histogram"], "targets": 400}
+    windows = [argument for j in range(3) for argument in ("--similar", f"x{j}=abs:0.05")]
+    command = [sys.executable, "-m", "cohortsql.cli", "shapley", str(data), "--prediction", "y", *windows]
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [*command, "--sample", "3000", "--seed", "1", "--progress"],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=600,
+        check=True,
+    )
+    assert "3000 targets x 3 features" in done.stdout
     assert done.stderr.count("compiling the numba kernel 'pair_histogram'") == 1
