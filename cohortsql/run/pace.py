@@ -105,7 +105,7 @@ class Pacer:
     started: float = field(default_factory=time.perf_counter, init=False)
 
     def batches(self) -> Iterator[tuple[int, int]]:
-        self.reporter.start(self.total, self.unit)
+        self.reporter.start(self.total, self.unit, estimated=True)
         start = 0
         size = self._pilot_size()
         while start < self.total:
@@ -126,7 +126,10 @@ class Pacer:
                 if self.pilot_only:
                     return
                 self._say_if_long(start)
-            self.reporter.update(start)
+            # no time left is shown before the calibration batch: the pilot alone charges a batch's
+            # fixed cost to each of its few targets ("about 16 min left" for a run of 15 s)
+            known = len(self.timed) >= 2 or timed_batches == 1
+            self.reporter.update(start, self.remaining_seconds(start) if known else None)
             size = min(self.memory_batch, CALIBRATION_FACTOR * size) if grows else self._next_size()
         self.reporter.finish()
 

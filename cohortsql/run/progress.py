@@ -5,6 +5,10 @@ and otherwise (when asked for) a log line at most every 10 seconds.
 terminal or a notebook) and only for runs longer than a second; ``True`` always reports (log lines
 when stderr is a file or a pipe); ``False`` never does. Notes (such as a long run's estimate) are
 printed unless ``enabled`` is False.
+
+The time left is the caller's estimate where it gives one (`Reporter.update`'s `seconds_left`: the
+pacer's fitted cost per batch and per target, `cohortsql.run.pace`), and none while it has none;
+otherwise the elapsed time per target so far times the targets left, right for batches of equal cost.
 """
 
 from __future__ import annotations
@@ -39,15 +43,35 @@ class Reporter:
         self.total = 0
         self.unit = "targets"
         self.started = time.perf_counter()
+        self.estimated = False
+        self.seconds_left: float | None = None
 
-    def start(self, total: int, unit: str = "targets") -> None:
-        """A new stage of `total` targets begins (`unit` says what is counted, e.g. "distinct targets of 1,500")."""
+    def start(self, total: int, unit: str = "targets", *, estimated: bool = False) -> None:
+        """A new stage of `total` targets begins (`unit` says what is counted, e.g. "distinct targets of
+        1,500"); with `estimated`, every update gives the time left (or None: not known yet)."""
         self.total = total
         self.unit = unit
         self.started = time.perf_counter()
+        self.estimated = estimated
+        self.seconds_left = None
 
-    def update(self, done: int) -> None:
-        """`done` of the stage's targets are finished."""
+    def update(self, done: int, seconds_left: float | None = None) -> None:
+        """`done` of the stage's targets are finished (and, in an estimated stage, `seconds_left` to go)."""
+        self.seconds_left = seconds_left
+        self._show(done)
+
+    def _show(self, done: int) -> None:
+        """Show that `done` of the stage's targets are finished."""
+
+    def _left(self, done: int) -> str:
+        """The time left as ", about 12 min left", or "" where no estimate is known or nothing is left."""
+        if not 0 < done < self.total:
+            return ""
+        if self.estimated:
+            left = self.seconds_left
+        else:
+            left = (time.perf_counter() - self.started) / done * (self.total - done)
+        return "" if left is None else f", about {duration(left)} left"
 
     def note(self, message: str) -> None:
         """A message worth a line of its own (printed by every reporter but the silent one)."""
@@ -59,8 +83,7 @@ class Reporter:
 
     def _line(self, done: int) -> str:
         elapsed = time.perf_counter() - self.started
-        left = f", about {duration(elapsed / done * (self.total - done))} left" if 0 < done < self.total else ""
-        return f"{done:,}/{self.total:,} {self.unit}, {duration(elapsed)}{left}"
+        return f"{done:,}/{self.total:,} {self.unit}, {duration(elapsed)}{self._left(done)}"
 
 
 class Silent(Reporter):
@@ -77,7 +100,7 @@ class LogLines(Reporter):
         super().__init__(stream)
         self.last = 0.0
 
-    def update(self, done: int) -> None:
+    def _show(self, done: int) -> None:
         now = time.perf_counter()
         if now - self.last >= LOG_EVERY_SECONDS and done < self.total:
             self.last = now
@@ -96,23 +119,23 @@ class Bar(Reporter):
         self.bar: Any = None
         self.task: Any = None
 
-    def update(self, done: int) -> None:
+    def _show(self, done: int) -> None:
         if self.bar is None and (self.eager or time.perf_counter() - self.started >= SHOW_AFTER_SECONDS):
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
             self.bar = Progress(
                 "cohortsql",
                 BarColumn(),
                 MofNCompleteColumn(),
-                TimeRemainingColumn(),
+                TextColumn("{task.fields[left]}"),
                 console=Console(file=self.stream),
                 transient=True,
             )
             self.bar.start()
-            self.task = self.bar.add_task(self.unit, total=self.total)
+            self.task = self.bar.add_task(self.unit, total=self.total, left="")
         if self.bar is not None:
-            self.bar.update(self.task, completed=done)
+            self.bar.update(self.task, completed=done, left=self._left(done).removeprefix(", "))
 
     def note(self, message: str) -> None:
         if self.bar is not None:
@@ -133,7 +156,7 @@ class NotebookDisplay(Reporter):
         super().__init__()
         self.handle: Any = None
 
-    def update(self, done: int) -> None:
+    def _show(self, done: int) -> None:
         from IPython.display import display
 
         text = f"cohortsql: {self._line(done)}"

@@ -180,6 +180,34 @@ def test_a_batchs_fixed_cost_is_not_charged_to_each_target(monkeypatch):
     assert notes == []  # about 20 s: no long-run warning (10 targets at 0.101 s each said 17 min)
 
 
+def test_the_time_left_is_the_pacers_estimate_and_none_after_the_pilot_alone(monkeypatch):
+    """A run of 3,000 targets over 1,000,000 rows (DuckDB's histogram built in this process) printed
+    "2/3,000 targets, 0.6 s, about 16 min left" and took 15 s: its log line charged the pilot's fixed
+    cost to each of the pilot's two targets. Until the calibration batch separates the two costs no
+    time left is shown; then it is the pacer's estimate, within 3x of what the rest of the run takes."""
+    clock = Clock()
+    clock.now = 100.0
+    monkeypatch.setattr(pace.time, "perf_counter", clock)
+    monkeypatch.setattr(progress.time, "perf_counter", clock)
+    stream = Terminal(False)
+    pacer = pace.Pacer(
+        total=10_000, memory_batch=3_000, pairs_per_target=200_000, reporter=progress.reporter(True, stream)
+    )
+    shown = []
+    for start, _size in pacer.batches():
+        if start:
+            shown.append((start, clock.now, pacer.remaining_seconds(start)))
+        clock.now += 1.0 + 0.001 * _size  # 1 s a batch whatever its targets, 1 ms a target
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "cohortsql: 10/10,000 targets, 1.0 s"  # the pilot: no estimate (it said "about 17 min")
+    later = [line for line in lines[1:-1] if "left" in line]
+    assert later, lines
+    done = int(later[0].split("/")[0].removeprefix("cohortsql: ").replace(",", ""))
+    _, at, estimate = next(item for item in shown if item[0] == done)
+    assert later[0].endswith(f", about {progress.duration(estimate)} left")
+    assert (clock.now - at) / 3 <= estimate <= 3 * (clock.now - at)
+
+
 def test_a_batch_that_costs_the_same_whatever_its_targets_grows_fourfold(monkeypatch):
     """Spark's executors scan every subject whatever the targets: a batch costs 1.25 s, its targets next
     to nothing. The pilot (10) and the calibration batch (40) took the same, so no cost per target is
