@@ -63,12 +63,22 @@ class _Watch:
 
 _WATCH = _Watch()
 _registered: list[bool] = []
+_REGISTERING = threading.Lock()
 
 
 def watch() -> None:
-    """Start watching numba's compilations (importing numba; once per process, before any kernel runs)."""
-    if _registered:
-        return
+    """Start watching numba's compilations (importing numba; once per process, before any kernel runs).
+
+    Threads that call it at once wait for the first, so that numba is first imported by one thread
+    and its listener registered once: two threads of DuckDB's in-process histogram importing numba at
+    once hung a run (a thread waited for llvmlite's lock inside numba's import for ever, the thread that
+    had begun the import gone), and every thread that called this at once registered a listener."""
+    with _REGISTERING:
+        if not _registered:
+            _register()
+
+
+def _register() -> None:
     from numba.core import event
 
     class Listener(event.Listener):

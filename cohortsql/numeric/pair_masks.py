@@ -183,8 +183,9 @@ def histogram_of_batches(
     partial histogram i mod `threads` on a thread of its own (the compiled kernel releases the GIL)
     while the next batches are read and coded, and the partial histograms are summed in their order at
     the end: the same sums whatever the threads' timing (each holds its own cells: `threads` times the
-    memory). The first batch is added on the calling thread: numba compiling the kernel for new types
-    on a pool's thread hung the process (a fresh ``NUMBA_CACHE_DIR``, a command-line run of 1,000,000 rows)."""
+    memory). The first batch is added on the calling thread, so that numba is imported and the kernel
+    compiled (and announced) there, before any pool thread runs it (numba imported by two threads at
+    once hung a run: `cohortsql.numeric.compilation.watch`)."""
     histograms = [PartialHistogram(targets, tests, len(sums)) for _ in range(threads)]
     with ThreadPoolExecutor(threads, thread_name_prefix="cohortsql-histogram") as pool:
         adding: list[Future[None] | None] = [None] * threads
@@ -192,7 +193,7 @@ def histogram_of_batches(
             rows = Columns.of([batch.column(name) for name in columns], tests, vocabulary)
             measures = np.column_stack([batch.column(name).fill_null(0.0).to_numpy() for name in sums])
             slot = index % threads
-            if index == 0:  # here: a kernel numba compiles for these types compiles (and is announced) on this thread
+            if index == 0:  # here: numba's import and the kernel's compilation for these types
                 histograms[slot].add(rows, measures)
                 continue
             if (previous := adding[slot]) is not None:

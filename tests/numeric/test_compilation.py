@@ -112,8 +112,11 @@ def test_the_wide_tables_tutorial_shows_the_announcement_as_it_is_said(monkeypat
 
 @pytest.mark.timeout(900)
 def test_a_histogram_built_on_threads_compiles_its_kernel_once_and_finishes(tmp_path):
-    """The in-process histogram's first batch compiles its kernel on the calling thread: compiled on a
-    pool's thread, this run (a fresh cache, progress reported) hung before printing anything."""
+    """This run (a fresh cache, progress reported) hung before printing anything when two of the
+    in-process histogram's threads imported numba at once: one thread's import failed inside
+    llvmlite's lock (numba's lock callback met a partially imported ``numba.core.event``) and left it
+    held, and the other waited for it for ever. numba is now imported by one thread
+    (`compilation.watch`), and the first batch is added on the calling thread."""
     data = tmp_path / "rows.parquet"
     duckdb.sql(
         "COPY (SELECT hash(range) % 1000 / 1000.0 AS x0, hash(range, 1) % 1000 / 1000.0 AS x1,"
@@ -132,3 +135,42 @@ def test_a_histogram_built_on_threads_compiles_its_kernel_once_and_finishes(tmp_
     )
     assert "3000 targets x 3 features" in done.stdout
     assert done.stderr.count("compiling the numba kernel 'pair_histogram'") == 1
+
+
+FIRST_USE_ON_THREADS = textwrap.dedent(
+    """
+    import json, sys, threading
+    from cohortsql.numeric import kernels
+
+    assert "numba" not in sys.modules
+    barrier = threading.Barrier(8)
+    functions, failures = [], []
+
+    def first_use():
+        barrier.wait()
+        try:
+            functions.append(kernels.compiled_function("pair_histogram"))
+        except BaseException as failure:
+            failures.append(repr(failure))
+
+    threads = [threading.Thread(target=first_use) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    from numba.core import event
+
+    listeners = [listener for listener in event._registered["numba:compile"] if "cohortsql" in type(listener).__module__]
+    hung = sum(thread.is_alive() for thread in threads)
+    print(json.dumps({"functions": len(functions), "listeners": len(listeners), "failures": failures, "hung": hung}))
+    """
+)
+
+
+def test_threads_that_first_use_a_kernel_at_once_import_numba_once_and_register_one_listener():
+    """Eight threads asking for a kernel at once, numba not yet imported: each registered a listener
+    of its own (eight), the race in which two threads' imports of numba hung a run."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_USE_ON_THREADS], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == {"functions": 8, "listeners": 1, "failures": [], "hung": 0}
