@@ -230,6 +230,7 @@ _CHECKS: dict[str, Callable[[str, Any], object]] = {
     "model_targets": lambda name, value: arguments.whole_number(name, value, minimum=1),
     "protected_bins": arguments.group_bins,
     "interactions": arguments.boolean,
+    "progress": lambda name, value: None if value is None else arguments.boolean(name, value),
     "anchored": lambda name, value: arguments.whole_number(name, value, minimum=0),
     "null": arguments.null_copies,
     "null_features": arguments.null_features,

@@ -275,6 +275,11 @@ class QuantileWindow(WholeTableWindow):
         return f"quantile:{self.fraction:g}{suffix}"
 
 
+MOST_BINS = 2**53
+"""The most bins `Bins` takes: bin numbers are computed in doubles, whose whole numbers are exact to
+2^53 (Spark refused 1e19 bins with an overflow, 1e300 with a decimal of 301 digits; DuckDB computed them)."""
+
+
 @dataclass(frozen=True)
 class Bins(Similarity):
     """Same bin of k equal-width bins over [min, max]: bin = min(floor((x - min) / (max - min) * k), k - 1)."""
@@ -286,6 +291,11 @@ class Bins(Similarity):
         valid = isinstance(self.k, (int, float)) and not isinstance(self.k, bool) and math.isfinite(self.k)
         if not valid or int(self.k) != self.k or self.k < 1:
             raise CohortError(f"bins needs a whole number of bins >= 1, got {self.k}")
+        if self.k > MOST_BINS:
+            raise CohortError(
+                f"bins:{self.k:g} is more bins than a bin number computed in doubles tells apart: at most 2^53"
+                f" ({MOST_BINS:,}); for one bin per value, use exact"
+            )
         object.__setattr__(self, "k", int(self.k))
 
     def parameters(

@@ -215,6 +215,19 @@ def test_a_numpy_boolean_is_a_boolean(switch):
         cohortsql.cohort_shapley(FRAME, prediction="p", similarity=["a", "b"], interactions=1)
 
 
+@pytest.mark.parametrize("text", ["false", "no", 0, 1])
+def test_progress_is_a_boolean_or_none_never_text_or_a_number(text, capsys):
+    """``progress="false"`` was read as true (any non-empty text is) and reported progress; it is now
+    refused naming the option, as ``interactions`` is. numpy's booleans and None are what they are."""
+    with pytest.raises(CohortError, match=f"progress must be True or False, got {text!r}"):
+        cohortsql.cohort_shapley(FRAME, prediction="p", similarity=["a", "b"], progress=text)
+    for quiet in (np.bool_(False), False, None):
+        cohortsql.cohort_shapley(FRAME, prediction="p", similarity=["a", "b"], progress=quiet)
+        assert capsys.readouterr().err == ""
+    cohortsql.cohort_shapley(FRAME, prediction="p", similarity=["a", "b"], progress=np.bool_(True))
+    assert "10/10 targets" in capsys.readouterr().err
+
+
 NUMBERS = {
     "bootstrap": (3, {"seed": 1}),
     "confidence": (0.9, {"bootstrap": 3, "seed": 1}),

@@ -41,7 +41,17 @@ def test_parse(text, kind):
 
 @pytest.mark.parametrize(
     "text",
-    ["exact", "abs:2.5", "relative:0.05", "range:0.1", "quantile:0.1", "quantile:0.1:0.25", "bins:10", "sql:s.a = t.a"],
+    [
+        "exact",
+        "abs:2.5",
+        "relative:0.05",
+        "range:0.1",
+        "quantile:0.1",
+        "quantile:0.1:0.25",
+        "bins:10",
+        "bins:9007199254740992",
+        "sql:s.a = t.a",
+    ],
 )
 def test_text_round_trip(text):
     assert str(parse_similarity(text)) == text
@@ -56,6 +66,7 @@ def test_text_round_trip(text):
         ("quantile:0.1:0.5", "quantile p must be in [0, 0.5)"),
         ("bins:0", "bins needs a whole number of bins >= 1, got 0"),
         ("bins:2.5", "bins needs a whole number"),
+        ("bins:1e19", "bins:1e+19 is more bins than a bin number computed in doubles tells apart: at most 2^53"),
         ("abs", "malformed similarity 'abs'"),
         ("abs:x", "malformed similarity 'abs:x'"),
         ("abs:1:2", "malformed similarity 'abs:1:2'"),
@@ -75,6 +86,9 @@ def test_objects_validate_too():
         AbsoluteWindow(-0.1)
     with pytest.raises(CohortError, match="bins"):
         Bins(True)
+    Bins(2**53)
+    with pytest.raises(CohortError, match=r"at most 2\^53 \(9,007,199,254,740,992\); for one bin per value, use exact"):
+        Bins(2**53 + 1)  # Spark overflowed from 2^63 bins (1e19), DuckDB computed them: neither now
 
 
 def evaluate(engine, kind, parameters, pairs, missing=True):
