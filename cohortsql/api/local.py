@@ -119,7 +119,7 @@ def cohort_shapley(
         targets and quantile windows weigh each row by it (an integer weight counts as that many
         copies of the row; a weight of 0 drops it).
     bootstrap : int
-        B Bayesian-bootstrap replicates (exact method): every subject reweighted by an Exp(1) draw
+        B (0, or 2 to 8,000) Bayesian-bootstrap replicates (exact method): every subject reweighted by an Exp(1) draw
         per replicate, all computed in the same SQL pass; gives percentile intervals of every value
         (``res.local``), of the effects (``res.global_``) and paired intervals of group differences
         (``res.by``).

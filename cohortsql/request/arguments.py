@@ -96,11 +96,26 @@ def explained_columns(prediction: object, *, several: bool = True) -> tuple[str,
     raise CohortError(f"prediction must be {wanted}, got {prediction!r}")
 
 
+MAX_REPLICATES = 8_000
+"""The most Bayesian-bootstrap replicates a run draws. Some queries hold a column per replicate (the
+audit's sums by group: a weight and a weighted prediction each), and DuckDB 2.0's hash aggregate
+stopped the process (SIGFPE) beyond 16,384 such sums: 8,000 replicates are 16,002. Memory grows with B
+too (a target's sums are held for every replicate at once: 40 rows and 1,000,000 replicates passed
+3.5 GB in two minutes, 1e9 took the machine's 24 GB and were killed), and percentile intervals need
+no more (their endpoints' Monte Carlo error shrinks as 1 / sqrt(B))."""
+
+
 def bootstrap_arguments(bootstrap: object, confidence: object) -> tuple[int, float]:
-    """B, the number of Bayesian-bootstrap replicates, and the intervals' confidence level."""
+    """B, the number of Bayesian-bootstrap replicates (0, or 2 to `MAX_REPLICATES`), and the intervals'
+    confidence level."""
     replicates = whole_number("bootstrap", bootstrap, minimum=0)
     if replicates == 1:
         raise CohortError("bootstrap=1 gives no interval; ask for 0 (none) or at least 2 replicates (200 or more)")
+    if replicates > MAX_REPLICATES:
+        raise CohortError(
+            f"bootstrap must be at most {MAX_REPLICATES:,} replicates (each target's sums are held for every"
+            f" replicate at once; 1,000 to 2,000 give percentile intervals), got {replicates:,}"
+        )
     level = positive_number("confidence", confidence)
     if level is None or level >= 1:
         raise CohortError(f"confidence must be a number between 0 and 1, e.g. 0.95; got {confidence!r}")

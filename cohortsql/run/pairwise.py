@@ -33,9 +33,15 @@ from cohortsql.queries.histogram import MASK_WORD_BITS
 from cohortsql.request.similarity import SqlPredicate
 from cohortsql.run.pace import Pacer
 from cohortsql.run.preparation import Prepared, WeightedSubjects, weigh_subjects
-from cohortsql.run.replicates import one_row_per_key, weigh_replicates
+from cohortsql.run.replicates import long_replicates, one_row_per_key, weigh_replicates
 from cohortsql.run.session import GamePass
 from cohortsql.run.targets import TargetSet
+
+
+def weighed_for_histograms(engine: Engine, prepared: Prepared) -> WeightedSubjects:
+    """The subjects of the exact histograms, with a column per weighting, or in a row per group of
+    four replicates where that many columns do not fit one query (`long_replicates`)."""
+    return weigh_replicates(engine, prepared) if long_replicates(prepared) else weigh_subjects(engine, prepared)
 
 
 def _histograms(
@@ -127,13 +133,12 @@ def _one_column_per_weighting(table: pa.Table, prepared: Prepared) -> dict[str, 
 
 
 def pairwise_batches(
-    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer, *, long_replicates: bool
+    engine: Engine, prepared: Prepared, targets: TargetSet, pacer: Pacer
 ) -> Iterator[shapley.CohortShapley]:
     """Exact cohort Shapley values of every game, one batch of distinct targets at a time (batches from
-    `pacer`); with `long_replicates`, the subjects come in a row per group of replicates, not a
-    column per replicate (`cohortsql.run.strategy.long_replicates`)."""
+    `pacer`), from the subjects of `weighed_for_histograms`."""
     measures = prepared.measures
-    weighted = weigh_replicates(engine, prepared) if long_replicates else weigh_subjects(engine, prepared)
+    weighted = weighed_for_histograms(engine, prepared)
     for start, rows, histogram in _histograms(engine, prepared, weighted, targets, pacer):
         weights = targets.multiplicity[start : start + rows][:, measures.weighting_of_game]
         yield exact_values(
@@ -159,7 +164,7 @@ def dense_games(
     histogram in turn; with `replicates`, those of every bootstrap weighting in turn."""
     engine, prepared, games = run.session.engine, run.session.prepared, run.games
     measures = prepared.measures
-    weighted = weigh_subjects(engine, prepared)
+    weighted = weighed_for_histograms(engine, prepared)
     reads = any(game.powers for game in games)
     weightings = range(measures.weightings if replicates else 1)
     columns = [

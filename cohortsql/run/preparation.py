@@ -52,7 +52,7 @@ BATCH_MEMORY_BYTES = 256 * 2**20
 when that is less."""
 
 ENGINE_MEMORY_BYTES = 2**30
-"""What one query may hold in the engine when no memory limit says (see `cohortsql.run.strategy.ENGINE_SUM_BYTES`)."""
+"""What one query may hold in the engine when no memory limit says (see `cohortsql.run.replicates.ENGINE_SUM_BYTES`)."""
 
 COMPRESS_BELOW = 0.8
 """Identical subjects are collapsed before the join when the distinct predictor rows are at most this

@@ -36,25 +36,9 @@ HISTOGRAM_ROW_BYTES = 64
 sum, sorted copies and unpacked bits); a batch has at most one row per target and subject row."""
 
 
-ENGINE_SUM_BYTES = 800_000
-"""What the engine holds per sum of a histogram query while it runs: DuckDB 2.0 moves vectors of
-2,048 rows through each step of a query on each thread, whatever the rows. Measured on 200 subjects
-with 2,000 replicates under memory_limit=200MB: a column per replicate (4,002 sums) failed, queries of
-1,000 sums peaked at 660 MB and of 250 sums at 430 MB."""
-
 VALUE_BYTES = 8 * 3
 """Each cohort value of a batch's output (phi, phi^2, the refinement path ...) is a float64 held about
 three times: as computed, as kept, and sorted for the intervals."""
-
-
-def long_replicates(prepared: Prepared) -> bool:
-    """Whether the pairwise path's subjects come in a row per group of four replicates instead of a
-    column per weighting: when a column per weighting would hold more sums than the engine's memory
-    allows one query (`ENGINE_SUM_BYTES` each). A row per group makes the join B / 4 times longer,
-    so it is kept for what does not fit otherwise."""
-    measures = prepared.measures
-    sums = measures.weightings * (1 + measures.outcomes)
-    return measures.replicates > 0 and sums * ENGINE_SUM_BYTES > prepared.engine_bytes
 
 
 def exact_batch_size(prepared: Prepared, *, by_cells: bool) -> int:
@@ -162,7 +146,7 @@ def local_batches(
         )
     if route.by_cells:
         return grouping_sets_batches(engine, prepared, targets, pacer)
-    return pairwise_batches(engine, prepared, targets, pacer, long_replicates=long_replicates(prepared))
+    return pairwise_batches(engine, prepared, targets, pacer)
 
 
 def choose_method(method: str, d: int, game: Literal["cohort", "baseline", "game"] = "cohort") -> ChosenMethod:

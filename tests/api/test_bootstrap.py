@@ -2,18 +2,24 @@
 engine and path), the intervals' coverage on a population with known effects, and paired group
 differences."""
 
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import numpy as np
 import polars as pl
 import pytest
 from draws import draws, evaluated
+from typer.testing import CliRunner
 
 import cohortsql
 from cohortsql import queries
+from cohortsql.cli import app
 from cohortsql.engines.duckdb import DuckDBEngine
 from cohortsql.numeric import bootstrap
-from cohortsql.run import pairwise, preparation, strategy
+from cohortsql.request import arguments as arguments_module
+from cohortsql.run import pairwise, preparation, replicates
 from cohortsql.run.replicates import weigh_replicates
 
 SIMILARITY = {"a": "exact", "b": "bins:3"}
@@ -125,7 +131,7 @@ def test_replicates_in_a_row_per_group_equal_a_column_per_replicate(engine, monk
         **engine.options,
     )
     wide = quietly(cohortsql.cohort_shapley, data, **options)
-    monkeypatch.setattr(strategy, "ENGINE_SUM_BYTES", preparation.ENGINE_MEMORY_BYTES)  # any sums are too many
+    monkeypatch.setattr(replicates, "ENGINE_SUM_BYTES", preparation.ENGINE_MEMORY_BYTES)  # any sums are too many
     called = []
     monkeypatch.setattr(pairwise, "weigh_replicates", lambda *args: called.append(1) or weigh_replicates(*args))
     long = quietly(cohortsql.cohort_shapley, data, **options)
@@ -148,13 +154,13 @@ def test_no_query_grows_with_the_replicates_under_a_memory_limit(monkeypatch):
         original = getattr(DuckDBEngine, method)
 
         def recorded(self, select, *args, _original=original, **kwargs):
-            longest[replicates] = max(longest.get(replicates, 0), len(select))
+            longest[drawn] = max(longest.get(drawn, 0), len(select))
             return _original(self, select, *args, **kwargs)
 
         monkeypatch.setattr(DuckDBEngine, method, recorded)
     data = table(9, rows=30)
-    for replicates in (40, 4000):
-        options = dict(prediction="y", similarity={"a": "exact", "b": "abs:0.2"}, bootstrap=replicates, seed=2)
+    for drawn in (40, 4000):
+        options = dict(prediction="y", similarity={"a": "exact", "b": "abs:0.2"}, bootstrap=drawn, seed=2)
         result = quietly(
             cohortsql.cohort_shapley,
             data,
@@ -263,11 +269,52 @@ def test_by_without_kept_replicates_says_why(monkeypatch):
         (dict(bootstrap=-3), "bootstrap must be at least 0"),
         (dict(bootstrap=20, confidence=1.5), "confidence must be a number between 0 and 1"),
         (dict(bootstrap=20, method="permutation"), "bootstrap intervals need method='exact'"),
+        # a billion replicates of 40 rows took the machine's 24 GB and were killed; an audit of 9,000 stopped
+        # the process (DuckDB's SIGFPE beyond 16,384 sums in one aggregate)
+        (dict(bootstrap=8_001), "bootstrap must be at most 8,000 replicates .* got 8,001"),
     ],
 )
 def test_bootstrap_arguments_are_checked(arguments, message):
     with pytest.raises(cohortsql.CohortError, match=message):
         cohortsql.cohort_shapley(table(8), prediction="y", similarity=SIMILARITY, **arguments)
+
+
+def test_the_most_replicates_are_refused_alike_by_the_audit_and_the_command_line(tmp_path):
+    with pytest.raises(cohortsql.CohortError, match="bootstrap must be at most 8,000 replicates"):
+        cohortsql.audit(table(8), prediction="y", protected="a", similarity=SIMILARITY, bootstrap=9_000)
+    table(8).write_parquet(tmp_path / "rows.parquet")
+    arguments = ["shapley", str(tmp_path / "rows.parquet"), "--prediction", "y", "--features", "a,b"]
+    done = CliRunner().invoke(app, [*arguments, "--bootstrap", "20000"])
+    assert done.exit_code == 2 and "bootstrap must be at most 8,000 replicates" in done.output
+    assert arguments_module.bootstrap_arguments(8_000, 0.95) == (8_000, 0.95)
+
+
+WIDE_REPLICATES = textwrap.dedent(
+    """
+    import warnings
+    import numpy as np, polars as pl
+    import cohortsql
+
+    warnings.simplefilter("ignore")
+    rng = np.random.default_rng(8)
+    a, b = rng.integers(0, 3, 30), rng.uniform(0, 1, 30)
+    frame = pl.DataFrame({"a": a, "b": b, "y": a + b, "y2": a - b, "y3": a * b})
+    options = dict(prediction=["y", "y2", "y3"], similarity={"a": "exact", "b": "bins:3"}, seed=1, interactions=True)
+    found = cohortsql.cohort_shapley(frame, bootstrap=4_100, **options)
+    assert np.allclose(found["y"].shapley, cohortsql.cohort_shapley(frame, **options)["y"].shapley, atol=1e-12)
+    print(found["y"].interactions is not None, found["y3"].bootstrap is not None)
+    """
+)
+
+
+def test_interactions_of_many_replicates_and_outcomes_take_a_row_per_group_of_replicates():
+    """Interactions (the dense path) of 3 outcomes x 4,100 replicates queried 16,404 sums, a column per
+    weighting and outcome, whatever the memory: DuckDB stopped the process (SIGFPE in its hash
+    aggregate). The dense path now reads subjects in a row per group of four replicates where the
+    pairwise path does (`replicates.long_replicates`), and beyond `MOST_QUERY_SUMS` whatever the memory."""
+    done = subprocess.run([sys.executable, "-c", WIDE_REPLICATES], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True"]
 
 
 def test_the_seed_of_a_bootstrap_is_recorded():
