@@ -271,14 +271,17 @@ def test_a_dry_runs_pilot_is_bounded_whatever_the_clock_says(monkeypatch, paced)
 
 
 def test_a_dry_run_of_huge_budgets_returns_a_plan_at_once():
-    """10^8 bootstrap replicates or 10^9 permutations: the pilot computes a few of them and scales the
-    estimate, so the plan comes back (the pilot once ran a target's whole budget, or ran out of memory)."""
+    """The most bootstrap replicates (8,000; 10^8 are refused, as by the run) or 10^9 permutations: the
+    pilot computes a few of them and scales the estimate, so the plan comes back (the pilot once ran a
+    target's whole budget, or ran out of memory)."""
     rng = np.random.default_rng(3)
     frame = pl.DataFrame({"id": np.arange(200), "x": rng.integers(0, 3, 200), "z": rng.integers(0, 3, 200)})
     frame = frame.with_columns(p=pl.Series(rng.normal(size=200)))
-    boot = cohortsql.estimate(frame, prediction="p", similarity=["x", "z"], id="id", bootstrap=10**8)
-    assert boot.replicates == 10**8 and boot.scale == pytest.approx((1 + 10**8) / (1 + 8))
-    assert "times" in str(boot) and boot.estimated_seconds > 1e4 * boot.pilot_seconds / boot.pilot_targets
+    with pytest.raises(cohortsql.CohortError, match="bootstrap must be at most 8,000 replicates"):
+        cohortsql.estimate(frame, prediction="p", similarity=["x", "z"], id="id", bootstrap=10**8)
+    boot = cohortsql.estimate(frame, prediction="p", similarity=["x", "z"], id="id", bootstrap=8_000)
+    assert boot.replicates == 8_000 and boot.scale == pytest.approx((1 + 8_000) / (1 + 8))
+    assert "times" in str(boot) and boot.estimated_seconds > 100 * boot.pilot_seconds / boot.pilot_targets
     many = cohortsql.estimate(
         frame, prediction="p", similarity=["x", "z"], id="id", method="permutation", max_permutations=10**9
     )
