@@ -194,10 +194,10 @@ def test_the_time_left_is_the_pacers_estimate_and_none_after_the_pilot_alone(mon
         total=10_000, memory_batch=3_000, pairs_per_target=200_000, reporter=progress.reporter(True, stream)
     )
     shown = []
-    for start, _size in pacer.batches():
+    for start, size in pacer.batches():
         if start:
             shown.append((start, clock.now, pacer.remaining_seconds(start)))
-        clock.now += 1.0 + 0.001 * _size  # 1 s a batch whatever its targets, 1 ms a target
+        clock.now += 1.0 + 0.001 * size  # 1 s a batch whatever its targets, 1 ms a target
     lines = stream.getvalue().splitlines()
     assert lines[0] == "cohortsql: 10/10,000 targets, 1.0 s"  # the pilot: no estimate (it said "about 17 min")
     later = [line for line in lines[1:-1] if "left" in line]
