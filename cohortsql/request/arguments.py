@@ -99,7 +99,7 @@ def explained_columns(prediction: object, *, several: bool = True) -> tuple[str,
 MAX_REPLICATES = 8_000
 """The most Bayesian-bootstrap replicates a run draws. Some queries hold a column per replicate (the
 audit's sums by group: a weight and a weighted prediction each), and DuckDB 2.0's hash aggregate
-stopped the process (SIGFPE) beyond 16,384 such sums: 8,000 replicates are 16,002. Memory grows with B
+stopped the process (SIGFPE) from 16,384 such sums (16,382 ran): 8,000 replicates are 16,002. Memory grows with B
 too (a target's sums are held for every replicate at once: 40 rows and 1,000,000 replicates passed
 3.5 GB in two minutes, 1e9 took the machine's 24 GB and were killed), and percentile intervals need
 no more (their endpoints' Monte Carlo error shrinks as 1 / sqrt(B))."""

@@ -270,7 +270,7 @@ def test_by_without_kept_replicates_says_why(monkeypatch):
         (dict(bootstrap=20, confidence=1.5), "confidence must be a number between 0 and 1"),
         (dict(bootstrap=20, method="permutation"), "bootstrap intervals need method='exact'"),
         # a billion replicates of 40 rows took the machine's 24 GB and were killed; an audit of 9,000 stopped
-        # the process (DuckDB's SIGFPE beyond 16,384 sums in one aggregate)
+        # the process (DuckDB's SIGFPE from 16,384 sums in one aggregate)
         (dict(bootstrap=8_001), "bootstrap must be at most 8,000 replicates .* got 8,001"),
     ],
 )
